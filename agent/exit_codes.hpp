@@ -1,0 +1,30 @@
+// The agent's documented exit codes (README "Exit codes"), and the error that carries one.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace nvsmi {
+
+enum ExitCode : int {
+  exit_ok = 0,
+  exit_internal = 1,      // a bug: please report it
+  exit_usage = 2,         // bad command line
+  exit_not_found = 3,     // nvidia-smi missing or not executable
+  exit_smi_failed = 4,    // nvidia-smi exited non-zero or was killed by a signal
+  exit_timeout = 5,       // nvidia-smi did not finish before --timeout
+  exit_bad_output = 6,    // output empty, too large, or not parseable
+  exit_io = 7,            // a fixture could not be read, or --output could not be written
+};
+
+class AgentError : public std::runtime_error {
+public:
+  AgentError(ExitCode code, const std::string &message)
+      : std::runtime_error(message), code_(code) {}
+  ExitCode code() const { return code_; }
+
+private:
+  ExitCode code_;
+};
+
+} // namespace nvsmi

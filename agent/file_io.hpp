@@ -1,0 +1,17 @@
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace nvsmi {
+
+// Reads a whole file ("-" for standard input). Throws AgentError: exit_io when it cannot be read,
+// exit_bad_output when it holds more than `max_bytes`.
+std::string read_capped(const std::string &path, std::size_t max_bytes);
+
+// Replaces `path` with `content` atomically: a temporary file in the same folder, flushed to disk,
+// then renamed over it. Readers see the old file or the new one, never a part. On failure the old
+// file is untouched and the temporary removed. Throws AgentError(exit_io).
+void replace_file_atomically(const std::string &path, const std::string &content);
+
+} // namespace nvsmi

@@ -1,0 +1,72 @@
+#include "formats.hpp"
+
+#include "nvsmi/timestamp.hpp"
+
+#include <cstdio>
+
+namespace nvsmi {
+namespace {
+
+constexpr std::string_view csv_header =
+    "timestamp,index,uuid,name,pstate,temperature.gpu,utilization.gpu [%],"
+    "utilization.memory [%],memory.total [MiB],memory.free [MiB],memory.used [MiB],"
+    "memory.used_percent [%],power.draw [W]";
+
+// RFC 4180: quote a cell holding a comma, quote or line break, doubling inner quotes.
+void append_cell(std::string &row, std::string_view cell, bool first = false) {
+  if (!first)
+    row += ',';
+  if (cell.find_first_of(",\"\r\n") == std::string_view::npos) {
+    row += cell;
+    return;
+  }
+  row += '"';
+  for (char c : cell) {
+    if (c == '"')
+      row += '"';
+    row += c;
+  }
+  row += '"';
+}
+
+std::string cell(const Text &text) { return text ? *text : std::string(); }
+std::string cell(const Reading &value) { return value ? std::to_string(*value) : std::string(); }
+std::string cell_2dp(const RealReading &value) {
+  if (!value)
+    return {};
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.2f", *value);
+  return buffer;
+}
+
+} // namespace
+
+std::string format_csv(const Snapshot &snapshot, bool header) {
+  std::string out;
+  if (header) {
+    out += csv_header;
+    out += '\n';
+  }
+  std::string timestamp = snapshot.timestamp ? to_iso8601(*snapshot.timestamp) : std::string();
+  for (const Gpu &gpu : snapshot.gpus) {
+    std::string row;
+    append_cell(row, timestamp, true);
+    append_cell(row, std::to_string(gpu.index));
+    append_cell(row, cell(gpu.uuid));
+    append_cell(row, cell(gpu.name));
+    append_cell(row, cell(gpu.pstate));
+    append_cell(row, cell(gpu.temperature_c));
+    append_cell(row, cell(gpu.utilization_gpu_percent));
+    append_cell(row, cell(gpu.utilization_memory_percent));
+    append_cell(row, cell(gpu.memory_total_mib));
+    append_cell(row, cell(gpu.memory_free_mib));
+    append_cell(row, cell(gpu.memory_used_mib));
+    append_cell(row, cell_2dp(gpu.memory_used_percent()));
+    append_cell(row, cell_2dp(gpu.power_draw_w));
+    out += row;
+    out += '\n';
+  }
+  return out;
+}
+
+} // namespace nvsmi

@@ -1,0 +1,27 @@
+// Output formats: each a pure function of a Snapshot.
+#pragma once
+
+#include "nvsmi/snapshot.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace nvsmi {
+
+enum class Format { legacy, json, csv };
+
+std::optional<Format> format_from_name(std::string_view name);
+
+// The document the legacy business UI reads, one line:
+// {"temp":[{"data":["72","72C"],"name":0}],"usage":[{"data":["8493","8493MiB/15079MiB"],...
+std::string format_legacy(const Snapshot &snapshot);
+// The typed snapshot ("nvsmi-agent.snapshot/1"), one line, null for unknown readings.
+std::string format_json(const Snapshot &snapshot);
+// A header (unless `header` is false) and one row per GPU, nvidia-smi's column names.
+std::string format_csv(const Snapshot &snapshot, bool header = true);
+
+// Any of the above, newline-terminated.
+std::string format_snapshot(const Snapshot &snapshot, Format format);
+
+} // namespace nvsmi

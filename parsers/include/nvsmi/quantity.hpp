@@ -1,0 +1,45 @@
+// Reading one value printed by nvidia-smi: a number with the unit its field must have, a piece of
+// text, or one of the markers nvidia-smi prints when it has no reading.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace nvsmi {
+
+// Input that does not have the shape its field must have. The message names the field.
+class ParseError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class Unit { none, mib, watt, celsius, percent, mhz };
+
+// The symbol nvidia-smi prints after a number of this unit ("MiB", "W", "C", "%", "MHz").
+std::string_view unit_symbol(Unit unit);
+
+std::string_view trim(std::string_view text);
+
+// True for what nvidia-smi prints instead of a reading: "N/A", "[N/A]", "[Not Supported]",
+// "[Unknown Error]", "[Insufficient Permissions]", "[GPU is lost]",
+// "[Requested functionality has been deprecated]", any other bracketed message, and "".
+bool is_unknown(std::string_view text);
+
+// Whether a value must carry its unit ("81920 MiB") or may also be bare ("81920", as
+// `--format=csv,nounits` prints it). A unit that is present must always be the right one.
+enum class UnitPolicy { required, optional };
+
+// A number in the given unit, or nullopt for an unknown marker. Throws ParseError naming `field`
+// for a wrong or missing unit, a malformed number, or one out of range.
+std::optional<double> parse_real(std::string_view text, Unit unit, UnitPolicy policy,
+                                 std::string_view field);
+// As parse_real, for whole numbers. Negative values are accepted only for temperatures.
+std::optional<std::int64_t> parse_integer(std::string_view text, Unit unit, UnitPolicy policy,
+                                          std::string_view field);
+// Trimmed text, or nullopt for an unknown marker.
+std::optional<std::string> parse_text(std::string_view text);
+
+} // namespace nvsmi

@@ -1,0 +1,72 @@
+// The one typed record every reader produces and every output format consumes. Each reading is
+// optional: nullopt means nvidia-smi had no value (or was not asked), never zero.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nvsmi {
+
+using Reading = std::optional<std::int64_t>;
+using RealReading = std::optional<double>;
+using Text = std::optional<std::string>;
+
+// nvidia-smi prints local wall-clock time without a zone; the offset is attached by whoever knows
+// where the output came from (the agent, for the machine it runs on).
+struct Timestamp {
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  std::optional<int> millisecond;
+  std::optional<int> utc_offset_minutes;
+
+  bool operator==(const Timestamp &other) const;
+};
+
+struct Clocks {
+  Reading graphics_mhz, sm_mhz, memory_mhz, video_mhz;
+};
+
+struct MigDevice {
+  Reading index, gpu_instance_id, compute_instance_id;
+  Reading memory_total_mib, memory_used_mib, memory_free_mib;
+};
+
+struct Process {
+  Reading pid;
+  Text type; // "C", "G", "C+G"
+  Text name;
+  Reading used_memory_mib;
+  Reading gpu_instance_id, compute_instance_id;
+};
+
+struct Gpu {
+  int index = 0; // position in nvidia-smi's XML, or its `index` column
+  Text uuid, name, pci_bus_id, pstate;
+  Reading temperature_c;
+  Reading memory_total_mib, memory_used_mib, memory_free_mib;
+  Reading utilization_gpu_percent, utilization_memory_percent;
+  RealReading power_draw_w, power_limit_w;
+  Reading fan_speed_percent;
+  Clocks clocks;
+  std::optional<bool> mig_enabled;
+  // nullopt where the source does not report them (the CSV query), empty where there are none.
+  std::optional<std::vector<MigDevice>> mig_devices;
+  std::optional<std::vector<Process>> processes;
+  // Short names ("gpu_idle", "sw_power_cap") of the clock event (throttle) reasons now active.
+  std::optional<std::vector<std::string>> clock_event_reasons_active;
+
+  // used / total * 100, rounded to two decimals; nullopt when either is unknown or total is 0.
+  RealReading memory_used_percent() const;
+};
+
+enum class Source { xml, csv };
+
+struct Snapshot {
+  Source source = Source::xml;
+  std::optional<Timestamp> timestamp;
+  Text driver_version, cuda_version;
+  std::vector<Gpu> gpus;
+};
+
+} // namespace nvsmi

@@ -1,0 +1,303 @@
+#include "nvsmi/csv_reader.hpp"
+
+#include "nvsmi/quantity.hpp"
+#include "nvsmi/timestamp.hpp"
+
+#include <array>
+
+namespace nvsmi {
+namespace {
+
+enum class Field {
+  timestamp,
+  driver_version,
+  count,
+  index,
+  uuid,
+  name,
+  pci_bus_id,
+  pstate,
+  temperature,
+  utilization_gpu,
+  utilization_memory,
+  memory_total,
+  memory_used,
+  memory_free,
+  power_draw,
+  power_draw_average,
+  power_draw_instant,
+  power_limit,
+  enforced_power_limit,
+  fan_speed,
+  clock_graphics,
+  clock_sm,
+  clock_memory,
+  clock_video,
+  mig_mode,
+};
+
+struct FieldSpec {
+  std::string_view name;
+  Field field;
+  Unit unit;
+};
+
+// nvidia-smi's field names, with the older short aliases some scripts still use.
+constexpr std::array<FieldSpec, 31> field_table{{
+    {"timestamp", Field::timestamp, Unit::none},
+    {"driver_version", Field::driver_version, Unit::none},
+    {"count", Field::count, Unit::none},
+    {"index", Field::index, Unit::none},
+    {"uuid", Field::uuid, Unit::none},
+    {"name", Field::name, Unit::none},
+    {"gpu_name", Field::name, Unit::none},
+    {"pci.bus_id", Field::pci_bus_id, Unit::none},
+    {"gpu_bus_id", Field::pci_bus_id, Unit::none},
+    {"pstate", Field::pstate, Unit::none},
+    {"temperature.gpu", Field::temperature, Unit::celsius},
+    {"utilization.gpu", Field::utilization_gpu, Unit::percent},
+    {"utilization.memory", Field::utilization_memory, Unit::percent},
+    {"memory.total", Field::memory_total, Unit::mib},
+    {"memory.used", Field::memory_used, Unit::mib},
+    {"memory.free", Field::memory_free, Unit::mib},
+    {"power.draw", Field::power_draw, Unit::watt},
+    {"power.draw.average", Field::power_draw_average, Unit::watt},
+    {"power.draw.instant", Field::power_draw_instant, Unit::watt},
+    {"power.limit", Field::power_limit, Unit::watt},
+    {"enforced.power.limit", Field::enforced_power_limit, Unit::watt},
+    {"fan.speed", Field::fan_speed, Unit::percent},
+    {"clocks.current.graphics", Field::clock_graphics, Unit::mhz},
+    {"clocks.gr", Field::clock_graphics, Unit::mhz},
+    {"clocks.current.sm", Field::clock_sm, Unit::mhz},
+    {"clocks.sm", Field::clock_sm, Unit::mhz},
+    {"clocks.current.memory", Field::clock_memory, Unit::mhz},
+    {"clocks.mem", Field::clock_memory, Unit::mhz},
+    {"clocks.current.video", Field::clock_video, Unit::mhz},
+    {"clocks.video", Field::clock_video, Unit::mhz},
+    {"mig.mode.current", Field::mig_mode, Unit::none},
+}};
+
+int find_field(std::string_view name) {
+  for (std::size_t i = 0; i < field_table.size(); ++i)
+    if (field_table[i].name == name)
+      return static_cast<int>(i);
+  return -1;
+}
+
+// nvidia-smi separates values with ", " and never quotes them.
+std::vector<std::string_view> split_cells(std::string_view line) {
+  if (!line.empty() && line.back() == '\r')
+    line.remove_suffix(1);
+  std::vector<std::string_view> cells;
+  while (true) {
+    std::size_t comma = line.find(',');
+    cells.push_back(trim(line.substr(0, comma)));
+    if (comma == std::string_view::npos)
+      return cells;
+    line.remove_prefix(comma + 1);
+  }
+}
+
+// "memory.used [MiB]" -> name "memory.used", unit "MiB".
+void split_header_cell(std::string_view cell, std::string_view &name, std::string_view &unit) {
+  std::size_t bracket = cell.find(" [");
+  name = cell.substr(0, bracket);
+  unit = {};
+  if (bracket != std::string_view::npos && cell.back() == ']')
+    unit = cell.substr(bracket + 2, cell.size() - bracket - 3);
+}
+
+} // namespace
+
+const std::vector<std::string> &query_fields() {
+  static const std::vector<std::string> fields{
+      "timestamp",          "driver_version",          "count",
+      "index",              "uuid",                    "name",
+      "pci.bus_id",         "pstate",                  "temperature.gpu",
+      "utilization.gpu",    "utilization.memory",      "memory.total",
+      "memory.used",        "memory.free",             "power.draw",
+      "power.limit",        "enforced.power.limit",    "fan.speed",
+      "clocks.current.graphics", "clocks.current.sm",  "clocks.current.memory",
+      "clocks.current.video"};
+  return fields;
+}
+
+CsvLayout CsvLayout::from_header(std::string_view header_line) {
+  CsvLayout layout;
+  for (std::string_view cell : split_cells(header_line)) {
+    std::string_view name, unit;
+    split_header_cell(cell, name, unit);
+    int field = find_field(name);
+    if (field >= 0 && !unit.empty() && unit != unit_symbol(field_table[field].unit))
+      throw ParseError(std::string(name) + ": header unit [" + std::string(unit) +
+                       "], expected [" + std::string(unit_symbol(field_table[field].unit)) + "]");
+    layout.columns_.push_back({field, std::string(name)});
+  }
+  return layout;
+}
+
+CsvLayout CsvLayout::from_fields(const std::vector<std::string> &fields) {
+  CsvLayout layout;
+  for (const std::string &name : fields)
+    layout.columns_.push_back({find_field(name), name});
+  return layout;
+}
+
+bool CsvLayout::is_header(std::string_view line) {
+  for (std::string_view cell : split_cells(line)) {
+    std::string_view name, unit;
+    split_header_cell(cell, name, unit);
+    if (find_field(name) >= 0)
+      return true;
+  }
+  return false;
+}
+
+CsvRow read_csv_row(std::string_view line, const CsvLayout &layout, int position) {
+  std::vector<std::string_view> cells = split_cells(line);
+  std::string row_name = "row " + std::to_string(position + 1);
+  if (cells.size() != layout.size())
+    throw ParseError("CSV " + row_name + " has " + std::to_string(cells.size()) +
+                     " values, but there are " + std::to_string(layout.size()) + " columns");
+  CsvRow row;
+  Gpu &gpu = row.gpu;
+  gpu.index = position;
+  // Power columns renamed across drivers: the first known one wins, in this order.
+  RealReading draw[3], limit[2];
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const CsvLayout::Column &column = layout.columns()[i];
+    if (column.field < 0)
+      continue;
+    const FieldSpec &spec = field_table[column.field];
+    std::string_view value = cells[i];
+    std::string label = row_name + " " + column.name;
+    auto integer = [&] { return parse_integer(value, spec.unit, UnitPolicy::optional, label); };
+    auto real = [&] { return parse_real(value, spec.unit, UnitPolicy::optional, label); };
+    switch (spec.field) {
+    case Field::timestamp:
+      row.timestamp = parse_csv_timestamp(value);
+      break;
+    case Field::driver_version:
+      row.driver_version = parse_text(value);
+      break;
+    case Field::count:
+      row.gpu_count = integer();
+      break;
+    case Field::index:
+      if (Reading index = integer())
+        gpu.index = static_cast<int>(*index);
+      break;
+    case Field::uuid:
+      gpu.uuid = parse_text(value);
+      break;
+    case Field::name:
+      gpu.name = parse_text(value);
+      break;
+    case Field::pci_bus_id:
+      gpu.pci_bus_id = parse_text(value);
+      break;
+    case Field::pstate:
+      gpu.pstate = parse_text(value);
+      break;
+    case Field::temperature:
+      gpu.temperature_c = integer();
+      break;
+    case Field::utilization_gpu:
+      gpu.utilization_gpu_percent = integer();
+      break;
+    case Field::utilization_memory:
+      gpu.utilization_memory_percent = integer();
+      break;
+    case Field::memory_total:
+      gpu.memory_total_mib = integer();
+      break;
+    case Field::memory_used:
+      gpu.memory_used_mib = integer();
+      break;
+    case Field::memory_free:
+      gpu.memory_free_mib = integer();
+      break;
+    case Field::power_draw:
+      draw[0] = real();
+      break;
+    case Field::power_draw_average:
+      draw[1] = real();
+      break;
+    case Field::power_draw_instant:
+      draw[2] = real();
+      break;
+    case Field::power_limit:
+      limit[0] = real();
+      break;
+    case Field::enforced_power_limit:
+      limit[1] = real();
+      break;
+    case Field::fan_speed:
+      gpu.fan_speed_percent = integer();
+      break;
+    case Field::clock_graphics:
+      gpu.clocks.graphics_mhz = integer();
+      break;
+    case Field::clock_sm:
+      gpu.clocks.sm_mhz = integer();
+      break;
+    case Field::clock_memory:
+      gpu.clocks.memory_mhz = integer();
+      break;
+    case Field::clock_video:
+      gpu.clocks.video_mhz = integer();
+      break;
+    case Field::mig_mode:
+      if (Text mode = parse_text(value))
+        gpu.mig_enabled = *mode == "Enabled";
+      break;
+    }
+  }
+  for (const RealReading &candidate : draw)
+    if (!gpu.power_draw_w)
+      gpu.power_draw_w = candidate;
+  for (const RealReading &candidate : limit)
+    if (!gpu.power_limit_w)
+      gpu.power_limit_w = candidate;
+  return row;
+}
+
+Snapshot read_csv(std::string_view text, const std::vector<std::string> &fields) {
+  std::vector<std::string_view> lines;
+  while (!text.empty()) {
+    std::size_t newline = text.find('\n');
+    std::string_view line = trim(text.substr(0, newline));
+    if (!line.empty())
+      lines.push_back(line);
+    text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+  }
+  if (lines.empty())
+    throw ParseError("empty CSV: no header and no rows");
+
+  bool has_header = CsvLayout::is_header(lines.front());
+  CsvLayout layout =
+      has_header ? CsvLayout::from_header(lines.front()) : CsvLayout::from_fields(fields);
+  std::size_t first_row = has_header ? 1 : 0;
+  if (lines.size() == first_row)
+    throw ParseError("CSV has a header but no rows");
+
+  Snapshot snapshot;
+  snapshot.source = Source::csv;
+  Reading expected_rows;
+  for (std::size_t i = first_row; i < lines.size(); ++i) {
+    CsvRow row = read_csv_row(lines[i], layout, static_cast<int>(i - first_row));
+    if (i == first_row) {
+      snapshot.timestamp = row.timestamp;
+      snapshot.driver_version = row.driver_version;
+      expected_rows = row.gpu_count;
+    }
+    snapshot.gpus.push_back(std::move(row.gpu));
+  }
+  if (expected_rows && static_cast<std::int64_t>(snapshot.gpus.size()) != *expected_rows)
+    throw ParseError("CSV has " + std::to_string(snapshot.gpus.size()) +
+                     " rows, but its count column says " + std::to_string(*expected_rows) +
+                     " GPUs (a partial sample, or several samples)");
+  return snapshot;
+}
+
+} // namespace nvsmi
