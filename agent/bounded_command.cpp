@@ -2,14 +2,14 @@
 
 #include "exit_codes.hpp"
 
+#include "boost_process.hpp"
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/readable_pipe.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include "boost_process.hpp"
 
 #include <array>
-#include <functional>
 #include <csignal>
+#include <functional>
 #include <optional>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -91,8 +91,8 @@ CommandResult run_bounded(const std::vector<std::string> &argv, const CommandLim
       context.get_executor(), launch_error, executable, args,
       bp::process_stdio{nullptr, out_pipe, err_pipe}, NewProcessGroup{});
   if (launch_error)
-    throw AgentError(exit_not_found, "cannot run " + executable.string() + ": " +
-                                         launch_error.message());
+    throw AgentError(exit_not_found,
+                     "cannot run " + executable.string() + ": " + launch_error.message());
   const pid_t group = child.id();
 
   CommandResult result;

@@ -39,8 +39,8 @@ std::string format_legacy(const Snapshot &snapshot) {
     // "used/total" needs both; a used figure without its total is shown as unknown too.
     if (gpu.memory_used_mib && gpu.memory_total_mib) {
       std::string used = std::to_string(*gpu.memory_used_mib);
-      usage.push_back(entry(gpu.index, used,
-                            used + "MiB/" + std::to_string(*gpu.memory_total_mib) + "MiB"));
+      usage.push_back(
+          entry(gpu.index, used, used + "MiB/" + std::to_string(*gpu.memory_total_mib) + "MiB"));
     } else {
       usage.push_back(unknown_entry(gpu.index));
     }

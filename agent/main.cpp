@@ -5,7 +5,6 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <map>
 
 namespace {
 
@@ -25,16 +24,16 @@ int main(int argc, char **argv) {
   SnapshotOptions snapshot;
   CLI::App *snapshot_command =
       app.add_subcommand("snapshot", "Read the GPUs' state once and print it.");
+  std::string source_name = "xml", format_name = "legacy";
   snapshot_command
-      ->add_option("--source", snapshot.source, "What to ask nvidia-smi for: -q -x, or --query-gpu")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, SourceKind>{{"xml", SourceKind::xml}, {"csv", SourceKind::csv}}))
-      ->default_str("xml");
-  snapshot_command
-      ->add_option("--format", snapshot.format, "legacy (the UI's document), json or csv")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, Format>{
-          {"legacy", Format::legacy}, {"json", Format::json}, {"csv", Format::csv}}))
-      ->default_str("legacy");
+      ->add_option("--source", source_name,
+                   "What to ask nvidia-smi for: xml (-q -x) or csv "
+                   "(--query-gpu); a fixture is told apart by content")
+      ->check(CLI::IsMember({"xml", "csv"}))
+      ->capture_default_str();
+  snapshot_command->add_option("--format", format_name, "legacy (the UI's document), json or csv")
+      ->check(CLI::IsMember({"legacy", "json", "csv"}))
+      ->capture_default_str();
   CLI::Option *fixture = snapshot_command->add_option(
       "--fixture", snapshot.fixture,
       "Read this recorded nvidia-smi output (XML or CSV) instead of running it; - for stdin");
@@ -59,6 +58,9 @@ int main(int argc, char **argv) {
     app.exit(error);
     return exit_usage;
   }
+
+  snapshot.source = source_name == "csv" ? SourceKind::csv : SourceKind::xml;
+  snapshot.format = *format_from_name(format_name);
 
   try {
     if (snapshot_command->parsed())

@@ -23,7 +23,8 @@ std::vector<std::string> nvidia_smi_command(const SnapshotOptions &options) {
   std::string command = "nvidia-smi";
   if (options.nvidia_smi)
     command = *options.nvidia_smi;
-  else if (const char *from_environment = std::getenv("NVIDIA_SMI"); from_environment && *from_environment)
+  else if (const char *from_environment = std::getenv("NVIDIA_SMI");
+           from_environment && *from_environment)
     command = from_environment;
   std::vector<std::string> argv;
   try {
@@ -92,8 +93,8 @@ std::string read_live(const SnapshotOptions &options) {
 
 void write_stdout(const std::string &text) {
   if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
-    throw AgentError(exit_io, std::string("cannot write to standard output: ") +
-                                  std::strerror(errno));
+    throw AgentError(exit_io,
+                     std::string("cannot write to standard output: ") + std::strerror(errno));
 }
 
 } // namespace

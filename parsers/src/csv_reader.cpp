@@ -110,15 +110,28 @@ void split_header_cell(std::string_view cell, std::string_view &name, std::strin
 } // namespace
 
 const std::vector<std::string> &query_fields() {
-  static const std::vector<std::string> fields{
-      "timestamp",          "driver_version",          "count",
-      "index",              "uuid",                    "name",
-      "pci.bus_id",         "pstate",                  "temperature.gpu",
-      "utilization.gpu",    "utilization.memory",      "memory.total",
-      "memory.used",        "memory.free",             "power.draw",
-      "power.limit",        "enforced.power.limit",    "fan.speed",
-      "clocks.current.graphics", "clocks.current.sm",  "clocks.current.memory",
-      "clocks.current.video"};
+  static const std::vector<std::string> fields{"timestamp",
+                                               "driver_version",
+                                               "count",
+                                               "index",
+                                               "uuid",
+                                               "name",
+                                               "pci.bus_id",
+                                               "pstate",
+                                               "temperature.gpu",
+                                               "utilization.gpu",
+                                               "utilization.memory",
+                                               "memory.total",
+                                               "memory.used",
+                                               "memory.free",
+                                               "power.draw",
+                                               "power.limit",
+                                               "enforced.power.limit",
+                                               "fan.speed",
+                                               "clocks.current.graphics",
+                                               "clocks.current.sm",
+                                               "clocks.current.memory",
+                                               "clocks.current.video"};
   return fields;
 }
 
@@ -129,8 +142,8 @@ CsvLayout CsvLayout::from_header(std::string_view header_line) {
     split_header_cell(cell, name, unit);
     int field = find_field(name);
     if (field >= 0 && !unit.empty() && unit != unit_symbol(field_table[field].unit))
-      throw ParseError(std::string(name) + ": header unit [" + std::string(unit) +
-                       "], expected [" + std::string(unit_symbol(field_table[field].unit)) + "]");
+      throw ParseError(std::string(name) + ": header unit [" + std::string(unit) + "], expected [" +
+                       std::string(unit_symbol(field_table[field].unit)) + "]");
     layout.columns_.push_back({field, std::string(name)});
   }
   return layout;

@@ -49,7 +49,8 @@ int month_number(std::string_view name) {
 }
 
 // Splits on runs of spaces: "Fri Aug  4 11:44:30 2023" has a double space before a one-digit day.
-template <std::size_t N> bool split_words(std::string_view text, std::array<std::string_view, N> &out) {
+template <std::size_t N>
+bool split_words(std::string_view text, std::array<std::string_view, N> &out) {
   std::size_t count = 0;
   while (!text.empty()) {
     std::size_t start = text.find_first_not_of(' ');

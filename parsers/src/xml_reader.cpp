@@ -113,7 +113,7 @@ Gpu read_gpu(const Element &gpu, int index) {
   // v10 files can lack <pci>; the <gpu id="..."> attribute holds the same bus id.
   Element pci = gpu.child("pci");
   out.pci_bus_id = pci.node().child("pci_bus_id") ? pci.text("pci_bus_id")
-                                                   : parse_text(gpu.node().attribute("id").value());
+                                                  : parse_text(gpu.node().attribute("id").value());
   out.pstate = gpu.text("performance_state");
   out.fan_speed_percent = gpu.integer("fan_speed", Unit::percent);
   out.temperature_c = gpu.child("temperature").integer("gpu_temp", Unit::celsius);
@@ -129,8 +129,8 @@ Gpu read_gpu(const Element &gpu, int index) {
     power = gpu.child("power_readings");
   out.power_draw_w =
       power.first_real({"power_draw", "average_power_draw", "instant_power_draw"}, Unit::watt);
-  out.power_limit_w = power.first_real(
-      {"current_power_limit", "enforced_power_limit", "power_limit"}, Unit::watt);
+  out.power_limit_w =
+      power.first_real({"current_power_limit", "enforced_power_limit", "power_limit"}, Unit::watt);
 
   Element clocks = gpu.child("clocks");
   out.clocks.graphics_mhz = clocks.integer("graphics_clock", Unit::mhz);

@@ -1,0 +1,100 @@
+#include "bounded_command.hpp"
+#include "exit_codes.hpp"
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <thread>
+#include <unistd.h>
+
+using namespace nvsmi;
+using namespace std::chrono;
+
+namespace {
+
+CommandLimits limits(milliseconds timeout) {
+  CommandLimits l;
+  l.timeout = timeout;
+  l.max_output_bytes = 1 << 20;
+  return l;
+}
+
+ExitCode error_code_of(const std::vector<std::string> &argv, const CommandLimits &l) {
+  try {
+    run_bounded(argv, l);
+  } catch (const AgentError &error) {
+    return error.code();
+  }
+  return exit_ok;
+}
+
+// Alive and not a zombie waiting for whoever reaps orphans here.
+bool process_alive(pid_t pid) {
+  std::string stat;
+  try {
+    stat = test::read_file("/proc/" + std::to_string(pid) + "/stat");
+  } catch (const std::exception &) {
+    return false;
+  }
+  std::size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+}
+
+} // namespace
+
+TEST_CASE("captures stdout, stderr and the exit code") {
+  CommandResult r =
+      run_bounded({"sh", "-c", "echo out; echo err >&2; exit 9"}, limits(seconds(10)));
+  CHECK(r.out == "out\n");
+  CHECK(r.err == "err\n");
+  CHECK(r.exit_code == 9);
+  CHECK(r.term_signal == 0);
+}
+
+TEST_CASE("reports a signal death") {
+  CommandResult r = run_bounded({"sh", "-c", "kill -TERM $$"}, limits(seconds(10)));
+  CHECK(r.term_signal == SIGTERM);
+}
+
+TEST_CASE("a missing or unrunnable program is exit_not_found") {
+  CHECK(error_code_of({"no-such-program-nvsmi"}, limits(seconds(5))) == exit_not_found);
+  CHECK(error_code_of({"/nonexistent/nvidia-smi"}, limits(seconds(5))) == exit_not_found);
+  std::string folder = test::temporary_folder();
+  test::write_file(folder + "/not-executable", "#!/bin/sh\necho hi\n");
+  CHECK(error_code_of({folder + "/not-executable"}, limits(seconds(5))) == exit_not_found);
+}
+
+TEST_CASE("a hung command and its children are killed at the deadline") {
+  std::string folder = test::temporary_folder();
+  std::string pid_file = folder + "/grandchild.pid";
+  auto start = steady_clock::now();
+  CHECK(error_code_of({"sh", "-c", "sleep 300 & echo $! > " + pid_file + "; wait"},
+                      limits(milliseconds(500))) == exit_timeout);
+  CHECK(steady_clock::now() - start < seconds(3));
+  pid_t grandchild = std::stoi(test::read_file(pid_file));
+  std::this_thread::sleep_for(milliseconds(100));
+  CHECK_FALSE(process_alive(grandchild));
+}
+
+TEST_CASE("returns promptly when a grandchild keeps the pipe open after the child exits") {
+  std::string folder = test::temporary_folder();
+  std::string pid_file = folder + "/grandchild.pid";
+  auto start = steady_clock::now();
+  CommandResult r = run_bounded(
+      {"sh", "-c", "echo done; (sleep 300; echo late) & echo $! > " + pid_file + "; exit 0"},
+      limits(seconds(20)));
+  CHECK(steady_clock::now() - start < seconds(5));
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "done\n");
+  pid_t grandchild = std::stoi(test::read_file(pid_file));
+  std::this_thread::sleep_for(milliseconds(100));
+  CHECK_FALSE(process_alive(grandchild));
+}
+
+TEST_CASE("output past the cap is an error, not an allocation") {
+  CommandLimits l = limits(seconds(20));
+  l.max_output_bytes = 100000;
+  CHECK(error_code_of({"sh", "-c", "yes nvidia-smi"}, l) == exit_bad_output);
+}

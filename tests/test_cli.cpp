@@ -1,0 +1,228 @@
+// End to end: the built nvsmi-agent on fixtures and on the stand-in nvidia-smi.
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+
+using test::quote;
+using test::Run;
+using test::run_agent;
+
+namespace {
+
+std::string fixture(const std::string &name) { return quote(test::fixture_path(name)); }
+std::string fake() { return quote(std::string(SCRIPTS_DIR) + "/fake-nvidia-smi"); }
+// Runs the agent against the stand-in nvidia-smi in `mode`.
+Run run_fake(const std::string &mode, const std::string &arguments) {
+  return test::run_shell("FAKE_NVSMI_MODE=" + mode + " " + quote(AGENT_BIN) + " snapshot " +
+                         "--nvidia-smi " + fake() + " " + arguments);
+}
+
+void check_failure(const Run &run, int exit_code, const std::string &message) {
+  INFO("stderr: " << run.err);
+  CHECK(run.exit_code == exit_code);
+  CHECK(run.out.empty());
+  CHECK_THAT(run.err, Catch::StartsWith("nvsmi-agent: ") && Catch::Contains(message));
+  CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+}
+
+const std::string legacy_8gpu_start =
+    R"({"temp":[{"data":["30","30C"],"name":0},{"data":["31","31C"],"name":1},)";
+
+} // namespace
+
+TEST_CASE("snapshot --fixture prints the legacy document by default") {
+  Run run = run_agent("snapshot --fixture " + fixture("xml/h100-8gpu-v12.xml"));
+  CHECK(run.exit_code == 0);
+  CHECK(run.err.empty());
+  CHECK_THAT(run.out, Catch::StartsWith(legacy_8gpu_start));
+  CHECK(std::count(run.out.begin(), run.out.end(), '\n') == 1);
+  auto document = nlohmann::json::parse(run.out);
+  CHECK(document["usage"][3]["data"][1] == "81000MiB/81559MiB");
+  CHECK(document["usedPercent"][3]["data"][0] == "99.31");
+}
+
+TEST_CASE("the CSV recordings of the same GPUs give the same document as the XML") {
+  std::string expected = run_agent("snapshot --fixture " + fixture("xml/h100-8gpu-v12.xml")).out;
+  for (const char *name :
+       {"csv/h100-8gpu.csv", "csv/h100-8gpu-nounits.csv", "csv/h100-8gpu-noheader-nounits.csv"}) {
+    INFO(name);
+    Run run = run_agent(std::string("snapshot --fixture ") + fixture(name));
+    CHECK(run.exit_code == 0);
+    CHECK(run.out == expected);
+  }
+}
+
+TEST_CASE("--format json and csv") {
+  Run json = run_agent("snapshot --format json --fixture " + fixture("xml/a100-mig-v12.xml"));
+  REQUIRE(json.exit_code == 0);
+  auto document = nlohmann::json::parse(json.out);
+  CHECK(document["schema"] == "nvsmi-agent.snapshot/1");
+  CHECK(document["source"] == "xml");
+  CHECK(document["gpus"][0]["utilization_gpu_percent"].is_null());
+  CHECK(document["gpus"][0]["mig_devices"].size() == 2);
+  // The timestamp carries the offset of the zone the agent runs in.
+  Run utc = test::run_shell("TZ=UTC " + quote(AGENT_BIN) + " snapshot --format json --fixture " +
+                            fixture("xml/a100-mig-v12.xml"));
+  CHECK(nlohmann::json::parse(utc.out)["timestamp"] == "2023-11-15T09:12:44+00:00");
+  Run berlin =
+      test::run_shell("TZ=Europe/Berlin " + quote(AGENT_BIN) +
+                      " snapshot --format json --fixture " + fixture("xml/a100-mig-v12.xml"));
+  CHECK(nlohmann::json::parse(berlin.out)["timestamp"] == "2023-11-15T09:12:44+01:00");
+
+  Run csv = run_agent("snapshot --format csv --fixture " + fixture("csv/rtx4080-windows-crlf.csv"));
+  CHECK(csv.exit_code == 0);
+  CHECK_THAT(csv.out, Catch::StartsWith("timestamp,index,uuid,name,pstate,temperature.gpu,"));
+  CHECK_THAT(csv.out, Catch::Contains(",NVIDIA GeForce RTX 4080 SUPER,P2,47,23,11,16376,"));
+  CHECK(csv.out.find('\r') == std::string::npos);
+}
+
+TEST_CASE("--fixture - reads standard input") {
+  Run run = test::run_shell("cat " + fixture("xml/gtx1080ti-2gpu-v10-nodoctype.xml") + " | " +
+                            quote(AGENT_BIN) + " snapshot --fixture -");
+  CHECK(run.exit_code == 0);
+  CHECK_THAT(run.out, Catch::StartsWith(R"({"temp":[{"data":["51","51C"],"name":0},)"));
+}
+
+TEST_CASE("--output replaces the file whole, and leaves it alone on failure") {
+  std::string folder = test::temporary_folder();
+  std::string target = folder + "/gpus.json";
+  Run run = run_agent("snapshot --fixture " + fixture("xml/h100-8gpu-v12.xml") + " --output " +
+                      quote(target));
+  CHECK(run.exit_code == 0);
+  CHECK(run.out.empty());
+  std::string written = test::read_file(target);
+  CHECK_THAT(written, Catch::StartsWith(legacy_8gpu_start));
+
+  Run failed = run_agent("snapshot --fixture " + fixture("broken/truncated.xml") + " --output " +
+                         quote(target));
+  check_failure(failed, 6, "not well-formed XML");
+  CHECK(test::read_file(target) == written);
+
+  Run unwritable = run_agent("snapshot --fixture " + fixture("xml/h100-8gpu-v12.xml") +
+                             " --output " + quote(folder + "/no/such/folder/gpus.json"));
+  check_failure(unwritable, 7, "no/such/folder");
+}
+
+TEST_CASE("broken fixtures fail with one line and a documented code") {
+  check_failure(run_agent("snapshot --fixture " + fixture("broken/empty.xml")), 6, "empty output");
+  check_failure(run_agent("snapshot --fixture " + fixture("broken/truncated.xml")), 6,
+                "truncated.xml: not well-formed XML");
+  check_failure(run_agent("snapshot --fixture " + fixture("broken/garbage.bin")), 6, "garbage.bin");
+  check_failure(run_agent("snapshot --fixture " + fixture("broken/driver-failure.txt")), 6,
+                "driver-failure.txt");
+  check_failure(run_agent("snapshot --fixture " + fixture("broken/bad-unit.csv")), 6,
+                "memory.total");
+  check_failure(run_agent("snapshot --fixture " + fixture("broken/ragged.csv")), 6, "columns");
+  check_failure(run_agent("snapshot --fixture /nonexistent/recording.xml"), 7,
+                "/nonexistent/recording.xml");
+}
+
+TEST_CASE("live: runs nvidia-smi -q -x, or --query-gpu for --source csv") {
+  std::string folder = test::temporary_folder();
+  std::string args_log = folder + "/args";
+  Run xml = test::run_shell("FAKE_NVSMI_ARGS=" + quote(args_log) + " " + quote(AGENT_BIN) +
+                            " snapshot --nvidia-smi " + fake());
+  CHECK(xml.exit_code == 0);
+  CHECK_THAT(xml.out, Catch::StartsWith(legacy_8gpu_start));
+  Run csv = test::run_shell("FAKE_NVSMI_ARGS=" + quote(args_log) + " NVIDIA_SMI=" + fake() + " " +
+                            quote(AGENT_BIN) + " snapshot --source csv --format json");
+  CHECK(csv.exit_code == 0);
+  CHECK(nlohmann::json::parse(csv.out)["source"] == "csv");
+  std::string calls = test::read_file(args_log);
+  CHECK_THAT(calls, Catch::StartsWith("-q -x\n--query-gpu=timestamp,driver_version,count,index,"));
+  CHECK_THAT(calls, Catch::EndsWith(" --format=csv,nounits\n"));
+}
+
+TEST_CASE("live: --nvidia-smi takes a command with arguments, run without a shell") {
+  Run run = run_agent("snapshot --nvidia-smi " +
+                      quote("bash " + std::string(SCRIPTS_DIR) + "/fake-nvidia-smi"));
+  CHECK(run.exit_code == 0);
+  CHECK_THAT(run.out, Catch::StartsWith(legacy_8gpu_start));
+}
+
+TEST_CASE("live: nvidia-smi's own failures are reported with its message") {
+  check_failure(run_fake("exit9", ""), 4,
+                "exited with code 9: NVIDIA-SMI has failed because it couldn't communicate with "
+                "the NVIDIA driver");
+  check_failure(run_fake("exit6", ""), 4, "exited with code 6: No devices were found");
+  check_failure(run_fake("garbage", ""), 6, "nvidia-smi output");
+}
+
+TEST_CASE("live: a hung nvidia-smi is killed at --timeout") {
+  auto start = std::chrono::steady_clock::now();
+  check_failure(run_fake("hang", "--timeout 1"), 5, "no answer within 1 s");
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  // Its sleeping child went with it.
+  CHECK(test::run_shell("pgrep -f 'sleep 360[0]'").exit_code == 1);
+}
+
+TEST_CASE("live: a grandchild holding stdout open does not hold the agent") {
+  auto start = std::chrono::steady_clock::now();
+  Run run = run_fake("grandchild", "--timeout 30");
+  CHECK(run.exit_code == 0);
+  CHECK_THAT(run.out, Catch::StartsWith(legacy_8gpu_start));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  CHECK(test::run_shell("pgrep -f 'sleep 360[0]'").exit_code == 1);
+}
+
+TEST_CASE("live: a slow nvidia-smi inside its deadline is fine") {
+  Run run = run_fake("slow", "--timeout 10");
+  CHECK(run.exit_code == 0);
+}
+
+TEST_CASE("live: nvidia-smi missing or not executable") {
+  check_failure(test::run_shell("PATH=/nonexistent " + quote(AGENT_BIN) + " snapshot"), 3,
+                "nvidia-smi: not found on PATH");
+  check_failure(run_agent("snapshot --nvidia-smi /nonexistent/nvidia-smi"), 3,
+                "/nonexistent/nvidia-smi");
+  std::string folder = test::temporary_folder();
+  test::write_file(folder + "/nvidia-smi", "#!/bin/sh\n");
+  check_failure(run_agent("snapshot --nvidia-smi " + quote(folder + "/nvidia-smi")), 3,
+                "Permission denied");
+}
+
+TEST_CASE("usage errors exit 2; --help and --version exit 0") {
+  CHECK(run_agent("").exit_code == 2);
+  CHECK(run_agent("snapshot --format yaml").exit_code == 2);
+  CHECK(run_agent("snapshot --source json").exit_code == 2);
+  CHECK(run_agent("snapshot --timeout -1").exit_code == 2);
+  CHECK(run_agent("snapshot --fixture a.xml --nvidia-smi b").exit_code == 2);
+  CHECK(run_agent("snapshot --nvidia-smi \"'unclosed\"").exit_code == 2);
+  Run help = run_agent("snapshot --help");
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.out, Catch::Contains("--fixture"));
+  CHECK(run_agent("--version").out == "nvsmi-agent 0.1.0\n");
+}
+
+TEST_CASE("scripts/record-fixtures masks UUIDs and serials, and its recordings read back") {
+  std::string folder = test::temporary_folder();
+  // A recording with identifying values, as a real machine would print them.
+  std::string xml = test::read_file(test::fixture_path("xml/a100-mig-v12.xml"));
+  auto replace = [&](const std::string &from, const std::string &to) {
+    std::size_t at = xml.find(from);
+    REQUIRE(at != std::string::npos);
+    xml.replace(at, from.size(), to);
+  };
+  replace("GPU-00000000-0000-0000-0000-0000000000a1", "GPU-5a3c1f20-9b7e-4d2a-8c11-7f0e2b9d4c63");
+  replace("<serial>0000000000000</serial>", "<serial>1650522003820</serial>");
+  test::write_file(folder + "/identifying.xml", xml);
+
+  std::string out = folder + "/recorded";
+  Run record = test::run_shell(
+      "NVIDIA_SMI=" + fake() + " FAKE_NVSMI_XML=" + quote(folder + "/identifying.xml") + " " +
+      quote(std::string(SCRIPTS_DIR) + "/record-fixtures") + " " + quote(out));
+  INFO(record.err);
+  REQUIRE(record.exit_code == 0);
+  std::string recorded = test::read_file(out + "/query.xml");
+  CHECK(recorded.find("5a3c1f20") == std::string::npos);
+  CHECK(recorded.find("1650522003820") == std::string::npos);
+  CHECK_THAT(recorded, Catch::Contains("GPU-00000000-0000-0000-0000-000000000000"));
+  for (const char *file : {"/query.xml", "/query-gpu.csv", "/query-gpu-nounits.csv",
+                           "/query-gpu-noheader-nounits.csv"}) {
+    INFO(file);
+    CHECK(run_agent("snapshot --fixture " + quote(out + file)).exit_code == 0);
+  }
+}

@@ -1,0 +1,185 @@
+#include "nvsmi/csv_reader.hpp"
+#include "nvsmi/quantity.hpp"
+#include "nvsmi/timestamp.hpp"
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace nvsmi;
+
+namespace {
+
+const char *units_header =
+    "timestamp, driver_version, count, index, uuid, name, pci.bus_id, pstate, temperature.gpu, "
+    "utilization.gpu [%], utilization.memory [%], memory.total [MiB], memory.used [MiB], "
+    "memory.free [MiB], power.draw [W], power.limit [W], enforced.power.limit [W], fan.speed [%], "
+    "clocks.current.graphics [MHz], clocks.current.sm [MHz], clocks.current.memory [MHz], "
+    "clocks.current.video [MHz]\n";
+
+const char *row_with_units =
+    "2024/03/12 14:03:27.512, 550.54.15, 1, 0, GPU-00000000-0000-0000-0000-000000000000, NVIDIA "
+    "H100 80GB HBM3, 00000000:19:00.0, P0, 30, 45 %, 12 %, 81559 MiB, 8493 MiB, 72737 MiB, "
+    "68.25 W, 700.00 W, 700.00 W, [N/A], 1980 MHz, 1980 MHz, 2619 MHz, 1545 MHz\n";
+
+const char *row_without_units =
+    "2024/03/12 14:03:27.512, 550.54.15, 1, 0, GPU-00000000-0000-0000-0000-000000000000, NVIDIA "
+    "H100 80GB HBM3, 00000000:19:00.0, P0, 30, 45, 12, 81559, 8493, 72737, 68.25, 700.00, 700.00, "
+    "[N/A], 1980, 1980, 2619, 1545\n";
+
+void check_row(const Snapshot &snapshot) {
+  REQUIRE(snapshot.gpus.size() == 1);
+  const Gpu &gpu = snapshot.gpus[0];
+  CHECK(snapshot.source == Source::csv);
+  CHECK(snapshot.driver_version == std::string("550.54.15"));
+  REQUIRE(snapshot.timestamp);
+  CHECK(to_iso8601(*snapshot.timestamp) == "2024-03-12T14:03:27.512");
+  CHECK(gpu.index == 0);
+  CHECK(gpu.name == std::string("NVIDIA H100 80GB HBM3"));
+  CHECK(gpu.pci_bus_id == std::string("00000000:19:00.0"));
+  CHECK(gpu.temperature_c == 30);
+  CHECK(gpu.utilization_gpu_percent == 45);
+  CHECK(gpu.utilization_memory_percent == 12);
+  CHECK(gpu.memory_total_mib == 81559);
+  CHECK(gpu.memory_used_mib == 8493);
+  CHECK(gpu.memory_free_mib == 72737);
+  CHECK(gpu.power_draw_w == Approx(68.25));
+  CHECK(gpu.power_limit_w == Approx(700.0));
+  CHECK_FALSE(gpu.fan_speed_percent);
+  CHECK(gpu.clocks.graphics_mhz == 1980);
+  CHECK(gpu.clocks.memory_mhz == 2619);
+  CHECK_FALSE(gpu.processes); // the query does not report them: unknown, not "none"
+}
+
+} // namespace
+
+TEST_CASE("CSV with units in header and values") {
+  check_row(read_csv(std::string(units_header) + row_with_units));
+}
+
+TEST_CASE("CSV with nounits: header keeps units, values are bare") {
+  check_row(read_csv(std::string(units_header) + row_without_units));
+}
+
+TEST_CASE("CSV without header takes its columns from the field list") {
+  check_row(read_csv(row_without_units));
+  check_row(read_csv(row_with_units, query_fields()));
+}
+
+TEST_CASE("CRLF line ends") {
+  std::string text = std::string(units_header) + row_with_units;
+  std::string crlf;
+  for (char c : text)
+    crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  check_row(read_csv(crlf));
+}
+
+TEST_CASE("unknown columns are ignored wherever they stand") {
+  std::string header = std::string("vbios_version, ") + units_header;
+  header.insert(header.find("pstate"),
+                "ecc.errors.corrected.volatile.total, brand.new.field [W], ");
+  std::string row = std::string("96.00.74.00.01, ") + row_with_units;
+  row.insert(row.find(" P0,") + 1, "[N/A], 12.5 W, ");
+  check_row(read_csv(header + row));
+}
+
+TEST_CASE("newer power columns stand in when power.draw is unknown") {
+  Snapshot s = read_csv("index, power.draw [W], power.draw.average [W], power.draw.instant [W], "
+                        "power.limit [W], enforced.power.limit [W]\n"
+                        "0, [N/A], 101.50 W, 99.00 W, [N/A], 300.00 W\n"
+                        "1, [N/A], [N/A], 99.00 W, [N/A], [N/A]\n");
+  CHECK(s.gpus[0].power_draw_w == Approx(101.5));
+  CHECK(s.gpus[0].power_limit_w == Approx(300.0));
+  CHECK(s.gpus[1].power_draw_w == Approx(99.0));
+  CHECK_FALSE(s.gpus[1].power_limit_w);
+}
+
+TEST_CASE("module power columns are never taken for the GPU's") {
+  Snapshot s =
+      read_csv("index, module.power.draw.average [W], power.draw [W]\n0, 500.00 W, [N/A]\n");
+  CHECK_FALSE(s.gpus[0].power_draw_w);
+}
+
+TEST_CASE("a header unit that is not the field's is an error naming the field") {
+  CHECK_THROWS_WITH(read_csv("index, memory.used [KiB]\n0, 12\n"),
+                    Catch::Contains("memory.used") && Catch::Contains("KiB"));
+}
+
+TEST_CASE("a value unit that is not the field's is an error naming row and field") {
+  CHECK_THROWS_WITH(read_csv("index, memory.total [MiB]\n0, 81559 KiB\n"),
+                    Catch::Contains("row 1") && Catch::Contains("memory.total"));
+}
+
+TEST_CASE("ragged rows, no rows, and wrong row counts are errors") {
+  CHECK_THROWS_WITH(read_csv("index, name, memory.used [MiB]\n0, A100\n"),
+                    Catch::Contains("2 values") && Catch::Contains("3 columns"));
+  CHECK_THROWS_WITH(read_csv(units_header), Catch::Contains("no rows"));
+  CHECK_THROWS_WITH(read_csv(""), Catch::Contains("empty"));
+  CHECK_THROWS_WITH(read_csv("count, index\n2, 0\n"), Catch::Contains("count"));
+}
+
+TEST_CASE("every reading unknown") {
+  Snapshot s = read_csv("index, name, temperature.gpu, memory.total [MiB], memory.used [MiB], "
+                        "utilization.gpu [%], power.draw [W], fan.speed [%], pstate\n"
+                        "0, NVIDIA GeForce RTX 4090, [GPU is lost], [Unknown Error], "
+                        "[Insufficient Permissions], [Not Supported], [N/A], "
+                        "[Requested functionality has been deprecated], [N/A]\n");
+  const Gpu &gpu = s.gpus[0];
+  CHECK_FALSE(gpu.temperature_c);
+  CHECK_FALSE(gpu.memory_total_mib);
+  CHECK_FALSE(gpu.memory_used_mib);
+  CHECK_FALSE(gpu.memory_used_percent());
+  CHECK_FALSE(gpu.utilization_gpu_percent);
+  CHECK_FALSE(gpu.power_draw_w);
+  CHECK_FALSE(gpu.fan_speed_percent);
+  CHECK_FALSE(gpu.pstate);
+}
+
+TEST_CASE("rows are read one at a time for a stream") {
+  CsvLayout layout = CsvLayout::from_fields(query_fields());
+  CsvRow row = read_csv_row(row_without_units, layout, 0);
+  CHECK(row.gpu_count == 1);
+  CHECK(row.gpu.memory_used_mib == 8493);
+  CHECK(CsvLayout::is_header(units_header));
+  CHECK_FALSE(CsvLayout::is_header(row_with_units));
+}
+
+TEST_CASE("a 200+ column header of which we know a few (fixture)") {
+  Snapshot s = read_csv(test::read_file(test::fixture_path("csv/wide-header-2gpu.csv")));
+  REQUIRE(s.gpus.size() == 2);
+  CHECK(s.driver_version == std::string("580.95.05"));
+  const Gpu &busy = s.gpus[1];
+  CHECK(busy.index == 1);
+  CHECK(busy.name == std::string("NVIDIA L4"));
+  CHECK(busy.pci_bus_id == std::string("00000000:3A:00.0"));
+  CHECK(busy.temperature_c == 61);
+  CHECK(busy.utilization_gpu_percent == 87);
+  CHECK(busy.utilization_memory_percent == 45);
+  CHECK(busy.memory_total_mib == 23034);
+  CHECK(busy.memory_used_mib == 17001);
+  CHECK(busy.memory_free_mib == 5562);
+  CHECK(busy.power_draw_w == Approx(71.92));
+  CHECK(busy.power_limit_w == Approx(72.0));
+  CHECK_FALSE(busy.fan_speed_percent);
+  CHECK(busy.pstate == std::string("P0"));
+  CHECK(busy.clocks.graphics_mhz == 2040);
+  CHECK(busy.clocks.video_mhz == 1770);
+  CHECK(s.gpus[0].power_draw_w == Approx(16.30));
+}
+
+TEST_CASE("every reading unknown (fixture)") {
+  Snapshot s = read_csv(test::read_file(test::fixture_path("csv/rtx4090-all-unknown.csv")));
+  REQUIRE(s.gpus.size() == 1);
+  const Gpu &gpu = s.gpus[0];
+  CHECK(gpu.name == std::string("NVIDIA GeForce RTX 4090"));
+  CHECK_FALSE(gpu.temperature_c);
+  CHECK_FALSE(gpu.memory_total_mib);
+  CHECK_FALSE(gpu.memory_used_mib);
+  CHECK_FALSE(gpu.memory_free_mib);
+  CHECK_FALSE(gpu.utilization_gpu_percent);
+  CHECK_FALSE(gpu.utilization_memory_percent);
+  CHECK_FALSE(gpu.power_draw_w);
+  CHECK_FALSE(gpu.power_limit_w);
+  CHECK_FALSE(gpu.fan_speed_percent);
+  CHECK_FALSE(gpu.clocks.graphics_mhz);
+  CHECK_FALSE(gpu.clocks.memory_mhz);
+}

@@ -1,0 +1,82 @@
+#include "exit_codes.hpp"
+#include "file_io.hpp"
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace nvsmi;
+
+namespace {
+
+std::vector<std::string> folder_entries(const std::string &folder) {
+  std::vector<std::string> names;
+  DIR *dir = opendir(folder.c_str());
+  while (dirent *entry = readdir(dir))
+    if (entry->d_name[0] != '.')
+      names.emplace_back(entry->d_name);
+  closedir(dir);
+  return names;
+}
+
+} // namespace
+
+TEST_CASE("replace_file_atomically writes the whole content and leaves no temporary") {
+  std::string folder = test::temporary_folder();
+  std::string path = folder + "/gpus.json";
+  replace_file_atomically(path, "first\n");
+  replace_file_atomically(path, "second\n");
+  CHECK(test::read_file(path) == "second\n");
+  CHECK(folder_entries(folder) == std::vector<std::string>{"gpus.json"});
+  struct stat info {};
+  REQUIRE(stat(path.c_str(), &info) == 0);
+  CHECK((info.st_mode & 0044) != 0); // readable by the UI, not mkstemp's 0600
+}
+
+TEST_CASE("a failed replace leaves the old file as it was") {
+  std::string folder = test::temporary_folder();
+  std::string path = folder + "/gpus.json";
+  test::write_file(path, "old\n");
+  chmod(folder.c_str(), 0500);                            // no new files in the folder
+  bool root = access((folder + "/.").c_str(), W_OK) == 0; // root ignores the mode
+  if (!root) {
+    try {
+      replace_file_atomically(path, "new\n");
+      FAIL("no error");
+    } catch (const AgentError &error) {
+      CHECK(error.code() == exit_io);
+      CHECK_THAT(error.what(), Catch::Contains(path));
+    }
+    CHECK(test::read_file(path) == "old\n");
+  }
+  chmod(folder.c_str(), 0700);
+  // A target that is a folder cannot be replaced, even by root: the rename fails.
+  std::string target = folder + "/a-folder";
+  mkdir(target.c_str(), 0700);
+  test::write_file(target + "/keep", "x");
+  CHECK_THROWS_AS(replace_file_atomically(target, "new\n"), AgentError);
+  CHECK(test::read_file(target + "/keep") == "x");
+  CHECK(folder_entries(folder).size() == 2); // gpus.json and a-folder: no temporary left
+}
+
+TEST_CASE("read_capped reads files and refuses what is too large or missing") {
+  std::string folder = test::temporary_folder();
+  test::write_file(folder + "/small", "12345");
+  CHECK(read_capped(folder + "/small", 5) == "12345");
+  try {
+    read_capped(folder + "/small", 4);
+    FAIL("no error");
+  } catch (const AgentError &error) {
+    CHECK(error.code() == exit_bad_output);
+  }
+  try {
+    read_capped(folder + "/missing", 100);
+    FAIL("no error");
+  } catch (const AgentError &error) {
+    CHECK(error.code() == exit_io);
+    CHECK_THAT(error.what(), Catch::Contains("missing"));
+  }
+}

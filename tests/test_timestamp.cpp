@@ -1,0 +1,34 @@
+#include "nvsmi/timestamp.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace nvsmi;
+
+TEST_CASE("XML timestamps, with the double space before a one-digit day") {
+  auto t = parse_xml_timestamp("Fri Aug  4 11:44:30 2023");
+  REQUIRE(t);
+  CHECK(to_iso8601(*t) == "2023-08-04T11:44:30");
+  t->utc_offset_minutes = 120;
+  CHECK(to_iso8601(*t) == "2023-08-04T11:44:30+02:00");
+  t->utc_offset_minutes = -330;
+  CHECK(to_iso8601(*t) == "2023-08-04T11:44:30-05:30");
+}
+
+TEST_CASE("CSV timestamps keep their milliseconds") {
+  auto t = parse_csv_timestamp("2026/06/24 10:26:34.977");
+  REQUIRE(t);
+  CHECK(to_iso8601(*t) == "2026-06-24T10:26:34.977");
+  auto whole = parse_csv_timestamp("2026/06/24 10:26:34");
+  REQUIRE(whole);
+  CHECK(to_iso8601(*whole) == "2026-06-24T10:26:34");
+}
+
+TEST_CASE("unknown or unfamiliar timestamps are empty, not guessed") {
+  CHECK_FALSE(parse_xml_timestamp("N/A"));
+  CHECK_FALSE(parse_xml_timestamp(""));
+  CHECK_FALSE(parse_xml_timestamp("Fri Foo  4 11:44:30 2023"));
+  CHECK_FALSE(parse_xml_timestamp("2023-08-04 11:44:30"));
+  CHECK_FALSE(parse_csv_timestamp("[N/A]"));
+  CHECK_FALSE(parse_csv_timestamp("2026/13/24 10:26:34.977"));
+  CHECK_FALSE(parse_csv_timestamp("24.06.2026 10:26:34"));
+}
