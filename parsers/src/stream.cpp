@@ -1,0 +1,135 @@
+#include "nvsmi/stream.hpp"
+
+#include "nvsmi/quantity.hpp"
+
+namespace nvsmi {
+namespace {
+
+std::string too_long(const char *what, std::size_t cap) {
+  return std::string(what) + " longer than " + std::to_string(cap) + " bytes, skipped";
+}
+
+} // namespace
+
+void LineSplitter::feed(std::string_view bytes, StreamPieces &out) {
+  while (!bytes.empty()) {
+    std::size_t newline = bytes.find('\n');
+    std::string_view part = bytes.substr(0, newline);
+    if (!skipping_) {
+      if (partial_.size() + part.size() > max_) {
+        out.errors.push_back(too_long("line", max_));
+        partial_.clear();
+        skipping_ = true;
+      } else {
+        partial_.append(part.data(), part.size());
+      }
+    }
+    if (newline == std::string_view::npos)
+      return;
+    if (!skipping_) {
+      if (!partial_.empty() && partial_.back() == '\r')
+        partial_.pop_back();
+      out.pieces.push_back(std::move(partial_));
+    }
+    partial_.clear();
+    skipping_ = false;
+    bytes.remove_prefix(newline + 1);
+  }
+}
+
+bool LineSplitter::reset() {
+  bool had_partial = !partial_.empty() || skipping_;
+  partial_.clear();
+  skipping_ = false;
+  return had_partial;
+}
+
+void XmlDocumentSplitter::feed(std::string_view bytes, StreamPieces &out) {
+  static constexpr std::string_view end_tag = "</nvidia_smi_log>";
+  // Only the tail of what came before can hold the start of an end tag split across chunks.
+  std::size_t search_from =
+      partial_.size() >= end_tag.size() ? partial_.size() - (end_tag.size() - 1) : 0;
+  partial_.append(bytes.data(), bytes.size());
+  std::size_t start = 0;
+  for (std::size_t end; (end = partial_.find(end_tag, search_from)) != std::string::npos;) {
+    std::size_t document_end = end + end_tag.size();
+    if (skipping_ || document_end - start > max_) {
+      if (!skipping_)
+        out.errors.push_back(too_long("XML document", max_));
+      skipping_ = false;
+    } else {
+      std::string_view document =
+          trim(std::string_view(partial_).substr(start, document_end - start));
+      out.pieces.emplace_back(document);
+    }
+    start = search_from = document_end;
+  }
+  partial_.erase(0, start);
+  if (partial_.size() > max_) {
+    if (!skipping_)
+      out.errors.push_back(too_long("XML document", max_));
+    skipping_ = true;
+    partial_.erase(0, partial_.size() - (end_tag.size() - 1));
+  }
+}
+
+bool XmlDocumentSplitter::reset() {
+  bool had_partial = trim(partial_).size() > 0 || skipping_;
+  partial_.clear();
+  skipping_ = false;
+  return had_partial;
+}
+
+CsvSampleAssembler::Outcome CsvSampleAssembler::add_line(std::string_view line) {
+  Outcome outcome;
+  if (trim(line).empty())
+    return outcome;
+  if (CsvLayout::is_header(line)) {
+    try {
+      layout_ = CsvLayout::from_header(line);
+    } catch (const ParseError &error) {
+      outcome.error = error.what();
+    }
+    if (reset())
+      outcome.error = "incomplete sample dropped at a new header";
+    return outcome;
+  }
+  CsvRow row;
+  try {
+    row = read_csv_row(line, layout_, static_cast<int>(pending_.gpus.size()));
+  } catch (const ParseError &error) {
+    reset();
+    outcome.error = std::string(error.what()) + "; sample dropped";
+    return outcome;
+  }
+  if (!row.gpu_count || *row.gpu_count < 1) {
+    reset();
+    outcome.error = "row without a GPU count; the `count` field must be queried";
+    return outcome;
+  }
+  if (!pending_.gpus.empty() &&
+      (row.gpu.index <= pending_.gpus.back().index || *row.gpu_count != expected_)) {
+    reset();
+    outcome.error = "incomplete sample dropped: a new one began";
+  }
+  if (pending_.gpus.empty()) {
+    pending_.source = Source::csv;
+    pending_.timestamp = row.timestamp;
+    pending_.driver_version = row.driver_version;
+    expected_ = *row.gpu_count;
+  }
+  pending_.gpus.push_back(std::move(row.gpu));
+  if (static_cast<std::int64_t>(pending_.gpus.size()) == expected_) {
+    outcome.sample = std::move(pending_);
+    pending_ = Snapshot();
+  }
+  return outcome;
+}
+
+bool CsvSampleAssembler::reset() {
+  bool had_partial = !pending_.gpus.empty();
+  pending_ = Snapshot();
+  return had_partial;
+}
+
+} // namespace nvsmi

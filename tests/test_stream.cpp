@@ -1,0 +1,92 @@
+#include "nvsmi/quantity.hpp"
+#include "nvsmi/stream.hpp"
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace nvsmi;
+
+TEST_CASE("lines are cut across chunks, CR dropped") {
+  LineSplitter lines(100);
+  StreamPieces out;
+  lines.feed("first li", out);
+  CHECK(out.pieces.empty());
+  lines.feed("ne\r\nsecond\nthi", out);
+  CHECK(out.pieces == std::vector<std::string>{"first line", "second"});
+  CHECK(lines.reset()); // "thi" was a partial line
+  CHECK_FALSE(lines.reset());
+}
+
+TEST_CASE("a line over the cap is skipped, not stored") {
+  LineSplitter lines(10);
+  StreamPieces out;
+  lines.feed("0123456789ABCDEF", out);
+  lines.feed("GHIJ\nok\n", out);
+  CHECK(out.pieces == std::vector<std::string>{"ok"});
+  CHECK(out.errors.size() == 1);
+}
+
+TEST_CASE("XML documents are cut from a stream, whatever the chunk size") {
+  std::string one = test::read_file(test::fixture_path("xml/gtx1080ti-2gpu-v10-nodoctype.xml"));
+  std::string stream = one + "\n" + one + one;
+  for (std::size_t chunk : {1u, 7u, 4096u, 1u << 20}) {
+    INFO("chunk " << chunk);
+    XmlDocumentSplitter splitter(1 << 20);
+    StreamPieces out;
+    for (std::size_t at = 0; at < stream.size(); at += chunk)
+      splitter.feed(std::string_view(stream).substr(at, chunk), out);
+    REQUIRE(out.pieces.size() == 3);
+    CHECK(out.pieces[1] == std::string(trim(one)));
+    CHECK(out.errors.empty());
+    CHECK_FALSE(splitter.reset());
+  }
+}
+
+TEST_CASE("an XML document over the cap is skipped, the next one is kept") {
+  std::string one = test::read_file(test::fixture_path("xml/gtx1080ti-2gpu-v10-nodoctype.xml"));
+  std::string huge =
+      "<?xml version=\"1.0\" ?><nvidia_smi_log>" + std::string(100000, ' ') + "</nvidia_smi_log>";
+  XmlDocumentSplitter splitter(one.size() + 10);
+  StreamPieces out;
+  std::string stream = huge + one;
+  for (std::size_t at = 0; at < stream.size(); at += 4096)
+    splitter.feed(std::string_view(stream).substr(at, 4096), out);
+  CHECK(out.errors.size() == 1);
+  REQUIRE(out.pieces.size() == 1);
+  CHECK(out.pieces[0] == std::string(trim(one)));
+}
+
+TEST_CASE("CSV rows become one sample per loop iteration") {
+  CsvSampleAssembler assembler(
+      CsvLayout::from_fields({"timestamp", "count", "index", "memory.used"}));
+  CHECK_FALSE(assembler.add_line("2024/03/12 14:03:27.512, 2, 0, 10").sample);
+  auto first = assembler.add_line("2024/03/12 14:03:27.514, 2, 1, 11");
+  REQUIRE(first.sample);
+  CHECK(first.sample->gpus.size() == 2);
+  CHECK(first.sample->gpus[1].memory_used_mib == 11);
+  // A partial sample (the child died after one row) is dropped when a new one begins.
+  CHECK_FALSE(assembler.add_line("2024/03/12 14:03:28.512, 2, 0, 20").sample);
+  auto restarted = assembler.add_line("2024/03/12 14:03:29.512, 2, 0, 30");
+  CHECK(restarted.error);
+  CHECK_FALSE(restarted.sample);
+  auto second = assembler.add_line("2024/03/12 14:03:29.514, 2, 1, 31");
+  REQUIRE(second.sample);
+  CHECK(second.sample->gpus[0].memory_used_mib == 30);
+}
+
+TEST_CASE("a bad CSV line drops its sample and the stream goes on") {
+  CsvSampleAssembler assembler(CsvLayout::from_fields({"count", "index", "memory.used"}));
+  auto bad = assembler.add_line("1, 0, 12 KiB");
+  CHECK(bad.error);
+  CHECK_FALSE(bad.sample);
+  CHECK(assembler.add_line("\x01\x02garbage").error);
+  CHECK(assembler.add_line("1, 0, 12").sample);
+}
+
+TEST_CASE("a header line sets the columns") {
+  CsvSampleAssembler assembler(CsvLayout::from_fields({"count", "index"}));
+  CHECK_FALSE(assembler.add_line("index, count, memory.used [MiB]").error);
+  auto sample = assembler.add_line("0, 1, 77 MiB").sample;
+  REQUIRE(sample);
+  CHECK(sample->gpus[0].memory_used_mib == 77);
+}
