@@ -14,7 +14,8 @@ enum ExitCode : int {
   exit_smi_failed = 4, // nvidia-smi exited non-zero or was killed by a signal
   exit_timeout = 5,    // nvidia-smi did not finish before --timeout
   exit_bad_output = 6, // output empty, too large, or not parseable
-  exit_io = 7,         // a fixture could not be read, or --output could not be written
+  exit_io = 7,         // a fixture, a log or --output could not be read or written
+  exit_locked = 8,     // --lock is held by another run
 };
 
 class AgentError : public std::runtime_error {

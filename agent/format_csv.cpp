@@ -7,7 +7,7 @@
 namespace nvsmi {
 namespace {
 
-constexpr std::string_view csv_header =
+constexpr std::string_view csv_header_line =
     "timestamp,index,uuid,name,pstate,temperature.gpu,utilization.gpu [%],"
     "utilization.memory [%],memory.total [MiB],memory.free [MiB],memory.used [MiB],"
     "memory.used_percent [%],power.draw [W]";
@@ -41,10 +41,12 @@ std::string cell_2dp(const RealReading &value) {
 
 } // namespace
 
+std::string_view csv_header() { return csv_header_line; }
+
 std::string format_csv(const Snapshot &snapshot, bool header) {
   std::string out;
   if (header) {
-    out += csv_header;
+    out += csv_header_line;
     out += '\n';
   }
   std::string timestamp = snapshot.timestamp ? to_iso8601(*snapshot.timestamp) : std::string();

@@ -18,6 +18,8 @@ std::optional<Format> format_from_name(std::string_view name);
 std::string format_legacy(const Snapshot &snapshot);
 // The typed snapshot ("nvsmi-agent.snapshot/1"), one line, null for unknown readings.
 std::string format_json(const Snapshot &snapshot);
+// The `csv` format's header line, without its newline.
+std::string_view csv_header();
 // A header (unless `header` is false) and one row per GPU, nvidia-smi's column names.
 std::string format_csv(const Snapshot &snapshot, bool header = true);
 

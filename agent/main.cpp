@@ -1,6 +1,7 @@
 // nvsmi-agent: runs nvidia-smi, reads what it prints into typed records, and hands them on.
 #include "exit_codes.hpp"
 #include "snapshot_command.hpp"
+#include "watch_command.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -16,7 +17,7 @@ void report(const std::string &message) {
 
 int main(int argc, char **argv) {
   using namespace nvsmi;
-  CLI::App app{"nvsmi-agent: reads nvidia-smi into typed records and prints them as the legacy "
+  CLI::App app{"nvsmi-agent: reads nvidia-smi into typed records and hands them on as the legacy "
                "UI's JSON, typed JSON or CSV."};
   app.set_version_flag("--version", "nvsmi-agent 0.1.0");
   app.require_subcommand(1);
@@ -49,6 +50,47 @@ int main(int argc, char **argv) {
       ->default_str("10");
   snapshot_command->add_option("--output", snapshot.output,
                                "Replace this file atomically instead of printing");
+  snapshot_command->add_option("--lock", snapshot.lock,
+                               "Exit at once (code 8) if another run holds this lock file");
+
+  WatchOptions watch;
+  std::string watch_source = "csv", watch_format;
+  CLI::App *watch_command = app.add_subcommand(
+      "watch", "Sample continuously from one long-lived nvidia-smi: a line per sample on stdout "
+               "(NDJSON), and/or a CSV log.");
+  watch_command->add_option("--interval", watch.interval_seconds, "Seconds between samples")
+      ->check(CLI::Range(0.01, 86400.0))
+      ->capture_default_str();
+  watch_command
+      ->add_option("--source", watch_source, "csv (--query-gpu, cheap) or xml (-q -x, complete)")
+      ->check(CLI::IsMember({"xml", "csv"}))
+      ->capture_default_str();
+  watch_command
+      ->add_option("--format", watch_format,
+                   "What stdout gets per sample: legacy, json (one line each) or csv. Default: "
+                   "legacy, or nothing when --csv-log is given")
+      ->check(CLI::IsMember({"legacy", "json", "csv"}));
+  watch_command->add_option("--csv-log", watch.csv_log,
+                            "Append each sample's rows to this CSV file (header when new)");
+  watch_command->add_option("--csv-max-bytes", watch.csv_max_bytes,
+                            "Rotate the CSV log before it passes this size (0: never)");
+  watch_command->add_option("--csv-keep", watch.csv_keep, "Rotated CSV logs kept (FILE.1 ...)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  watch_command->add_option("--count", watch.count, "Stop after this many samples")
+      ->check(CLI::PositiveNumber);
+  CLI::Option *watch_fixture = watch_command->add_option(
+      "--fixture", watch.fixture, "Replay this recording at the interval instead of nvidia-smi");
+  watch_command
+      ->add_option("--nvidia-smi", watch.nvidia_smi,
+                   "nvidia-smi command to run, with arguments (default: $NVIDIA_SMI, else "
+                   "nvidia-smi on PATH)")
+      ->excludes(watch_fixture);
+  watch_command
+      ->add_option("--stall-timeout", watch.stall_timeout_seconds,
+                   "Kill and restart nvidia-smi after this many seconds without a whole sample "
+                   "(default: max(3 x interval, 10))")
+      ->check(CLI::Range(0.01, 86400.0));
 
   try {
     app.parse(argc, argv);
@@ -61,10 +103,15 @@ int main(int argc, char **argv) {
 
   snapshot.source = source_name == "csv" ? SourceKind::csv : SourceKind::xml;
   snapshot.format = *format_from_name(format_name);
+  watch.source = watch_source == "xml" ? SourceKind::xml : SourceKind::csv;
+  if (!watch_format.empty())
+    watch.format = format_from_name(watch_format);
 
   try {
     if (snapshot_command->parsed())
       run_snapshot(snapshot);
+    if (watch_command->parsed())
+      return run_watch(watch);
     return exit_ok;
   } catch (const AgentError &error) {
     report(error.what());

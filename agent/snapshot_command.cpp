@@ -4,6 +4,7 @@
 #include "command_line.hpp"
 #include "exit_codes.hpp"
 #include "file_io.hpp"
+#include "file_lock.hpp"
 #include "local_time.hpp"
 
 #include "nvsmi/csv_reader.hpp"
@@ -20,20 +21,7 @@ namespace nvsmi {
 namespace {
 
 std::vector<std::string> nvidia_smi_command(const SnapshotOptions &options) {
-  std::string command = "nvidia-smi";
-  if (options.nvidia_smi)
-    command = *options.nvidia_smi;
-  else if (const char *from_environment = std::getenv("NVIDIA_SMI");
-           from_environment && *from_environment)
-    command = from_environment;
-  std::vector<std::string> argv;
-  try {
-    argv = split_command(command);
-  } catch (const std::invalid_argument &error) {
-    throw AgentError(exit_usage, error.what());
-  }
-  if (argv.empty())
-    throw AgentError(exit_usage, "--nvidia-smi is empty");
+  std::vector<std::string> argv = nvidia_smi_argv(options.nvidia_smi);
   if (options.source == SourceKind::xml) {
     argv.insert(argv.end(), {"-q", "-x"});
   } else {
@@ -99,6 +87,23 @@ void write_stdout(const std::string &text) {
 
 } // namespace
 
+std::vector<std::string> nvidia_smi_argv(const std::optional<std::string> &option) {
+  std::string command = "nvidia-smi";
+  if (option)
+    command = *option;
+  else if (const char *variable = std::getenv("NVIDIA_SMI"); variable && *variable)
+    command = variable;
+  std::vector<std::string> argv;
+  try {
+    argv = split_command(command);
+  } catch (const std::invalid_argument &error) {
+    throw AgentError(exit_usage, error.what());
+  }
+  if (argv.empty())
+    throw AgentError(exit_usage, "--nvidia-smi is empty");
+  return argv;
+}
+
 Snapshot parse_output(const std::string &bytes, const std::string &origin) {
   std::string_view content = bytes;
   if (content.substr(0, 3) == "\xEF\xBB\xBF") // a UTF-8 byte order mark, as Windows may write
@@ -114,6 +119,9 @@ Snapshot parse_output(const std::string &bytes, const std::string &origin) {
 }
 
 void run_snapshot(const SnapshotOptions &options) {
+  std::optional<FileLock> lock;
+  if (options.lock)
+    lock.emplace(*options.lock);
   Snapshot snapshot;
   if (options.fixture) {
     std::string origin = *options.fixture == "-" ? "standard input" : *options.fixture;

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace nvsmi {
 
@@ -16,10 +17,15 @@ struct SnapshotOptions {
   std::optional<std::string> nvidia_smi; // command (with arguments) to run instead of nvidia-smi
   double timeout_seconds = 10;
   std::optional<std::string> output; // replaced atomically instead of printing
+  std::optional<std::string> lock;   // leave at once (exit_locked) if another run holds it
 };
 
 // Largest nvidia-smi output or fixture accepted (a 64-GPU `-q -x` is about 3 MiB).
 constexpr std::size_t max_input_bytes = 64u << 20;
+
+// The nvidia-smi command to run: --nvidia-smi, else $NVIDIA_SMI, else nvidia-smi from PATH,
+// split into words like a shell would. Throws AgentError(exit_usage) for an empty or unclosed one.
+std::vector<std::string> nvidia_smi_argv(const std::optional<std::string> &option);
 
 // Reads nvidia-smi (or the fixture), and prints or writes the snapshot. Throws AgentError.
 void run_snapshot(const SnapshotOptions &options);

@@ -90,3 +90,13 @@ TEST_CASE("a header line sets the columns") {
   REQUIRE(sample);
   CHECK(sample->gpus[0].memory_used_mib == 77);
 }
+
+TEST_CASE("garbage between XML documents costs no document") {
+  std::string one = test::read_file(test::fixture_path("xml/gtx1080ti-2gpu-v10-nodoctype.xml"));
+  XmlDocumentSplitter splitter(1 << 20);
+  StreamPieces out;
+  splitter.feed(one + "\x01\x02 garbage ]]> <<\n" + one, out);
+  REQUIRE(out.pieces.size() == 2);
+  CHECK(out.pieces[1] == std::string(trim(one)));
+  CHECK(out.errors.size() == 1);
+}

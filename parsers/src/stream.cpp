@@ -60,6 +60,14 @@ void XmlDocumentSplitter::feed(std::string_view bytes, StreamPieces &out) {
     } else {
       std::string_view document =
           trim(std::string_view(partial_).substr(start, document_end - start));
+      // Anything before the document's own start is garbage, not part of it.
+      std::size_t begin = document.rfind("<?xml");
+      if (begin == std::string_view::npos)
+        begin = document.rfind("<nvidia_smi_log");
+      if (begin != std::string_view::npos && begin > 0) {
+        out.errors.push_back(std::to_string(begin) + " bytes of garbage before a document skipped");
+        document.remove_prefix(begin);
+      }
       out.pieces.emplace_back(document);
     }
     start = search_from = document_end;

@@ -1,0 +1,50 @@
+// One long-lived nvidia-smi running its own loop (-lms), read asynchronously into samples. When it
+// exits it is restarted with backoff; when it stalls it is killed, with anything it started.
+#pragma once
+
+#include "nvsmi/snapshot.hpp"
+#include "snapshot_command.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace nvsmi {
+
+struct StreamSettings {
+  std::vector<std::string> command; // nvidia-smi and its own arguments, without the query
+  SourceKind source = SourceKind::csv;
+  std::chrono::milliseconds interval{1000};
+  std::chrono::milliseconds stall_timeout{10000};
+  std::chrono::milliseconds first_backoff{1000}, max_backoff{30000};
+  std::chrono::milliseconds good_run{60000};  // a run this long with samples resets the backoff
+  std::chrono::milliseconds term_grace{1000}; // SIGTERM to SIGKILL
+};
+
+// The arguments that make nvidia-smi loop on its own.
+std::vector<std::string> loop_arguments(SourceKind source, std::chrono::milliseconds interval);
+
+class NvidiaSmiStream {
+public:
+  using SampleHandler = std::function<void(Snapshot)>;
+  using LogHandler = std::function<void(const std::string &)>;
+
+  NvidiaSmiStream(boost::asio::io_context &context, StreamSettings settings,
+                  SampleHandler on_sample, LogHandler log);
+  ~NvidiaSmiStream();
+
+  void start();
+  // Stops the child (SIGTERM, then SIGKILL) and calls `done` once it is reaped.
+  void stop(std::function<void()> done);
+  int spawns() const;
+
+private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+} // namespace nvsmi

@@ -1,0 +1,220 @@
+// End to end: `nvsmi-agent watch` against the stand-in nvidia-smi's loop and its failures.
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+
+using test::quote;
+using test::Run;
+
+namespace {
+
+struct Setup {
+  std::string folder = test::temporary_folder();
+  std::string args = folder + "/args"; // one line per nvidia-smi start
+  std::string log = folder + "/gpu-log.csv";
+
+  // Runs `nvsmi-agent watch` on the stand-in, with FAKE_NVSMI_* settings in `environment`.
+  Run watch(const std::string &environment, const std::string &arguments) const {
+    return test::run_shell(environment + " FAKE_NVSMI_ARGS=" + quote(args) +
+                           " FAKE_NVSMI_STATE=" + quote(folder + "/state") + " timeout 60 " +
+                           quote(AGENT_BIN) + " watch --nvidia-smi " +
+                           quote(std::string(SCRIPTS_DIR) + "/fake-nvidia-smi") + " " + arguments);
+  }
+  int spawns() const {
+    std::string calls = test::read_file(args);
+    return static_cast<int>(std::count(calls.begin(), calls.end(), '\n'));
+  }
+};
+
+std::vector<std::string> lines_of(const std::string &text) {
+  std::vector<std::string> lines;
+  for (std::size_t start = 0; start < text.size();) {
+    std::size_t end = text.find('\n', start);
+    lines.push_back(text.substr(start, end - start));
+    start = end == std::string::npos ? text.size() : end + 1;
+  }
+  return lines;
+}
+
+// Every line after the header is a whole row of the csv format: 13 cells.
+void check_whole_rows(const std::string &log, std::size_t expected_rows) {
+  std::vector<std::string> lines = lines_of(log);
+  REQUIRE(lines.size() == expected_rows + 1);
+  CHECK(lines[0].rfind("timestamp,index,uuid,name,", 0) == 0);
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    INFO(lines[i]);
+    CHECK(std::count(lines[i].begin(), lines[i].end(), ',') == 12);
+  }
+  CHECK(log.back() == '\n');
+}
+
+bool leftovers() { return test::run_shell("pgrep -f 'sleep 360[0]'").exit_code == 0; }
+
+const std::string legacy_8gpu_start =
+    R"({"temp":[{"data":["30","30C"],"name":0},{"data":["31","31C"],"name":1},)";
+
+} // namespace
+
+TEST_CASE("watch: one nvidia-smi for the whole run, a line per sample") {
+  Setup setup;
+  Run run = setup.watch("", "--interval 0.1 --count 3");
+  CHECK(run.exit_code == 0);
+  std::vector<std::string> lines = lines_of(run.out);
+  REQUIRE(lines.size() == 3);
+  for (const std::string &line : lines)
+    CHECK_THAT(line, Catch::StartsWith(legacy_8gpu_start));
+  CHECK(setup.spawns() == 1);
+  CHECK_THAT(test::read_file(setup.args),
+             Catch::Contains("--format=csv,noheader,nounits -lms 100"));
+}
+
+TEST_CASE("watch: --source xml reads the stream of documents; --format json") {
+  Setup setup;
+  Run run = setup.watch("", "--source xml --format json --interval 0.1 --count 2");
+  CHECK(run.exit_code == 0);
+  std::vector<std::string> lines = lines_of(run.out);
+  REQUIRE(lines.size() == 2);
+  auto document = nlohmann::json::parse(lines[1]);
+  CHECK(document["source"] == "xml");
+  CHECK(document["gpus"].size() == 8);
+  CHECK(document["gpus"][3]["processes"].size() == 2);
+  CHECK(test::read_file(setup.args) == "-q -x -lms 100\n");
+}
+
+TEST_CASE("watch: --fixture replays a recording without nvidia-smi") {
+  Run run = test::run_shell("PATH=/nonexistent " + quote(AGENT_BIN) +
+                            " watch --interval 0.05 --count 3 --format csv --fixture " +
+                            quote(test::fixture_path("xml/gtx1080ti-2gpu-v10-nodoctype.xml")));
+  CHECK(run.exit_code == 0);
+  check_whole_rows(run.out, 6); // one header, two GPUs a sample
+}
+
+TEST_CASE("watch: the CSV log gets a header once and whole rows") {
+  Setup setup;
+  REQUIRE(setup.watch("", "--interval 0.1 --count 2 --csv-log " + quote(setup.log)).out.empty());
+  REQUIRE(setup.watch("", "--interval 0.1 --count 1 --csv-log " + quote(setup.log)).exit_code == 0);
+  check_whole_rows(test::read_file(setup.log), 24);
+}
+
+TEST_CASE("watch: a log with other columns is refused, not mixed") {
+  Setup setup;
+  test::write_file(setup.log, "time,gpu,temp\n1,0,40\n");
+  Run run = setup.watch("", "--interval 0.1 --count 1 --csv-log " + quote(setup.log));
+  CHECK(run.exit_code == 7);
+  CHECK_THAT(run.err, Catch::Contains("other columns"));
+  CHECK(test::read_file(setup.log) == "time,gpu,temp\n1,0,40\n");
+}
+
+TEST_CASE("watch: --csv-max-bytes rotates, each file with its header") {
+  Setup setup;
+  Run run = setup.watch("", "--interval 0.05 --count 6 --csv-max-bytes 3000 --csv-keep 2 "
+                            "--csv-log " +
+                                quote(setup.log));
+  CHECK(run.exit_code == 0);
+  for (const std::string &path : {setup.log, setup.log + ".1", setup.log + ".2"}) {
+    INFO(path);
+    std::string content = test::read_file(path);
+    CHECK(content.size() <= 3000);
+    CHECK(content.rfind("timestamp,index,", 0) == 0);
+  }
+  CHECK(test::run_shell("test -e " + quote(setup.log + ".3")).exit_code != 0);
+}
+
+TEST_CASE("watch: a child that exits is restarted with backoff; the log keeps whole rows") {
+  Setup setup;
+  Run run = setup.watch("FAKE_NVSMI_EXIT_AFTER=2",
+                        "--interval 0.1 --count 3 --csv-log " + quote(setup.log));
+  CHECK(run.exit_code == 0);
+  CHECK_THAT(run.err, Catch::Contains("exited with code 9: NVIDIA-SMI has failed"));
+  CHECK_THAT(run.err, Catch::Contains("restarting nvidia-smi in 1 s"));
+  CHECK(setup.spawns() == 2);
+  check_whole_rows(test::read_file(setup.log), 24);
+}
+
+TEST_CASE("watch: failed starts back off 1 s, then 2 s") {
+  Setup setup;
+  Run run = setup.watch("FAKE_NVSMI_FAIL_SPAWNS=2", "--interval 0.1 --count 1");
+  CHECK(run.exit_code == 0);
+  CHECK_THAT(run.err, Catch::Contains("restarting nvidia-smi in 1 s") &&
+                          Catch::Contains("restarting nvidia-smi in 2 s"));
+  CHECK(setup.spawns() == 3);
+  CHECK(lines_of(run.out).size() == 1);
+}
+
+TEST_CASE("watch: a stalled child that ignores SIGTERM is killed and replaced") {
+  Setup setup;
+  Run run = setup.watch("FAKE_NVSMI_HANG_AFTER=1 FAKE_NVSMI_IGNORE_TERM=1",
+                        "--interval 0.1 --count 2 --stall-timeout 0.5");
+  CHECK(run.exit_code == 0);
+  CHECK_THAT(run.err, Catch::Contains("no complete sample for 0.5 s"));
+  CHECK_THAT(run.err, Catch::Contains("killed by signal 9"));
+  CHECK(setup.spawns() == 2);
+  CHECK_FALSE(leftovers());
+}
+
+TEST_CASE("watch: half a document is dropped, garbage is skipped, the stream goes on") {
+  Setup setup;
+  Run half = setup.watch("FAKE_NVSMI_HALF_AFTER=1", "--source xml --interval 0.1 --count 2");
+  CHECK(half.exit_code == 0);
+  CHECK_THAT(half.err, Catch::Contains("partial sample dropped"));
+  for (const std::string &line : lines_of(half.out))
+    CHECK_THAT(line, Catch::StartsWith(legacy_8gpu_start));
+  Run garbage = setup.watch("FAKE_NVSMI_GARBAGE_AFTER=1", "--interval 0.1 --count 3");
+  CHECK(garbage.exit_code == 0);
+  CHECK_THAT(garbage.err, Catch::Contains("sample skipped"));
+  CHECK(lines_of(garbage.out).size() == 3);
+}
+
+TEST_CASE("watch: SIGTERM stops the child and exits 0 promptly; SIGHUP reopens the log") {
+  Setup setup;
+  std::string script =
+      "FAKE_NVSMI_ARGS=" + quote(setup.args) + " " + quote(AGENT_BIN) +
+      " watch --interval 0.1 --nvidia-smi " + quote(std::string(SCRIPTS_DIR) + "/fake-nvidia-smi") +
+      " --csv-log " + quote(setup.log) + " & agent=$!; sleep 1; mv " + quote(setup.log) + " " +
+      quote(setup.log + ".old") +
+      "; kill -HUP $agent; sleep 0.5; start=$(date +%s%N); kill -TERM $agent; wait $agent; "
+      "code=$?; echo $code $(( ($(date +%s%N) - start) / 1000000 ))";
+  Run run = test::run_shell(script);
+  INFO(run.err);
+  std::vector<std::string> words = lines_of(run.out);
+  REQUIRE(words.size() == 1);
+  CHECK(words[0].rfind("0 ", 0) == 0);         // exit code 0
+  CHECK(std::stoi(words[0].substr(2)) < 2000); // within 2 s
+  CHECK_THAT(run.err, Catch::Contains("reopened"));
+  check_whole_rows(test::read_file(setup.log + ".old"),
+                   lines_of(test::read_file(setup.log + ".old")).size() - 1);
+  CHECK(test::read_file(setup.log).rfind("timestamp,index,", 0) == 0);
+  CHECK_FALSE(leftovers());
+  CHECK(test::run_shell("pgrep -f fake-nvidia-sm[i]").exit_code == 1);
+}
+
+TEST_CASE("watch: a reader that goes away ends the run cleanly") {
+  Setup setup;
+  std::string status = quote(setup.folder + "/status");
+  Run run = test::run_shell("{ FAKE_NVSMI_ARGS=" + quote(setup.args) + " " + quote(AGENT_BIN) +
+                            " watch --interval 0.05 --nvidia-smi " +
+                            quote(std::string(SCRIPTS_DIR) + "/fake-nvidia-smi") + "; echo $? >" +
+                            status + "; } | head -n 2 >/dev/null; cat " + status);
+  CHECK(run.out == "0\n");
+  CHECK(test::run_shell("pgrep -f fake-nvidia-sm[i]").exit_code == 1);
+}
+
+TEST_CASE("snapshot --lock: a second run leaves at once with code 8") {
+  Setup setup;
+  std::string lock = quote(setup.folder + "/snapshot.lock");
+  std::string agent = quote(AGENT_BIN);
+  Run run = test::run_shell(
+      "FAKE_NVSMI_MODE=hang " + agent + " snapshot --timeout 5 --lock " + lock + " --nvidia-smi " +
+      quote(std::string(SCRIPTS_DIR) + "/fake-nvidia-smi") + " & first=$!; sleep 0.5; " + agent +
+      " snapshot --lock " + lock + " --fixture " +
+      quote(test::fixture_path("xml/a100-mig-v12.xml")) + "; echo second=$?; kill $first; wait");
+  CHECK_THAT(run.out, Catch::Contains("second=8"));
+  CHECK_THAT(run.err, Catch::Contains("another run holds"));
+  // Once the holder is gone, the lock is free again.
+  CHECK(test::run_agent("snapshot --lock " + lock + " --fixture " +
+                        quote(test::fixture_path("xml/a100-mig-v12.xml")))
+            .exit_code == 0);
+}
