@@ -5,10 +5,12 @@
 #include "boost_process.hpp"
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/readable_pipe.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <array>
 #include <csignal>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <sys/types.h>
@@ -101,6 +103,7 @@ CommandResult run_bounded(const std::vector<std::string> &argv, const CommandLim
   int open_pipes = 2;
   std::size_t total = 0;
   asio::steady_timer deadline(context), grace(context);
+  asio::signal_set signals(context);
 
   auto kill_group = [&] { ::kill(-group, SIGKILL); };
   auto finish_reading = [&] {
@@ -108,8 +111,10 @@ CommandResult run_bounded(const std::vector<std::string> &argv, const CommandLim
     out_pipe.close(ignored);
     err_pipe.close(ignored);
     grace.cancel();
-    if (exited)
+    if (exited) {
       deadline.cancel();
+      signals.cancel(ignored);
+    }
   };
   auto abort_with = [&](ExitCode code, std::string message) {
     if (!failure)
@@ -153,6 +158,15 @@ CommandResult run_bounded(const std::vector<std::string> &argv, const CommandLim
       kill_group();
       finish_reading();
     });
+  });
+
+  // Killed from outside (cron's timeout, Ctrl-C): take the process group down with us.
+  signals.add(SIGINT);
+  signals.add(SIGTERM);
+  signals.async_wait([&](bp::error_code error, int signal) {
+    if (!error)
+      abort_with(exit_interrupted, std::string("interrupted by ") + strsignal(signal) +
+                                       "; killed it and its process group");
   });
 
   deadline.expires_after(limits.timeout);

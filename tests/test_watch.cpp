@@ -213,6 +213,9 @@ TEST_CASE("snapshot --lock: a second run leaves at once with code 8") {
       quote(test::fixture_path("xml/a100-mig-v12.xml")) + "; echo second=$?; kill $first; wait");
   CHECK_THAT(run.out, Catch::Contains("second=8"));
   CHECK_THAT(run.err, Catch::Contains("another run holds"));
+  // The first run, terminated, took its hung nvidia-smi down with it.
+  CHECK_THAT(run.err, Catch::Contains("interrupted by Terminated"));
+  CHECK_FALSE(leftovers());
   // Once the holder is gone, the lock is free again.
   CHECK(test::run_agent("snapshot --lock " + lock + " --fixture " +
                         quote(test::fixture_path("xml/a100-mig-v12.xml")))
