@@ -23,22 +23,6 @@ namespace {
 namespace asio = boost::asio;
 namespace bp = boost::process::v2;
 
-// Puts the child in a process group of its own, in the child between fork and exec.
-struct NewProcessGroup {
-  template <typename Launcher>
-  bp::error_code on_exec_setup(Launcher &, const bp::filesystem::path &, const char *const *&) {
-    if (::setpgid(0, 0) != 0)
-      return bp::error_code(errno, bp::system_category());
-    return {};
-  }
-};
-
-bp::filesystem::path resolve(const std::string &program) {
-  if (program.find('/') != std::string::npos)
-    return program;
-  return bp::environment::find_executable(program);
-}
-
 // Reads one pipe to its end into `sink`, stopping everything when the cap is passed.
 class PipeReader {
 public:
@@ -81,7 +65,7 @@ std::string seconds_text(std::chrono::milliseconds duration) {
 CommandResult run_bounded(const std::vector<std::string> &argv, const CommandLimits &limits) {
   if (argv.empty())
     throw AgentError(exit_usage, "empty command");
-  bp::filesystem::path executable = resolve(argv[0]);
+  bp::filesystem::path executable = find_program(argv[0]);
   if (executable.empty())
     throw AgentError(exit_not_found, argv[0] + ": not found on PATH");
 

@@ -1,6 +1,7 @@
 #include "csv_log.hpp"
 
 #include "exit_codes.hpp"
+#include "file_io.hpp"
 #include "formats.hpp"
 
 #include <cerrno>
@@ -24,18 +25,6 @@ std::string first_line(int fd, std::size_t limit) {
   line.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
   std::size_t newline = line.find('\n');
   return newline == std::string::npos ? line : line.substr(0, newline);
-}
-
-bool write_all(int fd, const std::string &data) {
-  for (std::size_t done = 0; done < data.size();) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return false;
-    done += static_cast<std::size_t>(n);
-  }
-  return true;
 }
 
 } // namespace

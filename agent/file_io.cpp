@@ -35,19 +35,6 @@ private:
   int fd_;
 };
 
-bool write_all(int fd, const std::string &content) {
-  std::size_t written = 0;
-  while (written < content.size()) {
-    ssize_t n = ::write(fd, content.data() + written, content.size() - written);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return false;
-    written += static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
 std::string folder_of(const std::string &path) {
   std::size_t slash = path.rfind('/');
   if (slash == std::string::npos)
@@ -56,6 +43,19 @@ std::string folder_of(const std::string &path) {
 }
 
 } // namespace
+
+bool write_all(int fd, const std::string &data) {
+  std::size_t written = 0;
+  while (written < data.size()) {
+    ssize_t n = ::write(fd, data.data() + written, data.size() - written);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return false;
+    written += static_cast<std::size_t>(n);
+  }
+  return true;
+}
 
 std::string read_capped(const std::string &path, std::size_t max_bytes) {
   bool from_stdin = path == "-";

@@ -5,6 +5,9 @@
 
 namespace nvsmi {
 
+// write(2) until all of `data` is written, retrying on EINTR; false (errno set) on failure.
+bool write_all(int fd, const std::string &data);
+
 // Reads a whole file ("-" for standard input). Throws AgentError: exit_io when it cannot be read,
 // exit_bad_output when it holds more than `max_bytes`.
 std::string read_capped(const std::string &path, std::size_t max_bytes);

@@ -6,8 +6,20 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <optional>
+#include <string>
 
 namespace {
+
+// --nvidia-smi, which snapshot and watch share; it cannot go with --fixture.
+void add_nvidia_smi_option(CLI::App *command, std::optional<std::string> &target,
+                           CLI::Option *fixture) {
+  command
+      ->add_option("--nvidia-smi", target,
+                   "nvidia-smi command to run, with arguments (default: $NVIDIA_SMI, else "
+                   "nvidia-smi on PATH)")
+      ->excludes(fixture);
+}
 
 void report(const std::string &message) {
   std::fprintf(stderr, "nvsmi-agent: %s\n", message.c_str());
@@ -38,11 +50,7 @@ int main(int argc, char **argv) {
   CLI::Option *fixture = snapshot_command->add_option(
       "--fixture", snapshot.fixture,
       "Read this recorded nvidia-smi output (XML or CSV) instead of running it; - for stdin");
-  snapshot_command
-      ->add_option("--nvidia-smi", snapshot.nvidia_smi,
-                   "nvidia-smi command to run, with arguments (default: $NVIDIA_SMI, else "
-                   "nvidia-smi on PATH)")
-      ->excludes(fixture);
+  add_nvidia_smi_option(snapshot_command, snapshot.nvidia_smi, fixture);
   snapshot_command
       ->add_option("--timeout", snapshot.timeout_seconds,
                    "Seconds nvidia-smi may take before it is killed")
@@ -81,11 +89,7 @@ int main(int argc, char **argv) {
       ->check(CLI::PositiveNumber);
   CLI::Option *watch_fixture = watch_command->add_option(
       "--fixture", watch.fixture, "Replay this recording at the interval instead of nvidia-smi");
-  watch_command
-      ->add_option("--nvidia-smi", watch.nvidia_smi,
-                   "nvidia-smi command to run, with arguments (default: $NVIDIA_SMI, else "
-                   "nvidia-smi on PATH)")
-      ->excludes(watch_fixture);
+  add_nvidia_smi_option(watch_command, watch.nvidia_smi, watch_fixture);
   watch_command
       ->add_option("--stall-timeout", watch.stall_timeout_seconds,
                    "Kill and restart nvidia-smi after this many seconds without a whole sample "

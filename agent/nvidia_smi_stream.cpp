@@ -28,13 +28,6 @@ constexpr std::size_t max_line_bytes = 1u << 20;
 constexpr std::size_t max_document_bytes = 32u << 20;
 constexpr std::size_t max_message_bytes = 4096;
 
-struct NewProcessGroup {
-  template <typename Launcher>
-  bp::error_code on_exec_setup(Launcher &, const bp::filesystem::path &, const char *const *&) {
-    return ::setpgid(0, 0) == 0 ? bp::error_code() : bp::error_code(errno, bp::system_category());
-  }
-};
-
 std::string seconds_text(milliseconds duration) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%g", static_cast<double>(duration.count()) / 1000.0);
@@ -102,9 +95,7 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
     std::vector<std::string> argv = settings.command;
     for (std::string &arg : loop_arguments(settings.source, settings.interval))
       argv.push_back(std::move(arg));
-    bp::filesystem::path executable = argv[0].find('/') != std::string::npos
-                                          ? bp::filesystem::path(argv[0])
-                                          : bp::environment::find_executable(argv[0]);
+    bp::filesystem::path executable = find_program(argv[0]);
     out = asio::readable_pipe(context);
     err = asio::readable_pipe(context);
     exited = out_closed = false;
