@@ -1,9 +1,26 @@
 #include "cli.hpp"
+#include "exit_codes.hpp"
 #include "watch_command.hpp"
 
+#include "nvsmi/csv_reader.hpp"
+
+#include <algorithm>
 #include <memory>
 
 namespace nvsmi {
+namespace {
+
+// A field the agent already reads is in the output under its typed name; asking twice would only
+// add a second, untyped copy.
+void drop_known_fields(std::vector<std::string> &fields) {
+  std::vector<std::string> kept;
+  for (std::string &field : fields)
+    if (!CsvLayout::is_header(field) && std::find(kept.begin(), kept.end(), field) == kept.end())
+      kept.push_back(std::move(field));
+  fields = std::move(kept);
+}
+
+} // namespace
 
 Subcommand add_watch_command(CLI::App &app) {
   struct Settings {
@@ -32,6 +49,19 @@ Subcommand add_watch_command(CLI::App &app) {
   command->add_option("--csv-keep", options.csv_keep, "Rotated CSV logs kept (FILE.1 ...)")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
+  command
+      ->add_option("--fields", options.fields,
+                   "More --query-gpu fields, comma-separated (csv source): extra keys in json, "
+                   "extra columns in csv")
+      ->delimiter(',')
+      ->check(CLI::Validator(
+          [](std::string &name) {
+            bool ok = !name.empty() && name.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                                                              "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                              "0123456789._") == std::string::npos;
+            return ok ? std::string() : "not a query field name: \"" + name + "\"";
+          },
+          "FIELD", "field name"));
   command->add_option("--count", options.count, "Stop after this many samples")
       ->check(CLI::PositiveNumber);
   CLI::Option *fixture = command->add_option(
@@ -46,6 +76,9 @@ Subcommand add_watch_command(CLI::App &app) {
   return {command, [settings] {
             settings->options.source =
                 settings->source == "xml" ? SourceKind::xml : SourceKind::csv;
+            if (settings->options.source == SourceKind::xml && !settings->options.fields.empty())
+              throw AgentError(exit_usage, "--fields needs --source csv (it adds query fields)");
+            drop_known_fields(settings->options.fields);
             if (!settings->format.empty())
               settings->options.format = format_from_name(settings->format);
             return run_watch(settings->options);

@@ -53,7 +53,7 @@ void CsvLog::open() {
   ::close(reader);
   if (!header.empty() && header.back() == '\r')
     header.pop_back();
-  if (header != csv_header()) {
+  if (header != csv_header(settings_.extra_fields)) {
     ::close(fd_);
     fd_ = -1;
     throw AgentError(exit_io, "CSV log " + settings_.path +
@@ -81,7 +81,7 @@ void CsvLog::append(const Snapshot &snapshot) {
   if (settings_.max_bytes > 0 && size_ > 0 && size_ + block.size() > settings_.max_bytes)
     rotate();
   if (size_ == 0)
-    block = std::string(csv_header()) + "\n" + block;
+    block = csv_header(settings_.extra_fields) + "\n" + block;
   if (!write_all(fd_, block)) {
     int error = errno;
     // Take back a partial block, so that the log holds whole rows only.

@@ -6,13 +6,15 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace nvsmi {
 
 struct CsvLogSettings {
   std::string path;
-  std::uint64_t max_bytes = 0; // rotate before passing this size; 0: never
-  int keep = 5;                // rotated files kept: path.1 (newest) .. path.keep
+  std::uint64_t max_bytes = 0;           // rotate before passing this size; 0: never
+  int keep = 5;                          // rotated files kept: path.1 (newest) .. path.keep
+  std::vector<std::string> extra_fields; // `watch --fields`, columns after the standard ones
 };
 
 class CsvLog {

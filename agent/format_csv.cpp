@@ -41,12 +41,25 @@ std::string cell_2dp(const RealReading &value) {
 
 } // namespace
 
-std::string_view csv_header() { return csv_header_line; }
+std::string csv_header(const std::vector<std::string> &extra_fields) {
+  std::string line(csv_header_line);
+  for (const std::string &name : extra_fields)
+    append_cell(line, name);
+  return line;
+}
+
+std::vector<std::string> extra_field_names(const Snapshot &snapshot) {
+  std::vector<std::string> names;
+  if (!snapshot.gpus.empty())
+    for (const ExtraField &extra : snapshot.gpus.front().extras)
+      names.push_back(extra.name);
+  return names;
+}
 
 std::string format_csv(const Snapshot &snapshot, bool header) {
   std::string out;
   if (header) {
-    out += csv_header_line;
+    out += csv_header(extra_field_names(snapshot));
     out += '\n';
   }
   std::string timestamp = snapshot.timestamp ? to_iso8601(*snapshot.timestamp) : std::string();
@@ -65,6 +78,8 @@ std::string format_csv(const Snapshot &snapshot, bool header) {
     append_cell(row, cell(gpu.memory_used_mib));
     append_cell(row, cell_2dp(gpu.memory_used_percent()));
     append_cell(row, cell_2dp(gpu.power_draw_w));
+    for (const ExtraField &extra : gpu.extras)
+      append_cell(row, cell(extra.value));
     out += row;
     out += '\n';
   }

@@ -76,6 +76,8 @@ ordered_json gpu_json(const Gpu &gpu) {
   out["mig_devices"] = list_or_null(gpu.mig_devices, mig_device_json);
   out["processes"] = list_or_null(gpu.processes, process_json);
   out["clock_event_reasons_active"] = value_or_null(gpu.clock_event_reasons_active);
+  for (const ExtraField &extra : gpu.extras)
+    out[extra.name] = value_or_null(extra.value);
   return out;
 }
 

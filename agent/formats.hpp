@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace nvsmi {
 
@@ -18,9 +19,12 @@ std::optional<Format> format_from_name(std::string_view name);
 std::string format_legacy(const Snapshot &snapshot);
 // The typed snapshot ("nvsmi-agent.snapshot/1"), one line, null for unknown readings.
 std::string format_json(const Snapshot &snapshot);
-// The `csv` format's header line, without its newline.
-std::string_view csv_header();
-// A header (unless `header` is false) and one row per GPU, nvidia-smi's column names.
+// The `csv` format's header line, without its newline, then a column per extra field.
+std::string csv_header(const std::vector<std::string> &extra_fields = {});
+// The names of the extra fields (`watch --fields`) the snapshot's GPUs carry.
+std::vector<std::string> extra_field_names(const Snapshot &snapshot);
+// A header (unless `header` is false) and one row per GPU, nvidia-smi's column names, extra
+// fields last.
 std::string format_csv(const Snapshot &snapshot, bool header = true);
 
 // Any of the above, newline-terminated.

@@ -49,7 +49,8 @@ void remember_message(std::string &last, std::string_view bytes) {
 
 } // namespace
 
-std::vector<std::string> loop_arguments(SourceKind source, milliseconds interval) {
+std::vector<std::string> loop_arguments(SourceKind source, milliseconds interval,
+                                        const std::vector<std::string> &extra_fields) {
   std::vector<std::string> args;
   if (source == SourceKind::xml) {
     args = {"-q", "-x"};
@@ -57,6 +58,8 @@ std::vector<std::string> loop_arguments(SourceKind source, milliseconds interval
     std::string fields;
     for (const std::string &field : query_fields())
       fields += (fields.empty() ? "" : ",") + field;
+    for (const std::string &field : extra_fields)
+      fields += "," + field;
     args = {"--query-gpu=" + fields, "--format=csv,noheader,nounits"};
   }
   args.push_back("-lms");
@@ -65,16 +68,18 @@ std::vector<std::string> loop_arguments(SourceKind source, milliseconds interval
 }
 
 struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::State> {
-  State(asio::io_context &io, StreamSettings s, SampleHandler sample, LogHandler logger)
+  State(asio::io_context &io, StreamSettings s, SampleHandler sample, LogHandler logger,
+        LogHandler rejected)
       : context(io), settings(std::move(s)), on_sample(std::move(sample)), log(std::move(logger)),
-        out(io), err(io), stall(io), restart(io), kill_timer(io), drain(io), lines(max_line_bytes),
-        documents(max_document_bytes), assembler(CsvLayout::from_fields(query_fields())),
+        on_rejected(std::move(rejected)), out(io), err(io), stall(io), restart(io), kill_timer(io),
+        drain(io), lines(max_line_bytes), documents(max_document_bytes),
+        assembler(CsvLayout::from_fields(query_fields(), settings.extra_fields)),
         backoff(settings.first_backoff) {}
 
   asio::io_context &context;
   StreamSettings settings;
   SampleHandler on_sample;
-  LogHandler log;
+  LogHandler log, on_rejected;
   std::optional<bp::process> child;
   asio::readable_pipe out, err;
   asio::steady_timer stall, restart, kill_timer, drain;
@@ -93,7 +98,8 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
     ++generation;
     ++spawn_count;
     std::vector<std::string> argv = settings.command;
-    for (std::string &arg : loop_arguments(settings.source, settings.interval))
+    for (std::string &arg :
+         loop_arguments(settings.source, settings.interval, settings.extra_fields))
       argv.push_back(std::move(arg));
     bp::filesystem::path executable = find_program(argv[0]);
     out = asio::readable_pipe(context);
@@ -174,7 +180,9 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
       CsvSampleAssembler::Outcome outcome = assembler.add_line(piece);
       if (outcome.error) {
         remember_message(last_message, piece);
-        log("sample skipped: " + *outcome.error);
+        // A line with no comma is nvidia-smi talking (an error, a refusal), not a broken row.
+        log(piece.find(',') == std::string::npos ? "nvidia-smi printed: " + piece
+                                                 : "sample skipped: " + *outcome.error);
       }
       if (outcome.sample)
         emit(std::move(*outcome.sample));
@@ -262,6 +270,11 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
         on_stopped();
       return;
     }
+    if (samples_this_run == 0 &&
+        last_message.find("is not a valid field to query") != std::string::npos) {
+      on_rejected("nvidia-smi refused the query: " + last_message);
+      return;
+    }
     schedule_restart();
   }
 
@@ -293,9 +306,9 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
 };
 
 NvidiaSmiStream::NvidiaSmiStream(asio::io_context &context, StreamSettings settings,
-                                 SampleHandler on_sample, LogHandler log)
+                                 SampleHandler on_sample, LogHandler log, LogHandler on_rejected)
     : state_(std::make_shared<State>(context, std::move(settings), std::move(on_sample),
-                                     std::move(log))) {}
+                                     std::move(log), std::move(on_rejected))) {}
 
 NvidiaSmiStream::~NvidiaSmiStream() {
   if (state_->child && !state_->exited) {

@@ -18,6 +18,7 @@ namespace nvsmi {
 struct StreamSettings {
   std::vector<std::string> command; // nvidia-smi and its own arguments, without the query
   SourceKind source = SourceKind::csv;
+  std::vector<std::string> extra_fields; // csv only: asked for after query_fields()
   std::chrono::milliseconds interval{1000};
   std::chrono::milliseconds stall_timeout{10000};
   std::chrono::milliseconds first_backoff{1000}, max_backoff{30000};
@@ -26,15 +27,18 @@ struct StreamSettings {
 };
 
 // The arguments that make nvidia-smi loop on its own.
-std::vector<std::string> loop_arguments(SourceKind source, std::chrono::milliseconds interval);
+std::vector<std::string> loop_arguments(SourceKind source, std::chrono::milliseconds interval,
+                                        const std::vector<std::string> &extra_fields = {});
 
 class NvidiaSmiStream {
 public:
   using SampleHandler = std::function<void(Snapshot)>;
   using LogHandler = std::function<void(const std::string &)>;
 
+  // `on_rejected` is called, instead of a restart, when nvidia-smi refuses the query itself (an
+  // unknown --fields name): running it again cannot help.
   NvidiaSmiStream(boost::asio::io_context &context, StreamSettings settings,
-                  SampleHandler on_sample, LogHandler log);
+                  SampleHandler on_sample, LogHandler log, LogHandler on_rejected);
   ~NvidiaSmiStream();
 
   void start();

@@ -5,7 +5,9 @@
 #include "file_io.hpp"
 #include "local_time.hpp"
 #include "nvidia_smi_stream.hpp"
+#include "output_queue.hpp"
 
+#include "nvsmi/csv_reader.hpp"
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/stream.hpp"
 #include "nvsmi/xml_reader.hpp"
@@ -21,6 +23,7 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <unistd.h>
 
 namespace nvsmi {
 namespace {
@@ -37,12 +40,16 @@ void log_line(const std::string &message) {
   std::fprintf(stderr, "nvsmi-agent: %s %s\n", stamp, message.c_str());
 }
 
+// Samples waiting for a slow stdout reader, at most (some seconds of an 8-GPU legacy stream).
+constexpr std::size_t max_queued_output = 4u << 20;
+
 milliseconds to_ms(double seconds) {
   return milliseconds(std::max<long long>(1, std::llround(seconds * 1000)));
 }
 
 // Every whole sample in a recording: one document or CSV sample, or several recorded from a loop.
-std::vector<Snapshot> fixture_samples(const std::string &path) {
+std::vector<Snapshot> fixture_samples(const std::string &path,
+                                      const std::vector<std::string> &extra_fields) {
   std::string origin = path == "-" ? "standard input" : path;
   std::string content = read_capped(path, max_input_bytes);
   std::string_view text = trim(content);
@@ -55,7 +62,7 @@ std::vector<Snapshot> fixture_samples(const std::string &path) {
         samples.push_back(read_xml(document));
     } else {
       LineSplitter(max_input_bytes).feed(std::string(text) + "\n", pieces);
-      CsvSampleAssembler assembler(CsvLayout::from_fields(query_fields()));
+      CsvSampleAssembler assembler(CsvLayout::from_fields(query_fields(), extra_fields));
       for (const std::string &line : pieces.pieces)
         if (auto sample = assembler.add_line(line).sample)
           samples.push_back(std::move(*sample));
@@ -74,11 +81,15 @@ public:
   explicit Watch(const WatchOptions &options)
       : options_(options), signals_(context_, SIGINT, SIGTERM, SIGHUP), replay_(context_) {
     if (options.csv_log)
-      log_.emplace(CsvLogSettings{*options.csv_log, options.csv_max_bytes, options.csv_keep});
-    if (options.format || !options.csv_log)
+      log_.emplace(CsvLogSettings{*options.csv_log, options.csv_max_bytes, options.csv_keep,
+                                  options.fields});
+    if (options.format || !options.csv_log) {
       stdout_format_ = options.format.value_or(Format::legacy);
+      stdout_.emplace(context_, STDOUT_FILENO, max_queued_output, log_line,
+                      [this](int error) { stdout_failed(error); });
+    }
     if (options.fixture)
-      fixture_ = fixture_samples(*options.fixture);
+      fixture_ = fixture_samples(*options.fixture, options.fields);
   }
 
   int run() {
@@ -96,12 +107,17 @@ private:
     StreamSettings settings;
     settings.command = nvidia_smi_argv(options_.nvidia_smi);
     settings.source = options_.source;
+    settings.extra_fields = options_.fields;
     settings.interval = to_ms(options_.interval_seconds);
     settings.stall_timeout = options_.stall_timeout_seconds
                                  ? to_ms(*options_.stall_timeout_seconds)
                                  : std::max(settings.interval * 3, milliseconds(10000));
     stream_ = std::make_unique<NvidiaSmiStream>(
-        context_, settings, [this](Snapshot s) { deliver(std::move(s)); }, log_line);
+        context_, settings, [this](Snapshot s) { deliver(std::move(s)); }, log_line,
+        [this](const std::string &message) {
+          log_line(message);
+          stop(exit_smi_failed);
+        });
     stream_->start();
   }
 
@@ -166,14 +182,16 @@ private:
     else
       text = format_snapshot(snapshot, *stdout_format_);
     wrote_csv_header_ = true;
-    if (std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0)
-      return;
-    if (errno == EPIPE) { // the reader went away: a normal end for a pipe
+    stdout_->push(std::move(text));
+  }
+
+  void stdout_failed(int error) {
+    if (error == EPIPE) { // the reader went away: a normal end for a pipe
       stop(exit_ok);
       return;
     }
-    throw AgentError(exit_io,
-                     std::string("cannot write to standard output: ") + std::strerror(errno));
+    log_line(std::string("cannot write to standard output: ") + std::strerror(error));
+    stop(exit_io);
   }
 
   void stop(int code) {
@@ -182,10 +200,17 @@ private:
     stopping_ = true;
     exit_code_ = code;
     replay_.cancel();
+    auto flush_and_leave = [this] {
+      if (!stdout_) {
+        signals_.cancel();
+        return;
+      }
+      stdout_->flush(milliseconds(1000), [this] { signals_.cancel(); });
+    };
     if (stream_)
-      stream_->stop([this] { signals_.cancel(); });
+      stream_->stop(flush_and_leave);
     else
-      signals_.cancel();
+      flush_and_leave();
   }
 
   WatchOptions options_;
@@ -194,6 +219,7 @@ private:
   asio::steady_timer replay_;
   std::optional<CsvLog> log_;
   std::optional<Format> stdout_format_;
+  std::optional<OutputQueue> stdout_;
   std::vector<Snapshot> fixture_;
   std::unique_ptr<NvidiaSmiStream> stream_;
   std::size_t replayed_ = 0;

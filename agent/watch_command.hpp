@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace nvsmi {
 
@@ -20,6 +21,7 @@ struct WatchOptions {
   std::optional<std::string> nvidia_smi;
   std::optional<std::string> fixture; // replayed at the interval instead of running nvidia-smi
   std::optional<double> stall_timeout_seconds; // default max(3 x interval, 10 s)
+  std::vector<std::string> fields; // --fields: csv source only, after the standard query
 };
 
 // Samples until --count, SIGINT or SIGTERM, and returns the exit code. Throws AgentError for

@@ -183,3 +183,30 @@ TEST_CASE("every reading unknown (fixture)") {
   CHECK_FALSE(gpu.clocks.graphics_mhz);
   CHECK_FALSE(gpu.clocks.memory_mhz);
 }
+
+TEST_CASE("a row of the agent's own CSV: RFC 4180 quotes and an ISO 8601 timestamp") {
+  CsvLayout layout = CsvLayout::from_header("timestamp,index,name,memory.used [MiB]");
+  CsvRow row =
+      read_csv_row(R"(2024-03-12T14:03:27.512+01:00,3,"Tesla ""T4"", rev 2",512)", layout, 0);
+  REQUIRE(row.timestamp);
+  CHECK(to_iso8601(*row.timestamp) == "2024-03-12T14:03:27.512+01:00");
+  CHECK(row.gpu.index == 3);
+  CHECK(row.gpu.name == std::string("Tesla \"T4\", rev 2"));
+  CHECK(row.gpu.memory_used_mib == 512);
+  // A quote that does not open a cell is text; one that is never closed leaves the cell as is.
+  CHECK(read_csv_row(R"(,0,say "hi",1)", layout, 0).gpu.name == std::string("say \"hi\""));
+  CHECK(read_csv_row(R"(,0,"open, 1)", layout, 0).gpu.name == std::string("\"open"));
+}
+
+TEST_CASE("extra query fields are kept per GPU as text, unknown markers as null") {
+  CsvLayout layout = CsvLayout::from_fields({"index", "memory.used"}, {"vbios_version", "serial"});
+  CsvRow row = read_csv_row("2, 512, 96.00.74.00.0D, [N/A]", layout, 0);
+  CHECK(row.gpu.memory_used_mib == 512);
+  REQUIRE(row.gpu.extras.size() == 2);
+  CHECK(row.gpu.extras[0].name == "vbios_version");
+  CHECK(row.gpu.extras[0].value == std::string("96.00.74.00.0D"));
+  CHECK(row.gpu.extras[1].name == "serial");
+  CHECK_FALSE(row.gpu.extras[1].value);
+  // Columns the reader does not know, from a header, are still ignored rather than kept.
+  CHECK(read_csv_row("2, x", CsvLayout::from_header("index, brand.new"), 0).gpu.extras.empty());
+}

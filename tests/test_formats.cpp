@@ -152,3 +152,15 @@ TEST_CASE("format names") {
   CHECK(format_from_name("csv") == Format::csv);
   CHECK_FALSE(format_from_name("yaml"));
 }
+
+TEST_CASE("extra query fields: last csv columns and json keys, text or null") {
+  Snapshot s = sample_snapshot();
+  s.gpus[0].extras = {{"driver_version", std::string("535.10")}, {"serial", std::nullopt}};
+  std::string csv = format_csv(s);
+  CHECK(csv.substr(0, csv.find('\n')) == csv_header({"driver_version", "serial"}));
+  CHECK_THAT(csv, Catch::EndsWith(",67.03,535.10,\n"));
+  CHECK(extra_field_names(s) == std::vector<std::string>{"driver_version", "serial"});
+  auto gpu = nlohmann::json::parse(format_json(s))["gpus"][0];
+  CHECK(gpu["driver_version"] == "535.10"); // a string: "535.10" is a version, not a number
+  CHECK(gpu["serial"].is_null());
+}

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <sstream>
 
 using test::quote;
 using test::Run;
@@ -220,4 +221,62 @@ TEST_CASE("snapshot --lock: a second run leaves at once with code 8") {
   CHECK(test::run_agent("snapshot --lock " + lock + " --fixture " +
                         quote(test::fixture_path("xml/a100-mig-v12.xml")))
             .exit_code == 0);
+}
+
+TEST_CASE("watch: --fields adds query fields to json and to the CSV log") {
+  Setup setup;
+  Run run = setup.watch("", "--interval 0.1 --count 2 --format json --csv-log " + quote(setup.log) +
+                                " --fields clocks.max.sm,serial,temperature.gpu,serial");
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  // A field already read, and a repeated one, are asked for once.
+  CHECK_THAT(test::read_file(setup.args),
+             Catch::Contains(",clocks.current.video,clocks.max.sm,serial --format="));
+  std::vector<std::string> lines = lines_of(run.out);
+  REQUIRE(lines.size() == 2);
+  auto gpu = nlohmann::json::parse(lines[1])["gpus"][7];
+  CHECK(gpu["clocks.max.sm"] == "1980");
+  CHECK(gpu["serial"].is_null()); // nvidia-smi said [N/A]
+  std::vector<std::string> log = lines_of(test::read_file(setup.log));
+  REQUIRE(log.size() == 17);
+  CHECK_THAT(log[0], Catch::EndsWith(",power.draw [W],clocks.max.sm,serial"));
+  CHECK_THAT(log[16], Catch::EndsWith(",1980,"));
+}
+
+TEST_CASE("watch: a field nvidia-smi refuses ends the run with its message, not a restart loop") {
+  Setup setup;
+  Run run = setup.watch("", "--interval 0.1 --count 2 --fields clocks.max.sm,no.such.field");
+  CHECK(run.exit_code == 4);
+  CHECK(run.out.empty());
+  CHECK_THAT(run.err, Catch::Contains("Field \"no.such.field\" is not a valid field to query."));
+  CHECK(setup.spawns() == 1);
+  CHECK(setup.watch("", "--fields 'a;b'").exit_code == 2);
+  CHECK(setup.watch("", "--source xml --fields serial").exit_code == 2);
+}
+
+TEST_CASE("watch: a reader that stops reading stdout holds up neither the log nor a stop") {
+  Setup setup;
+  std::string fifo = quote(setup.folder + "/stdout");
+  std::string log = quote(setup.log);
+  // `sleep` holds the pipe's read end and never reads: the pipe fills after a few samples.
+  std::string script =
+      "mkfifo " + fifo + "; sleep 30 <" + fifo +
+      " & reader=$!; FAKE_NVSMI_ARGS=" + quote(setup.args) + " " + quote(AGENT_BIN) +
+      " watch --format json --interval 0.05 " + "--nvidia-smi " +
+      quote(std::string(SCRIPTS_DIR) + "/fake-nvidia-smi") + " --csv-log " + log + " >" + fifo +
+      " & agent=$!; sleep 2.5; before=$(wc -l <" + log + "); sleep 1; " + "after=$(wc -l <" + log +
+      "); start=$(date +%s%N); kill -TERM $agent; wait $agent; " +
+      "code=$?; echo $code $(( ($(date +%s%N) - start) / 1000000 )) $before $after; " +
+      "kill $reader";
+  Run run = test::run_shell(script);
+  INFO(run.out << run.err);
+  std::istringstream words(run.out);
+  int code = -1, stop_ms = 0, before = 0, after = 0;
+  words >> code >> stop_ms >> before >> after;
+  CHECK(code == 0);
+  CHECK(stop_ms < 2000);
+  // 2.5 s of JSON at 20 Hz is far more than a pipe holds; the log went on all the same.
+  CHECK(before > 8 * 30);
+  CHECK(after > before + 8 * 5);
+  CHECK(test::run_shell("pgrep -f fake-nvidia-sm[i]").exit_code == 1);
 }

@@ -84,12 +84,40 @@ int find_field(std::string_view name) {
   return -1;
 }
 
-// nvidia-smi separates values with ", " and never quotes them.
-std::vector<std::string_view> split_cells(std::string_view line) {
+// nvidia-smi separates values with ", " and never quotes them; the agent's own CSV quotes a cell
+// holding a comma or quote (RFC 4180). A quoted cell is unquoted into `scratch`, which is sized
+// once so that the views into it stay valid.
+std::vector<std::string_view> split_cells(std::string_view line, std::string &scratch) {
   if (!line.empty() && line.back() == '\r')
     line.remove_suffix(1);
   std::vector<std::string_view> cells;
+  bool quotes = line.find('"') != std::string_view::npos;
+  if (quotes)
+    scratch.reserve(line.size());
   while (true) {
+    std::string_view rest = trim(line);
+    if (quotes && !rest.empty() && rest.front() == '"') {
+      std::size_t start = scratch.size(), i = 1;
+      for (; i < rest.size(); ++i) {
+        if (rest[i] != '"') {
+          scratch += rest[i];
+        } else if (i + 1 < rest.size() && rest[i + 1] == '"') {
+          scratch += '"';
+          ++i;
+        } else {
+          break;
+        }
+      }
+      std::size_t comma = rest.find(',', i);
+      if (i < rest.size() && trim(rest.substr(i + 1, comma - i - 1)).empty()) {
+        cells.push_back(std::string_view(scratch).substr(start));
+        if (comma == std::string_view::npos)
+          return cells;
+        line = rest.substr(comma + 1);
+        continue;
+      }
+      scratch.resize(start); // no closing quote, or text after it: an ordinary cell after all
+    }
     std::size_t comma = line.find(',');
     cells.push_back(trim(line.substr(0, comma)));
     if (comma == std::string_view::npos)
@@ -137,7 +165,8 @@ const std::vector<std::string> &query_fields() {
 
 CsvLayout CsvLayout::from_header(std::string_view header_line) {
   CsvLayout layout;
-  for (std::string_view cell : split_cells(header_line)) {
+  std::string scratch;
+  for (std::string_view cell : split_cells(header_line, scratch)) {
     std::string_view name, unit;
     split_header_cell(cell, name, unit);
     int field = find_field(name);
@@ -149,15 +178,19 @@ CsvLayout CsvLayout::from_header(std::string_view header_line) {
   return layout;
 }
 
-CsvLayout CsvLayout::from_fields(const std::vector<std::string> &fields) {
+CsvLayout CsvLayout::from_fields(const std::vector<std::string> &fields,
+                                 const std::vector<std::string> &extra_fields) {
   CsvLayout layout;
   for (const std::string &name : fields)
     layout.columns_.push_back({find_field(name), name});
+  for (const std::string &name : extra_fields)
+    layout.columns_.push_back({-1, name, true});
   return layout;
 }
 
 bool CsvLayout::is_header(std::string_view line) {
-  for (std::string_view cell : split_cells(line)) {
+  std::string scratch;
+  for (std::string_view cell : split_cells(line, scratch)) {
     std::string_view name, unit;
     split_header_cell(cell, name, unit);
     if (find_field(name) >= 0)
@@ -167,7 +200,8 @@ bool CsvLayout::is_header(std::string_view line) {
 }
 
 CsvRow read_csv_row(std::string_view line, const CsvLayout &layout, int position) {
-  std::vector<std::string_view> cells = split_cells(line);
+  std::string scratch;
+  std::vector<std::string_view> cells = split_cells(line, scratch);
   std::string row_name = "row " + std::to_string(position + 1);
   if (cells.size() != layout.size())
     throw ParseError("CSV " + row_name + " has " + std::to_string(cells.size()) +
@@ -179,8 +213,11 @@ CsvRow read_csv_row(std::string_view line, const CsvLayout &layout, int position
   RealReading draw[3], limit[2];
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const CsvLayout::Column &column = layout.columns()[i];
-    if (column.field < 0)
+    if (column.field < 0) {
+      if (column.extra)
+        gpu.extras.push_back({column.name, parse_text(cells[i])});
       continue;
+    }
     const FieldSpec &spec = field_table[column.field];
     std::string_view value = cells[i];
     std::string label = row_name + " " + column.name;
@@ -188,7 +225,10 @@ CsvRow read_csv_row(std::string_view line, const CsvLayout &layout, int position
     auto real = [&] { return parse_real(value, spec.unit, UnitPolicy::optional, label); };
     switch (spec.field) {
     case Field::timestamp:
+      // nvidia-smi's own "2024/03/14 10:21:33.123", or the agent's CSV's ISO 8601.
       row.timestamp = parse_csv_timestamp(value);
+      if (!row.timestamp)
+        row.timestamp = parse_iso8601_timestamp(value);
       break;
     case Field::driver_version:
       row.driver_version = parse_text(value);

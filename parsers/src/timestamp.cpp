@@ -94,6 +94,34 @@ std::optional<Timestamp> parse_csv_timestamp(std::string_view text) {
   return t;
 }
 
+std::optional<Timestamp> parse_iso8601_timestamp(std::string_view text) {
+  text = trim(text);
+  if (is_unknown(text) || text.size() < 19 || text[4] != '-' || text[7] != '-' ||
+      (text[10] != 'T' && text[10] != ' '))
+    return std::nullopt;
+  Timestamp t;
+  if (!read_int(text.substr(0, 4), t.year) || !read_int(text.substr(5, 2), t.month) ||
+      !read_int(text.substr(8, 2), t.day))
+    return std::nullopt;
+  std::string_view clock = text.substr(11);
+  std::size_t zone = clock.find_first_of("Z+-");
+  if (zone != std::string_view::npos) {
+    std::string_view offset = clock.substr(zone);
+    clock = clock.substr(0, zone);
+    int hours = 0, minutes = 0;
+    if (offset == "Z")
+      t.utc_offset_minutes = 0;
+    else if (offset.size() == 6 && offset[3] == ':' && read_int(offset.substr(1, 2), hours) &&
+             read_int(offset.substr(4, 2), minutes) && hours <= 23 && minutes <= 59)
+      t.utc_offset_minutes = (offset[0] == '-' ? -1 : 1) * (hours * 60 + minutes);
+    else
+      return std::nullopt;
+  }
+  if ((clock.size() != 8 && clock.size() != 12) || !read_clock(clock, t) || !plausible(t))
+    return std::nullopt;
+  return t;
+}
+
 std::string to_iso8601(const Timestamp &t) {
   char buffer[48];
   int length = std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d", t.year,

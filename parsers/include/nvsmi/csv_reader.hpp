@@ -19,7 +19,9 @@ class CsvLayout {
 public:
   // Throws ParseError when a known column's unit in the header is not the one it must have.
   static CsvLayout from_header(std::string_view header_line);
-  static CsvLayout from_fields(const std::vector<std::string> &fields);
+  // `extra_fields` follow `fields` and are kept per row as Gpu::extras.
+  static CsvLayout from_fields(const std::vector<std::string> &fields,
+                               const std::vector<std::string> &extra_fields = {});
   // True when the line names at least one known field, which a row of values never does.
   static bool is_header(std::string_view line);
 
@@ -28,6 +30,7 @@ public:
   struct Column {
     int field; // index into the reader's field table, -1 when unknown
     std::string name;
+    bool extra = false; // an unknown column kept as Gpu::extras
   };
   const std::vector<Column> &columns() const { return columns_; }
 

@@ -40,6 +40,14 @@ struct Process {
   Reading gpu_instance_id, compute_instance_id;
 };
 
+// A query field the caller asked for beyond those read into typed members (`watch --fields`),
+// kept as nvidia-smi printed it: its type is not known here, and a version string such as
+// "535.10" must not become a number. Unknown markers are nullopt.
+struct ExtraField {
+  std::string name;
+  Text value;
+};
+
 struct Gpu {
   int index = 0; // position in nvidia-smi's XML, or its `index` column
   Text uuid, name, pci_bus_id, pstate;
@@ -55,6 +63,7 @@ struct Gpu {
   std::optional<std::vector<Process>> processes;
   // Short names ("gpu_idle", "sw_power_cap") of the clock event (throttle) reasons now active.
   std::optional<std::vector<std::string>> clock_event_reasons_active;
+  std::vector<ExtraField> extras; // in the order asked for
 
   // used / total * 100, rounded to two decimals; nullopt when either is unknown or total is 0.
   RealReading memory_used_percent() const;
