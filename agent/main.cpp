@@ -24,6 +24,7 @@ int main(int argc, char **argv) {
   std::vector<Subcommand> subcommands = {
       add_snapshot_command(app),
       add_watch_command(app),
+      add_report_command(app),
   };
 
   try {

@@ -1,0 +1,262 @@
+#include "report_log.hpp"
+
+#include "exit_codes.hpp"
+
+#include "nvsmi/quantity.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <memory>
+#include <optional>
+#include <unistd.h>
+
+namespace nvsmi {
+namespace {
+
+constexpr std::size_t max_line_bytes = 64 * 1024; // nvidia-smi's widest header is ~6 KiB
+constexpr std::size_t chunk_bytes = 1 << 20;
+constexpr std::size_t peek_bytes = 64 * 1024;
+
+[[noreturn]] void fail_io(const std::string &what, const std::string &path) {
+  throw AgentError(exit_io, what + " " + path + ": " + std::strerror(errno));
+}
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+};
+
+// Calls `line(text)` for each line of the file, without its "\n" (or "\r\n"); `too_long()` for a
+// line over the cap, which is skipped without being kept. A last line without "\n" counts.
+template <typename OnLine, typename OnTooLong>
+void for_each_line(int fd, const std::string &path, std::size_t limit, OnLine line,
+                   OnTooLong too_long) {
+  std::unique_ptr<char[]> chunk(new char[chunk_bytes]);
+  std::string carry;
+  bool skipping = false;
+  std::size_t total = 0;
+  while (limit == 0 || total < limit) {
+    ssize_t n = ::read(fd, chunk.get(), chunk_bytes);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      fail_io("cannot read", path);
+    if (n == 0)
+      break;
+    total += static_cast<std::size_t>(n);
+    std::string_view bytes(chunk.get(), static_cast<std::size_t>(n));
+    while (!bytes.empty()) {
+      std::size_t newline = bytes.find('\n');
+      std::string_view part = bytes.substr(0, newline);
+      if (!skipping && carry.size() + part.size() > max_line_bytes) {
+        skipping = true;
+        carry.clear();
+      }
+      if (newline == std::string_view::npos) {
+        if (!skipping)
+          carry.append(part);
+        break;
+      }
+      bytes.remove_prefix(newline + 1);
+      if (skipping) {
+        too_long();
+        skipping = false;
+        continue;
+      }
+      if (carry.empty()) {
+        if (!line(part))
+          return;
+      } else {
+        carry.append(part);
+        bool go_on = line(std::string_view(carry));
+        carry.clear();
+        if (!go_on)
+          return;
+      }
+    }
+  }
+  if (skipping)
+    too_long();
+  else if (!carry.empty())
+    line(std::string_view(carry));
+}
+
+bool starts_with_digit(std::string_view line) {
+  return !line.empty() && line[0] >= '0' && line[0] <= '9';
+}
+
+bool has_column(const CsvLayout &layout, std::string_view name) {
+  for (const CsvLayout::Column &column : layout.columns())
+    if (column.name == name)
+      return true;
+  return false;
+}
+
+int open_log(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    fail_io("cannot open CSV log", path);
+  return fd;
+}
+
+// The timestamp of the file's first row that has one, from the first 64 KiB.
+std::optional<Timestamp> first_timestamp(const std::string &path) {
+  Fd file{open_log(path)};
+  CsvLayout layout = CsvLayout::from_fields(query_fields());
+  std::optional<Timestamp> found;
+  for_each_line(
+      file.fd, path, peek_bytes,
+      [&](std::string_view line) {
+        line = trim(line);
+        if (line.empty())
+          return true;
+        try {
+          if (!starts_with_digit(line) && CsvLayout::is_header(line)) {
+            layout = CsvLayout::from_header(line);
+            return true;
+          }
+          found = read_csv_row(line, layout, 0).timestamp;
+        } catch (const ParseError &) {
+        }
+        return !found;
+      },
+      [] {});
+  return found;
+}
+
+// Days since 1970-01-01 of a proleptic Gregorian date.
+std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  unsigned yoe = static_cast<unsigned>(y - era * 400);
+  unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+} // namespace
+
+void BadRows::add(Kind kind, const std::string &where, const std::string &why) {
+  ++counts[kind];
+  if (examples.size() < max_examples)
+    examples.push_back(where + ": " + why);
+}
+
+std::int64_t BadRows::total() const {
+  std::int64_t sum = 0;
+  for (std::int64_t count : counts)
+    sum += count;
+  return sum;
+}
+
+const char *BadRows::name(Kind kind) {
+  switch (kind) {
+  case unparsable:
+    return "unparsable";
+  case no_timestamp:
+    return "no_timestamp";
+  case out_of_order:
+    return "out_of_order";
+  case too_long:
+    return "too_long";
+  case bad_header:
+    return "bad_header";
+  case too_many_gpus:
+    return "too_many_gpus";
+  case kind_count:
+    break;
+  }
+  return "";
+}
+
+double wall_seconds(const Timestamp &t) {
+  std::int64_t days =
+      days_from_civil(t.year, static_cast<unsigned>(t.month), static_cast<unsigned>(t.day));
+  double seconds = static_cast<double>(days * 86400 + t.hour * 3600 + t.minute * 60 + t.second);
+  return seconds + t.millisecond.value_or(0) / 1000.0;
+}
+
+double instant_seconds(const Timestamp &t) {
+  return wall_seconds(t) - 60.0 * t.utc_offset_minutes.value_or(0);
+}
+
+bool earlier(const Timestamp &a, const Timestamp &b) {
+  if (a.utc_offset_minutes && b.utc_offset_minutes)
+    return instant_seconds(a) < instant_seconds(b);
+  return wall_seconds(a) < wall_seconds(b);
+}
+
+LogTotals read_logs(const std::vector<std::string> &paths, BadRows &bad,
+                    const std::function<void(const LogRow &)> &take) {
+  LogTotals totals;
+  std::vector<std::optional<Timestamp>> starts;
+  for (const std::string &path : paths)
+    starts.push_back(first_timestamp(path));
+  std::vector<std::size_t> order(paths.size());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  if (std::all_of(starts.begin(), starts.end(), [](const auto &start) { return bool(start); }))
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return earlier(*starts[a], *starts[b]); });
+
+  CsvLayout layout = CsvLayout::from_fields(query_fields());
+  bool indexed = true, header_ok = true;
+  for (std::size_t i : order) {
+    const std::string &path = paths[i];
+    totals.files.push_back(path);
+    Fd file{open_log(path)};
+    std::int64_t number = 0;
+    auto where = [&] { return path + ":" + std::to_string(number); };
+    for_each_line(
+        file.fd, path, 0,
+        [&](std::string_view line) {
+          ++number;
+          line = trim(line);
+          if (line.empty())
+            return true;
+          if (!starts_with_digit(line) && CsvLayout::is_header(line)) {
+            try {
+              layout = CsvLayout::from_header(line);
+              indexed = has_column(layout, "index");
+              header_ok = true;
+            } catch (const ParseError &error) {
+              header_ok = false;
+              if (bad.examples.size() < BadRows::max_examples)
+                bad.examples.push_back(where() + ": header: " + error.what());
+            }
+            return true;
+          }
+          ++totals.rows;
+          if (!header_ok) {
+            ++bad.counts[BadRows::bad_header];
+            return true;
+          }
+          try {
+            LogRow row{path, number, read_csv_row(line, layout, static_cast<int>(number - 1))};
+            if (!indexed)
+              row.row.gpu.index = 0;
+            if (!row.row.timestamp)
+              bad.add(BadRows::no_timestamp, where(), "no timestamp that can be read");
+            else
+              take(row);
+          } catch (const ParseError &error) {
+            bad.add(BadRows::unparsable, where(), error.what());
+          }
+          return true;
+        },
+        [&] {
+          ++number;
+          ++totals.rows;
+          bad.add(BadRows::too_long, where(),
+                  "line longer than " + std::to_string(max_line_bytes) + " bytes, skipped");
+        });
+  }
+  return totals;
+}
+
+} // namespace nvsmi

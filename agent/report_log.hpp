@@ -1,0 +1,61 @@
+// Reading the CSV logs a report is made from, in one pass and bounded memory: the files in time
+// order, one line at a time, a header (re)setting the columns, each row handed on or counted as
+// bad with the reason.
+#pragma once
+
+#include "nvsmi/csv_reader.hpp"
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace nvsmi {
+
+struct BadRows {
+  enum Kind {
+    unparsable,    // ragged, or a value that is not a number in its unit
+    no_timestamp,  // unknown or unreadable timestamp: the row cannot be placed in time
+    out_of_order,  // not later than the GPU's previous row
+    too_long,      // a line over the cap
+    bad_header,    // under a header with a wrong unit: its values cannot be trusted
+    too_many_gpus, // a GPU beyond the cap
+    kind_count
+  };
+  static constexpr std::size_t max_examples = 5;
+
+  std::array<std::int64_t, kind_count> counts{};
+  std::vector<std::string> examples; // the first few, "FILE:LINE: why"
+
+  void add(Kind kind, const std::string &where, const std::string &why);
+  std::int64_t total() const;
+  static const char *name(Kind kind); // "unparsable", "no_timestamp", ...
+};
+
+struct LogRow {
+  const std::string &file;
+  std::int64_t line;
+  CsvRow row; // with a timestamp
+};
+
+struct LogTotals {
+  std::vector<std::string> files; // in the order read
+  std::int64_t rows = 0;          // lines that are not headers or empty
+};
+
+// Opens every file first (AgentError exit_io when one cannot be read), reads them oldest first
+// (by their first row's timestamp, when every file has one; else in the order given) and calls
+// `take` for each row that has a timestamp. A header line sets the columns for the rows after it,
+// across files; before any header they are nvsmi::query_fields().
+LogTotals read_logs(const std::vector<std::string> &paths, BadRows &bad,
+                    const std::function<void(const LogRow &)> &take);
+
+// Seconds since 1970-01-01 of the timestamp's wall clock, ignoring any offset.
+double wall_seconds(const Timestamp &t);
+// The instant in seconds since the epoch where the offset is known, else the wall clock.
+double instant_seconds(const Timestamp &t);
+// Whether `a` is before `b`: as instants when both have an offset, else by wall clock.
+bool earlier(const Timestamp &a, const Timestamp &b);
+
+} // namespace nvsmi

@@ -1,0 +1,36 @@
+// The HTML report opened in headless Chromium, its screenshot kept as a test artifact
+// (BUILD/artifacts/report.png). Skipped with a message where Chromium is not installed.
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+using test::quote;
+
+TEST_CASE("report: the HTML page renders in headless Chromium") {
+  if (test::run_shell("command -v chromium").exit_code != 0) {
+    WARN("chromium is not installed (scripts/install-deps installs it): not rendered");
+    return;
+  }
+  std::string html = std::string(ARTIFACTS_DIR) + "/report.html";
+  std::string png = std::string(ARTIFACTS_DIR) + "/report.png";
+  test::run_shell("mkdir -p " + quote(ARTIFACTS_DIR) + " && rm -f " + quote(png));
+  test::Run report = test::run_agent("report --format html --output " + quote(html) + " " +
+                                     quote(test::fixture_path("logs/training-2gpu.csv")));
+  REQUIRE(report.exit_code == 0);
+
+  std::string profile = test::temporary_folder();
+  test::Run browser = test::run_shell(
+      "timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+      "--disable-background-networking --disable-component-update --disable-sync "
+      "--user-data-dir=" +
+      quote(profile) + " --screenshot=" + quote(png) + " --window-size=1200,1600 " +
+      quote("file://" + html));
+  INFO(browser.err);
+  CHECK(browser.exit_code == 0);
+  struct stat info {};
+  REQUIRE(::stat(png.c_str(), &info) == 0);
+  CHECK(info.st_size > 20000); // a blank 1200x1600 page is a few kB
+  CHECK(test::read_file(png).compare(0, 8, "\x89PNG\r\n\x1a\n") == 0);
+}
