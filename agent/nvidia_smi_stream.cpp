@@ -90,13 +90,15 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
   milliseconds backoff;
   steady_clock::time_point started;
   int generation = 0, spawn_count = 0, samples_this_run = 0;
-  bool exited = false, out_closed = false, stopping = false, finished = true;
+  bool exited = false, out_closed = false, stopping = false, finished = true, stalled = false;
+  StreamCounters counters;
   std::string last_message;
   std::function<void()> on_stopped;
 
   void spawn() {
     ++generation;
-    ++spawn_count;
+    if (spawn_count++ > 0)
+      ++counters.restarts;
     std::vector<std::string> argv = settings.command;
     for (std::string &arg :
          loop_arguments(settings.source, settings.interval, settings.extra_fields))
@@ -104,7 +106,7 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
     bp::filesystem::path executable = find_program(argv[0]);
     out = asio::readable_pipe(context);
     err = asio::readable_pipe(context);
-    exited = out_closed = false;
+    exited = out_closed = stalled = false;
     finished = false;
     samples_this_run = 0;
     last_message.clear();
@@ -119,6 +121,7 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
                                          bp::process_stdio{nullptr, out, err}, NewProcessGroup{}));
     if (error) {
       child.reset();
+      ++counters.spawn_failures;
       log("cannot run " + argv[0] + ": " + error.message());
       finished = true;
       schedule_restart();
@@ -166,6 +169,7 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
       documents.feed(bytes, pieces);
     else
       lines.feed(bytes, pieces);
+    counters.bad_samples += pieces.errors.size();
     for (const std::string &error : pieces.errors)
       log("sample skipped: " + error);
     for (std::string &piece : pieces.pieces) {
@@ -173,6 +177,7 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
         try {
           emit(read_xml(piece));
         } catch (const ParseError &error) {
+          ++counters.bad_samples;
           log(std::string("sample skipped: ") + error.what());
         }
         continue;
@@ -181,8 +186,9 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
       if (outcome.error) {
         remember_message(last_message, piece);
         // A line with no comma is nvidia-smi talking (an error, a refusal), not a broken row.
-        log(piece.find(',') == std::string::npos ? "nvidia-smi printed: " + piece
-                                                 : "sample skipped: " + *outcome.error);
+        bool message = piece.find(',') == std::string::npos;
+        counters.bad_samples += message ? 0 : 1;
+        log(message ? "nvidia-smi printed: " + piece : "sample skipped: " + *outcome.error);
       }
       if (outcome.sample)
         emit(std::move(*outcome.sample));
@@ -205,6 +211,8 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
       std::string how = WIFSIGNALED(status)
                             ? "was killed by signal " + std::to_string(WTERMSIG(status))
                             : "exited with code " + std::to_string(WEXITSTATUS(status));
+      if (!stopping && !stalled)
+        ++counters.child_exits;
       if (!stopping)
         log("nvidia-smi " + how + (last_message.empty() ? "" : ": " + last_message));
       // Whatever it started must not hold the pipe (or the GPU) after it.
@@ -227,6 +235,8 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
     stall.async_wait([this, self, gen](bp::error_code error) {
       if (error || gen != generation || exited || stopping)
         return;
+      ++counters.stalls;
+      stalled = true;
       log("no complete sample for " + seconds_text(settings.stall_timeout) +
           " s: killing nvidia-smi and its process group");
       terminate_child();
@@ -263,8 +273,10 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
     child.reset();
     bool partial = settings.source == SourceKind::xml ? documents.reset()
                                                       : (lines.reset() | assembler.reset());
-    if (partial && !stopping)
+    if (partial && !stopping) {
+      ++counters.partial_samples;
       log("partial sample dropped");
+    }
     if (stopping) {
       if (on_stopped)
         on_stopped();
@@ -320,5 +332,6 @@ NvidiaSmiStream::~NvidiaSmiStream() {
 void NvidiaSmiStream::start() { state_->spawn(); }
 void NvidiaSmiStream::stop(std::function<void()> done) { state_->stop(std::move(done)); }
 int NvidiaSmiStream::spawns() const { return state_->spawn_count; }
+const StreamCounters &NvidiaSmiStream::counters() const { return state_->counters; }
 
 } // namespace nvsmi

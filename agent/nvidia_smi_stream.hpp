@@ -8,6 +8,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -24,6 +25,16 @@ struct StreamSettings {
   std::chrono::milliseconds first_backoff{1000}, max_backoff{30000};
   std::chrono::milliseconds good_run{60000};  // a run this long with samples resets the backoff
   std::chrono::milliseconds term_grace{1000}; // SIGTERM to SIGKILL
+};
+
+// What went wrong so far, by cause (serve's nvsmi_sample_errors_total{cause}).
+struct StreamCounters {
+  std::uint64_t bad_samples = 0;     // garbage, or a sample that could not be read: skipped
+  std::uint64_t partial_samples = 0; // cut off when the child ended: dropped
+  std::uint64_t stalls = 0;          // the child was killed for not delivering
+  std::uint64_t child_exits = 0;     // the child exited or died on its own
+  std::uint64_t spawn_failures = 0;  // the child could not be started
+  std::uint64_t restarts = 0;        // starts after the first
 };
 
 // The arguments that make nvidia-smi loop on its own.
@@ -45,6 +56,7 @@ public:
   // Stops the child (SIGTERM, then SIGKILL) and calls `done` once it is reaped.
   void stop(std::function<void()> done);
   int spawns() const;
+  const StreamCounters &counters() const;
 
 private:
   struct State;
