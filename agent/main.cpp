@@ -25,6 +25,7 @@ int main(int argc, char **argv) {
       add_snapshot_command(app),
       add_watch_command(app),
       add_report_command(app),
+      add_serve_command(app),
   };
 
   try {

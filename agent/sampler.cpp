@@ -2,7 +2,6 @@
 
 #include "exit_codes.hpp"
 #include "file_io.hpp"
-#include "log_line.hpp"
 #include "snapshot_command.hpp"
 
 #include "nvsmi/csv_reader.hpp"
@@ -53,9 +52,9 @@ std::vector<Snapshot> fixture_samples(const std::string &path,
 } // namespace
 
 Sampler::Sampler(boost::asio::io_context &context, const SamplerOptions &options,
-                 SampleHandler on_sample, FatalHandler on_fatal)
+                 SampleHandler on_sample, FatalHandler on_fatal, LogHandler log)
     : options_(options), context_(context), on_sample_(std::move(on_sample)),
-      on_fatal_(std::move(on_fatal)), replay_(context) {
+      on_fatal_(std::move(on_fatal)), log_(std::move(log)), replay_(context) {
   if (options.fixture)
     fixture_ = fixture_samples(*options.fixture, options.fields);
 }
@@ -78,9 +77,9 @@ void Sampler::start() {
                                ? to_ms(*options_.stall_timeout_seconds)
                                : std::max(settings.interval * 3, milliseconds(10000));
   stream_ = std::make_unique<NvidiaSmiStream>(
-      context_, settings, [this](Snapshot s) { on_sample_(std::move(s)); }, log_line,
+      context_, settings, [this](Snapshot s) { on_sample_(std::move(s)); }, log_,
       [this](const std::string &message) {
-        log_line(message);
+        log_(message);
         on_fatal_(exit_smi_failed);
       });
   stream_->start();

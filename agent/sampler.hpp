@@ -28,11 +28,12 @@ class Sampler {
 public:
   using SampleHandler = std::function<void(Snapshot)>;
   using FatalHandler = std::function<void(int exit_code)>;
+  using LogHandler = std::function<void(const std::string &)>;
 
-  // Reads a fixture at once (throws AgentError when it cannot be used). Logs with log_line.
-  // `on_fatal` is called when sampling cannot go on (nvidia-smi refuses the query).
+  // Reads a fixture at once (throws AgentError when it cannot be used). `on_fatal` is called
+  // when sampling cannot go on (nvidia-smi refuses the query).
   Sampler(boost::asio::io_context &context, const SamplerOptions &options, SampleHandler on_sample,
-          FatalHandler on_fatal);
+          FatalHandler on_fatal, LogHandler log);
   ~Sampler();
 
   void start();
@@ -49,6 +50,7 @@ private:
   boost::asio::io_context &context_;
   SampleHandler on_sample_;
   FatalHandler on_fatal_;
+  LogHandler log_;
   boost::asio::steady_timer replay_;
   std::vector<Snapshot> fixture_;
   std::size_t replayed_ = 0;

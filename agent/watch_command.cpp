@@ -31,7 +31,7 @@ public:
       : options_(options), signals_(context_, SIGINT, SIGTERM, SIGHUP),
         sampler_(
             context_, options.sampling, [this](Snapshot s) { deliver(std::move(s)); },
-            [this](int code) { stop(code); }) {
+            [this](int code) { stop(code); }, log_line) {
     if (options.csv_log)
       log_.emplace(CsvLogSettings{*options.csv_log, options.csv_max_bytes, options.csv_keep,
                                   options.sampling.fields});

@@ -1,0 +1,26 @@
+// Prometheus text exposition (0.0.4) of a snapshot and of the agent's own health. Base units
+// (bytes, watts, celsius, hertz, ratios 0-1); an unknown reading is an absent series.
+#pragma once
+
+#include "nvidia_smi_stream.hpp"
+
+#include "nvsmi/snapshot.hpp"
+
+#include <optional>
+#include <string>
+
+namespace nvsmi {
+
+constexpr const char *prometheus_content_type = "text/plain; version=0.0.4; charset=utf-8";
+
+// Every nvsmi_gpu_* family that has at least one series, labelled gpu, uuid and name.
+std::string format_gpu_metrics(const Snapshot &snapshot);
+
+struct AgentHealth {
+  bool up = false;                          // a sample younger than three intervals
+  std::optional<double> last_sample_unix_s; // when the last good sample arrived
+  StreamCounters counters;
+};
+std::string format_health_metrics(const AgentHealth &health);
+
+} // namespace nvsmi

@@ -1,0 +1,109 @@
+#include "serve_command.hpp"
+
+#include "exit_codes.hpp"
+#include "local_time.hpp"
+#include "log_line.hpp"
+#include "serve_state.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include <csignal>
+#include <sys/resource.h>
+
+namespace nvsmi {
+namespace {
+
+namespace asio = boost::asio;
+
+// Every connection is a descriptor: the usual soft limit of 1024 would cap clients below what
+// the server is meant to hold.
+void raise_descriptor_limit(std::size_t wanted) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= wanted)
+    return;
+  limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, wanted);
+  ::setrlimit(RLIMIT_NOFILE, &limit);
+}
+
+class Serve {
+public:
+  explicit Serve(const ServeOptions &options)
+      : signals_(context_, SIGINT, SIGTERM),
+        sampler_(
+            context_, options.sampling, [this](Snapshot s) { deliver(std::move(s)); },
+            [this](int code) { stop(code); },
+            [this](const std::string &message) {
+              log_line(message);
+              state_.note_error(message);
+            }),
+        state_(sampler_.interval(), options.history_seconds),
+        server_(context_, endpoint(options.listen), options.limits,
+                [this](std::string_view path, std::string_view query) {
+                  return state_.answer(path, query, ServeClock::now(), sampler_.counters());
+                }) {}
+
+  int run() {
+    signals_.async_wait([this](boost::system::error_code error, int) {
+      if (!error)
+        stop(exit_ok);
+    });
+    server_.start();
+    auto address = server_.local_endpoint();
+    std::string host = address.address().to_string();
+    if (address.address().is_v6())
+      host = "[" + host + "]";
+    log_line("serving http://" + host + ":" + std::to_string(address.port()) +
+             "/ (metrics at /metrics)");
+    sampler_.start();
+    context_.run();
+    return exit_code_;
+  }
+
+private:
+  static asio::ip::tcp::endpoint endpoint(const std::string &listen) {
+    auto parsed = parse_listen_address(listen);
+    if (!parsed)
+      throw AgentError(exit_usage, "--listen: expected HOST:PORT (127.0.0.1:9437, [::1]:9437, "
+                                   ":9437), not \"" +
+                                       listen + "\"");
+    return *parsed;
+  }
+
+  void deliver(Snapshot snapshot) {
+    attach_local_offset(snapshot);
+    state_.add(snapshot, ServeClock::now());
+  }
+
+  void stop(int code) {
+    if (stopping_)
+      return;
+    stopping_ = true;
+    exit_code_ = code;
+    server_.stop();
+    sampler_.stop([this] { signals_.cancel(); });
+  }
+
+  asio::io_context context_;
+  asio::signal_set signals_;
+  Sampler sampler_;
+  ServeState state_;
+  HttpServer server_;
+  bool stopping_ = false;
+  int exit_code_ = exit_ok;
+};
+
+} // namespace
+
+int run_serve(const ServeOptions &options) {
+  std::signal(SIGPIPE, SIG_IGN);
+  raise_descriptor_limit(options.limits.max_connections + 64);
+  try {
+    Serve serve(options);
+    return serve.run();
+  } catch (const boost::system::system_error &error) {
+    throw AgentError(exit_io, "cannot listen on " + options.listen + ": " + error.code().message());
+  }
+}
+
+} // namespace nvsmi

@@ -1,0 +1,21 @@
+#pragma once
+
+#include "http_server.hpp"
+#include "sampler.hpp"
+
+#include <string>
+
+namespace nvsmi {
+
+struct ServeOptions {
+  SamplerOptions sampling;
+  std::string listen = "127.0.0.1:9437";
+  double history_seconds = 3600;
+  HttpLimits limits;
+};
+
+// Samples in the background and answers HTTP until SIGINT or SIGTERM; returns the exit code.
+// Throws AgentError for what stops it before it starts (an address it cannot listen on).
+int run_serve(const ServeOptions &options);
+
+} // namespace nvsmi

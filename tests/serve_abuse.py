@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Abusive clients for `nvsmi-agent serve` tests. Prints one JSON object of what it saw.
+
+  serve_abuse.py PORT many N        N connections at once, each sending a whole request
+  serve_abuse.py PORT loris N SECS  N connections that send half a request head and then wait;
+                                    a normal request is made meanwhile; reports how many of the
+                                    half-open ones the server closed within SECS
+"""
+import json
+import socket
+import sys
+import time
+import urllib.request
+
+port = int(sys.argv[1])
+mode = sys.argv[2]
+
+
+def connect():
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    return s
+
+
+def normal_request():
+    start = time.monotonic()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        body = r.read()
+        return r.status, len(body), time.monotonic() - start
+
+
+if mode == "many":
+    n = int(sys.argv[3])
+    sockets = [connect() for _ in range(n)]
+    for s in sockets:
+        s.sendall(b"GET /api/v1/legacy HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    ok = 0
+    for s in sockets:
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        if data.startswith(b"HTTP/1.1 200"):
+            ok += 1
+        s.close()
+    status, size, took = normal_request()
+    print(json.dumps({"ok": ok, "after": status}))
+elif mode == "loris":
+    n, seconds = int(sys.argv[3]), float(sys.argv[4])
+    sockets = [connect() for _ in range(n)]
+    for s in sockets:
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+    status, size, took = normal_request()
+    deadline = time.monotonic() + seconds
+    closed = 0
+    for s in sockets:
+        s.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            s.sendall(b"a")
+            if s.recv(1) == b"":
+                closed += 1
+        except (socket.timeout, TimeoutError):
+            pass
+        except OSError:
+            closed += 1
+        s.close()
+    print(json.dumps({"status": status, "size": size, "took": took, "closed": closed}))

@@ -1,0 +1,230 @@
+// End to end: `nvsmi-agent serve` on fixtures and on the stand-in nvidia-smi, over real HTTP.
+#include "serve_support.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <thread>
+
+using test::Http;
+using test::quote;
+using test::Server;
+
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string fixture(const std::string &name) { return quote(test::fixture_path(name)); }
+std::string fake_nvidia_smi() { return quote(std::string(SCRIPTS_DIR) + "/fake-nvidia-smi"); }
+
+// Polls `path` until `ready` holds for the body, for at most `seconds`.
+template <typename Ready>
+Http wait_for(const Server &server, const std::string &path, Ready ready, int seconds = 15) {
+  Http http;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+       std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(100ms)) {
+    http = server.get(path);
+    if (ready(http))
+      break;
+  }
+  return http;
+}
+
+bool has(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
+}
+
+const std::string gpu3 =
+    R"({gpu="3",uuid="GPU-00000000-0000-0000-0000-000000000003",name="NVIDIA H100 80GB HBM3")";
+
+} // namespace
+
+TEST_CASE("serve: /metrics is Prometheus text in base units that promtool accepts") {
+  Server server("--fixture " + fixture("xml/h100-8gpu-v12.xml"));
+  Http http = server.get("/metrics");
+  REQUIRE(http.status == 200);
+  CHECK_THAT(http.headers, Catch::Contains("text/plain; version=0.0.4"));
+  const std::string &m = http.body;
+  CHECK_THAT(m, Catch::Contains("# HELP nvsmi_gpu_temperature_celsius "));
+  CHECK_THAT(m, Catch::Contains("# TYPE nvsmi_gpu_temperature_celsius gauge\n"));
+  CHECK_THAT(m, Catch::Contains("nvsmi_gpu_temperature_celsius" + gpu3 + "} 33\n"));
+  CHECK_THAT(m, Catch::Contains("nvsmi_gpu_memory_total_bytes" + gpu3 + "} 85520809984\n"));
+  CHECK_THAT(m, Catch::Contains("nvsmi_gpu_power_limit_watts" + gpu3 + "} 700\n"));
+  CHECK_THAT(m, Catch::Contains("nvsmi_gpu_clock_hz" + gpu3.substr(0, gpu3.size()) +
+                                R"(,clock="sm"} 1980000000)"));
+  CHECK_THAT(m, Catch::Contains(R"(nvsmi_gpu_info{gpu="0",)"));
+  CHECK_THAT(m, Catch::Contains(R"(driver_version="550.54.15",pci_bus_id="00000000:19:00.0"} 1)"));
+  CHECK_THAT(m, Catch::Contains("nvsmi_gpu_process_memory_used_bytes" + gpu3 + ",pid="));
+  CHECK_THAT(m, Catch::Contains("\nnvsmi_up 1\n"));
+  CHECK_THAT(m, Catch::Contains("# TYPE nvsmi_sample_errors_total counter\n"));
+  CHECK_THAT(m, Catch::Contains("nvsmi_child_restarts_total 0\n"));
+  // Every family has its HELP and TYPE, and promtool finds nothing wrong.
+  std::string file = test::temporary_folder() + "/metrics";
+  test::write_file(file, m);
+  if (test::run_shell("command -v promtool").exit_code != 0) {
+    WARN("promtool is not installed (scripts/install-deps installs it): not checked");
+    return;
+  }
+  test::Run check = test::run_shell("promtool check metrics <" + quote(file));
+  INFO(check.out << check.err);
+  CHECK(check.exit_code == 0);
+}
+
+TEST_CASE("serve: an unknown reading is an absent series, never 0 or NaN") {
+  Server server("--fixture " + fixture("xml/rtx4090-all-unknown-v13.xml"));
+  Http http = server.get("/metrics");
+  REQUIRE(http.status == 200);
+  CHECK_FALSE(has(http.body, "nvsmi_gpu_temperature_celsius"));
+  CHECK_FALSE(has(http.body, "nvsmi_gpu_utilization_ratio"));
+  CHECK_FALSE(has(http.body, "nvsmi_gpu_power_draw_watts"));
+  CHECK_FALSE(has(http.body, "NaN"));
+  CHECK_THAT(http.body, Catch::Contains("nvsmi_gpu_info{gpu=\"0\""));
+  CHECK_THAT(http.body, Catch::Contains("\nnvsmi_up 1\n"));
+}
+
+TEST_CASE("serve: the JSON API: typed snapshot, legacy document, history") {
+  Server server("--interval 0.1 --fixture " + fixture("xml/h100-8gpu-v12.xml"));
+  Http snapshot = server.get("/api/v1/snapshot");
+  REQUIRE(snapshot.status == 200);
+  CHECK_THAT(snapshot.headers, Catch::Contains("application/json"));
+  auto typed = nlohmann::json::parse(snapshot.body);
+  CHECK(typed["schema"] == "nvsmi-agent.snapshot/1");
+  CHECK(typed["gpus"].size() == 8);
+  CHECK(typed["gpus"][3]["temperature_c"] == 33);
+
+  Http legacy = server.get("/api/v1/legacy");
+  REQUIRE(legacy.status == 200);
+  CHECK_THAT(legacy.body, Catch::StartsWith(R"({"temp":[{"data":["30","30C"],"name":0},)"));
+
+  std::this_thread::sleep_for(500ms);
+  auto history = nlohmann::json::parse(server.get("/api/v1/history?seconds=60").body);
+  CHECK(history["schema"] == "nvsmi-agent.history/1");
+  CHECK(history["interval_seconds"] == 0.1);
+  CHECK(history["history_seconds"] == 3600);
+  REQUIRE(history["samples"].size() >= 3);
+  double last = history["samples"].back()["received"];
+  CHECK(history["samples"].back()["snapshot"]["gpus"].size() == 8);
+  // ?since= gives only what arrived later; ?seconds= only the last seconds.
+  std::this_thread::sleep_for(300ms);
+  auto newer = nlohmann::json::parse(
+      server.get("/api/v1/history?since=" + std::to_string(last + 1e-6)).body);
+  CHECK(newer["samples"].size() >= 1);
+  CHECK(newer["samples"].size() <= 5);
+  for (const auto &sample : newer["samples"])
+    CHECK(sample["received"].get<double>() > last);
+  auto recent = nlohmann::json::parse(server.get("/api/v1/history?seconds=0.25").body);
+  CHECK(recent["samples"].size() < history["samples"].size());
+  Http bad = server.get("/api/v1/history?seconds=soon");
+  CHECK(bad.status == 400);
+  CHECK_THAT(bad.body, Catch::Contains("seconds must be a number"));
+}
+
+TEST_CASE("serve: only GET and HEAD on the known paths, within limits") {
+  Server server("--fixture " + fixture("xml/a100-mig-v12.xml"));
+  Http post = server.get("/metrics", "-X POST");
+  CHECK(post.status == 405);
+  CHECK_THAT(post.headers, Catch::Contains("Allow: GET, HEAD"));
+  CHECK(server.get("/nope").status == 404);
+  CHECK(server.get("/../../etc/passwd", "--path-as-is").status == 404);
+  CHECK(server.get("/api/v1/snapshot/../../../etc/passwd", "--path-as-is").status == 404);
+  Http get = server.get("/api/v1/snapshot");
+  Http head = server.get("/api/v1/snapshot", "-I");
+  CHECK(head.status == 200);
+  CHECK_FALSE(has(head.body, "schema")); // curl -I writes the headers there, and no body follows
+  CHECK_THAT(head.headers, Catch::Contains("Content-Length: " + std::to_string(get.body.size())));
+  Http huge_header = server.get("/metrics", "-H 'X-Big: " + std::string(10000, 'a') + "'");
+  CHECK(huge_header.status == 431);
+  std::string upload = test::temporary_folder() + "/upload";
+  test::write_file(upload, std::string(2000, 'a'));
+  Http body = server.get("/metrics", "-X GET --data-binary @" + quote(upload));
+  CHECK(body.status == 413);
+  CHECK(server.get("/metrics").status == 200); // still serving
+}
+
+TEST_CASE("serve: stale data is never served as fresh") {
+  SECTION("nvidia-smi hangs after two samples") {
+    Server server("--interval 0.2 --stall-timeout 60 --nvidia-smi " + fake_nvidia_smi(),
+                  "FAKE_NVSMI_HANG_AFTER=2");
+    Http fresh =
+        wait_for(server, "/metrics", [](const Http &h) { return has(h.body, "\nnvsmi_up 1\n"); });
+    CHECK_THAT(fresh.body, Catch::Contains("nvsmi_gpu_temperature_celsius"));
+    Http stale =
+        wait_for(server, "/metrics", [](const Http &h) { return has(h.body, "\nnvsmi_up 0\n"); });
+    CHECK_THAT(stale.body, Catch::Contains("\nnvsmi_up 0\n"));
+    CHECK_FALSE(has(stale.body, "nvsmi_gpu_"));
+    CHECK_THAT(stale.body, Catch::Contains("nvsmi_last_sample_timestamp_seconds "));
+    Http snapshot = server.get("/api/v1/snapshot");
+    CHECK(snapshot.status == 503);
+    CHECK_THAT(nlohmann::json::parse(snapshot.body)["error"].get<std::string>(),
+               Catch::StartsWith("no sample for "));
+    CHECK(server.get("/api/v1/legacy").status == 503);
+    CHECK(server.get("/api/v1/history").status == 503);
+    CHECK(server.stop() == 0);
+  }
+  SECTION("nvidia-smi fails from the start") {
+    Server server("--interval 0.2 --nvidia-smi " + fake_nvidia_smi(), "FAKE_NVSMI_MODE=exit9");
+    Http metrics = wait_for(server, "/metrics", [](const Http &h) {
+      return has(h.body, R"(nvsmi_sample_errors_total{cause="child_exit"} 1)");
+    });
+    CHECK_THAT(metrics.body, Catch::Contains("\nnvsmi_up 0\n"));
+    CHECK_FALSE(has(metrics.body, "nvsmi_last_sample_timestamp_seconds"));
+    Http snapshot = server.get("/api/v1/snapshot");
+    CHECK(snapshot.status == 503);
+    CHECK_THAT(snapshot.headers, Catch::Contains("Retry-After: 1"));
+    CHECK_THAT(snapshot.body, Catch::Contains("no sample yet; last problem: "));
+  }
+  CHECK(test::run_shell("pgrep -f fake-nvidia-sm[i]").exit_code == 1);
+}
+
+TEST_CASE("serve: many clients at once, and slow ones, do not stop it answering") {
+  Server server("--request-timeout 1 --fixture " + fixture("xml/h100-8gpu-v12.xml"));
+  std::string abuse =
+      quote(std::string(TESTS_DIR) + "/serve_abuse.py") + " " + std::to_string(server.port());
+  SECTION("1000 concurrent connections") {
+    test::Run run = test::run_shell("python3 " + abuse + " many 1000");
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    auto seen = nlohmann::json::parse(run.out);
+    CHECK(seen["ok"] == 1000);
+    CHECK(seen["after"] == 200);
+  }
+  SECTION("500 slow-loris connections are cut at the request timeout") {
+    test::Run run = test::run_shell("python3 " + abuse + " loris 500 4");
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    auto seen = nlohmann::json::parse(run.out);
+    CHECK(seen["status"] == 200);
+    CHECK(seen["closed"] == 500);
+  }
+}
+
+TEST_CASE("serve: past --max-connections new clients are turned away, not queued forever") {
+  Server server("--max-connections 5 --request-timeout 1 --fixture " +
+                fixture("xml/a100-mig-v12.xml"));
+  std::string script = "python3 -c 'import socket,time,subprocess\n"
+                       "s=[socket.create_connection((\"127.0.0.1\"," +
+                       std::to_string(server.port()) +
+                       ")) for _ in range(5)]\n"
+                       "time.sleep(0.3)\n"
+                       "print(subprocess.run([\"curl\",\"-s\",\"-o\",\"/dev/null\",\"-w\","
+                       "\"%{http_code}\",\"" +
+                       server.url("/metrics") +
+                       "\"],capture_output=True,text=True).stdout)\n"
+                       "time.sleep(1.5)\n"
+                       "print(subprocess.run([\"curl\",\"-s\",\"-o\",\"/dev/null\",\"-w\","
+                       "\"%{http_code}\",\"" +
+                       server.url("/metrics") + "\"],capture_output=True,text=True).stdout)'";
+  test::Run run = test::run_shell(script);
+  INFO(run.err);
+  CHECK(run.out == "000\n200\n"); // refused while five idle clients hold it; served once cut
+}
+
+TEST_CASE("serve: SIGTERM stops nvidia-smi and the server, exit 0") {
+  Server server("--interval 0.1 --nvidia-smi " + fake_nvidia_smi());
+  wait_for(server, "/metrics", [](const Http &h) { return has(h.body, "\nnvsmi_up 1\n"); });
+  CHECK(test::run_shell("pgrep -f fake-nvidia-sm[i]").exit_code == 0);
+  CHECK(server.stop() == 0);
+  CHECK(test::run_shell("pgrep -f fake-nvidia-sm[i]").exit_code == 1);
+  CHECK(test::run_agent("serve --listen nowhere").exit_code == 2);
+}
