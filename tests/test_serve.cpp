@@ -224,6 +224,10 @@ TEST_CASE("serve: SIGTERM stops nvidia-smi and the server, exit 0") {
   Server server("--interval 0.1 --nvidia-smi " + fake_nvidia_smi());
   wait_for(server, "/metrics", [](const Http &h) { return has(h.body, "\nnvsmi_up 1\n"); });
   CHECK(test::run_shell("pgrep -f fake-nvidia-sm[i]").exit_code == 0);
+  test::Run taken = test::run_agent("serve --listen 127.0.0.1:" + std::to_string(server.port()) +
+                                    " --fixture " + fixture("xml/a100-mig-v12.xml"));
+  CHECK(taken.exit_code == 7);
+  CHECK_THAT(taken.err, Catch::Contains("cannot listen on 127.0.0.1:"));
   CHECK(server.stop() == 0);
   CHECK(test::run_shell("pgrep -f fake-nvidia-sm[i]").exit_code == 1);
   CHECK(test::run_agent("serve --listen nowhere").exit_code == 2);
