@@ -2,6 +2,7 @@
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
@@ -25,8 +26,9 @@ class Session;
 
 struct HttpServer::Shared {
   Shared(asio::io_context &context, HttpLimits l, HttpHandler h)
-      : acceptor(context), limits(l), handler(std::move(h)) {}
+      : acceptor(context), pause(context), limits(l), handler(std::move(h)) {}
   tcp::acceptor acceptor;
+  asio::steady_timer pause; // after a failed accept
   HttpLimits limits;
   HttpHandler handler;
   std::unordered_set<Session *> sessions;
@@ -138,15 +140,22 @@ void accept_next(const std::shared_ptr<HttpServer::Shared> &shared) {
   shared->acceptor.async_accept([shared](beast::error_code error, tcp::socket socket) {
     if (shared->stopped || error == asio::error::operation_aborted)
       return;
-    if (!error) {
-      if (shared->sessions.size() >= shared->limits.max_connections) {
-        beast::error_code ignored;
-        socket.close(ignored);
-      } else {
-        std::make_shared<Session>(std::move(socket), shared)->start();
-      }
+    if (error) {
+      // Out of descriptors (EMFILE) and the like: the pending connection stays queued, so
+      // accepting again at once would spin. Wait a little, then go on serving.
+      shared->pause.expires_after(std::chrono::milliseconds(100));
+      shared->pause.async_wait([shared](beast::error_code paused) {
+        if (!paused && !shared->stopped)
+          accept_next(shared);
+      });
+      return;
     }
-    // Out of descriptors (EMFILE) and the like: go on accepting rather than stop serving.
+    if (shared->sessions.size() >= shared->limits.max_connections) {
+      beast::error_code ignored;
+      socket.close(ignored);
+    } else {
+      std::make_shared<Session>(std::move(socket), shared)->start();
+    }
     accept_next(shared);
   });
 }
@@ -177,6 +186,7 @@ void HttpServer::stop() {
   shared_->stopped = true;
   beast::error_code ignored;
   shared_->acceptor.close(ignored);
+  shared_->pause.cancel();
   std::vector<Session *> open(shared_->sessions.begin(), shared_->sessions.end());
   for (Session *session : open)
     session->close();

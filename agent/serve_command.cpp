@@ -16,14 +16,30 @@ namespace {
 
 namespace asio = boost::asio;
 
+// Descriptors kept for nvidia-smi's pipes, the log and the listener.
+constexpr std::size_t reserved_descriptors = 64;
+
 // Every connection is a descriptor: the usual soft limit of 1024 would cap clients below what
-// the server is meant to hold.
-void raise_descriptor_limit(std::size_t wanted) {
+// the server is meant to hold. Where the hard limit is lower, fewer connections are allowed.
+HttpLimits fit_descriptor_limit(HttpLimits limits) {
   rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= wanted)
-    return;
-  limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, wanted);
-  ::setrlimit(RLIMIT_NOFILE, &limit);
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0)
+    return limits;
+  rlim_t wanted = limits.max_connections + reserved_descriptors;
+  if (limit.rlim_cur < wanted) {
+    limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, wanted);
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  if (limit.rlim_cur < wanted) {
+    std::size_t fits = limit.rlim_cur > 2 * reserved_descriptors
+                           ? static_cast<std::size_t>(limit.rlim_cur) - reserved_descriptors
+                           : reserved_descriptors;
+    log_line("the descriptor limit (" + std::to_string(limit.rlim_cur) + ") allows " +
+             std::to_string(fits) + " connections, not " + std::to_string(limits.max_connections));
+    limits.max_connections = fits;
+  }
+  return limits;
 }
 
 class Serve {
@@ -38,7 +54,7 @@ public:
               state_.note_error(message);
             }),
         state_(sampler_.interval(), options.history_seconds),
-        server_(context_, endpoint(options.listen), options.limits,
+        server_(context_, endpoint(options.listen), fit_descriptor_limit(options.limits),
                 [this](std::string_view path, std::string_view query) {
                   return state_.answer(path, query, ServeClock::now(), sampler_.counters());
                 }) {}
@@ -97,7 +113,6 @@ private:
 
 int run_serve(const ServeOptions &options) {
   std::signal(SIGPIPE, SIG_IGN);
-  raise_descriptor_limit(options.limits.max_connections + 64);
   try {
     Serve serve(options);
     return serve.run();
