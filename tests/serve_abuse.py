@@ -5,6 +5,8 @@
   serve_abuse.py PORT loris N SECS  N connections that send half a request head and then wait;
                                     a normal request is made meanwhile; reports how many of the
                                     half-open ones the server closed within SECS
+  serve_abuse.py PORT cap N SECS    N idle connections, then a normal request while they are
+                                    open, and another SECS later
 """
 import json
 import socket
@@ -19,6 +21,13 @@ mode = sys.argv[2]
 def connect():
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
     return s
+
+
+def normal_request_or_refused():
+    try:
+        return normal_request()[0]
+    except OSError:  # urllib's errors derive from it: reset, closed, refused
+        return "refused"
 
 
 def normal_request():
@@ -66,3 +75,10 @@ elif mode == "loris":
             closed += 1
         s.close()
     print(json.dumps({"status": status, "size": size, "took": took, "closed": closed}))
+elif mode == "cap":
+    n, seconds = int(sys.argv[3]), float(sys.argv[4])
+    sockets = [connect() for _ in range(n)]
+    time.sleep(0.3)
+    while_held = normal_request_or_refused()
+    time.sleep(seconds)
+    print(json.dumps({"while_held": while_held, "after": normal_request_or_refused()}))
