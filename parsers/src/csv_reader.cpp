@@ -3,6 +3,7 @@
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/timestamp.hpp"
 
+#include <algorithm>
 #include <array>
 
 namespace nvsmi {
@@ -91,6 +92,7 @@ std::vector<std::string_view> split_cells(std::string_view line, std::string &sc
   if (!line.empty() && line.back() == '\r')
     line.remove_suffix(1);
   std::vector<std::string_view> cells;
+  cells.reserve(static_cast<std::size_t>(std::count(line.begin(), line.end(), ',')) + 1);
   bool quotes = line.find('"') != std::string_view::npos;
   if (quotes)
     scratch.reserve(line.size());
@@ -189,6 +191,20 @@ CsvLayout CsvLayout::from_fields(const std::vector<std::string> &fields,
 }
 
 bool CsvLayout::is_header(std::string_view line) {
+  // Asked of every line `watch` reads. Every field name starts with a lower-case letter, and no
+  // value nvidia-smi prints does (digits, "GPU-", "NVIDIA", "P0", "[N/A]"): most rows are told
+  // apart by their first characters, without splitting them. Quoted cells take the long way.
+  if (line.find('"') == std::string_view::npos) {
+    bool candidate = false;
+    for (std::size_t start = 0; start <= line.size() && !candidate;) {
+      std::size_t comma = std::min(line.find(',', start), line.size());
+      std::string_view cell = trim(line.substr(start, comma - start));
+      candidate = !cell.empty() && cell.front() >= 'a' && cell.front() <= 'z';
+      start = comma + 1;
+    }
+    if (!candidate)
+      return false;
+  }
   std::string scratch;
   for (std::string_view cell : split_cells(line, scratch)) {
     std::string_view name, unit;
@@ -199,18 +215,13 @@ bool CsvLayout::is_header(std::string_view line) {
   return false;
 }
 
-CsvRow read_csv_row(std::string_view line, const CsvLayout &layout, int position) {
-  std::string scratch;
-  std::vector<std::string_view> cells = split_cells(line, scratch);
-  std::string row_name = "row " + std::to_string(position + 1);
-  if (cells.size() != layout.size())
-    throw ParseError("CSV " + row_name + " has " + std::to_string(cells.size()) +
-                     " values, but there are " + std::to_string(layout.size()) + " columns");
-  CsvRow row;
+namespace {
+
+// Reads each known cell into the row; the power columns into `draw` and `limit`, whose first known
+// value wins. A ParseError names the field only.
+void read_cells(const std::vector<std::string_view> &cells, const CsvLayout &layout, CsvRow &row,
+                RealReading (&draw)[3], RealReading (&limit)[2]) {
   Gpu &gpu = row.gpu;
-  gpu.index = position;
-  // Power columns renamed across drivers: the first known one wins, in this order.
-  RealReading draw[3], limit[2];
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const CsvLayout::Column &column = layout.columns()[i];
     if (column.field < 0) {
@@ -220,9 +231,10 @@ CsvRow read_csv_row(std::string_view line, const CsvLayout &layout, int position
     }
     const FieldSpec &spec = field_table[column.field];
     std::string_view value = cells[i];
-    std::string label = row_name + " " + column.name;
-    auto integer = [&] { return parse_integer(value, spec.unit, UnitPolicy::optional, label); };
-    auto real = [&] { return parse_real(value, spec.unit, UnitPolicy::optional, label); };
+    auto integer = [&] {
+      return parse_integer(value, spec.unit, UnitPolicy::optional, column.name);
+    };
+    auto real = [&] { return parse_real(value, spec.unit, UnitPolicy::optional, column.name); };
     switch (spec.field) {
     case Field::timestamp:
       // nvidia-smi's own "2024/03/14 10:21:33.123", or the agent's CSV's ISO 8601.
@@ -305,6 +317,27 @@ CsvRow read_csv_row(std::string_view line, const CsvLayout &layout, int position
         gpu.mig_enabled = *mode == "Enabled";
       break;
     }
+  }
+}
+
+} // namespace
+
+CsvRow read_csv_row(std::string_view line, const CsvLayout &layout, int position) {
+  std::string scratch;
+  std::vector<std::string_view> cells = split_cells(line, scratch);
+  auto row_name = [position] { return "row " + std::to_string(position + 1); };
+  if (cells.size() != layout.size())
+    throw ParseError("CSV " + row_name() + " has " + std::to_string(cells.size()) +
+                     " values, but there are " + std::to_string(layout.size()) + " columns");
+  CsvRow row;
+  Gpu &gpu = row.gpu;
+  gpu.index = position;
+  // Power columns renamed across drivers: the first known one wins, in this order.
+  RealReading draw[3], limit[2];
+  try {
+    read_cells(cells, layout, row, draw, limit);
+  } catch (const ParseError &error) {
+    throw ParseError(row_name() + " " + error.what()); // the field names itself; add the row
   }
   for (const RealReading &candidate : draw)
     if (!gpu.power_draw_w)

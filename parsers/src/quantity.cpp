@@ -85,19 +85,12 @@ std::string_view unit_symbol(Unit unit) {
   return "";
 }
 
-std::string_view trim(std::string_view text) {
-  constexpr std::string_view space = " \t\r\n";
-  std::size_t begin = text.find_first_not_of(space);
-  if (begin == std::string_view::npos)
-    return {};
-  std::size_t end = text.find_last_not_of(space);
-  return text.substr(begin, end - begin + 1);
-}
-
 bool is_unknown(std::string_view text) {
   text = trim(text);
   if (text.empty())
     return true;
+  if ((text.front() >= '0' && text.front() <= '9') || text.front() == '-')
+    return false; // a number, the common case: none of the markers starts so
   if (text.front() == '[' && text.back() == ']')
     return true;
   for (std::string_view message : unknown_messages)
@@ -113,9 +106,13 @@ std::optional<double> parse_real(std::string_view text, Unit unit, UnitPolicy po
     return std::nullopt;
   std::string_view number = number_part(text, unit, policy, field);
   require_digits(number, field, text);
+  // No reading nvidia-smi prints is near 2^53, past which a double holds no exact integer part:
+  // refuse a larger one rather than print it rounded or cut short.
+  constexpr double largest = 9007199254740992.0;
   double value = 0;
   auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), value);
-  if (error == std::errc::result_out_of_range || (error == std::errc() && !std::isfinite(value)))
+  if (error == std::errc::result_out_of_range ||
+      (error == std::errc() && !(std::fabs(value) <= largest)))
     fail(field, "number out of range", text);
   if (error != std::errc() || end != number.data() + number.size())
     fail(field, "not a number", text);

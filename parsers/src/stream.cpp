@@ -2,6 +2,8 @@
 
 #include "nvsmi/quantity.hpp"
 
+#include <algorithm>
+
 namespace nvsmi {
 namespace {
 
@@ -125,6 +127,7 @@ CsvSampleAssembler::Outcome CsvSampleAssembler::add_line(std::string_view line) 
     pending_.timestamp = row.timestamp;
     pending_.driver_version = row.driver_version;
     expected_ = *row.gpu_count;
+    pending_.gpus.reserve(static_cast<std::size_t>(std::min<std::int64_t>(expected_, 64)));
   }
   pending_.gpus.push_back(std::move(row.gpu));
   if (static_cast<std::int64_t>(pending_.gpus.size()) == expected_) {

@@ -10,9 +10,13 @@
 namespace nvsmi {
 namespace {
 
+// Digits only: from_chars alone would take "-2" as a field of the time.
 bool read_int(std::string_view text, int &value) {
-  if (text.empty())
+  if (text.empty() || text.size() > 4)
     return false;
+  for (char c : text)
+    if (c < '0' || c > '9')
+      return false;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   return error == std::errc() && end == text.data() + text.size();
 }
@@ -26,9 +30,13 @@ bool read_clock(std::string_view text, Timestamp &out) {
     return false;
   if (text.size() == 8)
     return true;
+  // A fraction of one to three digits: ".5" is 500 ms.
+  std::string_view fraction = text.substr(9);
   int millisecond = 0;
-  if (text[8] != '.' || !read_int(text.substr(9), millisecond))
+  if (text[8] != '.' || fraction.size() > 3 || !read_int(fraction, millisecond))
     return false;
+  for (std::size_t digits = fraction.size(); digits < 3; ++digits)
+    millisecond *= 10;
   out.millisecond = millisecond;
   return true;
 }

@@ -1,49 +1,70 @@
 #include "nvsmi/xml_reader.hpp"
 
+#include "xml_filter.hpp"
+
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/timestamp.hpp"
 
 #include <pugixml.hpp>
 
 #include <cstring>
-#include <functional>
 #include <initializer_list>
+#include <optional>
 #include <string>
 
 namespace nvsmi {
 namespace {
 
-// One element, with its path kept so that a bad value can be named in the error message.
+// One element and the way to it. Its path ("nvidia_smi_log/gpu[2]/fb_memory_usage") is spelled
+// out only for an error message, so that reading a value allocates nothing.
 class Element {
 public:
-  Element(pugi::xml_node node, std::string path) : node_(node), path_(std::move(path)) {}
+  Element(pugi::xml_node node, const char *name, const Element *parent = nullptr, int position = -1)
+      : node_(node), name_(name), parent_(parent), position_(position) {}
 
   pugi::xml_node node() const { return node_; }
   explicit operator bool() const { return static_cast<bool>(node_); }
-  Element child(const char *name) const { return {node_.child(name), path_ + "/" + name}; }
+  Element child(const char *name) const { return {node_.child(name), name, this}; }
   // Calls `visit` for every child named `name`, numbered in the path: "gpu[2]".
-  void each(const char *name, const std::function<void(const Element &)> &visit) const {
+  template <typename Visit> void each(const char *name, Visit visit) const {
     int position = 0;
     for (pugi::xml_node node : node_.children(name))
-      visit(Element(node, path_ + "/" + name + "[" + std::to_string(position++) + "]"));
+      visit(Element(node, name, this, position++));
   }
 
   std::string_view raw(const char *name) const { return node_.child(name).child_value(); }
   Text text(const char *name) const { return parse_text(raw(name)); }
   Reading integer(const char *name, Unit unit) const {
-    return parse_integer(raw(name), unit, UnitPolicy::required, path_ + "/" + name);
+    try {
+      return parse_integer(raw(name), unit, UnitPolicy::required, name);
+    } catch (const ParseError &error) {
+      throw ParseError(path() + "/" + error.what());
+    }
   }
   // The first known reading among elements that replaced one another across drivers.
   RealReading first_real(std::initializer_list<const char *> names, Unit unit) const {
-    for (const char *name : names)
-      if (auto value = parse_real(raw(name), unit, UnitPolicy::required, path_ + "/" + name))
-        return value;
+    try {
+      for (const char *name : names)
+        if (auto value = parse_real(raw(name), unit, UnitPolicy::required, name))
+          return value;
+    } catch (const ParseError &error) {
+      throw ParseError(path() + "/" + error.what());
+    }
     return std::nullopt;
   }
 
 private:
+  std::string path() const {
+    std::string out = parent_ ? parent_->path() + "/" + name_ : std::string(name_);
+    if (position_ >= 0)
+      out += "[" + std::to_string(position_) + "]";
+    return out;
+  }
+
   pugi::xml_node node_;
-  std::string path_;
+  const char *name_;
+  const Element *parent_;
+  int position_;
 };
 
 void read_memory(const Element &usage, Reading &total, Reading &used, Reading &free) {
@@ -105,6 +126,40 @@ std::optional<std::vector<std::string>> read_active_clock_reasons(const Element 
   return std::nullopt;
 }
 
+// The children of <gpu> that read_gpu looks at; the others are dropped before parsing. Asked for
+// every child of every GPU, so told apart by length first.
+bool read_by_read_gpu(std::string_view name) {
+  switch (name.size()) {
+  case 3:
+    return name == "pci";
+  case 4:
+    return name == "uuid";
+  case 6:
+    return name == "clocks";
+  case 8:
+    return name == "mig_mode";
+  case 9:
+    return name == "fan_speed" || name == "processes";
+  case 11:
+    return name == "temperature" || name == "utilization" || name == "mig_devices";
+  case 12:
+    return name == "product_name";
+  case 14:
+    return name == "power_readings";
+  case 15:
+    return name == "fb_memory_usage";
+  case 17:
+    return name == "performance_state";
+  case 18:
+    return name == "gpu_power_readings";
+  case 20:
+    return name == "clocks_event_reasons";
+  case 23:
+    return name == "clocks_throttle_reasons";
+  }
+  return false;
+}
+
 Gpu read_gpu(const Element &gpu, int index) {
   Gpu out;
   out.index = index;
@@ -151,10 +206,21 @@ Gpu read_gpu(const Element &gpu, int index) {
 
 } // namespace
 
-Snapshot read_xml(std::string_view document) {
+Snapshot read_xml(std::string_view document, XmlParse mode) {
   pugi::xml_document xml;
-  pugi::xml_parse_result result =
-      xml.load_buffer(document.data(), document.size(), pugi::parse_default, pugi::encoding_utf8);
+  pugi::xml_parse_result result;
+  std::optional<std::string> reduced;
+  if (mode == XmlParse::skip_unread)
+    reduced = detail::without_unread_gpu_children(document, read_by_read_gpu);
+  // Parsed where it is (our own copy), and with the text kept in its element rather than a node
+  // of its own: fewer nodes to build. On any error, the original is parsed again to report it.
+  if (reduced)
+    result = xml.load_buffer_inplace(reduced->data(), reduced->size(),
+                                     pugi::parse_default | pugi::parse_embed_pcdata,
+                                     pugi::encoding_utf8);
+  if (!reduced || !result)
+    result = xml.load_buffer(document.data(), document.size(),
+                             pugi::parse_default | pugi::parse_embed_pcdata, pugi::encoding_utf8);
   if (!result)
     throw ParseError(std::string("not well-formed XML: ") + result.description() + " at byte " +
                      std::to_string(result.offset));

@@ -21,7 +21,17 @@ enum class Unit { none, mib, watt, celsius, percent, mhz };
 // The symbol nvidia-smi prints after a number of this unit ("MiB", "W", "C", "%", "MHz").
 std::string_view unit_symbol(Unit unit);
 
-std::string_view trim(std::string_view text);
+// Without " \t\r\n" at either end. Inline and by hand: it runs several times on every value, and
+// find_first_not_of looks each character up in the set with memchr.
+inline std::string_view trim(std::string_view text) {
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  std::size_t begin = 0, end = text.size();
+  while (begin < end && space(text[begin]))
+    ++begin;
+  while (end > begin && space(text[end - 1]))
+    --end;
+  return text.substr(begin, end - begin);
+}
 
 // True for what nvidia-smi prints instead of a reading: "N/A", "[N/A]", "[Not Supported]",
 // "[Unknown Error]", "[Insufficient Permissions]", "[GPU is lost]",

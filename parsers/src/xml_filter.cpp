@@ -1,0 +1,136 @@
+#include "xml_filter.hpp"
+
+#include <array>
+#include <vector>
+
+namespace nvsmi::detail {
+namespace {
+
+// XML name characters, as far as nvidia-smi uses them; any byte of a UTF-8 sequence too.
+constexpr std::array<bool, 256> name_chars = [] {
+  std::array<bool, 256> table{};
+  for (int c = 0; c < 256; ++c)
+    table[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '_' || c == '-' || c == '.' || c == ':' || c >= 0x80;
+  return table;
+}();
+
+bool name_char(char c) { return name_chars[static_cast<unsigned char>(c)]; }
+
+bool space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+constexpr std::size_t npos = std::string_view::npos;
+
+// Where the element `name`, whose start tag ends at `from`, ends: just past its end tag. Only the
+// '<'s inside it are looked at. npos when there is no end tag, or when inside it an element of the
+// same name opens (its end tag would be taken for ours), or a comment, CDATA or processing
+// instruction could hide one: the full parser sorts those out.
+std::size_t end_of_element(std::string_view document, std::string_view name, std::size_t from) {
+  for (std::size_t at = document.find('<', from); at != npos; at = document.find('<', at + 1)) {
+    if (at + 1 == document.size())
+      return npos;
+    char next = document[at + 1];
+    if (next == '!' || next == '?')
+      return npos;
+    bool closing = next == '/';
+    std::size_t start = at + 1 + closing;
+    if (document.substr(start, name.size()) != name)
+      continue;
+    std::size_t end = start + name.size();
+    if (end < document.size() && name_char(document[end]))
+      continue; // a longer name that begins with ours
+    if (!closing)
+      return npos;
+    while (end < document.size() && space(document[end]))
+      ++end;
+    return end < document.size() && document[end] == '>' ? end + 1 : npos;
+  }
+  return npos;
+}
+
+} // namespace
+
+std::optional<std::string> without_unread_gpu_children(std::string_view document,
+                                                       bool (*read)(std::string_view name)) {
+  std::string out;
+  out.reserve(document.size() / 4);
+  std::vector<std::string_view> open; // the element names from the root down
+  open.reserve(16);
+  std::size_t copied = 0; // document[0, copied) is decided: in `out` or dropped
+  bool root_closed = false;
+  for (std::size_t at = document.find('<'); at != npos; at = document.find('<', at)) {
+    std::size_t tag = at;
+    if (at + 1 == document.size())
+      return std::nullopt;
+    char kind = document[at + 1];
+    if (kind == '?' || kind == '!') {
+      // Before the root only: the XML declaration, and a DOCTYPE without an internal subset.
+      if (!open.empty() || root_closed)
+        return std::nullopt;
+      std::size_t end = kind == '?' ? document.find("?>", at) : document.find_first_of("[>", at);
+      if (end == npos || document[end] == '[' ||
+          (kind == '!' && document.compare(at, 9, "<!DOCTYPE") != 0))
+        return std::nullopt;
+      at = end + 1;
+      continue;
+    }
+    if (kind == '/') {
+      std::size_t end = document.find('>', at);
+      if (end == npos || open.empty())
+        return std::nullopt;
+      std::string_view name = document.substr(at + 2, end - at - 2);
+      while (!name.empty() && space(name.back()))
+        name.remove_suffix(1);
+      if (name != open.back())
+        return std::nullopt;
+      open.pop_back();
+      at = end + 1;
+      root_closed = open.empty();
+      continue;
+    }
+
+    std::size_t name_end = at + 1;
+    while (name_end < document.size() && name_char(document[name_end]))
+      ++name_end;
+    std::string_view name = document.substr(at + 1, name_end - at - 1);
+    if (name.empty() || root_closed || (open.empty() && name != "nvidia_smi_log"))
+      return std::nullopt;
+    // The tag ends at the first '>' outside a quoted attribute value.
+    char quote = 0;
+    std::size_t end = name_end;
+    for (; end < document.size(); ++end) {
+      char c = document[end];
+      if (quote) {
+        quote = c == quote ? 0 : quote;
+      } else if (c == '"' || c == '\'') {
+        quote = c;
+      } else if (c == '>') {
+        break;
+      } else if (c == '<') {
+        return std::nullopt;
+      }
+    }
+    if (end == document.size())
+      return std::nullopt;
+    bool empty = document[end - 1] == '/';
+    at = end + 1;
+    if (open.size() == 2 && open[1] == "gpu") {
+      // A child of <gpu>: jump to its end, and drop it unless it is read. The DOM parser checks
+      // what is kept.
+      if (!empty && (at = end_of_element(document, name, at)) == npos)
+        return std::nullopt;
+      if (!read(name)) {
+        out.append(document, copied, tag - copied);
+        copied = at;
+      }
+    } else if (!empty) {
+      open.push_back(name);
+    }
+  }
+  if (!root_closed)
+    return std::nullopt;
+  out.append(document, copied);
+  return out;
+}
+
+} // namespace nvsmi::detail

@@ -1,0 +1,110 @@
+// read_xml drops the <gpu> children it does not read before parsing (XmlParse::skip_unread). It
+// must read exactly what the full DOM parse reads, on every recording.
+#include "formats.hpp"
+#include "support.hpp"
+
+#include "nvsmi/quantity.hpp"
+#include "nvsmi/xml_reader.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+using namespace nvsmi;
+
+namespace {
+
+// The outcome of one read as text: the typed JSON of the snapshot, or the error message.
+std::string outcome(const std::string &document, XmlParse mode) {
+  try {
+    return format_json(read_xml(document, mode));
+  } catch (const ParseError &error) {
+    return std::string("ParseError: ") + error.what();
+  }
+}
+
+void check_same(const std::string &document) {
+  std::string skipped = outcome(document, XmlParse::skip_unread);
+  CHECK(skipped == outcome(document, XmlParse::full));
+}
+
+std::vector<std::string> files_in(const std::string &folder) {
+  std::vector<std::string> files;
+  if (std::filesystem::is_directory(folder))
+    for (const auto &entry : std::filesystem::directory_iterator(folder))
+      files.push_back(entry.path());
+  return files;
+}
+
+} // namespace
+
+TEST_CASE("skipping unread elements reads the same as the full parse: fixtures and corpus") {
+  std::vector<std::string> files = files_in(test::fixture_path("xml"));
+  for (const std::string &file : files_in(test::fixture_path("broken")))
+    files.push_back(file);
+  for (const std::string &file : files_in(std::string(CORPUS_DIR) + "/xml"))
+    files.push_back(file);
+  REQUIRE(files.size() >= 13);
+  for (const std::string &file : files) {
+    INFO(file);
+    std::string document = test::read_file(file);
+    check_same(document);
+    // And every prefix a crash or a full disk could leave, at a few hundred cut points.
+    for (std::size_t length = 0; length < document.size(); length += document.size() / 200 + 1) {
+      INFO("first " << length << " bytes");
+      check_same(document.substr(0, length));
+    }
+  }
+}
+
+TEST_CASE("skipping unread elements: what it leaves to the full parser") {
+  const std::string head = "<?xml version=\"1.0\" ?>\n<nvidia_smi_log>\n<gpu id=\"1\">\n";
+  const std::string tail = "\n</gpu>\n</nvidia_smi_log>\n";
+  const std::string reading = "<temperature><gpu_temp>41 C</gpu_temp></temperature>";
+  const std::vector<std::string> bodies = {
+      // An unread element that holds an element of its own name.
+      "<ecc_errors><ecc_errors>1</ecc_errors></ecc_errors>" + reading,
+      // Comments and CDATA, in and out of unread elements, holding what looks like tags.
+      "<!-- </gpu> -->" + reading,
+      "<ecc_errors><!-- </ecc_errors> --></ecc_errors>" + reading,
+      "<ecc_errors><![CDATA[</ecc_errors>]]></ecc_errors>" + reading,
+      "<product_name><![CDATA[<b>H100</b>]]></product_name>" + reading,
+      // Attributes holding '>' and '<'.
+      "<ecc_errors note=\"a > b\">1</ecc_errors>" + reading,
+      "<ecc_errors note=\"a < b\">1</ecc_errors>" + reading,
+      // Names that begin like an unread one, self-closing and spaced tags.
+      "<ecc_errors_x>1</ecc_errors_x><ecc_errors/><ecc_errors >2</ecc_errors >" + reading,
+      // Unclosed and mismatched tags.
+      "<ecc_errors>" + reading,
+      "<temperature><gpu_temp>41 C</temperature></gpu_temp>",
+  };
+  for (const std::string &body : bodies) {
+    INFO(body);
+    check_same(head + body + tail);
+  }
+  // Entities are expanded the same in what is kept.
+  check_same(head + "<product_name>A &amp; B</product_name>" + tail);
+  // A second root, text or a processing instruction after the root.
+  check_same(head + tail + "<nvidia_smi_log></nvidia_smi_log>");
+  check_same(head + tail + "trailing text");
+  check_same(head + tail + "<?pi?>");
+}
+
+TEST_CASE("skipping unread elements does not look inside them") {
+  // Their only fault inside an unread element: the full parse refuses, the default reads on.
+  std::string document = "<nvidia_smi_log><gpu><ecc_errors><a>&bogus;</a></ecc_errors>"
+                         "<temperature><gpu_temp>41 C</gpu_temp></temperature></gpu>"
+                         "</nvidia_smi_log>";
+  CHECK(read_xml(document).gpus.at(0).temperature_c == 41);
+  CHECK(read_xml(document, XmlParse::full).gpus.at(0).temperature_c == 41); // pugixml keeps it
+  std::string bad_tag = "<nvidia_smi_log><gpu><ecc_errors><a b=></ecc_errors>"
+                        "<temperature><gpu_temp>41 C</gpu_temp></temperature></gpu>"
+                        "</nvidia_smi_log>";
+  CHECK(read_xml(bad_tag).gpus.at(0).temperature_c == 41);
+  CHECK_THROWS_AS(read_xml(bad_tag, XmlParse::full), ParseError);
+  std::string mismatched = "<nvidia_smi_log><gpu><ecc_errors><a></b></ecc_errors>"
+                           "<temperature><gpu_temp>41 C</gpu_temp></temperature></gpu>"
+                           "</nvidia_smi_log>";
+  CHECK(read_xml(mismatched).gpus.at(0).temperature_c == 41);
+  CHECK_THROWS_AS(read_xml(mismatched, XmlParse::full), ParseError);
+}
