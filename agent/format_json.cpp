@@ -2,101 +2,104 @@
 
 #include "nvsmi/timestamp.hpp"
 
-#include <nlohmann/json.hpp>
+#include "json_writer.hpp"
 
 namespace nvsmi {
 namespace {
 
-using ordered_json = nlohmann::ordered_json;
-
-template <typename T> ordered_json value_or_null(const std::optional<T> &value) {
-  return value ? ordered_json(*value) : ordered_json(nullptr);
+template <typename T> void field(JsonWriter &json, std::string_view name, const T &value) {
+  json.key(name);
+  json.value(value);
 }
 
-ordered_json clocks_json(const Clocks &clocks) {
-  ordered_json out;
-  out["graphics"] = value_or_null(clocks.graphics_mhz);
-  out["sm"] = value_or_null(clocks.sm_mhz);
-  out["memory"] = value_or_null(clocks.memory_mhz);
-  out["video"] = value_or_null(clocks.video_mhz);
-  return out;
+template <typename T, typename Write>
+void list_or_null(JsonWriter &json, std::string_view name,
+                  const std::optional<std::vector<T>> &items, Write write) {
+  json.key(name);
+  if (!items) {
+    json.null();
+    return;
+  }
+  json.begin_array();
+  for (const T &item : *items) {
+    json.begin_object();
+    write(item);
+    json.end_object();
+  }
+  json.end_array();
 }
 
-ordered_json mig_device_json(const MigDevice &device) {
-  ordered_json out;
-  out["index"] = value_or_null(device.index);
-  out["gpu_instance_id"] = value_or_null(device.gpu_instance_id);
-  out["compute_instance_id"] = value_or_null(device.compute_instance_id);
-  out["memory_total_mib"] = value_or_null(device.memory_total_mib);
-  out["memory_used_mib"] = value_or_null(device.memory_used_mib);
-  out["memory_free_mib"] = value_or_null(device.memory_free_mib);
-  return out;
-}
-
-ordered_json process_json(const Process &process) {
-  ordered_json out;
-  out["pid"] = value_or_null(process.pid);
-  out["type"] = value_or_null(process.type);
-  out["name"] = value_or_null(process.name);
-  out["used_memory_mib"] = value_or_null(process.used_memory_mib);
-  out["gpu_instance_id"] = value_or_null(process.gpu_instance_id);
-  out["compute_instance_id"] = value_or_null(process.compute_instance_id);
-  return out;
-}
-
-template <typename T, typename Convert>
-ordered_json list_or_null(const std::optional<std::vector<T>> &items, Convert convert) {
-  if (!items)
-    return nullptr;
-  ordered_json out = ordered_json::array();
-  for (const T &item : *items)
-    out.push_back(convert(item));
-  return out;
-}
-
-ordered_json gpu_json(const Gpu &gpu) {
-  ordered_json out;
-  out["index"] = gpu.index;
-  out["uuid"] = value_or_null(gpu.uuid);
-  out["name"] = value_or_null(gpu.name);
-  out["pci_bus_id"] = value_or_null(gpu.pci_bus_id);
-  out["temperature_c"] = value_or_null(gpu.temperature_c);
-  out["memory_total_mib"] = value_or_null(gpu.memory_total_mib);
-  out["memory_used_mib"] = value_or_null(gpu.memory_used_mib);
-  out["memory_free_mib"] = value_or_null(gpu.memory_free_mib);
-  out["memory_used_percent"] = value_or_null(gpu.memory_used_percent());
-  out["utilization_gpu_percent"] = value_or_null(gpu.utilization_gpu_percent);
-  out["utilization_memory_percent"] = value_or_null(gpu.utilization_memory_percent);
-  out["power_draw_w"] = value_or_null(gpu.power_draw_w);
-  out["power_limit_w"] = value_or_null(gpu.power_limit_w);
-  out["fan_speed_percent"] = value_or_null(gpu.fan_speed_percent);
-  out["pstate"] = value_or_null(gpu.pstate);
-  out["clocks_mhz"] = clocks_json(gpu.clocks);
-  out["mig_enabled"] = value_or_null(gpu.mig_enabled);
-  out["mig_devices"] = list_or_null(gpu.mig_devices, mig_device_json);
-  out["processes"] = list_or_null(gpu.processes, process_json);
-  out["clock_event_reasons_active"] = value_or_null(gpu.clock_event_reasons_active);
+void write_gpu(JsonWriter &json, const Gpu &gpu) {
+  field(json, "index", gpu.index);
+  field(json, "uuid", gpu.uuid);
+  field(json, "name", gpu.name);
+  field(json, "pci_bus_id", gpu.pci_bus_id);
+  field(json, "temperature_c", gpu.temperature_c);
+  field(json, "memory_total_mib", gpu.memory_total_mib);
+  field(json, "memory_used_mib", gpu.memory_used_mib);
+  field(json, "memory_free_mib", gpu.memory_free_mib);
+  field(json, "memory_used_percent", gpu.memory_used_percent());
+  field(json, "utilization_gpu_percent", gpu.utilization_gpu_percent);
+  field(json, "utilization_memory_percent", gpu.utilization_memory_percent);
+  field(json, "power_draw_w", gpu.power_draw_w);
+  field(json, "power_limit_w", gpu.power_limit_w);
+  field(json, "fan_speed_percent", gpu.fan_speed_percent);
+  field(json, "pstate", gpu.pstate);
+  json.key("clocks_mhz");
+  json.begin_object();
+  field(json, "graphics", gpu.clocks.graphics_mhz);
+  field(json, "sm", gpu.clocks.sm_mhz);
+  field(json, "memory", gpu.clocks.memory_mhz);
+  field(json, "video", gpu.clocks.video_mhz);
+  json.end_object();
+  field(json, "mig_enabled", gpu.mig_enabled);
+  list_or_null(json, "mig_devices", gpu.mig_devices, [&](const MigDevice &device) {
+    field(json, "index", device.index);
+    field(json, "gpu_instance_id", device.gpu_instance_id);
+    field(json, "compute_instance_id", device.compute_instance_id);
+    field(json, "memory_total_mib", device.memory_total_mib);
+    field(json, "memory_used_mib", device.memory_used_mib);
+    field(json, "memory_free_mib", device.memory_free_mib);
+  });
+  list_or_null(json, "processes", gpu.processes, [&](const Process &process) {
+    field(json, "pid", process.pid);
+    field(json, "type", process.type);
+    field(json, "name", process.name);
+    field(json, "used_memory_mib", process.used_memory_mib);
+    field(json, "gpu_instance_id", process.gpu_instance_id);
+    field(json, "compute_instance_id", process.compute_instance_id);
+  });
+  field(json, "clock_event_reasons_active", gpu.clock_event_reasons_active);
   for (const ExtraField &extra : gpu.extras)
-    out[extra.name] = value_or_null(extra.value);
-  return out;
+    field(json, extra.name, extra.value);
 }
 
 } // namespace
 
 std::string format_json(const Snapshot &snapshot) {
-  ordered_json document;
-  document["schema"] = "nvsmi-agent.snapshot/1";
-  document["source"] = snapshot.source == Source::xml ? "xml" : "csv";
-  document["timestamp"] =
-      snapshot.timestamp ? ordered_json(to_iso8601(*snapshot.timestamp)) : ordered_json(nullptr);
-  document["driver_version"] = value_or_null(snapshot.driver_version);
-  document["cuda_version"] = value_or_null(snapshot.cuda_version);
-  ordered_json gpus = ordered_json::array();
-  for (const Gpu &gpu : snapshot.gpus)
-    gpus.push_back(gpu_json(gpu));
-  document["gpus"] = std::move(gpus);
-  // Replace, not throw, on invalid UTF-8 in a process name: the reading matters more.
-  return document.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  std::string out;
+  out.reserve(640 + 1100 * snapshot.gpus.size());
+  JsonWriter json(out);
+  json.begin_object();
+  field(json, "schema", std::string("nvsmi-agent.snapshot/1"));
+  field(json, "source", std::string(snapshot.source == Source::xml ? "xml" : "csv"));
+  json.key("timestamp");
+  if (snapshot.timestamp)
+    json.value(to_iso8601(*snapshot.timestamp));
+  else
+    json.null();
+  field(json, "driver_version", snapshot.driver_version);
+  field(json, "cuda_version", snapshot.cuda_version);
+  json.key("gpus");
+  json.begin_array();
+  for (const Gpu &gpu : snapshot.gpus) {
+    json.begin_object();
+    write_gpu(json, gpu);
+    json.end_object();
+  }
+  json.end_array();
+  json.end_object();
+  return out;
 }
 
 } // namespace nvsmi

@@ -1,22 +1,10 @@
 #include "formats.hpp"
-
-#include <nlohmann/json.hpp>
+#include "json_writer.hpp"
 
 #include <cstdio>
 
 namespace nvsmi {
 namespace {
-
-using ordered_json = nlohmann::ordered_json;
-
-ordered_json entry(int gpu_index, std::string value, std::string shown) {
-  ordered_json item;
-  item["data"] = ordered_json::array({std::move(value), std::move(shown)});
-  item["name"] = gpu_index;
-  return item;
-}
-
-ordered_json unknown_entry(int gpu_index) { return entry(gpu_index, "N/A", "N/A"); }
 
 std::string two_decimals(double value) {
   char buffer[32];
@@ -24,38 +12,56 @@ std::string two_decimals(double value) {
   return buffer;
 }
 
+// {"data":[value, shown],"name":index}, both "N/A" when the reading is unknown.
+void entry(JsonWriter &json, int gpu_index, const std::optional<std::string> &value,
+           const std::string &shown) {
+  json.begin_object();
+  json.key("data");
+  json.begin_array();
+  json.value(value.value_or("N/A"));
+  json.value(value ? shown : std::string("N/A"));
+  json.end_array();
+  json.key("name");
+  json.value(gpu_index);
+  json.end_object();
+}
+
+std::optional<std::string> text_of(const Reading &reading) {
+  return reading ? std::optional<std::string>(std::to_string(*reading)) : std::nullopt;
+}
+
 } // namespace
 
 std::string format_legacy(const Snapshot &snapshot) {
-  ordered_json temp = ordered_json::array(), usage = ordered_json::array(),
-               used_percent = ordered_json::array();
+  std::string out;
+  JsonWriter json(out);
+  json.begin_object();
+  json.key("temp");
+  json.begin_array();
   for (const Gpu &gpu : snapshot.gpus) {
-    if (gpu.temperature_c) {
-      std::string value = std::to_string(*gpu.temperature_c);
-      temp.push_back(entry(gpu.index, value, value + "C"));
-    } else {
-      temp.push_back(unknown_entry(gpu.index));
-    }
-    // "used/total" needs both; a used figure without its total is shown as unknown too.
-    if (gpu.memory_used_mib && gpu.memory_total_mib) {
-      std::string used = std::to_string(*gpu.memory_used_mib);
-      usage.push_back(
-          entry(gpu.index, used, used + "MiB/" + std::to_string(*gpu.memory_total_mib) + "MiB"));
-    } else {
-      usage.push_back(unknown_entry(gpu.index));
-    }
-    if (auto percent = gpu.memory_used_percent()) {
-      std::string value = two_decimals(*percent);
-      used_percent.push_back(entry(gpu.index, value, value + "%"));
-    } else {
-      used_percent.push_back(unknown_entry(gpu.index));
-    }
+    auto value = text_of(gpu.temperature_c);
+    entry(json, gpu.index, value, value.value_or("") + "C");
   }
-  ordered_json document;
-  document["temp"] = std::move(temp);
-  document["usage"] = std::move(usage);
-  document["usedPercent"] = std::move(used_percent);
-  return document.dump();
+  json.end_array();
+  json.key("usage");
+  json.begin_array();
+  for (const Gpu &gpu : snapshot.gpus) {
+    // "used/total" needs both; a used figure without its total is shown as unknown too.
+    auto used = gpu.memory_total_mib ? text_of(gpu.memory_used_mib) : std::nullopt;
+    entry(json, gpu.index, used,
+          used ? *used + "MiB/" + std::to_string(*gpu.memory_total_mib) + "MiB" : "");
+  }
+  json.end_array();
+  json.key("usedPercent");
+  json.begin_array();
+  for (const Gpu &gpu : snapshot.gpus) {
+    auto percent = gpu.memory_used_percent();
+    auto value = percent ? std::optional<std::string>(two_decimals(*percent)) : std::nullopt;
+    entry(json, gpu.index, value, value.value_or("") + "%");
+  }
+  json.end_array();
+  json.end_object();
+  return out;
 }
 
 } // namespace nvsmi

@@ -164,3 +164,16 @@ TEST_CASE("extra query fields: last csv columns and json keys, text or null") {
   CHECK(gpu["driver_version"] == "535.10"); // a string: "535.10" is a version, not a number
   CHECK(gpu["serial"].is_null());
 }
+
+TEST_CASE("json: quotes, control characters and invalid UTF-8 in a name stay valid JSON") {
+  Snapshot s = sample_snapshot();
+  s.gpus[0].name = std::string("a\"b\\c\n\x01 \xc3\xa9 \xff");
+  s.gpus[0].power_limit_w = 700.0;
+  s.gpus[0].power_draw_w = 1e-7;
+  std::string text = format_json(s);
+  auto gpu = nlohmann::json::parse(text)["gpus"][0];
+  CHECK(gpu["name"] == "a\"b\\c\n\x01 \xc3\xa9 \xef\xbf\xbd"); // the bad byte becomes U+FFFD
+  CHECK_THAT(text, Catch::Contains(R"("power_limit_w":700.0,)"));
+  CHECK(gpu["power_draw_w"].get<double>() == 1e-7);
+  CHECK(gpu["power_limit_w"].is_number_float());
+}

@@ -1,0 +1,112 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nvsmi {
+
+// Writes JSON text straight into a string, in the order it is called: building an nlohmann tree
+// first cost a heap node and a key search per field, over a third of a whole 8-GPU XML snapshot
+// (docs/PERFORMANCE.md). It does not check the calls' nesting: the formats are fixed shapes.
+class JsonWriter {
+public:
+  explicit JsonWriter(std::string &out) : out_(out) {}
+
+  void begin_object() { open('{'); }
+  void end_object() { close('}'); }
+  void begin_array() { open('['); }
+  void end_array() { close(']'); }
+  void key(std::string_view name) {
+    separate();
+    string(name);
+    out_ += ':';
+    after_key_ = true;
+  }
+
+  void null() { scalar("null"); }
+  void value(bool flag) { scalar(flag ? "true" : "false"); }
+  void value(std::int64_t number) {
+    separate();
+    char buffer[24];
+    out_.append(buffer, std::to_chars(buffer, buffer + sizeof buffer, number).ptr);
+  }
+  void value(int number) { value(static_cast<std::int64_t>(number)); }
+  void value(double number) {
+    separate();
+    char buffer[32];
+    char *end = std::to_chars(buffer, buffer + sizeof buffer, number).ptr;
+    out_.append(buffer, end);
+    // As nlohmann_json wrote it before: a whole number keeps ".0" so that it stays a double.
+    if (std::string_view(buffer, static_cast<std::size_t>(end - buffer)).find_first_of(".eEn") ==
+        std::string_view::npos)
+      out_ += ".0";
+  }
+  void value(const std::string &text) {
+    separate();
+    string(text);
+  }
+  template <typename T> void value(const std::optional<T> &maybe) {
+    if (maybe)
+      value(*maybe);
+    else
+      null();
+  }
+  void value(const std::vector<std::string> &texts) {
+    begin_array();
+    for (const std::string &text : texts)
+      value(text);
+    end_array();
+  }
+
+private:
+  void open(char bracket) {
+    separate();
+    out_ += bracket;
+    first_ = true;
+  }
+  void close(char bracket) {
+    out_ += bracket;
+    first_ = false;
+  }
+  void scalar(const char *text) {
+    separate();
+    out_ += text;
+  }
+  void separate() {
+    if (after_key_)
+      after_key_ = false;
+    else if (!first_)
+      out_ += ',';
+    first_ = false;
+  }
+  // Plain printable ASCII is copied; anything else goes through nlohmann_json's escaping, which
+  // replaces invalid UTF-8 (a process name can hold anything) rather than failing the reading.
+  void string(std::string_view text) {
+    bool plain = true;
+    for (char c : text)
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f ||
+          c == '"' || c == '\\') {
+        plain = false;
+        break;
+      }
+    if (plain) {
+      out_ += '"';
+      out_ += text;
+      out_ += '"';
+      return;
+    }
+    out_ += nlohmann::json(std::string(text))
+                .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+
+  std::string &out_;
+  bool first_ = true, after_key_ = false;
+};
+
+} // namespace nvsmi
