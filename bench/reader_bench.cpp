@@ -1,7 +1,9 @@
 // Reader throughput on the files bench/run writes: XML of 1, 8 and 64 GPUs and an 8-GPU CSV
 // sample, read alone and read then formatted in each output format.
 // Usage: reader_bench DATA_DIR [--benchmark_... options]
+#include "file_io.hpp"
 #include "formats.hpp"
+#include "snapshot_command.hpp"
 
 #include "nvsmi/csv_reader.hpp"
 #include "nvsmi/stream.hpp"
@@ -9,7 +11,6 @@
 
 #include <benchmark/benchmark.h>
 
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -18,12 +19,7 @@
 namespace {
 
 std::string read_file(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw std::runtime_error("cannot read " + path);
-  std::ostringstream content;
-  content << in.rdbuf();
-  return content.str();
+  return nvsmi::read_capped(path, nvsmi::max_input_bytes);
 }
 
 struct Input {
