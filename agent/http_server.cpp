@@ -115,11 +115,8 @@ private:
     if (!head_)
       response_->body() = {body_->data(), body_->size()};
     stream_.expires_after(shared_->limits.write_timeout);
-    // The serializer must not recompute Content-Length from an empty HEAD body.
-    serializer_.emplace(*response_);
-    http::async_write(stream_, *serializer_,
+    http::async_write(stream_, *response_,
                       [self = shared_from_this()](beast::error_code error, std::size_t) {
-                        self->serializer_.reset();
                         if (error || !self->keep_alive_ || self->shared_->stopped)
                           return self->close();
                         self->read_request();
@@ -131,7 +128,6 @@ private:
   beast::flat_buffer buffer_{16384};
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<Response> response_;
-  std::optional<http::response_serializer<http::span_body<const char>>> serializer_;
   std::shared_ptr<const std::string> body_;
   bool keep_alive_ = false, head_ = false;
 };
@@ -191,8 +187,6 @@ void HttpServer::stop() {
   for (Session *session : open)
     session->close();
 }
-
-std::size_t HttpServer::connections() const { return shared_->sessions.size(); }
 
 std::optional<tcp::endpoint> parse_listen_address(const std::string &text) {
   std::size_t colon = text.rfind(':');

@@ -45,7 +45,6 @@ public:
   void start();
   // Stops accepting and closes every connection.
   void stop();
-  std::size_t connections() const;
 
   struct Shared;
 

@@ -89,15 +89,14 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
   CsvSampleAssembler assembler;
   milliseconds backoff;
   steady_clock::time_point started;
-  int generation = 0, spawn_count = 0, samples_this_run = 0;
+  int generation = 0, samples_this_run = 0; // generation: one per start
   bool exited = false, out_closed = false, stopping = false, finished = true, stalled = false;
   StreamCounters counters;
   std::string last_message;
   std::function<void()> on_stopped;
 
   void spawn() {
-    ++generation;
-    if (spawn_count++ > 0)
+    if (generation++ > 0)
       ++counters.restarts;
     std::vector<std::string> argv = settings.command;
     for (std::string &arg :
@@ -331,7 +330,6 @@ NvidiaSmiStream::~NvidiaSmiStream() {
 
 void NvidiaSmiStream::start() { state_->spawn(); }
 void NvidiaSmiStream::stop(std::function<void()> done) { state_->stop(std::move(done)); }
-int NvidiaSmiStream::spawns() const { return state_->spawn_count; }
 const StreamCounters &NvidiaSmiStream::counters() const { return state_->counters; }
 
 } // namespace nvsmi

@@ -55,7 +55,6 @@ public:
   void start();
   // Stops the child (SIGTERM, then SIGKILL) and calls `done` once it is reaped.
   void stop(std::function<void()> done);
-  int spawns() const;
   const StreamCounters &counters() const;
 
 private:

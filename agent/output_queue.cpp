@@ -33,13 +33,12 @@ OutputQueue::OutputQueue(asio::io_context &context, int fd, std::size_t max_byte
 }
 
 OutputQueue::~OutputQueue() {
-  // Non-blocking mode belongs to the open file, shared with whoever gave us stdout (a shell's
-  // terminal): give it back as it was.
   if (direct_fd_ >= 0)
     ::close(direct_fd_);
-  int fd = out_.native_handle();
+  // Non-blocking mode belongs to the open file, shared with whoever gave us stdout (a shell's
+  // terminal): give it back as it was.
   if (out_.is_open() && original_flags_ >= 0)
-    ::fcntl(fd, F_SETFL, original_flags_);
+    ::fcntl(out_.native_handle(), F_SETFL, original_flags_);
 }
 
 void OutputQueue::push(std::string text) {

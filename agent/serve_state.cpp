@@ -43,8 +43,7 @@ ServeState::ServeState(std::chrono::milliseconds interval, double history_second
       history_max_bytes_(history_max_bytes) {}
 
 void ServeState::add(const Snapshot &snapshot, const ServeClock &at) {
-  std::string json = format_json(snapshot);
-  Sample sample{at.unix_seconds, at.steady, shared(json + "\n"),
+  Sample sample{at.unix_seconds, at.steady, shared(format_json(snapshot) + "\n"),
                 shared(format_legacy(snapshot) + "\n"), shared(format_gpu_metrics(snapshot))};
   latest_ = sample;
   last_error_.clear();

@@ -34,9 +34,6 @@ public:
   HttpResponse answer(std::string_view path, std::string_view query, const ServeClock &at,
                       const StreamCounters &counters) const;
 
-  std::size_t history_samples() const { return history_.size(); }
-  std::size_t history_bytes() const { return history_bytes_; }
-
 private:
   struct Sample {
     double unix_seconds;
