@@ -7,8 +7,10 @@
 
 #include <pugixml.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <initializer_list>
+#include <iterator>
 #include <optional>
 #include <string>
 
@@ -126,38 +128,25 @@ std::optional<std::vector<std::string>> read_active_clock_reasons(const Element 
   return std::nullopt;
 }
 
-// The children of <gpu> that read_gpu looks at; the others are dropped before parsing. Asked for
-// every child of every GPU, so told apart by length first.
+// The children of <gpu> that read_gpu looks at; the others are dropped before parsing.
 bool read_by_read_gpu(std::string_view name) {
-  switch (name.size()) {
-  case 3:
-    return name == "pci";
-  case 4:
-    return name == "uuid";
-  case 6:
-    return name == "clocks";
-  case 8:
-    return name == "mig_mode";
-  case 9:
-    return name == "fan_speed" || name == "processes";
-  case 11:
-    return name == "temperature" || name == "utilization" || name == "mig_devices";
-  case 12:
-    return name == "product_name";
-  case 14:
-    return name == "power_readings";
-  case 15:
-    return name == "fb_memory_usage";
-  case 17:
-    return name == "performance_state";
-  case 18:
-    return name == "gpu_power_readings";
-  case 20:
-    return name == "clocks_event_reasons";
-  case 23:
-    return name == "clocks_throttle_reasons";
-  }
-  return false;
+  static constexpr std::string_view read[] = {"pci",
+                                              "uuid",
+                                              "clocks",
+                                              "mig_mode",
+                                              "fan_speed",
+                                              "processes",
+                                              "temperature",
+                                              "utilization",
+                                              "mig_devices",
+                                              "product_name",
+                                              "power_readings",
+                                              "fb_memory_usage",
+                                              "performance_state",
+                                              "gpu_power_readings",
+                                              "clocks_event_reasons",
+                                              "clocks_throttle_reasons"};
+  return std::find(std::begin(read), std::end(read), name) != std::end(read);
 }
 
 Gpu read_gpu(const Element &gpu, int index) {
