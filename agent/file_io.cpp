@@ -11,30 +11,6 @@
 namespace nvsmi {
 namespace {
 
-[[noreturn]] void io_failure(const std::string &what, const std::string &path) {
-  throw AgentError(exit_io, what + " " + path + ": " + std::strerror(errno));
-}
-
-class Descriptor {
-public:
-  explicit Descriptor(int fd) : fd_(fd) {}
-  Descriptor(const Descriptor &) = delete;
-  Descriptor &operator=(const Descriptor &) = delete;
-  ~Descriptor() {
-    if (fd_ > STDERR_FILENO)
-      ::close(fd_);
-  }
-  int get() const { return fd_; }
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
-private:
-  int fd_;
-};
-
 std::string folder_of(const std::string &path) {
   std::size_t slash = path.rfind('/');
   if (slash == std::string::npos)
@@ -43,6 +19,21 @@ std::string folder_of(const std::string &path) {
 }
 
 } // namespace
+
+void io_failure(const std::string &what, const std::string &path) {
+  throw AgentError(exit_io, what + " " + path + ": " + std::strerror(errno));
+}
+
+Descriptor::~Descriptor() {
+  if (fd_ > STDERR_FILENO)
+    ::close(fd_);
+}
+
+int Descriptor::release() {
+  int fd = fd_;
+  fd_ = -1;
+  return fd;
+}
 
 bool write_all(int fd, const std::string &data) {
   std::size_t written = 0;

@@ -5,6 +5,23 @@
 
 namespace nvsmi {
 
+// Throws AgentError(exit_io): "WHAT PATH: strerror(errno)".
+[[noreturn]] void io_failure(const std::string &what, const std::string &path);
+
+// Closes the descriptor it holds (not stdin, stdout or stderr) when it goes.
+class Descriptor {
+public:
+  explicit Descriptor(int fd) : fd_(fd) {}
+  Descriptor(const Descriptor &) = delete;
+  Descriptor &operator=(const Descriptor &) = delete;
+  ~Descriptor();
+  int get() const { return fd_; }
+  int release();
+
+private:
+  int fd_;
+};
+
 // write(2) until all of `data` is written, retrying on EINTR; false (errno set) on failure.
 bool write_all(int fd, const std::string &data);
 

@@ -1,6 +1,7 @@
 #include "output_queue.hpp"
 
 #include "exit_codes.hpp"
+#include "file_io.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -85,21 +86,12 @@ void OutputQueue::write_next() {
 }
 
 void OutputQueue::write_blocking() {
-  int fd = direct_fd_;
   while (!queue_.empty() && !failed_) {
-    const std::string &text = queue_.front();
-    std::size_t done = 0;
-    while (done < text.size()) {
-      ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n < 0) {
-        fail(errno);
-        return;
-      }
-      done += static_cast<std::size_t>(n);
+    if (!write_all(direct_fd_, queue_.front())) {
+      fail(errno);
+      return;
     }
-    queued_bytes_ -= text.size();
+    queued_bytes_ -= queue_.front().size();
     queue_.pop_front();
   }
 }

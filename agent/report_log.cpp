@@ -1,6 +1,7 @@
 #include "report_log.hpp"
 
 #include "exit_codes.hpp"
+#include "file_io.hpp"
 
 #include "nvsmi/quantity.hpp"
 
@@ -19,18 +20,6 @@ constexpr std::size_t max_line_bytes = 64 * 1024; // nvidia-smi's widest header 
 constexpr std::size_t chunk_bytes = 1 << 20;
 constexpr std::size_t peek_bytes = 64 * 1024;
 
-[[noreturn]] void fail_io(const std::string &what, const std::string &path) {
-  throw AgentError(exit_io, what + " " + path + ": " + std::strerror(errno));
-}
-
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0)
-      ::close(fd);
-  }
-};
-
 // Calls `line(text)` for each line of the file, without its "\n" (or "\r\n"); `too_long()` for a
 // line over the cap, which is skipped without being kept. A last line without "\n" counts.
 template <typename OnLine, typename OnTooLong>
@@ -45,7 +34,7 @@ void for_each_line(int fd, const std::string &path, std::size_t limit, OnLine li
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0)
-      fail_io("cannot read", path);
+      io_failure("cannot read", path);
     if (n == 0)
       break;
     total += static_cast<std::size_t>(n);
@@ -100,17 +89,17 @@ bool has_column(const CsvLayout &layout, std::string_view name) {
 int open_log(const std::string &path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    fail_io("cannot open CSV log", path);
+    io_failure("cannot open CSV log", path);
   return fd;
 }
 
 // The timestamp of the file's first row that has one, from the first 64 KiB.
 std::optional<Timestamp> first_timestamp(const std::string &path) {
-  Fd file{open_log(path)};
+  Descriptor file(open_log(path));
   CsvLayout layout = CsvLayout::from_fields(query_fields());
   std::optional<Timestamp> found;
   for_each_line(
-      file.fd, path, peek_bytes,
+      file.get(), path, peek_bytes,
       [&](std::string_view line) {
         line = trim(line);
         if (line.empty())
@@ -209,11 +198,11 @@ LogTotals read_logs(const std::vector<std::string> &paths, BadRows &bad,
   for (std::size_t i : order) {
     const std::string &path = paths[i];
     totals.files.push_back(path);
-    Fd file{open_log(path)};
+    Descriptor file(open_log(path));
     std::int64_t number = 0;
     auto where = [&] { return path + ":" + std::to_string(number); };
     for_each_line(
-        file.fd, path, 0,
+        file.get(), path, 0,
         [&](std::string_view line) {
           ++number;
           line = trim(line);
