@@ -60,4 +60,15 @@ Run run_agent(const std::string &arguments) {
   return run_shell(quote(AGENT_BIN) + " " + arguments);
 }
 
+bool installed(const std::string &program) {
+  return run_shell("command -v " + quote(program)).exit_code == 0;
+}
+
+Run chromium(const std::string &arguments) {
+  return run_shell("timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic "
+                   "--no-first-run --disable-background-networking --disable-component-update "
+                   "--disable-sync --user-data-dir=" +
+                   quote(temporary_folder()) + " " + arguments);
+}
+
 } // namespace test

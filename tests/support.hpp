@@ -20,5 +20,9 @@ Run run_shell(const std::string &command);
 // Runs the built nvsmi-agent with `arguments` (already shell-quoted where needed).
 Run run_agent(const std::string &arguments);
 std::string quote(const std::string &word);
+// Whether `program` is on PATH (tests that need it warn and skip where it is not).
+bool installed(const std::string &program);
+// Runs headless Chromium, with a fresh profile and no network of its own, on `arguments`.
+Run chromium(const std::string &arguments);
 
 } // namespace test

@@ -9,7 +9,7 @@
 using test::quote;
 
 TEST_CASE("report: the HTML page renders in headless Chromium") {
-  if (test::run_shell("command -v chromium").exit_code != 0) {
+  if (!test::installed("chromium")) {
     WARN("chromium is not installed (scripts/install-deps installs it): not rendered");
     return;
   }
@@ -20,13 +20,8 @@ TEST_CASE("report: the HTML page renders in headless Chromium") {
                                      quote(test::fixture_path("logs/training-2gpu.csv")));
   REQUIRE(report.exit_code == 0);
 
-  std::string profile = test::temporary_folder();
-  test::Run browser = test::run_shell(
-      "timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
-      "--disable-background-networking --disable-component-update --disable-sync "
-      "--user-data-dir=" +
-      quote(profile) + " --screenshot=" + quote(png) + " --window-size=1200,1600 " +
-      quote("file://" + html));
+  test::Run browser = test::chromium("--screenshot=" + quote(png) + " --window-size=1200,1600 " +
+                                     quote("file://" + html));
   INFO(browser.err);
   CHECK(browser.exit_code == 0);
   struct stat info {};

@@ -13,12 +13,7 @@ using test::quote;
 namespace {
 
 std::string chromium(const std::string &arguments) {
-  std::string profile = test::temporary_folder();
-  test::Run run =
-      test::run_shell("timeout 120 chromium --headless --no-sandbox --disable-gpu --no-first-run "
-                      "--disable-background-networking --disable-component-update --disable-sync "
-                      "--user-data-dir=" +
-                      quote(profile) + " " + arguments);
+  test::Run run = test::chromium(arguments);
   INFO(run.err);
   CHECK(run.exit_code == 0);
   return run.out;
@@ -27,7 +22,7 @@ std::string chromium(const std::string &arguments) {
 } // namespace
 
 TEST_CASE("serve: the dashboard draws each GPU's charts in headless Chromium") {
-  if (test::run_shell("command -v chromium").exit_code != 0) {
+  if (!test::installed("chromium")) {
     WARN("chromium is not installed (scripts/install-deps installs it): not rendered");
     return;
   }
@@ -58,7 +53,7 @@ TEST_CASE("serve: the dashboard draws each GPU's charts in headless Chromium") {
 }
 
 TEST_CASE("serve: the dashboard says so when the agent cannot sample") {
-  if (test::run_shell("command -v chromium").exit_code != 0) {
+  if (!test::installed("chromium")) {
     WARN("chromium is not installed: not rendered");
     return;
   }
