@@ -1,6 +1,7 @@
 #include "formats.hpp"
 
 #include "nvsmi/timestamp.hpp"
+#include "nvsmi/utf8.hpp"
 
 #include <cstdio>
 
@@ -29,7 +30,8 @@ void append_cell(std::string &row, std::string_view cell, bool first = false) {
   row += '"';
 }
 
-std::string cell(const Text &text) { return text ? *text : std::string(); }
+// The log is read by people and spreadsheets: text from nvidia-smi is made valid UTF-8 first.
+std::string cell(const Text &text) { return text ? valid_utf8(*text) : std::string(); }
 std::string cell(const Reading &value) { return value ? std::to_string(*value) : std::string(); }
 std::string cell_2dp(const RealReading &value) {
   if (!value)

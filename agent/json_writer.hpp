@@ -1,5 +1,7 @@
 #pragma once
 
+#include "nvsmi/utf8.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <charconv>
@@ -85,8 +87,8 @@ private:
       out_ += ',';
     first_ = false;
   }
-  // Plain printable ASCII is copied; anything else goes through nlohmann_json's escaping, which
-  // replaces invalid UTF-8 (a process name can hold anything) rather than failing the reading.
+  // Plain printable ASCII is copied; anything else is made valid UTF-8 (a process name can hold
+  // any byte) and goes through nlohmann_json's escaping.
   void string(std::string_view text) {
     bool plain = true;
     for (char c : text)
@@ -101,8 +103,7 @@ private:
       out_ += '"';
       return;
     }
-    out_ += nlohmann::json(std::string(text))
-                .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    out_ += nlohmann::json(valid_utf8(text)).dump();
   }
 
   std::string &out_;

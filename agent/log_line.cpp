@@ -1,5 +1,7 @@
 #include "log_line.hpp"
 
+#include "nvsmi/utf8.hpp"
+
 #include <cstdio>
 #include <ctime>
 
@@ -11,7 +13,7 @@ void log_line(const std::string &message) {
   gmtime_r(&now, &utc);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  std::fprintf(stderr, "nvsmi-agent: %s %s\n", stamp, message.c_str());
+  std::fprintf(stderr, "nvsmi-agent: %s %s\n", stamp, valid_utf8(message).c_str());
 }
 
 } // namespace nvsmi

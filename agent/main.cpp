@@ -2,6 +2,8 @@
 #include "cli.hpp"
 #include "exit_codes.hpp"
 
+#include "nvsmi/utf8.hpp"
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -9,7 +11,7 @@
 namespace {
 
 void report(const std::string &message) {
-  std::fprintf(stderr, "nvsmi-agent: %s\n", message.c_str());
+  std::fprintf(stderr, "nvsmi-agent: %s\n", nvsmi::valid_utf8(message).c_str());
 }
 
 } // namespace

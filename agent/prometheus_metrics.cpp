@@ -1,5 +1,7 @@
 #include "prometheus_metrics.hpp"
 
+#include "nvsmi/utf8.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -25,7 +27,8 @@ void append_label(std::string &labels, const char *name, const std::string &valu
     labels += ',';
   labels += name;
   labels += "=\"";
-  for (char c : value) {
+  // Prometheus rejects the whole scrape for one label that is not UTF-8.
+  for (char c : valid_utf8(value)) {
     if (c == '\\' || c == '"')
       labels += '\\';
     if (c == '\n')

@@ -2,6 +2,7 @@
 
 #include "dashboard_page.hpp"
 #include "formats.hpp"
+#include "json_writer.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -21,7 +22,13 @@ std::shared_ptr<const std::string> shared(std::string text) {
 }
 
 HttpResponse json_error(unsigned status, const std::string &message) {
-  return {status, json_type, shared(nlohmann::json{{"error", message}}.dump() + "\n"), {}};
+  std::string body;
+  JsonWriter json(body);
+  json.begin_object();
+  json.key("error");
+  json.value(message);
+  json.end_object();
+  return {status, json_type, shared(std::move(body) + "\n"), {}};
 }
 
 std::string seconds_text(double seconds) {

@@ -1,0 +1,19 @@
+// Text from outside (process names, nvidia-smi's messages, request targets) may hold any bytes;
+// JSON, Prometheus labels and log lines must be valid UTF-8. Every writer passes text through
+// here rather than deciding on its own what to do with a bad byte.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace nvsmi {
+
+// True when `text` is well-formed UTF-8 (no overlong forms, surrogates or code points past
+// U+10FFFF).
+bool is_valid_utf8(std::string_view text);
+
+// `text` with each byte that does not begin a well-formed sequence replaced by U+FFFD, the way
+// browsers and nlohmann_json's `replace` handler do it; valid text comes back unchanged.
+std::string valid_utf8(std::string_view text);
+
+} // namespace nvsmi
