@@ -28,6 +28,11 @@ Subcommand add_serve_command(CLI::App &app) {
       ->check(CLI::Range(0.0, 7 * 86400.0))
       ->capture_default_str();
   command
+      ->add_option("--history-max-mib", options.history_max_mib,
+                   "MiB of memory the history may hold; the oldest samples go first")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  command
       ->add_option("--max-connections", options.limits.max_connections,
                    "Clients served at once; more are closed at once")
       ->check(CLI::Range(1, 100000))

@@ -3,10 +3,12 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 
+#include <cctype>
 #include <charconv>
 #include <optional>
 #include <unordered_set>
@@ -82,6 +84,14 @@ private:
       response.headers.push_back({"Allow", "GET, HEAD"});
       return send(std::move(response));
     }
+    if (shared_->limits.loopback_hosts_only) {
+      auto host = request.find(http::field::host);
+      if (host != request.end() &&
+          !names_loopback(std::string_view(host->value().data(), host->value().size())))
+        return send(text_response(421, "this server answers only to localhost, 127.0.0.1 or "
+                                       "[::1] (see --listen in the README)\n"));
+    }
+    http10_ = request.version() < 11;
     std::string_view target(request.target().data(), request.target().size());
     std::size_t mark = target.find('?');
     std::string_view path = target.substr(0, mark);
@@ -90,7 +100,7 @@ private:
   }
 
   static HttpResponse text_response(unsigned status, const char *text) {
-    return {status, "text/plain; charset=utf-8", std::make_shared<const std::string>(text), {}};
+    return {status, "text/plain; charset=utf-8", std::make_shared<const std::string>(text), {}, {}};
   }
 
   void reply_error(unsigned status, const char *text) {
@@ -100,6 +110,8 @@ private:
   }
 
   void send(HttpResponse response) {
+    if (response.stream)
+      return send_stream(std::move(response));
     body_ = response.body ? response.body : std::make_shared<const std::string>();
     response_.emplace();
     response_->result(response.status);
@@ -123,13 +135,86 @@ private:
                       });
   }
 
+  // A streamed body: the header, then each part as the client takes the one before, so that a
+  // client that does not read holds one part, not the whole body.
+  void send_stream(HttpResponse response) {
+    producer_ = std::move(response.stream);
+    if (http10_)
+      keep_alive_ = false; // HTTP/1.0 knows no chunks: the body ends where the connection does
+    header_.emplace();
+    header_->result(response.status);
+    header_->version(http10_ ? 10 : 11);
+    header_->set(http::field::server, "nvsmi-agent");
+    header_->set(http::field::content_type, response.content_type);
+    header_->set(http::field::cache_control, "no-store");
+    header_->set("X-Content-Type-Options", "nosniff");
+    for (const auto &[name, value] : response.headers)
+      header_->set(name, value);
+    header_->keep_alive(keep_alive_);
+    if (!http10_)
+      header_->chunked(true);
+    serializer_.emplace(*header_);
+    stream_.expires_after(shared_->limits.write_timeout);
+    http::async_write_header(stream_, *serializer_,
+                             [self = shared_from_this()](beast::error_code error, std::size_t) {
+                               if (error || self->shared_->stopped)
+                                 return self->close();
+                               if (self->head_)
+                                 return self->finish_response();
+                               self->write_part();
+                             });
+  }
+
+  void write_part() {
+    part_.clear();
+    bool more = producer_(part_);
+    auto next = [self = shared_from_this(), more](beast::error_code error, std::size_t) {
+      if (error || self->shared_->stopped)
+        return self->close();
+      if (more)
+        return self->write_part();
+      self->write_last();
+    };
+    stream_.expires_after(shared_->limits.write_timeout);
+    if (http10_)
+      asio::async_write(stream_, asio::buffer(part_), std::move(next));
+    else
+      asio::async_write(stream_, http::make_chunk(asio::buffer(part_)), std::move(next));
+  }
+
+  void write_last() {
+    if (http10_)
+      return close();
+    stream_.expires_after(shared_->limits.write_timeout);
+    asio::async_write(stream_, http::make_chunk_last(),
+                      [self = shared_from_this()](beast::error_code error, std::size_t) {
+                        if (error || self->shared_->stopped)
+                          return self->close();
+                        self->finish_response();
+                      });
+  }
+
+  void finish_response() {
+    producer_ = nullptr;
+    part_ = std::string();
+    serializer_.reset();
+    header_.reset();
+    if (!keep_alive_)
+      return close();
+    read_request();
+  }
+
   beast::tcp_stream stream_;
   std::shared_ptr<HttpServer::Shared> shared_;
   beast::flat_buffer buffer_{16384};
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<Response> response_;
   std::shared_ptr<const std::string> body_;
-  bool keep_alive_ = false, head_ = false;
+  std::optional<http::response<http::empty_body>> header_;
+  std::optional<http::response_serializer<http::empty_body>> serializer_;
+  std::function<bool(std::string &)> producer_;
+  std::string part_;
+  bool keep_alive_ = false, head_ = false, http10_ = false;
 };
 
 void accept_next(const std::shared_ptr<HttpServer::Shared> &shared) {
@@ -211,6 +296,43 @@ std::optional<tcp::endpoint> parse_listen_address(const std::string &text) {
   if (bad)
     return std::nullopt;
   return tcp::endpoint(address, static_cast<unsigned short>(port));
+}
+
+bool names_loopback(std::string_view host) {
+  if (host.empty())
+    return false;
+  std::string_view name = host, port;
+  if (!host.empty() && host.front() == '[') {
+    std::size_t close = host.find(']');
+    if (close == std::string_view::npos)
+      return false;
+    name = host.substr(1, close - 1);
+    port = host.substr(close + 1);
+    if (!port.empty() && port.front() != ':')
+      return false;
+  } else if (std::size_t colon = host.find(':'); colon != std::string_view::npos) {
+    name = host.substr(0, colon);
+    port = host.substr(colon);
+  }
+  if (!port.empty()) {
+    port.remove_prefix(1);
+    if (port.empty() || port.size() > 5 ||
+        port.find_first_not_of("0123456789") != std::string_view::npos)
+      return false;
+  }
+  std::string lower(name);
+  for (char &c : lower)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "localhost" || lower == "localhost.")
+    return true;
+  if (host.front() == '[') {
+    beast::error_code bad;
+    auto address = asio::ip::make_address_v6(lower, bad);
+    return !bad && address.is_loopback();
+  }
+  beast::error_code bad;
+  auto address = asio::ip::make_address_v4(lower, bad);
+  return !bad && address.is_loopback();
 }
 
 std::optional<std::string> query_value(std::string_view query, std::string_view name) {

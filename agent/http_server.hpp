@@ -22,7 +22,10 @@ struct HttpLimits {
   std::size_t header_bytes = 8192;                  // request line and headers
   std::size_t body_bytes = 1024;                    // GET and HEAD need none
   std::chrono::milliseconds request_timeout{10000}; // a whole request, idle time included
-  std::chrono::milliseconds write_timeout{10000};   // a whole response
+  std::chrono::milliseconds write_timeout{10000};   // a response, or each part of a streamed one
+  // Answer only requests whose Host names loopback (421 otherwise), so that a web page the
+  // operator visits cannot read the API through DNS rebinding. Set for a loopback listen address.
+  bool loopback_hosts_only = false;
 };
 
 struct HttpResponse {
@@ -30,6 +33,9 @@ struct HttpResponse {
   std::string content_type;
   std::shared_ptr<const std::string> body; // shared: cached bodies are not copied per request
   std::vector<std::pair<std::string, std::string>> headers;
+  // Instead of `body`: a body made part by part as the client reads it (chunked; HTTP/1.0
+  // clients get it until the connection closes). Appends a part, returns false after the last.
+  std::function<bool(std::string &out)> stream;
 };
 
 // Called for GET and HEAD with the request target's path and query ("seconds=60").
@@ -54,6 +60,10 @@ private:
 
 // "127.0.0.1:9400", "[::1]:9400", ":9400" (all addresses) into an endpoint; nullopt when malformed.
 std::optional<boost::asio::ip::tcp::endpoint> parse_listen_address(const std::string &text);
+
+// Whether a Host header's value names this machine's loopback: localhost, 127.0.0.0/8 or [::1],
+// with or without a port.
+bool names_loopback(std::string_view host);
 
 // The value of `name` in a query string ("a=1&seconds=60"), or nullopt.
 std::optional<std::string> query_value(std::string_view query, std::string_view name);

@@ -204,6 +204,13 @@ std::string format_health_metrics(const AgentHealth &health) {
   Family restarts("nvsmi_child_restarts_total", "Times nvidia-smi was started again.", "counter");
   restarts.add("", static_cast<double>(c.restarts));
   restarts.write(out);
+  Family samples("nvsmi_history_samples", "Samples kept for /api/v1/history and the dashboard.");
+  samples.add("", static_cast<double>(health.history_samples));
+  samples.write(out);
+  Family bytes("nvsmi_history_bytes",
+               "Memory the history holds, counted against its cap (--history-max-mib).");
+  bytes.add("", static_cast<double>(health.history_bytes));
+  bytes.write(out);
   return out;
 }
 

@@ -20,6 +20,7 @@ struct AgentHealth {
   bool up = false;                          // a sample younger than three intervals
   std::optional<double> last_sample_unix_s; // when the last good sample arrived
   StreamCounters counters;
+  std::size_t history_samples = 0, history_bytes = 0; // what serve's history holds
 };
 std::string format_health_metrics(const AgentHealth &health);
 

@@ -42,6 +42,15 @@ HttpLimits fit_descriptor_limit(HttpLimits limits) {
   return limits;
 }
 
+// Bound to loopback, the server is for this machine alone: a Host naming anything else is a
+// browser tricked by DNS rebinding, not a client of ours.
+HttpLimits server_limits(const ServeOptions &options) {
+  HttpLimits limits = fit_descriptor_limit(options.limits);
+  if (auto listen = parse_listen_address(options.listen))
+    limits.loopback_hosts_only = listen->address().is_loopback();
+  return limits;
+}
+
 class Serve {
 public:
   explicit Serve(const ServeOptions &options)
@@ -53,8 +62,8 @@ public:
               log_line(message);
               state_.note_error(message);
             }),
-        state_(sampler_.interval(), options.history_seconds),
-        server_(context_, endpoint(options.listen), fit_descriptor_limit(options.limits),
+        state_(sampler_.interval(), options.history_seconds, options.history_max_mib << 20),
+        server_(context_, endpoint(options.listen), server_limits(options),
                 [this](std::string_view path, std::string_view query) {
                   return state_.answer(path, query, ServeClock::now(), sampler_.counters());
                 }) {}

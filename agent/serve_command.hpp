@@ -11,6 +11,9 @@ struct ServeOptions {
   SamplerOptions sampling;
   std::string listen = "127.0.0.1:9437";
   double history_seconds = 3600;
+  // Well inside the shipped unit's MemoryMax=256M, with room for connections and a week at 1 s
+  // of one GPU; an hour of 8 GPUs at 1 s takes about 9 MiB.
+  std::size_t history_max_mib = 64;
   HttpLimits limits;
 };
 

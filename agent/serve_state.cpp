@@ -4,8 +4,6 @@
 #include "formats.hpp"
 #include "json_writer.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <charconv>
 #include <cmath>
 
@@ -28,7 +26,7 @@ HttpResponse json_error(unsigned status, const std::string &message) {
   json.key("error");
   json.value(message);
   json.end_object();
-  return {status, json_type, shared(std::move(body) + "\n"), {}};
+  return {status, json_type, shared(std::move(body) + "\n"), {}, {}};
 }
 
 std::string seconds_text(double seconds) {
@@ -47,22 +45,14 @@ ServeClock ServeClock::now() {
 ServeState::ServeState(std::chrono::milliseconds interval, double history_seconds,
                        std::size_t history_max_bytes)
     : interval_(interval), history_seconds_(history_seconds),
-      history_max_bytes_(history_max_bytes) {}
+      history_(std::make_shared<ServeHistory>(history_seconds, history_max_bytes)) {}
 
 void ServeState::add(const Snapshot &snapshot, const ServeClock &at) {
   Sample sample{at.unix_seconds, at.steady, shared(format_json(snapshot) + "\n"),
                 shared(format_legacy(snapshot) + "\n"), shared(format_gpu_metrics(snapshot))};
-  latest_ = sample;
+  latest_ = std::move(sample);
   last_error_.clear();
-  if (history_seconds_ <= 0)
-    return;
-  history_bytes_ += sample.json->size();
-  history_.push_back(std::move(sample));
-  while (!history_.empty() && (history_.front().unix_seconds < at.unix_seconds - history_seconds_ ||
-                               history_bytes_ > history_max_bytes_)) {
-    history_bytes_ -= history_.front().json->size();
-    history_.pop_front();
-  }
+  history_->add(snapshot, at.unix_seconds);
 }
 
 bool ServeState::fresh(const ServeClock &at) const {
@@ -92,9 +82,11 @@ HttpResponse ServeState::metrics(const ServeClock &at, const StreamCounters &cou
   if (latest_)
     health.last_sample_unix_s = latest_->unix_seconds;
   health.counters = counters;
+  health.history_samples = history_->size();
+  health.history_bytes = history_->bytes();
   std::string body = health.up ? *latest_->gpu_metrics : std::string();
   body += format_health_metrics(health);
-  return {200, prometheus_content_type, shared(std::move(body)), {}};
+  return {200, prometheus_content_type, shared(std::move(body)), {}, {}};
 }
 
 static std::optional<double> seconds_parameter(std::string_view query, std::string_view name,
@@ -119,22 +111,9 @@ HttpResponse ServeState::history(std::string_view query, const ServeClock &at) c
   double after =
       since ? *since
             : at.unix_seconds - std::min(seconds.value_or(history_seconds_), history_seconds_);
-  std::string body = "{\"schema\":\"nvsmi-agent.history/1\",\"interval_seconds\":" +
-                     nlohmann::json(duration<double>(interval_).count()).dump() +
-                     ",\"history_seconds\":" + nlohmann::json(history_seconds_).dump() +
-                     ",\"samples\":[";
-  bool first = true;
-  for (const Sample &sample : history_) {
-    if (since ? sample.unix_seconds <= after : sample.unix_seconds < after)
-      continue;
-    body += first ? "{\"received\":" : ",{\"received\":";
-    first = false;
-    body += nlohmann::json(sample.unix_seconds).dump() + ",\"snapshot\":";
-    body.append(*sample.json, 0, sample.json->size() - 1); // without its newline
-    body += '}';
-  }
-  body += "]}\n";
-  return {200, json_type, shared(std::move(body)), {}};
+  HttpResponse response{200, json_type, nullptr, {}, {}};
+  response.stream = history_->stream(after, since.has_value(), duration<double>(interval_).count());
+  return response;
 }
 
 HttpResponse ServeState::answer(std::string_view path, std::string_view query, const ServeClock &at,
@@ -142,15 +121,15 @@ HttpResponse ServeState::answer(std::string_view path, std::string_view query, c
   if (path == "/metrics")
     return metrics(at, counters);
   if (path == "/" || path == "/index.html")
-    return {200, "text/html; charset=utf-8", dashboard_page(), {}};
+    return {200, "text/html; charset=utf-8", dashboard_page(), {}, {}};
   if (path == "/api/v1/snapshot" || path == "/api/v1/legacy" || path == "/api/v1/history") {
     if (!fresh(at))
       return unavailable(at);
     if (path == "/api/v1/history")
       return history(query, at);
-    return {200, json_type, path == "/api/v1/snapshot" ? latest_->json : latest_->legacy, {}};
+    return {200, json_type, path == "/api/v1/snapshot" ? latest_->json : latest_->legacy, {}, {}};
   }
-  return {404, "text/plain; charset=utf-8", shared("not found\n"), {}};
+  return {404, "text/plain; charset=utf-8", shared("not found\n"), {}, {}};
 }
 
 } // namespace nvsmi

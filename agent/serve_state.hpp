@@ -1,14 +1,15 @@
 // What `serve` answers from: the last good sample, rendered once into every body it is served
-// as, a history of samples bounded by time and bytes, and whether the data is still fresh.
+// as, a history of samples bounded by time and bytes (serve_history.hpp), and whether the data
+// is still fresh.
 #pragma once
 
 #include "http_server.hpp"
 #include "prometheus_metrics.hpp"
+#include "serve_history.hpp"
 
 #include "nvsmi/snapshot.hpp"
 
 #include <chrono>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,7 @@ public:
              std::size_t history_max_bytes = 256u << 20);
 
   void add(const Snapshot &snapshot, const ServeClock &at);
+  const ServeHistory &history() const { return *history_; }
   // The latest thing that went wrong, shown while the data is stale.
   void note_error(const std::string &message) { last_error_ = message; }
 
@@ -49,9 +51,8 @@ private:
 
   std::chrono::milliseconds interval_;
   double history_seconds_;
-  std::size_t history_max_bytes_, history_bytes_ = 0;
   std::optional<Sample> latest_;
-  std::deque<Sample> history_;
+  std::shared_ptr<ServeHistory> history_;
   std::string last_error_;
 };
 

@@ -41,7 +41,7 @@ if mode == "many":
     n = int(sys.argv[3])
     sockets = [connect() for _ in range(n)]
     for s in sockets:
-        s.sendall(b"GET /api/v1/legacy HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        s.sendall(b"GET /api/v1/legacy HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
     ok = 0
     for s in sockets:
         data = b""
@@ -59,7 +59,7 @@ elif mode == "loris":
     n, seconds = int(sys.argv[3]), float(sys.argv[4])
     sockets = [connect() for _ in range(n)]
     for s in sockets:
-        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
     status, size, took = normal_request()
     deadline = time.monotonic() + seconds
     closed = 0

@@ -1,0 +1,156 @@
+#include "compact_snapshot.hpp"
+#include "formats.hpp"
+#include "serve_history.hpp"
+#include "snapshot_command.hpp"
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+
+using namespace nvsmi;
+
+namespace {
+
+Snapshot fixture(const std::string &name) {
+  return parse_output(test::read_file(test::fixture_path(name)), name);
+}
+
+// Every fixture the readers accept, and one with every optional part filled in.
+std::vector<Snapshot> every_kind_of_snapshot() {
+  std::vector<Snapshot> snapshots;
+  for (const char *folder : {"xml", "csv"})
+    for (const auto &entry :
+         std::filesystem::directory_iterator(test::fixture_path(std::string(folder))))
+      snapshots.push_back(parse_output(test::read_file(entry.path()), entry.path()));
+  Snapshot full = fixture("xml/a100-mig-v12.xml");
+  full.gpus[0].extras = {{"driver_version", std::string("535.10")}, {"serial", std::nullopt}};
+  full.gpus[0].temperature_c = -5;
+  full.gpus[0].memory_total_mib = std::int64_t(1) << 62; // exact, not through a double
+  full.gpus[0].power_draw_w = -0.0;
+  snapshots.push_back(full);
+  return snapshots;
+}
+
+std::string render(const ServeHistory &history) {
+  std::string body;
+  BodyProducer produce = history.stream(0, false, 1.0);
+  while (produce(body)) {
+  }
+  return body;
+}
+
+} // namespace
+
+TEST_CASE("compact history samples turn back into the same snapshot") {
+  for (const Snapshot &snapshot : every_kind_of_snapshot()) {
+    std::size_t text_bytes = 0;
+    CompactSnapshot packed = compact(snapshot, nullptr, text_bytes);
+    CHECK(format_json(expand(packed)) == format_json(snapshot));
+    CHECK(format_legacy(expand(packed)) == format_legacy(snapshot));
+  }
+}
+
+TEST_CASE("compact history samples share the texts that did not change") {
+  Snapshot snapshot = fixture("xml/h100-8gpu-v12.xml");
+  std::size_t first = 0, second = 0;
+  CompactSnapshot a = compact(snapshot, nullptr, first);
+  CHECK(first > 8 * 3 * 48); // names, UUIDs, bus ids and more, for 8 GPUs
+  snapshot.gpus[2].temperature_c = 99;
+  CompactSnapshot b = compact(snapshot, &a, second);
+  CHECK(second == 0);
+  CHECK(b.gpus[5].uuid.get() == a.gpus[5].uuid.get());
+  CHECK(format_json(expand(b)) == format_json(snapshot));
+  snapshot.gpus[2].name = "renamed";
+  std::size_t third = 0;
+  compact(snapshot, &b, third);
+  CHECK(third > 0);
+  CHECK(third < 200);
+}
+
+TEST_CASE("serve history: counts what it really holds, and lets go of it") {
+  Snapshot snapshot = fixture("xml/h100-8gpu-v12.xml");
+  auto owner = std::make_shared<ServeHistory>(100, 256u << 20); // stream() shares it
+  ServeHistory &history = *owner;
+  history.add(snapshot, 1000);
+  std::size_t one = history.bytes();
+  CHECK(one > 2000);
+  CHECK(one < 8000);
+  for (int i = 1; i < 50; ++i) {
+    snapshot.gpus[0].temperature_c = i;
+    history.add(snapshot, 1000 + i);
+  }
+  std::size_t fifty = history.bytes();
+  CHECK(history.size() == 50);
+  // The texts are held once: each later sample adds its numbers only.
+  double later = static_cast<double>(fifty - one) / 49;
+  CHECK(later < 0.75 * static_cast<double>(one));
+  CHECK(later < 4000);
+  // Past the time window the old samples go, and with them what they alone held.
+  history.add(snapshot, 1200);
+  CHECK(history.size() == 1);
+  CHECK(history.bytes() <= one);
+  CHECK(history.bytes() > 0);
+}
+
+TEST_CASE("serve history: the byte cap holds, counted on samples that differ in every text") {
+  Snapshot snapshot = fixture("xml/h100-8gpu-v12.xml");
+  auto owner = std::make_shared<ServeHistory>(1e9, 64 * 1024); // stream() shares it
+  ServeHistory &history = *owner;
+  for (int i = 0; i < 500; ++i) {
+    for (Gpu &gpu : snapshot.gpus)
+      gpu.name = "GPU name that changes every time " + std::to_string(i);
+    history.add(snapshot, i);
+    CHECK(history.bytes() <= 64 * 1024);
+  }
+  CHECK(history.size() > 5);
+  CHECK(history.size() < 40);
+}
+
+TEST_CASE("serve history: the streamed document, part by part") {
+  Snapshot snapshot = fixture("xml/h100-8gpu-v12.xml");
+  auto owner = std::make_shared<ServeHistory>(3600, 256u << 20); // stream() shares it
+  ServeHistory &history = *owner;
+  CHECK(nlohmann::json::parse(render(history))["samples"].empty());
+  for (int i = 0; i < 40; ++i)
+    history.add(snapshot, 1000 + i);
+  BodyProducer produce = history.stream(1010, false, 0.5);
+  std::string body;
+  int parts = 0;
+  for (bool more = true; more; ++parts) {
+    std::size_t before = body.size();
+    more = produce(body);
+    CHECK(body.size() - before < 64 * 1024); // one part at a time
+    history.add(snapshot, 2000 + parts);     // not in this response
+  }
+  CHECK(parts > 2);
+  auto document = nlohmann::json::parse(body);
+  CHECK(document["schema"] == "nvsmi-agent.history/1");
+  CHECK(document["interval_seconds"] == 0.5);
+  REQUIRE(document["samples"].size() == 30);
+  CHECK(document["samples"][0]["received"] == 1010.0);
+  CHECK(document["samples"][29]["snapshot"] == nlohmann::json::parse(format_json(snapshot)));
+  CHECK(nlohmann::json::parse(render(history))["samples"].size() ==
+        static_cast<std::size_t>(40 + parts));
+}
+
+TEST_CASE("serve history: samples that age out while a response is sent are left out") {
+  Snapshot snapshot = fixture("xml/h100-8gpu-v12.xml");
+  auto owner = std::make_shared<ServeHistory>(100, 256u << 20); // stream() shares it
+  ServeHistory &history = *owner;
+  for (int i = 0; i < 40; ++i)
+    history.add(snapshot, i);
+  BodyProducer produce = history.stream(0, false, 1);
+  std::string body;
+  REQUIRE(produce(body));
+  history.add(snapshot, 130); // everything before 30 goes
+  while (produce(body)) {
+  }
+  auto samples = nlohmann::json::parse(body)["samples"];
+  REQUIRE(samples.size() >= 10);
+  CHECK(samples.back()["received"] == 39.0);
+  for (std::size_t i = 1; i < samples.size(); ++i)
+    CHECK(samples[i]["received"].get<double>() > samples[i - 1]["received"].get<double>());
+}
