@@ -143,6 +143,9 @@ private:
 int run_watch(const WatchOptions &options) {
   // A reader that goes away shows as EPIPE on write, not as a silent death.
   std::signal(SIGPIPE, SIG_IGN);
+  // A log past the file size limit (RLIMIT_FSIZE) must fail its write with EFBIG, which is taken
+  // back and reported like a full disk, rather than kill the agent with half a row in the log.
+  std::signal(SIGXFSZ, SIG_IGN);
   Watch watch(options);
   return watch.run();
 }

@@ -5,6 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <functional>
 #include <sstream>
 
 using test::quote;
@@ -279,4 +282,97 @@ TEST_CASE("watch: a reader that stops reading stdout holds up neither the log no
   CHECK(before > 8 * 30);
   CHECK(after > before + 8 * 5);
   CHECK(test::run_shell("pgrep -f fake-nvidia-sm[i]").exit_code == 1);
+}
+
+namespace {
+
+// A shell loop that waits (at most 60 s) until `condition` holds.
+std::string wait_until(const std::string &condition) {
+  return "i=0; until " + condition + " || [ $i -ge 1200 ]; do sleep 0.05; i=$((i+1)); done; ";
+}
+
+std::string fake_smi() { return quote(std::string(SCRIPTS_DIR) + "/fake-nvidia-smi"); }
+
+// The stand-in's 8-GPU sample (noheader, nounits), its lines changed by `change`.
+std::string csv_sample(const std::function<std::string(const std::string &)> &change) {
+  std::string out;
+  for (const std::string &line :
+       lines_of(test::read_file(test::fixture_path("csv/h100-8gpu-noheader-nounits.csv"))))
+    if (!line.empty())
+      out += change(line) + "\n";
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("watch: a second watch on the same CSV log is refused and names the first") {
+  Setup setup;
+  std::string agent = quote(AGENT_BIN), log = quote(setup.log);
+  std::string watch =
+      agent + " watch --interval 0.1 --nvidia-smi " + fake_smi() + " --csv-log " + log;
+  Run run = test::run_shell(
+      watch + " 2>/dev/null & first=$!; " +
+      wait_until("[ \"$(cat " + log + " 2>/dev/null | wc -l)\" -ge 17 ]") + "timeout 60 " + watch +
+      " --count 1; echo \"second=$? first=$first\"; kill -TERM $first; wait $first; " +
+      "echo \"first ended=$?\"; timeout 60 " + watch + " --count 1; echo \"then=$?\"");
+  INFO(run.out << run.err);
+  std::vector<std::string> lines = lines_of(run.out);
+  REQUIRE(lines.size() == 3);
+  REQUIRE(lines[0].rfind("second=7 first=", 0) == 0);
+  std::string first_pid = lines[0].substr(std::string("second=7 first=").size());
+  CHECK_THAT(run.err, Catch::Contains("CSV log " + setup.log +
+                                      " is in use by another process (pid " + first_pid + ")"));
+  CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+  CHECK(lines[1] == "first ended=0");
+  CHECK(lines[2] == "then=0"); // the lock went with the first watch
+  std::string content = test::read_file(setup.log);
+  std::size_t rows = lines_of(content).size() - 1;
+  CHECK(rows % 8 == 0);
+  check_whole_rows(content, rows);
+}
+
+TEST_CASE("watch: a log that reaches the file size limit keeps whole rows; exit 7") {
+  if (!test::installed("prlimit")) {
+    WARN("prlimit not installed: skipped");
+    return;
+  }
+  Setup setup;
+  // A full disk, without root: writes past RLIMIT_FSIZE fail with EFBIG once SIGXFSZ (which
+  // would kill the agent mid-row) is ignored. A sample of 8 GPUs is about 1000 bytes.
+  Run run = test::run_shell("prlimit --fsize=3000 timeout 60 " + quote(AGENT_BIN) +
+                            " watch --interval 0.05 --nvidia-smi " + fake_smi() + " --csv-log " +
+                            quote(setup.log));
+  INFO(run.err);
+  CHECK(run.exit_code == 7);
+  CHECK_THAT(run.err, Catch::Contains("cannot write CSV log " + setup.log + ": File too large"));
+  std::string content = test::read_file(setup.log);
+  CHECK(content.size() <= 3000);
+  std::size_t rows = lines_of(content).size() - 1;
+  CHECK(rows >= 8);
+  CHECK(rows % 8 == 0);
+  check_whole_rows(content, rows);
+}
+
+TEST_CASE("watch: a log whose header is longer than 4096 bytes is appended to") {
+  Setup setup;
+  std::string fields, cells;
+  for (int i = 0; i < 200; ++i) {
+    fields += (i ? "," : "") + std::string("custom.field.with.a.long.name.") + std::to_string(i);
+    cells += ", " + std::to_string(i);
+  }
+  std::string fixture = setup.folder + "/wide.csv";
+  test::write_file(fixture, csv_sample([&](const std::string &line) { return line + cells; }));
+  std::string watch = quote(AGENT_BIN) + " watch --count 1 --interval 0.05 --fixture " +
+                      quote(fixture) + " --fields " + fields + " --csv-log " + quote(setup.log);
+  Run first = test::run_shell(watch);
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  Run second = test::run_shell(watch);
+  INFO(second.err);
+  CHECK(second.exit_code == 0);
+  std::vector<std::string> lines = lines_of(test::read_file(setup.log));
+  REQUIRE(lines.size() == 17);
+  CHECK(lines[0].size() > 4096);
+  CHECK_THAT(lines[0], Catch::EndsWith(",custom.field.with.a.long.name.199"));
+  CHECK_THAT(lines[16], Catch::EndsWith(",198,199"));
 }
