@@ -78,7 +78,7 @@ private:
   void deliver(Snapshot snapshot) {
     if (stopping_)
       return;
-    attach_local_offset(snapshot);
+    offsets_.attach(snapshot);
     try {
       if (log_)
         log_->append(snapshot);
@@ -131,6 +131,7 @@ private:
   asio::signal_set signals_;
   Sampler sampler_;
   std::optional<CsvLog> log_;
+  LocalOffsets offsets_; // across samples: the repeated hour of a replay is told by its order
   std::optional<Format> stdout_format_;
   std::optional<OutputQueue> stdout_;
   long delivered_ = 0;
