@@ -67,6 +67,8 @@ Subcommand add_report_command(CLI::App &app) {
               settings->options.from = parse_time(settings->from);
             if (!settings->to.empty())
               settings->options.to = parse_time(settings->to);
+            if (settings->output) // refuse a device or a FIFO before reading the logs
+              output_target(*settings->output);
             Report report = make_report(settings->options);
             std::string text = settings->format == "json"   ? format_report_json(report)
                                : settings->format == "html" ? format_report_html(report)

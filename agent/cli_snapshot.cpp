@@ -1,5 +1,6 @@
 #include "cli.hpp"
 #include "exit_codes.hpp"
+#include "file_io.hpp"
 #include "snapshot_command.hpp"
 
 #include <memory>
@@ -39,6 +40,8 @@ Subcommand add_snapshot_command(CLI::App &app) {
             settings->options.source =
                 settings->source == "csv" ? SourceKind::csv : SourceKind::xml;
             settings->options.format = *format_from_name(settings->format);
+            if (settings->options.output) // refuse a device or a FIFO before nvidia-smi runs
+              output_target(*settings->options.output);
             run_snapshot(settings->options);
             return exit_ok;
           }};

@@ -2,6 +2,7 @@
 
 #include "exit_codes.hpp"
 #include "file_io.hpp"
+#include "file_lock.hpp"
 #include "formats.hpp"
 
 #include <cerrno>
@@ -18,13 +19,35 @@ namespace {
   throw AgentError(exit_io, what + " " + path + ": " + std::strerror(errno));
 }
 
-// The file's first line, up to `limit` bytes.
-std::string first_line(int fd, std::size_t limit) {
-  std::string line(limit, '\0');
-  ssize_t n = ::pread(fd, line.data(), limit, 0);
-  line.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
-  std::size_t newline = line.find('\n');
-  return newline == std::string::npos ? line : line.substr(0, newline);
+// Whether the file's first line is `header`, and that line (or as much of it as was read, for a
+// message). As much is read as the header and its line end take, however long the header: a
+// longer first line is another header, so nothing past that needs reading.
+bool starts_with(int fd, const std::string &header, std::string &first_line) {
+  std::string bytes(header.size() + 2, '\0'); // "\r\n"
+  std::size_t got = 0;
+  while (got < bytes.size()) {
+    ssize_t n = ::pread(fd, bytes.data() + got, bytes.size() - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    got += static_cast<std::size_t>(n);
+  }
+  bytes.resize(got);
+  std::size_t newline = bytes.find('\n');
+  first_line = bytes.substr(0, newline);
+  if (newline == std::string::npos)
+    return false;
+  if (!first_line.empty() && first_line.back() == '\r')
+    first_line.pop_back();
+  return first_line == header;
+}
+
+std::uint64_t size_of(int fd, const std::string &path) {
+  struct stat info {};
+  if (::fstat(fd, &info) != 0)
+    fail("cannot stat CSV log", path);
+  return static_cast<std::uint64_t>(info.st_size);
 }
 
 } // namespace
@@ -37,34 +60,28 @@ CsvLog::~CsvLog() {
 }
 
 void CsvLog::open() {
-  fd_ = ::open(settings_.path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+  // Read and write: the header is checked through the descriptor that holds the lock.
+  fd_ = ::open(settings_.path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
   if (fd_ < 0)
     fail("cannot open CSV log", settings_.path);
-  struct stat info {};
-  if (::fstat(fd_, &info) != 0)
-    fail("cannot stat CSV log", settings_.path);
-  size_ = static_cast<std::uint64_t>(info.st_size);
-  if (size_ == 0)
-    return;
-  int reader = ::open(settings_.path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (reader < 0)
-    fail("cannot read CSV log", settings_.path);
-  std::string header = first_line(reader, 4096);
-  ::close(reader);
-  if (!header.empty() && header.back() == '\r')
-    header.pop_back();
-  if (header != csv_header(settings_.extra_fields)) {
+  try {
+    lock_exclusively(fd_, settings_.path, "CSV log");
+    if (size_of(fd_, settings_.path) == 0)
+      return;
+    std::string header;
+    if (!starts_with(fd_, csv_header(settings_.extra_fields), header))
+      throw AgentError(exit_io, "CSV log " + settings_.path +
+                                    " has other columns; refusing to mix them (its header: \"" +
+                                    header.substr(0, 120) + "\"). Use a new file.");
+  } catch (const AgentError &) {
     ::close(fd_);
     fd_ = -1;
-    throw AgentError(exit_io, "CSV log " + settings_.path +
-                                  " has other columns; refusing to mix them (its header: \"" +
-                                  header.substr(0, 120) + "\"). Use a new file.");
+    throw;
   }
 }
 
 void CsvLog::rotate() {
-  ::close(fd_);
-  fd_ = -1;
+  // Renamed while still locked, so that no other writer takes the old file meanwhile.
   for (int i = settings_.keep; i >= 1; --i) {
     std::string from = i == 1 ? settings_.path : settings_.path + "." + std::to_string(i - 1);
     std::string to = settings_.path + "." + std::to_string(i);
@@ -73,24 +90,30 @@ void CsvLog::rotate() {
   }
   if (settings_.keep == 0)
     ::unlink(settings_.path.c_str());
+  ::close(fd_);
+  fd_ = -1;
   open();
 }
 
 void CsvLog::append(const Snapshot &snapshot) {
   std::string block = format_csv(snapshot, false);
-  if (settings_.max_bytes > 0 && size_ > 0 && size_ + block.size() > settings_.max_bytes)
+  // Measured now, not remembered: the file may have been cut since (logrotate's copytruncate).
+  std::uint64_t size = size_of(fd_, settings_.path);
+  if (settings_.max_bytes > 0 && size > 0 && size + block.size() > settings_.max_bytes) {
     rotate();
-  if (size_ == 0)
+    size = size_of(fd_, settings_.path);
+  }
+  if (size == 0)
     block = csv_header(settings_.extra_fields) + "\n" + block;
   if (!write_all(fd_, block)) {
     int error = errno;
-    // Take back a partial block, so that the log holds whole rows only.
-    if (::ftruncate(fd_, static_cast<off_t>(size_)) != 0) {
+    // Take back a partial block (a full disk), so that the log holds whole rows only. The lock
+    // keeps other writers out, so the size just measured is where this block began.
+    if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
     }
     errno = error;
     fail("cannot write CSV log", settings_.path);
   }
-  size_ += block.size();
 }
 
 void CsvLog::reopen() {

@@ -19,8 +19,9 @@ struct CsvLogSettings {
 
 class CsvLog {
 public:
-  // Opens (or creates) the log. Throws AgentError(exit_io) when it cannot, or when the file's
-  // header is not this agent's: appending would mix columns.
+  // Opens (or creates) the log and locks it (flock) for as long as it is open. Throws
+  // AgentError(exit_io) when it cannot, when another process holds the lock (a second `watch` on
+  // one log), or when the file's header is not this agent's: appending would mix columns.
   explicit CsvLog(CsvLogSettings settings);
   ~CsvLog();
   CsvLog(const CsvLog &) = delete;
@@ -36,7 +37,6 @@ private:
   void rotate();
   CsvLogSettings settings_;
   int fd_ = -1;
-  std::uint64_t size_ = 0;
 };
 
 } // namespace nvsmi

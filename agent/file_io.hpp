@@ -29,9 +29,17 @@ bool write_all(int fd, const std::string &data);
 // exit_bad_output when it holds more than `max_bytes`.
 std::string read_capped(const std::string &path, std::size_t max_bytes);
 
-// Replaces `path` with `content` atomically: a temporary file in the same folder, flushed to disk,
-// then renamed over it. Readers see the old file or the new one, never a part. On failure the old
-// file is untouched and the temporary removed. Throws AgentError(exit_io).
+// The file that writing `path` replaces: `path` with its symbolic links followed, as cp and
+// editors follow them, so that the link stays a link. Throws AgentError(exit_io) when that file
+// exists and is not a regular file (a device, a FIFO, a folder: replacing it would destroy it), or
+// when `path` is a symbolic link to nothing (cp refuses to write through one as well).
+std::string output_target(const std::string &path);
+
+// Replaces output_target(path) with `content` atomically: a temporary file in the target's own
+// folder, flushed to disk, then renamed over it. Readers see the old file or the new one, never a
+// part. The new file keeps the mode of the one it replaces, and its owner and group where this
+// process may give them; a new file gets 0644 less the umask. On failure the old file is untouched
+// and the temporary removed. Throws AgentError(exit_io).
 void replace_file_atomically(const std::string &path, const std::string &content);
 
 } // namespace nvsmi

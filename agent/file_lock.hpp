@@ -1,6 +1,8 @@
 #pragma once
 
+#include <optional>
 #include <string>
+#include <sys/types.h>
 
 namespace nvsmi {
 
@@ -19,5 +21,13 @@ public:
 private:
   int fd_;
 };
+
+// Takes an exclusive flock on the open file `fd` without waiting, for a file that one process
+// alone may write (two `watch` appending to one log would take back each other's rows). Throws
+// AgentError(exit_io) when another process holds it, naming that process where it can be told.
+void lock_exclusively(int fd, const std::string &path, const std::string &what);
+
+// The process that holds a flock on the file open at `fd`, from /proc/locks (Linux).
+std::optional<pid_t> flock_holder(int fd);
 
 } // namespace nvsmi

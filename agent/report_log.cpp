@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <memory>
 #include <optional>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace nvsmi {
@@ -20,60 +21,111 @@ constexpr std::size_t max_line_bytes = 64 * 1024; // nvidia-smi's widest header 
 constexpr std::size_t chunk_bytes = 1 << 20;
 constexpr std::size_t peek_bytes = 64 * 1024;
 
-// Calls `line(text)` for each line of the file, without its "\n" (or "\r\n"); `too_long()` for a
-// line over the cap, which is skipped without being kept. A last line without "\n" counts.
-template <typename OnLine, typename OnTooLong>
-void for_each_line(int fd, const std::string &path, std::size_t limit, OnLine line,
-                   OnTooLong too_long) {
-  std::unique_ptr<char[]> chunk(new char[chunk_bytes]);
-  std::string carry;
-  bool skipping = false;
-  std::size_t total = 0;
-  while (limit == 0 || total < limit) {
-    ssize_t n = ::read(fd, chunk.get(), chunk_bytes);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      io_failure("cannot read", path);
-    if (n == 0)
-      break;
-    total += static_cast<std::size_t>(n);
-    std::string_view bytes(chunk.get(), static_cast<std::size_t>(n));
+// Cuts bytes into lines, kept across reads. A line over the cap ends the file's reading (a file
+// with no newline, such as /dev/zero, would otherwise be read for ever). A last line without its
+// newline is not a row: it may be a log's row still being written.
+class LineSplitter {
+public:
+  // Calls `line(text)` for each whole line, without its "\n". False once the file's reading is
+  // to end: `line` said so, or a line passed the cap (then `too_long()` has been called).
+  template <typename OnLine, typename OnTooLong>
+  bool feed(std::string_view bytes, OnLine line, OnTooLong too_long) {
     while (!bytes.empty()) {
       std::size_t newline = bytes.find('\n');
       std::string_view part = bytes.substr(0, newline);
-      if (!skipping && carry.size() + part.size() > max_line_bytes) {
-        skipping = true;
-        carry.clear();
+      if (carry_.size() + part.size() > max_line_bytes) {
+        carry_.clear();
+        too_long();
+        return false;
       }
       if (newline == std::string_view::npos) {
-        if (!skipping)
-          carry.append(part);
-        break;
+        carry_.append(part);
+        return true;
       }
       bytes.remove_prefix(newline + 1);
-      if (skipping) {
-        too_long();
-        skipping = false;
-        continue;
-      }
-      if (carry.empty()) {
-        if (!line(part))
-          return;
+      bool go_on;
+      if (carry_.empty()) {
+        go_on = line(part);
       } else {
-        carry.append(part);
-        bool go_on = line(std::string_view(carry));
-        carry.clear();
-        if (!go_on)
-          return;
+        carry_.append(part);
+        go_on = line(std::string_view(carry_));
+        carry_.clear();
       }
+      if (!go_on)
+        return false;
+    }
+    return true;
+  }
+  // What is left after the last newline.
+  const std::string &rest() const { return carry_; }
+
+private:
+  std::string carry_;
+};
+
+// One log, opened once and read once. A pipe or a FIFO (`report <(zcat log.csv.gz)`) cannot give
+// its bytes a second time, so what was read to find its first timestamp is kept and read again
+// from here; a regular file is peeked at with pread, which leaves its offset at the start.
+struct LogInput {
+  std::string path;
+  Descriptor fd;
+  bool regular = false;
+  std::string peeked; // bytes already taken from a stream that cannot seek
+
+  explicit LogInput(const std::string &name)
+      : path(name), fd(::open(name.c_str(), O_RDONLY | O_CLOEXEC)) {
+    if (fd.get() < 0)
+      io_failure("cannot open CSV log", path);
+    struct stat info {};
+    if (::fstat(fd.get(), &info) != 0)
+      io_failure("cannot read CSV log", path);
+    regular = S_ISREG(info.st_mode);
+  }
+
+  // Up to `count` bytes from the start, without losing them for the reading after.
+  std::string peek(std::size_t count) {
+    std::string bytes(count, '\0');
+    std::size_t got = 0;
+    while (got < count) {
+      ssize_t n = regular
+                      ? ::pread(fd.get(), bytes.data() + got, count - got, static_cast<off_t>(got))
+                      : ::read(fd.get(), bytes.data() + got, count - got);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        io_failure("cannot read", path);
+      if (n == 0)
+        break;
+      got += static_cast<std::size_t>(n);
+    }
+    bytes.resize(got);
+    if (!regular)
+      peeked = bytes;
+    return bytes;
+  }
+
+  // Calls `line` for each whole line: the peeked bytes, then the rest of the stream. Returns what
+  // follows the last newline, when the reading was not ended early.
+  template <typename OnLine, typename OnTooLong>
+  std::string for_each_line(OnLine line, OnTooLong too_long) {
+    LineSplitter lines;
+    if (!lines.feed(peeked, line, too_long))
+      return {};
+    std::string().swap(peeked);
+    std::unique_ptr<char[]> chunk(new char[chunk_bytes]);
+    while (true) {
+      ssize_t n = ::read(fd.get(), chunk.get(), chunk_bytes);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        io_failure("cannot read", path);
+      if (n == 0)
+        return lines.rest();
+      if (!lines.feed(std::string_view(chunk.get(), static_cast<std::size_t>(n)), line, too_long))
+        return {};
     }
   }
-  if (skipping)
-    too_long();
-  else if (!carry.empty())
-    line(std::string_view(carry));
-}
+};
 
 bool starts_with_digit(std::string_view line) {
   return !line.empty() && line[0] >= '0' && line[0] <= '9';
@@ -86,20 +138,13 @@ bool has_column(const CsvLayout &layout, std::string_view name) {
   return false;
 }
 
-int open_log(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    io_failure("cannot open CSV log", path);
-  return fd;
-}
-
-// The timestamp of the file's first row that has one, from the first 64 KiB.
-std::optional<Timestamp> first_timestamp(const std::string &path) {
-  Descriptor file(open_log(path));
+// The timestamp of the log's first row that has one, from its first 64 KiB.
+std::optional<Timestamp> first_timestamp(LogInput &input) {
   CsvLayout layout = CsvLayout::from_fields(query_fields());
   std::optional<Timestamp> found;
-  for_each_line(
-      file.get(), path, peek_bytes,
+  LineSplitter lines;
+  lines.feed(
+      input.peek(peek_bytes),
       [&](std::string_view line) {
         line = trim(line);
         if (line.empty())
@@ -157,6 +202,8 @@ const char *BadRows::name(Kind kind) {
     return "bad_header";
   case too_many_gpus:
     return "too_many_gpus";
+  case unfinished:
+    return "unfinished";
   case kind_count:
     break;
   }
@@ -183,9 +230,12 @@ bool earlier(const Timestamp &a, const Timestamp &b) {
 LogTotals read_logs(const std::vector<std::string> &paths, BadRows &bad,
                     const std::function<void(const LogRow &)> &take) {
   LogTotals totals;
-  std::vector<std::optional<Timestamp>> starts;
+  std::vector<std::unique_ptr<LogInput>> inputs;
   for (const std::string &path : paths)
-    starts.push_back(first_timestamp(path));
+    inputs.push_back(std::make_unique<LogInput>(path));
+  std::vector<std::optional<Timestamp>> starts;
+  for (const auto &input : inputs)
+    starts.push_back(first_timestamp(*input));
   std::vector<std::size_t> order(paths.size());
   for (std::size_t i = 0; i < order.size(); ++i)
     order[i] = i;
@@ -196,13 +246,12 @@ LogTotals read_logs(const std::vector<std::string> &paths, BadRows &bad,
   CsvLayout layout = CsvLayout::from_fields(query_fields());
   bool indexed = true, header_ok = true;
   for (std::size_t i : order) {
-    const std::string &path = paths[i];
+    LogInput &input = *inputs[i];
+    const std::string &path = input.path;
     totals.files.push_back(path);
-    Descriptor file(open_log(path));
     std::int64_t number = 0;
     auto where = [&] { return path + ":" + std::to_string(number); };
-    for_each_line(
-        file.get(), path, 0,
+    std::string unfinished = input.for_each_line(
         [&](std::string_view line) {
           ++number;
           line = trim(line);
@@ -242,8 +291,16 @@ LogTotals read_logs(const std::vector<std::string> &paths, BadRows &bad,
           ++number;
           ++totals.rows;
           bad.add(BadRows::too_long, where(),
-                  "line longer than " + std::to_string(max_line_bytes) + " bytes, skipped");
+                  "line longer than " + std::to_string(max_line_bytes) +
+                      " bytes; the rest of the file is not read");
         });
+    if (!trim(unfinished).empty()) {
+      ++number;
+      ++totals.rows;
+      bad.add(BadRows::unfinished, where(),
+              "last line has no newline (a row still being written?); not used");
+    }
+    inputs[i].reset(); // closed once read
   }
   return totals;
 }

@@ -21,6 +21,7 @@ struct BadRows {
     too_long,      // a line over the cap
     bad_header,    // under a header with a wrong unit: its values cannot be trusted
     too_many_gpus, // a GPU beyond the cap
+    unfinished,    // a last line without its newline: a row still being written
     kind_count
   };
   static constexpr std::size_t max_examples = 5;
@@ -44,7 +45,8 @@ struct LogTotals {
   std::int64_t rows = 0;          // lines that are not headers or empty
 };
 
-// Opens every file first (AgentError exit_io when one cannot be read), reads them oldest first
+// Opens every file first (AgentError exit_io when one cannot be read) and reads each once, a pipe
+// or FIFO included. Reads them oldest first
 // (by their first row's timestamp, when every file has one; else in the order given) and calls
 // `take` for each row that has a timestamp. A header line sets the columns for the rows after it,
 // across files; before any header they are nvsmi::query_fields().

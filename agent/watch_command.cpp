@@ -78,7 +78,7 @@ private:
   void deliver(Snapshot snapshot) {
     if (stopping_)
       return;
-    attach_local_offset(snapshot);
+    offsets_.attach(snapshot);
     try {
       if (log_)
         log_->append(snapshot);
@@ -131,6 +131,7 @@ private:
   asio::signal_set signals_;
   Sampler sampler_;
   std::optional<CsvLog> log_;
+  LocalOffsets offsets_; // across samples: the repeated hour of a replay is told by its order
   std::optional<Format> stdout_format_;
   std::optional<OutputQueue> stdout_;
   long delivered_ = 0;
@@ -143,6 +144,9 @@ private:
 int run_watch(const WatchOptions &options) {
   // A reader that goes away shows as EPIPE on write, not as a silent death.
   std::signal(SIGPIPE, SIG_IGN);
+  // A log past the file size limit (RLIMIT_FSIZE) must fail its write with EFBIG, which is taken
+  // back and reported like a full disk, rather than kill the agent with half a row in the log.
+  std::signal(SIGXFSZ, SIG_IGN);
   Watch watch(options);
   return watch.run();
 }

@@ -5,6 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 using test::quote;
 using test::Run;
@@ -225,4 +228,87 @@ TEST_CASE("scripts/record-fixtures masks UUIDs and serials, and its recordings r
     INFO(file);
     CHECK(run_agent("snapshot --fixture " + quote(out + file)).exit_code == 0);
   }
+}
+
+TEST_CASE("--output on a symbolic link replaces its target, keeping the target's mode and owner") {
+  std::string folder = test::temporary_folder();
+  REQUIRE(mkdir((folder + "/real").c_str(), 0755) == 0);
+  std::string target = folder + "/real/gpus.json", link = folder + "/gpus.json";
+  test::write_file(target, "old\n");
+  REQUIRE(chmod(target.c_str(), 0600) == 0);
+  REQUIRE(symlink("real/gpus.json", link.c_str()) == 0);
+  // Root may keep a file's owner; anyone else owns what it writes, so only root can show it.
+  bool root = geteuid() == 0;
+  if (root)
+    REQUIRE(chown(target.c_str(), 65534, 65534) == 0);
+
+  Run run = run_agent("snapshot --fixture " + fixture("xml/h100-8gpu-v12.xml") + " --output " +
+                      quote(link));
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  struct stat info {};
+  REQUIRE(lstat(link.c_str(), &info) == 0);
+  CHECK(S_ISLNK(info.st_mode)); // still a link, to the file that was written
+  CHECK_THAT(test::read_file(target), Catch::StartsWith(legacy_8gpu_start));
+  REQUIRE(stat(target.c_str(), &info) == 0);
+  CHECK((info.st_mode & 07777) == 0600);
+  if (root) {
+    CHECK(info.st_uid == 65534);
+    CHECK(info.st_gid == 65534);
+  }
+  // The temporary was made beside the target and is gone.
+  CHECK(test::run_shell("ls -A " + quote(folder + "/real")).out == "gpus.json\n");
+
+  // A new file: 0644 less the umask.
+  std::string fresh = folder + "/fresh.json";
+  REQUIRE(test::run_shell("umask 077; " + quote(AGENT_BIN) + " snapshot --fixture " +
+                          fixture("xml/h100-8gpu-v12.xml") + " --output " + quote(fresh))
+              .exit_code == 0);
+  REQUIRE(stat(fresh.c_str(), &info) == 0);
+  CHECK((info.st_mode & 07777) == 0600);
+  REQUIRE(run_agent("report --output " + quote(fresh) + " " + fixture("logs/constant-100w.csv"))
+              .exit_code == 0);
+  REQUIRE(stat(fresh.c_str(), &info) == 0);
+  CHECK((info.st_mode & 07777) == 0600); // kept on replacing
+}
+
+TEST_CASE("--output refuses what is not a regular file, and touches nothing") {
+  std::string folder = test::temporary_folder();
+  std::string fifo = folder + "/fifo", dangling = folder + "/dangling";
+  REQUIRE(mkfifo(fifo.c_str(), 0644) == 0);
+  REQUIRE(symlink("nowhere/gpus.json", dangling.c_str()) == 0);
+  std::string through = folder + "/to-fifo";
+  REQUIRE(symlink("fifo", through.c_str()) == 0);
+  std::vector<std::string> refused = {fifo, through, folder};
+  // A device node, as `--output /dev/null` run by root would meet it.
+  std::string device = folder + "/null";
+  if (mknod(device.c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0)
+    refused.push_back(device);
+  for (const std::string &path : refused) {
+    INFO(path);
+    check_failure(run_agent("snapshot --fixture " + fixture("xml/h100-8gpu-v12.xml") +
+                            " --output " + quote(path)),
+                  7, "not a regular file; refusing to replace it");
+    check_failure(
+        run_agent("report --output " + quote(path) + " " + fixture("logs/constant-100w.csv")), 7,
+        "not a regular file");
+  }
+  struct stat info {};
+  REQUIRE(stat(fifo.c_str(), &info) == 0);
+  CHECK(S_ISFIFO(info.st_mode));
+  if (refused.size() == 4) {
+    REQUIRE(stat(device.c_str(), &info) == 0);
+    CHECK(S_ISCHR(info.st_mode));
+  }
+  // Like cp, no writing through a link to nothing: the link stays, and nothing is created.
+  check_failure(run_agent("snapshot --fixture " + fixture("xml/h100-8gpu-v12.xml") + " --output " +
+                          quote(dangling)),
+                7, "dangling symbolic link");
+  REQUIRE(lstat(dangling.c_str(), &info) == 0);
+  CHECK(S_ISLNK(info.st_mode));
+  // Refused before nvidia-smi is run: a hung one does not hold the answer up.
+  Run early = run_fake("hang", "--timeout 30 --output " + quote(fifo));
+  CHECK(early.exit_code == 7);
+  CHECK(test::run_shell("ls -A " + quote(folder)).out ==
+        "dangling\nfifo\n" + std::string(refused.size() == 4 ? "null\n" : "") + "to-fifo\n");
 }

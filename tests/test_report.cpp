@@ -338,3 +338,57 @@ TEST_CASE("report: the drawn series stays within its buckets however long the lo
   CHECK(samples == 1000000);
   CHECK(series.buckets()[0].stats[nvsmi::Series::utilization].max == 100);
 }
+
+TEST_CASE("report: a pipe is read once, its first rows included") {
+  // Over 64 KiB, so that looking for the first timestamp reads more than one pipe buffer.
+  std::vector<Row> rows =
+      every_second(6000, [](Row &row, int i) { row.utilization = std::to_string(i * 7 % 101); });
+  std::string whole = log_of(rows);
+  std::string folder = test::temporary_folder();
+  test::write_file(folder + "/whole.csv", whole);
+  std::size_t middle = whole.find(stamp(3000));
+  test::write_file(folder + "/older.csv", whole.substr(0, middle));
+  test::write_file(folder + "/newer.csv", header + whole.substr(middle));
+  json expected = report_json(quote(folder + "/whole.csv"));
+  REQUIRE(expected["rows"]["used"] == 6000);
+
+  // As `report <(zcat log.csv.gz)` would give them; the newer file first.
+  Run run = test::run_shell("bash -c " + quote(quote(AGENT_BIN) + " report --format json <(cat " +
+                                               quote(folder + "/newer.csv") + ") <(cat " +
+                                               quote(folder + "/older.csv") + ")"));
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  json piped = json::parse(run.out);
+  CHECK(piped["rows"]["read"] == 6000);
+  CHECK(piped["rows"]["used"] == 6000);
+  CHECK(piped["rows"]["bad"]["total"] == 0);
+  CHECK(piped["gpus"][0]["utilization_percent"] == expected["gpus"][0]["utilization_percent"]);
+  CHECK(piped["gpus"][0]["time"] == expected["gpus"][0]["time"]);
+}
+
+TEST_CASE("report: a line with no end stops that file's reading, and /dev/zero ends") {
+  Run zero = test::run_shell("timeout 60 " + quote(AGENT_BIN) + " report /dev/zero");
+  CHECK(zero.exit_code == 6);
+  CHECK_THAT(zero.err, Catch::Contains("/dev/zero:1: line longer than 65536 bytes"));
+
+  std::string log = log_of(every_second(3, [](Row &, int) {})) + std::string(70000, 'x') + "\n" +
+                    log_of(every_second(5, [](Row &, int) {})).substr(header.size());
+  nvsmi::Report report = report_of(log);
+  CHECK(report.rows_used == 3);
+  CHECK(report.bad.counts[nvsmi::BadRows::too_long] == 1);
+  CHECK(report.rows_read == 4);
+}
+
+TEST_CASE("report: a last line without its newline is not a row") {
+  // A log still being written: the last row's power `100.00` cut to `1`.
+  std::string log = log_of(every_second(4, [](Row &, int) {}));
+  log = log.substr(0, log.rfind(",100.00\n")) + ",1";
+  nvsmi::Report report = report_of(log);
+  REQUIRE(report.gpus.size() == 1);
+  CHECK(report.rows_used == 3);
+  CHECK(report.bad.counts[nvsmi::BadRows::unfinished] == 1);
+  CHECK(*report.gpus[0].power_mean_w == Approx(100));
+  CHECK(*report.gpus[0].power_max_w == Approx(100));
+  CHECK(report.gpus[0].samples == 3);
+  CHECK_THAT(report.bad.examples.at(0), Catch::Contains("gpu-log.csv:5: last line has no newline"));
+}

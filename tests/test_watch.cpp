@@ -1,10 +1,14 @@
 // End to end: `nvsmi-agent watch` against the stand-in nvidia-smi's loop and its failures.
+#include "local_time.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <functional>
 #include <sstream>
 
 using test::quote;
@@ -279,4 +283,208 @@ TEST_CASE("watch: a reader that stops reading stdout holds up neither the log no
   CHECK(before > 8 * 30);
   CHECK(after > before + 8 * 5);
   CHECK(test::run_shell("pgrep -f fake-nvidia-sm[i]").exit_code == 1);
+}
+
+namespace {
+
+// A shell loop that waits (at most 60 s) until `condition` holds.
+std::string wait_until(const std::string &condition) {
+  return "i=0; until " + condition + " || [ $i -ge 1200 ]; do sleep 0.05; i=$((i+1)); done; ";
+}
+
+std::string fake_smi() { return quote(std::string(SCRIPTS_DIR) + "/fake-nvidia-smi"); }
+
+// The stand-in's 8-GPU sample (noheader, nounits), its lines changed by `change`.
+std::string csv_sample(const std::function<std::string(const std::string &)> &change) {
+  std::string out;
+  for (const std::string &line :
+       lines_of(test::read_file(test::fixture_path("csv/h100-8gpu-noheader-nounits.csv"))))
+    if (!line.empty())
+      out += change(line) + "\n";
+  return out;
+}
+
+bool have_berlin() {
+  if (test::run_shell("test -e /usr/share/zoneinfo/Europe/Berlin").exit_code == 0)
+    return true;
+  WARN("no tzdata for Europe/Berlin: skipped");
+  return false;
+}
+
+} // namespace
+
+TEST_CASE("watch: a second watch on the same CSV log is refused and names the first") {
+  Setup setup;
+  std::string agent = quote(AGENT_BIN), log = quote(setup.log);
+  std::string watch =
+      agent + " watch --interval 0.1 --nvidia-smi " + fake_smi() + " --csv-log " + log;
+  Run run = test::run_shell(
+      watch + " 2>/dev/null & first=$!; " +
+      wait_until("[ \"$(cat " + log + " 2>/dev/null | wc -l)\" -ge 17 ]") + "timeout 60 " + watch +
+      " --count 1; echo \"second=$? first=$first\"; kill -TERM $first; wait $first; " +
+      "echo \"first ended=$?\"; timeout 60 " + watch + " --count 1; echo \"then=$?\"");
+  INFO(run.out << run.err);
+  std::vector<std::string> lines = lines_of(run.out);
+  REQUIRE(lines.size() == 3);
+  REQUIRE(lines[0].rfind("second=7 first=", 0) == 0);
+  std::string first_pid = lines[0].substr(std::string("second=7 first=").size());
+  CHECK_THAT(run.err, Catch::Contains("CSV log " + setup.log +
+                                      " is in use by another process (pid " + first_pid + ")"));
+  CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+  CHECK(lines[1] == "first ended=0");
+  CHECK(lines[2] == "then=0"); // the lock went with the first watch
+  std::string content = test::read_file(setup.log);
+  std::size_t rows = lines_of(content).size() - 1;
+  CHECK(rows % 8 == 0);
+  check_whole_rows(content, rows);
+}
+
+TEST_CASE("watch: a log that reaches the file size limit keeps whole rows; exit 7") {
+  if (!test::installed("prlimit")) {
+    WARN("prlimit not installed: skipped");
+    return;
+  }
+  Setup setup;
+  // A full disk, without root: writes past RLIMIT_FSIZE fail with EFBIG once SIGXFSZ (which
+  // would kill the agent mid-row) is ignored. A sample of 8 GPUs is about 1000 bytes.
+  Run run = test::run_shell("prlimit --fsize=3000 timeout 60 " + quote(AGENT_BIN) +
+                            " watch --interval 0.05 --nvidia-smi " + fake_smi() + " --csv-log " +
+                            quote(setup.log));
+  INFO(run.err);
+  CHECK(run.exit_code == 7);
+  CHECK_THAT(run.err, Catch::Contains("cannot write CSV log " + setup.log + ": File too large"));
+  std::string content = test::read_file(setup.log);
+  CHECK(content.size() <= 3000);
+  std::size_t rows = lines_of(content).size() - 1;
+  CHECK(rows >= 8);
+  CHECK(rows % 8 == 0);
+  check_whole_rows(content, rows);
+}
+
+TEST_CASE("watch: a log whose header is longer than 4096 bytes is appended to") {
+  Setup setup;
+  std::string fields, cells;
+  for (int i = 0; i < 200; ++i) {
+    fields += (i ? "," : "") + std::string("custom.field.with.a.long.name.") + std::to_string(i);
+    cells += ", " + std::to_string(i);
+  }
+  std::string fixture = setup.folder + "/wide.csv";
+  test::write_file(fixture, csv_sample([&](const std::string &line) { return line + cells; }));
+  std::string watch = quote(AGENT_BIN) + " watch --count 1 --interval 0.05 --fixture " +
+                      quote(fixture) + " --fields " + fields + " --csv-log " + quote(setup.log);
+  Run first = test::run_shell(watch);
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  Run second = test::run_shell(watch);
+  INFO(second.err);
+  CHECK(second.exit_code == 0);
+  std::vector<std::string> lines = lines_of(test::read_file(setup.log));
+  REQUIRE(lines.size() == 17);
+  CHECK(lines[0].size() > 4096);
+  CHECK_THAT(lines[0], Catch::EndsWith(",custom.field.with.a.long.name.199"));
+  CHECK_THAT(lines[16], Catch::EndsWith(",198,199"));
+}
+
+TEST_CASE("watch: the hour that repeats in autumn gets its own offset each time (TZ set)") {
+  if (!have_berlin())
+    return;
+  Setup setup;
+  // nvidia-smi's local times through the night Europe/Berlin goes from +02:00 back to +01:00 at
+  // 03:00, one GPU a sample; replayed in order, the repeated 02:xx are told apart by it.
+  const char *times[] = {"02:40:00.000", "02:50:00.000", "02:59:59.500",
+                         "02:00:00.500", "02:10:00.000", "03:00:00.000"};
+  std::string first_gpu =
+      lines_of(test::read_file(test::fixture_path("csv/h100-8gpu-noheader-nounits.csv")))[0];
+  std::string rest = first_gpu.substr(first_gpu.find(','));
+  rest.replace(rest.find(", 8, 0, "), 8, ", 1, 0, ");
+  std::string recording;
+  for (const char *time : times)
+    recording += std::string("2024/10/27 ") + time + rest + "\n";
+  std::string fixture = setup.folder + "/fall-back.csv";
+  test::write_file(fixture, recording);
+
+  Run run = test::run_shell("TZ=Europe/Berlin " + quote(AGENT_BIN) +
+                            " watch --count 6 --interval 0.05 --fixture " + quote(fixture) +
+                            " --csv-log " + quote(setup.log));
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  std::vector<std::string> lines = lines_of(test::read_file(setup.log));
+  REQUIRE(lines.size() == 7);
+  const char *expected[] = {"2024-10-27T02:40:00.000+02:00", "2024-10-27T02:50:00.000+02:00",
+                            "2024-10-27T02:59:59.500+02:00", "2024-10-27T02:00:00.500+01:00",
+                            "2024-10-27T02:10:00.000+01:00", "2024-10-27T03:00:00.000+01:00"};
+  for (int i = 0; i < 6; ++i)
+    CHECK(lines[static_cast<std::size_t>(i + 1)].substr(0, 29) == expected[i]);
+
+  Run report = test::run_shell("TZ=Europe/Berlin " + quote(AGENT_BIN) + " report --format json " +
+                               quote(setup.log));
+  INFO(report.err);
+  REQUIRE(report.exit_code == 0);
+  auto figures = nlohmann::json::parse(report.out);
+  CHECK(figures["rows"]["used"] == 6);
+  CHECK(figures["rows"]["bad"]["out_of_order"] == 0);
+}
+
+TEST_CASE("local offsets: a live sample in the repeated hour takes the pass it was received in") {
+  if (!have_berlin())
+    return;
+  struct Zone {
+    std::string saved;
+    bool had = false;
+    Zone() {
+      if (const char *tz = std::getenv("TZ")) {
+        had = true;
+        saved = tz;
+      }
+      setenv("TZ", "Europe/Berlin", 1);
+      tzset();
+    }
+    ~Zone() {
+      had ? setenv("TZ", saved.c_str(), 1) : unsetenv("TZ");
+      tzset();
+    }
+  } zone;
+  using Clock = std::chrono::system_clock;
+  auto offset_in = [](nvsmi::LocalOffsets &offsets, int month, int day, int hour, int minute,
+                      Clock::time_point received) {
+    nvsmi::Snapshot snapshot;
+    nvsmi::Timestamp t;
+    t.year = 2024;
+    t.month = month;
+    t.day = day;
+    t.hour = hour;
+    t.minute = minute;
+    snapshot.timestamp = t;
+    offsets.attach(snapshot, received);
+    return snapshot.timestamp->utc_offset_minutes;
+  };
+  auto offset = [&](int month, int day, int hour, int minute, Clock::time_point received) {
+    nvsmi::LocalOffsets alone;
+    return offset_in(alone, month, day, hour, minute, received);
+  };
+  auto utc = [](int month, int day, int hour, int minute) {
+    std::tm fields{};
+    fields.tm_year = 124;
+    fields.tm_mon = month - 1;
+    fields.tm_mday = day;
+    fields.tm_hour = hour;
+    fields.tm_min = minute;
+    return Clock::from_time_t(timegm(&fields));
+  };
+  Clock::time_point long_after = utc(12, 1, 0, 0);
+  // 02:30 on 27 October is 00:30 UTC (+02:00), and again 01:30 UTC (+01:00).
+  CHECK(offset(10, 27, 2, 30, utc(10, 27, 0, 30) + std::chrono::seconds(2)) == 120);
+  CHECK(offset(10, 27, 2, 30, utc(10, 27, 1, 30) + std::chrono::seconds(2)) == 60);
+  CHECK(offset(10, 27, 2, 30, utc(10, 27, 1, 25)) == 60);
+  CHECK(offset(10, 27, 2, 30, long_after) == 120); // a recording on its own: the first pass
+  // A recording replayed long after: a repeated time is not put before the sample it follows.
+  nvsmi::LocalOffsets replay;
+  CHECK(offset_in(replay, 10, 27, 2, 50, long_after) == 120);
+  CHECK(offset_in(replay, 10, 27, 2, 10, long_after) == 60);
+  CHECK(offset_in(replay, 10, 27, 2, 20, long_after) == 60);
+  // No doubt outside the repeated hour; a time the clocks skip takes the offset before.
+  CHECK(offset(10, 27, 1, 59, long_after) == 120);
+  CHECK(offset(10, 27, 3, 0, long_after) == 60);
+  CHECK(offset(7, 1, 12, 0, long_after) == 120);
+  CHECK(offset(3, 31, 2, 30, long_after) == 60);
 }
