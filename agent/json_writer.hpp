@@ -40,6 +40,8 @@ public:
   }
   void value(int number) { value(static_cast<std::int64_t>(number)); }
   void value(double number) {
+    if (number == 0)
+      number = 0; // -0.0 as well: a zero is never written "-0.0"
     separate();
     char buffer[32];
     char *end = std::to_chars(buffer, buffer + sizeof buffer, number).ptr;

@@ -27,7 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
   }
   try {
     if (std::optional<double> value = parse_real(text, unit, policy, "field"))
-      if (!(std::fabs(*value) <= 9007199254740992.0) || (*value < 0 && unit != Unit::celsius))
+      if (!(std::fabs(*value) < 9007199254740992.0) || (*value < 0 && unit != Unit::celsius) ||
+          std::signbit(*value) != (*value < 0))
         std::abort();
   } catch (const ParseError &) {
   }

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Abusive clients for `nvsmi-agent serve` tests. Prints one JSON object of what it saw.
 
-  serve_abuse.py PORT many N        N connections at once, each sending a whole request
+  serve_abuse.py PORT many N        N connections at once, each sending a whole request as soon
+                                    as it is open (on a busy machine, opening all N first could
+                                    outlast the server's request timeout)
   serve_abuse.py PORT loris N SECS  N connections that send half a request head and then wait;
                                     a normal request is made meanwhile; reports how many of the
                                     half-open ones the server closed within SECS
   serve_abuse.py PORT cap N SECS    N idle connections, then a normal request while they are
-                                    open, and another SECS later
+                                    open, and then normal requests until one is answered (200)
+                                    or SECS have passed; reports the first and the last
 """
 import json
 import socket
@@ -32,16 +35,18 @@ def normal_request_or_refused():
 
 def normal_request():
     start = time.monotonic()
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60) as r:
         body = r.read()
         return r.status, len(body), time.monotonic() - start
 
 
 if mode == "many":
     n = int(sys.argv[3])
-    sockets = [connect() for _ in range(n)]
-    for s in sockets:
+    sockets = []
+    for _ in range(n):
+        s = connect()
         s.sendall(b"GET /api/v1/legacy HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        sockets.append(s)
     ok = 0
     for s in sockets:
         data = b""
@@ -80,5 +85,9 @@ elif mode == "cap":
     sockets = [connect() for _ in range(n)]
     time.sleep(0.3)
     while_held = normal_request_or_refused()
-    time.sleep(seconds)
-    print(json.dumps({"while_held": while_held, "after": normal_request_or_refused()}))
+    deadline = time.monotonic() + seconds
+    after = normal_request_or_refused()
+    while after != 200 and time.monotonic() < deadline:
+        time.sleep(0.1)
+        after = normal_request_or_refused()
+    print(json.dumps({"while_held": while_held, "after": after}))

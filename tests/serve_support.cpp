@@ -1,18 +1,14 @@
 #include "serve_support.hpp"
 
-#include <chrono>
 #include <csignal>
 #include <fstream>
 #include <netinet/in.h>
 #include <stdexcept>
 #include <sys/socket.h>
-#include <thread>
 #include <unistd.h>
 
 namespace test {
 namespace {
-
-using namespace std::chrono_literals;
 
 bool running(int pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
@@ -32,24 +28,23 @@ Server::Server(const std::string &arguments, const std::string &environment)
             arguments + " 2>" + quote(err_) + " & echo $! >" + quote(folder_ + "/pid") +
             "; wait $!; echo $? >" + code + ".part; mv " + code + ".part " + code +
             " ) >/dev/null 2>&1 &");
-  for (int i = 0; i < 500 && pid_ == 0; ++i) {
+  wait_until([&] {
     std::ifstream pid(folder_ + "/pid");
-    if (!(pid >> pid_))
-      std::this_thread::sleep_for(10ms);
-  }
-  auto deadline = std::chrono::steady_clock::now() + 15s;
-  while (std::chrono::steady_clock::now() < deadline) {
+    return static_cast<bool>(pid >> pid_);
+  });
+  bool left = false;
+  wait_until([&] {
     std::string text = log();
     std::size_t at = text.find("serving http://127.0.0.1:");
-    if (at != std::string::npos) {
+    if (at != std::string::npos)
       port_ = std::stoi(text.substr(at + 25));
-      return;
-    }
-    if (!running(pid_))
-      throw std::runtime_error("serve left before listening: " + text);
-    std::this_thread::sleep_for(20ms);
-  }
-  throw std::runtime_error("serve did not start listening: " + log());
+    left = port_ == 0 && !running(pid_);
+    return port_ != 0 || left;
+  });
+  if (left)
+    throw std::runtime_error("serve left before listening: " + log());
+  if (port_ == 0)
+    throw std::runtime_error("serve did not start listening: " + log());
 }
 
 Server::~Server() {
@@ -60,14 +55,16 @@ Server::~Server() {
 int Server::stop() {
   stopped_ = true;
   ::kill(pid_, SIGTERM);
-  for (int i = 0; i < 250; ++i) {
+  int value = -1;
+  wait_until([&] {
     std::ifstream code(folder_ + "/code");
-    int value = 0;
-    if (code >> value)
-      return value;
-    std::this_thread::sleep_for(20ms);
-  }
-  return -1;
+    int read = 0;
+    if (!(code >> read))
+      return false;
+    value = read;
+    return true;
+  });
+  return value;
 }
 
 std::string Server::url(const std::string &path) const {
@@ -76,7 +73,7 @@ std::string Server::url(const std::string &path) const {
 
 Http Server::get(const std::string &path, const std::string &curl_options) const {
   std::string headers = folder_ + "/headers", body = folder_ + "/body";
-  Run run = run_shell("curl -s --max-time 20 -D " + quote(headers) + " -o " + quote(body) +
+  Run run = run_shell("curl -s --max-time 60 -D " + quote(headers) + " -o " + quote(body) +
                       " -w '%{http_code}' " + curl_options + " " + quote(url(path)));
   Http http;
   http.status = run.out.empty() ? 0 : std::stoi(run.out);

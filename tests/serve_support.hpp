@@ -23,7 +23,7 @@ public:
 
   Http get(const std::string &path, const std::string &curl_options = "") const;
   std::string url(const std::string &path = "/") const;
-  // SIGTERM, then its exit code (or -1 if it did not leave within 5 s).
+  // SIGTERM, then its exit code (or -1 if it did not leave within test::patience).
   int stop();
   std::string log() const;
   int port() const { return port_; }

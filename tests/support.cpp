@@ -1,12 +1,66 @@
 #include "support.hpp"
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
 
 namespace test {
+namespace {
+
+// Set before main() so that every process a test starts inherits it (see running_here).
+const std::string run_tag = [] {
+  std::string tag = std::to_string(::getpid()) + "-" +
+                    std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  ::setenv("NVSMI_TEST_RUN", tag.c_str(), 1);
+  return tag;
+}();
+
+} // namespace
+
+bool wait_until(const std::function<bool()> &condition, std::chrono::milliseconds deadline,
+                std::chrono::milliseconds every) {
+  auto end = std::chrono::steady_clock::now() + deadline;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() >= end)
+      return false;
+    std::this_thread::sleep_for(every);
+  }
+  return true;
+}
+
+std::string shell_wait_until(const std::string &condition, std::chrono::seconds deadline) {
+  return "for _ in $(seq " + std::to_string(deadline.count() * 10) + "); do { " + condition +
+         "; } >/dev/null 2>&1 && break; sleep 0.1; done";
+}
+
+bool running_here(const std::string &command) {
+  const std::string nul(1, '\0'), entry_of_ours = nul + "NVSMI_TEST_RUN=" + run_tag + nul;
+  std::error_code error;
+  for (const auto &entry : std::filesystem::directory_iterator("/proc", error)) {
+    std::string proc = entry.path().string();
+    std::string environment, command_line, stat;
+    try {
+      environment = read_file(proc + "/environ");
+      command_line = read_file(proc + "/cmdline");
+      stat = read_file(proc + "/stat");
+    } catch (const std::exception &) {
+      continue; // not a process, gone, or not ours to read
+    }
+    std::replace(command_line.begin(), command_line.end(), '\0', ' ');
+    std::size_t paren = stat.rfind(')');
+    bool zombie = paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z';
+    if (!zombie && command_line.compare(0, command.size(), command) == 0 &&
+        (nul + environment).find(entry_of_ours) != std::string::npos)
+      return true;
+  }
+  return false;
+}
 
 std::string fixture_path(const std::string &relative) {
   return std::string(FIXTURES_DIR) + "/" + relative;

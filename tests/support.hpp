@@ -1,9 +1,38 @@
 // Shared by the tests: fixture paths, files, and running the built agent.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <string>
 
 namespace test {
+
+// How long a test waits for something that takes well under a second on an idle machine. A
+// machine busy with other work (a build, other test runs, `stress-ng --cpu`) can take many times
+// longer, and a wait that polls returns as soon as its condition holds, so this costs nothing when
+// things work. It stays far below the suites' ctest TIMEOUT, so a fault fails its test instead of
+// hanging it.
+constexpr std::chrono::seconds patience{60};
+// The bound for "it returned promptly": about a second on an idle machine, minutes or never when
+// the fault a test looks for is there (a wait for a hung child or for a timeout of 20 s or more).
+constexpr std::chrono::seconds promptly{15};
+
+// Polls `condition` every `every` until it holds (true) or `deadline` has passed (false).
+bool wait_until(const std::function<bool()> &condition,
+                std::chrono::milliseconds deadline = patience,
+                std::chrono::milliseconds every = std::chrono::milliseconds(50));
+// A shell loop that polls `condition` (a shell command) every 0.1 s until it succeeds or
+// `deadline` has passed, for a test's script where a fixed `sleep` would guess at the time needed.
+std::string shell_wait_until(const std::string &condition,
+                             std::chrono::seconds deadline = patience);
+// Whether a process started by this test program (it carries NVSMI_TEST_RUN=<this program's
+// tag> in its environment, as everything run_shell starts does) whose command line starts with
+// `command` is still running; a zombie has left. The same command run by another test run on
+// this machine (another checkout, another CI job) is not counted, nor is a shell or an agent that
+// merely names it among its arguments.
+bool running_here(const std::string &command);
+// The command line of the stand-in nvidia-smi, and of its subshells, while it runs.
+inline const std::string fake_nvidia_smi_process = "bash " SCRIPTS_DIR "/fake-nvidia-smi";
 
 std::string fixture_path(const std::string &relative);
 std::string read_file(const std::string &path);

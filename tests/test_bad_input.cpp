@@ -1,6 +1,7 @@
 // docs/BAD-INPUT.md, row by row: what the readers and the agent do with hostile or broken input.
 // Each TEST_CASE is named after its row in that table.
 #include "formats.hpp"
+#include "report.hpp"
 #include "support.hpp"
 
 #include "nvsmi/csv_reader.hpp"
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -147,8 +149,8 @@ TEST_CASE("bad input: an enormous number") {
                     Catch::Contains("power_readings/power_draw: number out of range"));
   CHECK_THROWS_WITH(parse_real("1e300 W", Unit::watt, UnitPolicy::required, "power.draw"),
                     Catch::Contains("out of range"));
-  CHECK(parse_real("9007199254740992 W", Unit::watt, UnitPolicy::required, "p") ==
-        9007199254740992.0);
+  CHECK(parse_real("9007199254740991 W", Unit::watt, UnitPolicy::required, "p") ==
+        9007199254740991.0);
   // The largest whole number is kept exactly.
   CHECK(read_xml(one_gpu("<fb_memory_usage><total>9223372036854775807 MiB</total>"
                          "</fb_memory_usage>"))
@@ -253,6 +255,119 @@ TEST_CASE("bad input: an empty or whitespace-only output") {
   check_refused(test::run_agent("snapshot --fixture " + fixture("broken/empty.xml")),
                 "empty output");
   check_refused(snapshot_of(" \r\n\t\n"), "empty output");
+}
+
+// docs/BAD-INPUT.md, "Numbers".
+
+TEST_CASE("bad input: a GPU index out of range") {
+  // Cast to int, 2147483648 became -2147483648 and 4294967296 became 0: another GPU's index.
+  for (std::string index : {"2147483648", "4294967296", "9223372036854775807"}) {
+    INFO(index);
+    CHECK_THROWS_WITH(read_csv(small_csv_header + "\n" + index + ", GPU, 40, 81559, 1\n"),
+                      Catch::Contains("row 1 index: number out of range in \"" + index + "\""));
+  }
+  CHECK(read_csv(small_csv_header + "\n2147483647, GPU, 40, 81559, 1\n").gpus[0].index ==
+        2147483647);
+  check_refused(
+      snapshot_of(small_csv_header + "\n0, GPU, 40, 81559, 1\n4294967296, GPU, 41, 81559, 1\n"),
+      "row 2 index: number out of range in \"4294967296\"");
+}
+
+TEST_CASE("bad input: negative zero") {
+  std::optional<double> zero = parse_real("-0 W", Unit::watt, UnitPolicy::required, "power.draw");
+  REQUIRE(zero);
+  CHECK(*zero == 0);
+  CHECK_FALSE(std::signbit(*zero));
+  std::optional<double> bare = parse_real("-0.00", Unit::watt, UnitPolicy::optional, "power.draw");
+  REQUIRE(bare);
+  CHECK_FALSE(std::signbit(*bare));
+  // The JSON writer writes a zero without its sign whatever gave it one.
+  Snapshot signed_zero;
+  signed_zero.gpus.emplace_back();
+  signed_zero.gpus[0].power_draw_w = -0.0;
+  CHECK_THAT(format_json(signed_zero), Catch::Contains(R"("power_draw_w":0.0,)"));
+
+  std::string xml = one_gpu("<power_readings><power_draw>-0 W</power_draw>"
+                            "<power_limit>-0.0 W</power_limit></power_readings>");
+  Run json = snapshot_of(xml, "--format json");
+  CHECK(json.exit_code == 0);
+  CHECK_THAT(json.out, Catch::Contains(R"("power_draw_w":0.0,"power_limit_w":0.0,)"));
+  Run csv = snapshot_of("index, power.draw [W]\n0, -0\n", "--format csv");
+  CHECK(csv.exit_code == 0);
+  CHECK_THAT(csv.out, Catch::EndsWith(",0.00\n"));
+  for (const Run *run : {&json, &csv})
+    CHECK_THAT(run->out, !Catch::Contains("-0"));
+}
+
+TEST_CASE("bad input: a decimal from 2^53 up") {
+  // Below 2^53 a double holds every whole number; from there on, 9007199254740993 would read as
+  // 9007199254740992 and be printed so.
+  CHECK(parse_real("9007199254740991 W", Unit::watt, UnitPolicy::required, "p") ==
+        9007199254740991.0);
+  for (std::string text : {"9007199254740992 W", "9007199254740993 W", "9007199254740991.9 W",
+                           "-9007199254740993 W"}) {
+    INFO(text);
+    CHECK_THROWS_WITH(parse_real(text, Unit::watt, UnitPolicy::required, "power.draw"),
+                      Catch::Contains("power.draw: number out of range in \"" + text + "\""));
+  }
+  check_refused(snapshot_of(one_gpu("<power_readings><power_draw>9007199254740993 W</power_draw>"
+                                    "</power_readings>")),
+                "nvidia_smi_log/gpu[0]/power_readings/power_draw: number out of range in "
+                "\"9007199254740993 W\"");
+  check_refused(snapshot_of("index, power.draw [W]\n0, 9007199254740993\n"),
+                "row 1 power.draw: number out of range in \"9007199254740993\"");
+}
+
+TEST_CASE("bad input: a character reference to no character") {
+  // pugixml turns each of these into a NUL byte, where the name would have ended.
+  for (std::string reference :
+       {"&#0;", "&#x0;", "&#0000;", "&#x00;", "&#4294967296;", "&#x100000000;", "&#1114112;"}) {
+    INFO(reference);
+    std::string document = one_gpu("<product_name>GPU" + reference + "X</product_name>");
+    for (XmlParse mode : {XmlParse::skip_unread, XmlParse::full})
+      CHECK_THROWS_WITH(read_xml(document, mode),
+                        Catch::StartsWith("not well-formed XML: character reference \"" +
+                                          reference + "\" at byte ") &&
+                            Catch::EndsWith(" is not an XML character"));
+  }
+  // In an attribute, or inside an element the reader does not read, alike.
+  CHECK_THROWS_AS(read_xml("<nvidia_smi_log><gpu id=\"00&#0;:3B\"/></nvidia_smi_log>"), ParseError);
+  CHECK_THROWS_AS(read_xml(one_gpu("<ecc_errors>&#x0;</ecc_errors>")), ParseError);
+  // Any other reference is a character as before, and what pugixml does not decode stays text.
+  Snapshot s = read_xml(one_gpu("<product_name>A&#66;&#x43;&#1;&#X0;&#0 &#;</product_name>"));
+  CHECK(s.gpus[0].name == std::string("ABC\x01&#X0;&#0 &#;"));
+  check_refused(snapshot_of(one_gpu("<product_name>GPU&#0;X</product_name>"), "--format json"),
+                "not well-formed XML: character reference \"&#0;\" at byte ");
+}
+
+TEST_CASE("bad input: GPU indexes that wrap in a report") {
+  // Without uuid or bus id a report tells GPUs apart by index: wrapped, 4294967296 was GPU 0
+  // and its rows were mixed into GPU 0's.
+  std::string path = test::temporary_folder() + "/gpu-log.csv";
+  test::write_file(path, "timestamp, index, utilization.gpu [%]\n"
+                         "2024/03/14 10:00:00.000, 0, 10\n"
+                         "2024/03/14 10:00:00.000, 4294967296, 90\n"
+                         "2024/03/14 10:00:01.000, 0, 10\n"
+                         "2024/03/14 10:00:01.000, 2147483648, 90\n");
+  ReportOptions options;
+  options.files = {path};
+  Report report = make_report(options);
+  REQUIRE(report.gpus.size() == 1);
+  CHECK(report.gpus[0].index == 0);
+  CHECK(report.rows_used == 2);
+  CHECK(report.bad.counts[BadRows::unparsable] == 2);
+  CHECK(report.bad.counts[BadRows::out_of_order] == 0);
+  REQUIRE(report.bad.examples.size() == 2);
+  CHECK_THAT(report.bad.examples[0],
+             Catch::EndsWith("gpu-log.csv:3: row 3 index: number out of range in \"4294967296\""));
+
+  Run run = test::run_agent("report --format json " + quote(path));
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  nlohmann::json json = nlohmann::json::parse(run.out);
+  CHECK(json["gpus"].size() == 1);
+  CHECK(json["gpus"][0]["index"] == 0);
+  CHECK(json["rows"]["bad"]["unparsable"] == 2);
 }
 
 TEST_CASE("fuzz regressions: each input the fuzzers found") {

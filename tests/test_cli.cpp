@@ -157,9 +157,9 @@ TEST_CASE("live: nvidia-smi's own failures are reported with its message") {
 TEST_CASE("live: a hung nvidia-smi is killed at --timeout") {
   auto start = std::chrono::steady_clock::now();
   check_failure(run_fake("hang", "--timeout 1"), 5, "no answer within 1 s");
-  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
-  // Its sleeping child went with it.
-  CHECK(test::run_shell("pgrep -f 'sleep 360[0]'").exit_code == 1);
+  CHECK(std::chrono::steady_clock::now() - start < test::promptly);
+  // Its sleeping child went with it (once the kernel has taken the killed one down).
+  CHECK(test::wait_until([] { return !test::running_here("sleep 3600"); }));
 }
 
 TEST_CASE("live: a grandchild holding stdout open does not hold the agent") {
@@ -167,12 +167,12 @@ TEST_CASE("live: a grandchild holding stdout open does not hold the agent") {
   Run run = run_fake("grandchild", "--timeout 30");
   CHECK(run.exit_code == 0);
   CHECK_THAT(run.out, Catch::StartsWith(legacy_8gpu_start));
-  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
-  CHECK(test::run_shell("pgrep -f 'sleep 360[0]'").exit_code == 1);
+  CHECK(std::chrono::steady_clock::now() - start < test::promptly); // not at --timeout 30
+  CHECK(test::wait_until([] { return !test::running_here("sleep 3600"); }));
 }
 
 TEST_CASE("live: a slow nvidia-smi inside its deadline is fine") {
-  Run run = run_fake("slow", "--timeout 10");
+  Run run = run_fake("slow", "--timeout 60"); // it takes 2 s
   CHECK(run.exit_code == 0);
 }
 

@@ -63,9 +63,10 @@ TEST_CASE("output queue: a reader that does not keep up loses whole samples, sai
     context.poll();
     queue.push("f\n");
     bool flushed = false;
-    queue.flush(std::chrono::milliseconds(1000), [&] { flushed = true; });
+    // Returns once the flush is done and nothing is left to run, or at the deadline.
+    queue.flush(test::patience, [&] { flushed = true; });
     context.restart();
-    context.run_for(std::chrono::milliseconds(500));
+    context.run_for(test::patience);
     CHECK(flushed);
     CHECK(pipe.drain() == std::string(400, 'a') + "\n" + std::string(400, 'b') + "\nf\n");
     REQUIRE(logs.size() == 2);
@@ -104,7 +105,7 @@ TEST_CASE("output queue: a reader that went away is an error, reported once") {
       });
   queue.push("one\n");
   queue.push("two\n");
-  context.run_for(std::chrono::milliseconds(500));
+  context.run_for(test::patience); // returns once nothing is left to run
   CHECK(error == EPIPE);
   CHECK(errors == 1);
 }

@@ -3,10 +3,10 @@
 #include "serve_support.hpp"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <regex>
 #include <sys/stat.h>
-#include <thread>
 
 using test::quote;
 
@@ -28,7 +28,11 @@ TEST_CASE("serve: the dashboard draws each GPU's charts in headless Chromium") {
   }
   test::Server server("--interval 0.2 --fixture " +
                       quote(test::fixture_path("xml/h100-8gpu-v12.xml")));
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500)); // some history to draw
+  // Some history to draw: a few samples, however long a busy machine takes to make them.
+  test::wait_until([&] {
+    auto history = nlohmann::json::parse(server.get("/api/v1/history").body, nullptr, false);
+    return history.is_object() && history["samples"].size() >= 5;
+  });
 
   // Virtual time waits for the page's requests, so the DOM is dumped after they are drawn.
   std::string dom = chromium("--virtual-time-budget=3000 --dump-dom " + quote(server.url()));

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 
 namespace nvsmi {
 namespace {
@@ -249,8 +250,13 @@ void read_cells(const std::vector<std::string_view> &cells, const CsvLayout &lay
       row.gpu_count = integer();
       break;
     case Field::index:
-      if (Reading index = integer())
+      if (Reading index = integer()) {
+        // Cast as it is, 4294967296 would become GPU 0 and 2147483648 GPU -2147483648.
+        if (*index > std::numeric_limits<int>::max())
+          throw ParseError(column.name + ": number out of range in \"" + std::string(trim(value)) +
+                           "\"");
         gpu.index = static_cast<int>(*index);
+      }
       break;
     case Field::uuid:
       gpu.uuid = parse_text(value);

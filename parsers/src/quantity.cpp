@@ -106,18 +106,22 @@ std::optional<double> parse_real(std::string_view text, Unit unit, UnitPolicy po
     return std::nullopt;
   std::string_view number = number_part(text, unit, policy, field);
   require_digits(number, field, text);
-  // No reading nvidia-smi prints is near 2^53, past which a double holds no exact integer part:
-  // refuse a larger one rather than print it rounded or cut short.
-  constexpr double largest = 9007199254740992.0;
+  // A double holds every whole number only below 2^53: "9007199254740993" reads as ...992, the
+  // same double as 2^53 itself. No reading nvidia-smi prints is near it, so refuse 2^53 and up
+  // rather than print a number other than the one read.
+  constexpr double limit = 9007199254740992.0;
   double value = 0;
   auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), value);
   if (error == std::errc::result_out_of_range ||
-      (error == std::errc() && !(std::fabs(value) <= largest)))
+      (error == std::errc() && !(std::fabs(value) < limit)))
     fail(field, "number out of range", text);
   if (error != std::errc() || end != number.data() + number.size())
     fail(field, "not a number", text);
   if (value < 0 && unit != Unit::celsius)
     fail(field, "negative value", text);
+  // "-0" is zero: kept as -0.0, every format would print it with its sign ("-0.0", "-0.00").
+  if (value == 0)
+    return 0.0;
   return value;
 }
 

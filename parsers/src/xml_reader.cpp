@@ -8,6 +8,7 @@
 #include <pugixml.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <initializer_list>
 #include <iterator>
@@ -193,9 +194,45 @@ Gpu read_gpu(const Element &gpu, int index) {
   return out;
 }
 
+// pugixml decodes a character reference to U+0000 into a NUL byte, and its strings end at the
+// first NUL: "GPU&#0;X" would become the name "GPU" without a word. XML allows no reference to
+// U+0000 (nor past U+10FFFF, which pugixml's arithmetic wraps, &#x100000000; to 0 as well), and
+// nvidia-smi never writes one, so the document is refused rather than read with a name cut short
+// or one rebuilt with a character that was never there. Looked for anywhere in the document, in
+// the forms pugixml decodes ("&#" digits ";" or "&#x" hex digits ";"), so that both parse modes
+// agree.
+void refuse_bad_character_references(std::string_view document) {
+  constexpr std::uint64_t past_unicode = 0x110000;
+  for (std::size_t at = document.find("&#"); at != std::string_view::npos;
+       at = document.find("&#", at + 2)) {
+    std::size_t start = at + 2;
+    bool hex = start < document.size() && document[start] == 'x';
+    start += hex;
+    std::uint64_t value = 0;
+    std::size_t end = start;
+    for (; end < document.size(); ++end) {
+      char c = document[end];
+      int digit = c >= '0' && c <= '9'                            ? c - '0'
+                  : hex && (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10
+                                                                  : -1;
+      if (digit < 0)
+        break;
+      value = std::min(value * (hex ? 16 : 10) + static_cast<std::uint64_t>(digit), past_unicode);
+    }
+    if (end == start || end == document.size() || document[end] != ';')
+      continue; // not a reference pugixml decodes: it stays text
+    if (value == 0 || value == past_unicode) {
+      std::string_view reference = document.substr(at, std::min<std::size_t>(end + 1 - at, 24));
+      throw ParseError("not well-formed XML: character reference \"" + std::string(reference) +
+                       "\" at byte " + std::to_string(at) + " is not an XML character");
+    }
+  }
+}
+
 } // namespace
 
 Snapshot read_xml(std::string_view document, XmlParse mode) {
+  refuse_bad_character_references(document);
   pugi::xml_document xml;
   pugi::xml_parse_result result;
   std::optional<std::string> reduced;
