@@ -90,6 +90,80 @@ std::string Server::log() const {
   }
 }
 
+Prometheus::Prometheus(const std::vector<int> &agent_ports) : folder_(temporary_folder()) {
+  std::string targets;
+  for (int port : agent_ports)
+    targets += (targets.empty() ? "'127.0.0.1:" : ", '127.0.0.1:") + std::to_string(port) + "'";
+  write_file(folder_ + "/prometheus.yml",
+             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+             "scrape_configs:\n  - job_name: nvsmi-agent\n    static_configs:\n"
+             "      - targets: [" +
+                 targets + "]\n");
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    port_ = free_port();
+    Run started = run_shell("prometheus --config.file=" + quote(folder_ + "/prometheus.yml") +
+                            " --storage.tsdb.path=" + quote(folder_ + "/data") +
+                            " --web.listen-address=127.0.0.1:" + std::to_string(port_) + " >" +
+                            quote(folder_ + "/prometheus.log") + " 2>&1 & echo $!");
+    pid_ = std::stoi(started.out);
+    bool ready = wait_until(
+        [&] {
+          return run_shell("curl -sf --max-time 10 http://127.0.0.1:" + std::to_string(port_) +
+                           "/-/ready")
+                         .exit_code == 0 ||
+                 !running(pid_);
+        },
+        patience, std::chrono::milliseconds(250));
+    if (ready && running(pid_))
+      return;
+    ::kill(pid_, SIGKILL);
+    if (log().find("address already in use") == std::string::npos)
+      break;
+  }
+  throw std::runtime_error("prometheus did not start: " + log());
+}
+
+Prometheus::~Prometheus() {
+  ::kill(pid_, SIGTERM);
+  if (!wait_until([&] { return !running(pid_); }, patience))
+    ::kill(pid_, SIGKILL);
+}
+
+nlohmann::json Prometheus::query(const std::string &promql,
+                                 const std::function<bool(const nlohmann::json &)> &ready) const {
+  nlohmann::json result;
+  wait_until(
+      [&] {
+        Run run =
+            run_shell("curl -s --max-time 10 -G --data-urlencode " + quote("query=" + promql) +
+                      " http://127.0.0.1:" + std::to_string(port_) + "/api/v1/query");
+        auto answer = nlohmann::json::parse(run.out, nullptr, false);
+        if (!answer.is_object() || answer.value("status", "") != "success")
+          return false;
+        result = answer["data"]["result"];
+        return ready(result);
+      },
+      patience * 2, std::chrono::milliseconds(250));
+  return result;
+}
+
+std::string Prometheus::log() const {
+  try {
+    return read_file(folder_ + "/prometheus.log");
+  } catch (const std::runtime_error &) {
+    return "";
+  }
+}
+
+std::string fixture_with_process_name(const std::string &name) {
+  std::string xml = read_file(fixture_path("xml/h100-8gpu-v12.xml"));
+  const std::string python = "<process_name>python3</process_name>";
+  xml.replace(xml.find(python), python.size(), "<process_name>" + name + "</process_name>");
+  std::string path = temporary_folder() + "/renamed-process.xml";
+  write_file(path, xml);
+  return path;
+}
+
 int free_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};

@@ -3,7 +3,11 @@
 
 #include "support.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace test {
 
@@ -34,6 +38,32 @@ private:
   int pid_ = 0, port_ = 0;
   bool stopped_ = false;
 };
+
+// A real Prometheus server (Debian's `prometheus`) on loopback, scraping `serve` instances every
+// second as job "nvsmi-agent"; stopped when it goes.
+class Prometheus {
+public:
+  // Starts it (again on another port, should another program take the free port first) and waits
+  // until it is ready; throws when it cannot start.
+  explicit Prometheus(const std::vector<int> &agent_ports);
+  ~Prometheus();
+  Prometheus(const Prometheus &) = delete;
+  Prometheus &operator=(const Prometheus &) = delete;
+
+  // The instant query's result vector once `ready` holds for it (within `patience`), else the
+  // last one seen. Starting and the first scrapes take seconds on an idle machine, many on a
+  // busy one.
+  nlohmann::json query(const std::string &promql,
+                       const std::function<bool(const nlohmann::json &result)> &ready) const;
+  std::string log() const;
+
+private:
+  std::string folder_;
+  int port_ = 0, pid_ = 0;
+};
+
+// A copy of the 8-GPU XML fixture whose first process is called `name` (any bytes).
+std::string fixture_with_process_name(const std::string &name);
 
 // A loopback TCP port that was free a moment ago.
 int free_port();

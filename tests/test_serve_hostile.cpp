@@ -39,18 +39,6 @@ std::string raw_request(int port, const std::string &request) {
 
 bool alive(const Server &server) { return server.get("/metrics").status == 200; }
 
-// A copy of the 8-GPU fixture whose first process is called `name`.
-std::string fixture_with_process_name(const std::string &name) {
-  std::string xml = test::read_file(test::fixture_path("xml/h100-8gpu-v12.xml"));
-  std::size_t at = xml.find("<process_name>python3</process_name>");
-  REQUIRE(at != std::string::npos);
-  xml.replace(at, std::string("<process_name>python3</process_name>").size(),
-              "<process_name>" + name + "</process_name>");
-  std::string path = test::temporary_folder() + "/bad-name.xml";
-  test::write_file(path, xml);
-  return path;
-}
-
 } // namespace
 
 TEST_CASE("serve: a request holding bytes that are not UTF-8 is answered; the server lives on") {
@@ -94,7 +82,7 @@ TEST_CASE("serve: nvidia-smi printing bytes that are not UTF-8 cannot end the se
 }
 
 TEST_CASE("serve: a process name that is not UTF-8 keeps /metrics valid for promtool") {
-  Server server("--fixture " + quote(fixture_with_process_name("py\xff\xfe\"x\\y")));
+  Server server("--fixture " + quote(test::fixture_with_process_name("py\xff\xfe\"x\\y")));
   Http http = server.get("/metrics");
   REQUIRE(http.status == 200);
   CHECK_THAT(http.body,
