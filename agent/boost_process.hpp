@@ -11,20 +11,62 @@
 #include <boost/process/v2/stdio.hpp>
 
 #include <cerrno>
+#include <csignal>
 #include <string>
+#include <sys/prctl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace nvsmi {
 
-// Puts the child in a process group of its own (in the child, between fork and exec), so that it
-// and everything it starts can be signalled together.
+// What every run of nvidia-smi needs around fork and exec:
+// - in the child, its own process group, so that it and everything it starts can be signalled
+//   together;
+// - in the child, SIGKILL when the agent dies, the one death (SIGKILL, a crash) the agent cannot
+//   clean up after itself. It reaches the child only, not what the child started;
+// - in the child, SIGPIPE back to its default: the agent ignores it, and exec keeps that;
+// - in the agent, the child reaped when exec fails. Boost.Process returns the error without
+//   waiting for the child it forked, which would stay a zombie for as long as the agent runs.
 struct NewProcessGroup {
+  pid_t parent = ::getpid(); // in the agent, before fork
+
   template <typename Launcher>
   boost::process::v2::error_code
   on_exec_setup(Launcher &, const boost::process::v2::filesystem::path &, const char *const *&) {
-    if (::setpgid(0, 0) == 0)
-      return {};
-    return boost::process::v2::error_code(errno, boost::process::v2::system_category());
+    // Only async-signal-safe calls from here on: the child of a fork.
+    struct sigaction default_action {};
+    default_action.sa_handler = SIG_DFL;
+    ::sigemptyset(&default_action.sa_mask);
+    sigset_t none;
+    ::sigemptyset(&none);
+    if (::setpgid(0, 0) != 0 || ::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 ||
+        ::sigaction(SIGPIPE, &default_action, nullptr) != 0 ||
+        ::sigprocmask(SIG_SETMASK, &none, nullptr) != 0)
+      return boost::process::v2::error_code(errno, boost::process::v2::system_category());
+    // The agent may have died between fork and prctl: then nothing would send the signal.
+    if (::getppid() != parent)
+      return boost::process::v2::error_code(ESRCH, boost::process::v2::system_category());
+    return {};
+  }
+
+  template <typename Launcher>
+  void on_error(Launcher &launcher, const boost::process::v2::filesystem::path &,
+                const char *const *&, const boost::process::v2::error_code &) {
+    if (launcher.pid <= 0) // it failed before fork
+      return;
+    // The child has exited or is about to (exec failed); should it be running after all, it must
+    // not outlive the error.
+    ::kill(launcher.pid, SIGKILL);
+    while (::waitpid(launcher.pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  // Boost 1.81 looks for the hook with this signature (and then calls the one above).
+  template <typename Launcher>
+  void on_error(Launcher &launcher, const boost::process::v2::error_code &,
+                const boost::process::v2::filesystem::path &executable, const char *const *&argv,
+                const boost::process::v2::error_code &error) {
+    on_error(launcher, executable, argv, error);
   }
 };
 

@@ -1,6 +1,7 @@
 #include "bounded_command.hpp"
 
 #include "exit_codes.hpp"
+#include "stop_signals.hpp"
 
 #include "boost_process.hpp"
 #include <boost/asio/io_context.hpp>
@@ -70,6 +71,10 @@ CommandResult run_bounded(const std::vector<std::string> &argv, const CommandLim
     throw AgentError(exit_not_found, argv[0] + ": not found on PATH");
 
   asio::io_context context;
+  // Caught from before the fork, so that no moment is left in which a signal ends the agent
+  // and leaves the child behind.
+  asio::signal_set signals(context);
+  add_stop_signals(signals);
   asio::readable_pipe out_pipe(context), err_pipe(context);
   bp::error_code launch_error;
   std::vector<std::string> args(argv.begin() + 1, argv.end());
@@ -87,7 +92,6 @@ CommandResult run_bounded(const std::vector<std::string> &argv, const CommandLim
   int open_pipes = 2;
   std::size_t total = 0;
   asio::steady_timer deadline(context), grace(context);
-  asio::signal_set signals(context);
 
   auto kill_group = [&] { ::kill(-group, SIGKILL); };
   auto finish_reading = [&] {
@@ -144,13 +148,11 @@ CommandResult run_bounded(const std::vector<std::string> &argv, const CommandLim
     });
   });
 
-  // Killed from outside (cron's timeout, Ctrl-C): take the process group down with us.
-  signals.add(SIGINT);
-  signals.add(SIGTERM);
+  // Stopped from outside (cron's timeout, Ctrl-C, a hangup): take the process group down too.
   signals.async_wait([&](bp::error_code error, int signal) {
     if (!error)
-      abort_with(exit_interrupted, std::string("interrupted by ") + strsignal(signal) +
-                                       "; killed it and its process group");
+      abort_with(exit_for_signal(signal), std::string("interrupted by ") + strsignal(signal) +
+                                              "; killed it and its process group");
   });
 
   deadline.expires_after(limits.timeout);

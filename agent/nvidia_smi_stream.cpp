@@ -1,6 +1,7 @@
 #include "nvidia_smi_stream.hpp"
 
 #include "boost_process.hpp"
+#include "exit_codes.hpp"
 
 #include "nvsmi/csv_reader.hpp"
 #include "nvsmi/quantity.hpp"
@@ -69,7 +70,7 @@ std::vector<std::string> loop_arguments(SourceKind source, milliseconds interval
 
 struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::State> {
   State(asio::io_context &io, StreamSettings s, SampleHandler sample, LogHandler logger,
-        LogHandler rejected)
+        RejectHandler rejected)
       : context(io), settings(std::move(s)), on_sample(std::move(sample)), log(std::move(logger)),
         on_rejected(std::move(rejected)), out(io), err(io), stall(io), restart(io), kill_timer(io),
         drain(io), lines(max_line_bytes), documents(max_document_bytes),
@@ -79,7 +80,8 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
   asio::io_context &context;
   StreamSettings settings;
   SampleHandler on_sample;
-  LogHandler log, on_rejected;
+  LogHandler log;
+  RejectHandler on_rejected;
   std::optional<bp::process> child;
   asio::readable_pipe out, err;
   asio::steady_timer stall, restart, kill_timer, drain;
@@ -91,8 +93,9 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
   steady_clock::time_point started;
   int generation = 0, samples_this_run = 0; // generation: one per start
   bool exited = false, out_closed = false, stopping = false, finished = true, stalled = false;
+  bool ever_started = false;
   StreamCounters counters;
-  std::string last_message;
+  std::string last_message, how_it_ended;
   std::function<void()> on_stopped;
 
   void spawn() {
@@ -120,12 +123,18 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
                                          bp::process_stdio{nullptr, out, err}, NewProcessGroup{}));
     if (error) {
       child.reset();
+      std::string message = executable.empty()
+                                ? argv[0] + ": not found on PATH"
+                                : "cannot run " + executable.string() + ": " + error.message();
+      if (!ever_started)
+        throw AgentError(exit_not_found, message);
       ++counters.spawn_failures;
-      log("cannot run " + argv[0] + ": " + error.message());
+      log(LogKind::problem, message);
       finished = true;
       schedule_restart();
       return;
     }
+    ever_started = true;
     read_out(generation);
     read_err(generation);
     wait_exit(generation);
@@ -170,14 +179,14 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
       lines.feed(bytes, pieces);
     counters.bad_samples += pieces.errors.size();
     for (const std::string &error : pieces.errors)
-      log("sample skipped: " + error);
+      log(LogKind::bad_output, "sample skipped: " + error);
     for (std::string &piece : pieces.pieces) {
       if (settings.source == SourceKind::xml) {
         try {
           emit(read_xml(piece));
         } catch (const ParseError &error) {
           ++counters.bad_samples;
-          log(std::string("sample skipped: ") + error.what());
+          log(LogKind::bad_output, std::string("sample skipped: ") + error.what());
         }
         continue;
       }
@@ -187,7 +196,8 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
         // A line with no comma is nvidia-smi talking (an error, a refusal), not a broken row.
         bool message = piece.find(',') == std::string::npos;
         counters.bad_samples += message ? 0 : 1;
-        log(message ? "nvidia-smi printed: " + piece : "sample skipped: " + *outcome.error);
+        log(LogKind::bad_output,
+            message ? "nvidia-smi printed: " + piece : "sample skipped: " + *outcome.error);
       }
       if (outcome.sample)
         emit(std::move(*outcome.sample));
@@ -207,13 +217,12 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
         return;
       exited = true;
       int status = child->native_exit_code();
-      std::string how = WIFSIGNALED(status)
-                            ? "was killed by signal " + std::to_string(WTERMSIG(status))
-                            : "exited with code " + std::to_string(WEXITSTATUS(status));
+      // Said once the output is read to its end (finish_run): the last of it may be the reason.
+      how_it_ended = WIFSIGNALED(status)
+                         ? "was killed by signal " + std::to_string(WTERMSIG(status))
+                         : "exited with code " + std::to_string(WEXITSTATUS(status));
       if (!stopping && !stalled)
         ++counters.child_exits;
-      if (!stopping)
-        log("nvidia-smi " + how + (last_message.empty() ? "" : ": " + last_message));
       // Whatever it started must not hold the pipe (or the GPU) after it.
       ::kill(-child->id(), SIGKILL);
       if (out_closed) {
@@ -236,8 +245,8 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
         return;
       ++counters.stalls;
       stalled = true;
-      log("no complete sample for " + seconds_text(settings.stall_timeout) +
-          " s: killing nvidia-smi and its process group");
+      log(LogKind::problem, "no complete sample for " + seconds_text(settings.stall_timeout) +
+                                " s: killing nvidia-smi and its process group");
       terminate_child();
     });
   }
@@ -270,17 +279,31 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
     if (child)
       child->detach();
     child.reset();
-    bool partial = settings.source == SourceKind::xml ? documents.reset()
-                                                      : (lines.reset() | assembler.reset());
-    if (partial && !stopping) {
-      ++counters.partial_samples;
-      log("partial sample dropped");
+    bool partial = false;
+    if (settings.source == SourceKind::xml) {
+      // nvidia-smi -q -x explains a failure on stdout, outside any document ("NVIDIA-SMI has
+      // failed because it couldn't communicate with the NVIDIA driver"): that is its message,
+      // not a partial sample.
+      std::string_view rest = trim(documents.pending());
+      bool message_only = !rest.empty() && rest.find('<') == std::string_view::npos;
+      if (message_only)
+        remember_message(last_message, rest);
+      partial = documents.reset() && !message_only;
+    } else {
+      partial = lines.reset() | assembler.reset();
     }
     if (stopping) {
       if (on_stopped)
         on_stopped();
       return;
     }
+    if (partial) {
+      ++counters.partial_samples;
+      log(LogKind::problem, "partial sample dropped");
+    }
+    // Last of the problems, so that it is the one serve shows: the cause, with its message.
+    log(LogKind::problem,
+        "nvidia-smi " + how_it_ended + (last_message.empty() ? "" : ": " + last_message));
     if (samples_this_run == 0 &&
         last_message.find("is not a valid field to query") != std::string::npos) {
       on_rejected("nvidia-smi refused the query: " + last_message);
@@ -294,7 +317,7 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
       backoff = settings.first_backoff;
     milliseconds delay = backoff;
     backoff = std::min(backoff * 2, settings.max_backoff);
-    log("restarting nvidia-smi in " + seconds_text(delay) + " s");
+    log(LogKind::notice, "restarting nvidia-smi in " + seconds_text(delay) + " s");
     auto self = shared_from_this();
     restart.expires_after(delay);
     restart.async_wait([this, self](bp::error_code error) {
@@ -317,7 +340,7 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
 };
 
 NvidiaSmiStream::NvidiaSmiStream(asio::io_context &context, StreamSettings settings,
-                                 SampleHandler on_sample, LogHandler log, LogHandler on_rejected)
+                                 SampleHandler on_sample, LogHandler log, RejectHandler on_rejected)
     : state_(std::make_shared<State>(context, std::move(settings), std::move(on_sample),
                                      std::move(log), std::move(on_rejected))) {}
 

@@ -37,6 +37,15 @@ struct StreamCounters {
   std::uint64_t restarts = 0;        // starts after the first
 };
 
+// What a log message is. Problems are what serve shows as the last one while its data is stale
+// (the cause); a notice is what the agent does about them ("restarting nvidia-smi in 2 s").
+enum class LogKind {
+  problem,    // the run failed: it exited, stalled, could not start
+  bad_output, // a line or sample that could not be used, or a message nvidia-smi printed: one
+              // per line of output, so it can come by the thousand
+  notice,
+};
+
 // The arguments that make nvidia-smi loop on its own.
 std::vector<std::string> loop_arguments(SourceKind source, std::chrono::milliseconds interval,
                                         const std::vector<std::string> &extra_fields = {});
@@ -44,14 +53,18 @@ std::vector<std::string> loop_arguments(SourceKind source, std::chrono::millisec
 class NvidiaSmiStream {
 public:
   using SampleHandler = std::function<void(Snapshot)>;
-  using LogHandler = std::function<void(const std::string &)>;
+  using LogHandler = std::function<void(LogKind, const std::string &)>;
+  using RejectHandler = std::function<void(const std::string &)>;
 
   // `on_rejected` is called, instead of a restart, when nvidia-smi refuses the query itself (an
   // unknown --fields name): running it again cannot help.
   NvidiaSmiStream(boost::asio::io_context &context, StreamSettings settings,
-                  SampleHandler on_sample, LogHandler log, LogHandler on_rejected);
+                  SampleHandler on_sample, LogHandler log, RejectHandler on_rejected);
   ~NvidiaSmiStream();
 
+  // Starts nvidia-smi. Throws AgentError(exit_not_found) when it cannot be started at all (missing,
+  // not executable): a configuration error, not worth a retry. Once it has started, a later
+  // failure to start it again is retried with backoff like any other failure.
   void start();
   // Stops the child (SIGTERM, then SIGKILL) and calls `done` once it is reaped.
   void stop(std::function<void()> done);

@@ -79,7 +79,7 @@ void Sampler::start() {
   stream_ = std::make_unique<NvidiaSmiStream>(
       context_, settings, [this](Snapshot s) { on_sample_(std::move(s)); }, log_,
       [this](const std::string &message) {
-        log_(message);
+        log_(LogKind::problem, message);
         on_fatal_(exit_smi_failed);
       });
   stream_->start();

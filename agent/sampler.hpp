@@ -28,7 +28,7 @@ class Sampler {
 public:
   using SampleHandler = std::function<void(Snapshot)>;
   using FatalHandler = std::function<void(int exit_code)>;
-  using LogHandler = std::function<void(const std::string &)>;
+  using LogHandler = NvidiaSmiStream::LogHandler;
 
   // Reads a fixture at once (throws AgentError when it cannot be used). `on_fatal` is called
   // when sampling cannot go on (nvidia-smi refuses the query).
@@ -36,6 +36,7 @@ public:
           FatalHandler on_fatal, LogHandler log);
   ~Sampler();
 
+  // Throws AgentError(exit_not_found) when nvidia-smi cannot be started at all.
   void start();
   // Stops nvidia-smi (or the replay) and calls `done` once it is reaped.
   void stop(std::function<void()> done);

@@ -4,11 +4,13 @@
 #include "local_time.hpp"
 #include "log_line.hpp"
 #include "serve_state.hpp"
+#include "stop_signals.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 
 #include <csignal>
+#include <cstring>
 #include <sys/resource.h>
 
 namespace nvsmi {
@@ -54,13 +56,15 @@ HttpLimits server_limits(const ServeOptions &options) {
 class Serve {
 public:
   explicit Serve(const ServeOptions &options)
-      : signals_(context_, SIGINT, SIGTERM),
+      : signals_(context_),
         sampler_(
             context_, options.sampling, [this](Snapshot s) { deliver(std::move(s)); },
             [this](int code) { stop(code); },
-            [this](const std::string &message) {
-              log_line(message);
-              state_.note_error(message);
+            [this](LogKind kind, const std::string &message) {
+              log_line(message, kind == LogKind::bad_output ? LogRate::repeating : LogRate::rare);
+              // What the agent does about a problem ("restarting ...") is no cause to show.
+              if (kind != LogKind::notice)
+                state_.note_error(message);
             }),
         state_(sampler_.interval(), options.history_seconds, options.history_max_mib << 20),
         server_(context_, endpoint(options.listen), server_limits(options),
@@ -69,18 +73,25 @@ public:
                 }) {}
 
   int run() {
-    signals_.async_wait([this](boost::system::error_code error, int) {
-      if (!error)
+    add_stop_signals(signals_);
+    signals_.async_wait([this](boost::system::error_code error, int signal) {
+      if (error)
+        return;
+      if (signal == SIGINT || signal == SIGTERM) { // asked to stop: a normal end
         stop(exit_ok);
+        return;
+      }
+      log_line(std::string("stopping on ") + strsignal(signal));
+      stop(exit_for_signal(signal));
     });
     server_.start();
+    sampler_.start(); // throws when nvidia-smi cannot be started at all
     auto address = server_.local_endpoint();
     std::string host = address.address().to_string();
     if (address.address().is_v6())
       host = "[" + host + "]";
     log_line("serving http://" + host + ":" + std::to_string(address.port()) +
              "/ (metrics at /metrics)");
-    sampler_.start();
     context_.run();
     return exit_code_;
   }
@@ -121,10 +132,12 @@ private:
 } // namespace
 
 int run_serve(const ServeOptions &options) {
-  std::signal(SIGPIPE, SIG_IGN);
+  ignore_sigpipe();
   try {
     Serve serve(options);
-    return serve.run();
+    int code = serve.run();
+    finish_log();
+    return code;
   } catch (const boost::system::system_error &error) {
     throw AgentError(exit_io, "cannot listen on " + options.listen + ": " + error.code().message());
   }

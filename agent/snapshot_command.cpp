@@ -6,6 +6,7 @@
 #include "file_io.hpp"
 #include "file_lock.hpp"
 #include "local_time.hpp"
+#include "stop_signals.hpp"
 
 #include "nvsmi/csv_reader.hpp"
 #include "nvsmi/quantity.hpp"
@@ -80,9 +81,13 @@ std::string read_live(const SnapshotOptions &options) {
 }
 
 void write_stdout(const std::string &text) {
-  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
-    throw AgentError(exit_io,
-                     std::string("cannot write to standard output: ") + std::strerror(errno));
+  if (std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0)
+    return;
+  // The reader left (`| head -c 10`, `| grep -q`): it took what it wanted, as for `watch`.
+  if (errno == EPIPE)
+    return;
+  throw AgentError(exit_io,
+                   std::string("cannot write to standard output: ") + std::strerror(errno));
 }
 
 } // namespace
@@ -119,6 +124,7 @@ Snapshot parse_output(const std::string &bytes, const std::string &origin) {
 }
 
 void run_snapshot(const SnapshotOptions &options) {
+  ignore_sigpipe();
   std::optional<FileLock> lock;
   if (options.lock)
     lock.emplace(*options.lock);

@@ -6,6 +6,7 @@
 #include "log_line.hpp"
 #include "output_queue.hpp"
 #include "sampler.hpp"
+#include "stop_signals.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -28,21 +29,27 @@ constexpr std::size_t max_queued_output = 4u << 20;
 class Watch {
 public:
   explicit Watch(const WatchOptions &options)
-      : options_(options), signals_(context_, SIGINT, SIGTERM, SIGHUP),
+      : options_(options), signals_(context_),
         sampler_(
             context_, options.sampling, [this](Snapshot s) { deliver(std::move(s)); },
-            [this](int code) { stop(code); }, log_line) {
+            [this](int code) { stop(code); },
+            [](LogKind kind, const std::string &message) {
+              log_line(message, kind == LogKind::bad_output ? LogRate::repeating : LogRate::rare);
+            }) {
     if (options.csv_log)
       log_.emplace(CsvLogSettings{*options.csv_log, options.csv_max_bytes, options.csv_keep,
                                   options.sampling.fields});
     if (options.format || !options.csv_log) {
       stdout_format_ = options.format.value_or(Format::legacy);
-      stdout_.emplace(context_, STDOUT_FILENO, max_queued_output, log_line,
-                      [this](int error) { stdout_failed(error); });
+      stdout_.emplace(
+          context_, STDOUT_FILENO, max_queued_output,
+          [](const std::string &message) { log_line(message); },
+          [this](int error) { stdout_failed(error); });
     }
   }
 
   int run() {
+    add_stop_signals(signals_);
     wait_for_signal();
     sampler_.start();
     context_.run();
@@ -59,7 +66,12 @@ private:
         wait_for_signal();
         return;
       }
-      stop(exit_ok);
+      if (signal == SIGINT || signal == SIGTERM) { // asked to stop: a normal end
+        stop(exit_ok);
+        return;
+      }
+      log_line(std::string("stopping on ") + strsignal(signal));
+      stop(exit_for_signal(signal));
     });
   }
 
@@ -142,13 +154,14 @@ private:
 } // namespace
 
 int run_watch(const WatchOptions &options) {
-  // A reader that goes away shows as EPIPE on write, not as a silent death.
-  std::signal(SIGPIPE, SIG_IGN);
+  ignore_sigpipe();
   // A log past the file size limit (RLIMIT_FSIZE) must fail its write with EFBIG, which is taken
   // back and reported like a full disk, rather than kill the agent with half a row in the log.
   std::signal(SIGXFSZ, SIG_IGN);
   Watch watch(options);
-  return watch.run();
+  int code = watch.run();
+  finish_log();
+  return code;
 }
 
 } // namespace nvsmi

@@ -1,5 +1,6 @@
 #include "bounded_command.hpp"
 #include "exit_codes.hpp"
+#include "process_support.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
@@ -95,4 +96,17 @@ TEST_CASE("output past the cap is an error, not an allocation") {
   CommandLimits l = limits(test::patience);
   l.max_output_bytes = 100000;
   CHECK(error_code_of({"sh", "-c", "yes nvidia-smi"}, l) == exit_bad_output);
+}
+
+TEST_CASE("a program that cannot be executed leaves no zombie behind") {
+  std::string folder = test::temporary_folder();
+  test::write_file(folder + "/not-executable", "#!/bin/sh\necho hi\n");
+  std::size_t before = test::zombie_children(::getpid()).size();
+  // Each start forks a child whose exec fails; it must be reaped there and then.
+  for (int i = 0; i < 3; ++i) {
+    CHECK(error_code_of({folder + "/not-executable"}, limits(seconds(5))) == exit_not_found);
+    CHECK(error_code_of({"/nonexistent/nvidia-smi"}, limits(seconds(5))) == exit_not_found);
+  }
+  CHECK(test::eventually([&] { return test::zombie_children(::getpid()).size() <= before; },
+                         seconds(10)));
 }

@@ -1,10 +1,13 @@
 // End to end: the built nvsmi-agent on fixtures and on the stand-in nvidia-smi.
+#include "process_support.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <csignal>
+#include <cstring>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -311,4 +314,63 @@ TEST_CASE("--output refuses what is not a regular file, and touches nothing") {
   CHECK(early.exit_code == 7);
   CHECK(test::run_shell("ls -A " + quote(folder)).out ==
         "dangling\nfifo\n" + std::string(refused.size() == 4 ? "null\n" : "") + "to-fifo\n");
+}
+
+TEST_CASE("live: any stop signal during the run takes nvidia-smi's process group down, 128+N") {
+  for (int signal : {SIGHUP, SIGUSR1, SIGQUIT, SIGTERM, SIGINT}) {
+    INFO("signal " << signal);
+    std::string marker = test::unique_marker();
+    test::Background agent("FAKE_NVSMI_MODE=hang FAKE_NVSMI_MARKER=" + marker + " " +
+                           quote(AGENT_BIN) + " snapshot --timeout 120 --nvidia-smi " + fake());
+    REQUIRE(test::eventually([&] { return !test::processes_named(marker).empty(); }));
+    ::kill(agent.pid(), signal);
+    CHECK(agent.wait() == 128 + signal);
+    CHECK_THAT(agent.err(), Catch::Contains("interrupted by " + std::string(strsignal(signal)) +
+                                            "; killed it and its process group"));
+    CHECK(agent.out().empty());
+    CHECK(test::eventually([&] { return test::processes_named(marker).empty(); }));
+  }
+}
+
+TEST_CASE("live: SIGPIPE is ignored; a reader that left is no error") {
+  std::string marker = test::unique_marker();
+  test::Background agent("FAKE_NVSMI_MODE=hang FAKE_NVSMI_MARKER=" + marker + " " +
+                         quote(AGENT_BIN) + " snapshot --timeout 120 --nvidia-smi " + fake());
+  REQUIRE(test::eventually([&] { return !test::processes_named(marker).empty(); }));
+  ::kill(agent.pid(), SIGPIPE);
+  ::kill(agent.pid(), SIGTERM); // it was still there to take this one
+  CHECK(agent.wait() == 128 + SIGTERM);
+  CHECK(test::eventually([&] { return test::processes_named(marker).empty(); }));
+
+  // The reader closes its end before the agent writes: EPIPE, which is the reader's choice.
+  std::string folder = test::temporary_folder();
+  std::string closed = quote(folder + "/closed");
+  Run run = test::run_shell("(while [ ! -e " + closed + " ]; do sleep 0.05; done; cat " +
+                            fixture("xml/h100-8gpu-v12.xml") + ") | { " + quote(AGENT_BIN) +
+                            " snapshot --fixture -; echo $? >" + quote(folder + "/code") +
+                            "; } | { exec 0<&-; : >" + closed + "; sleep 1; }");
+  CHECK(test::read_file(folder + "/code") == "0\n");
+  CHECK(run.err.empty());
+}
+
+TEST_CASE("live: SIGKILL of the agent still takes nvidia-smi down (parent-death signal)") {
+  std::string folder = test::temporary_folder();
+  std::string pid_file = folder + "/nvidia-smi.pid";
+  test::Background agent("FAKE_NVSMI_MODE=hang FAKE_NVSMI_PID_FILE=" + quote(pid_file) + " " +
+                         quote(AGENT_BIN) + " snapshot --timeout 120 --nvidia-smi " + fake());
+  int child = 0;
+  REQUIRE(test::eventually([&] {
+    try {
+      child = std::stoi(test::read_file(pid_file));
+    } catch (const std::exception &) {
+      return false;
+    }
+    return true;
+  }));
+  REQUIRE_FALSE(test::process_ended(child));
+  ::kill(agent.pid(), SIGKILL);
+  CHECK(agent.wait() == 128 + SIGKILL);
+  CHECK(test::eventually([&] { return test::process_ended(child); }));
+  // What nvidia-smi started is out of the kernel's reach here (systemd's cgroup takes it).
+  ::kill(-child, SIGKILL);
 }

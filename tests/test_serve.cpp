@@ -1,4 +1,5 @@
 // End to end: `nvsmi-agent serve` on fixtures and on the stand-in nvidia-smi, over real HTTP.
+#include "process_support.hpp"
 #include "serve_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -6,6 +7,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
+#include <thread>
 
 using test::Http;
 using test::quote;
@@ -239,4 +242,49 @@ TEST_CASE("serve: SIGTERM stops nvidia-smi and the server, exit 0") {
   CHECK(server.stop() == 0);
   CHECK_FALSE(fake_left());
   CHECK(test::run_agent("serve --listen nowhere").exit_code == 2);
+}
+
+TEST_CASE("serve: nvidia-smi missing or not executable at the start is exit 3, not a retry loop") {
+  std::string folder = test::temporary_folder();
+  test::write_file(folder + "/nvidia-smi", "#!/bin/sh\n");
+  for (const std::string &path : {std::string("/nonexistent/nvidia-smi"), folder + "/nvidia-smi"}) {
+    test::Run run = test::run_shell("timeout 30 " + quote(AGENT_BIN) +
+                                    " serve --listen 127.0.0.1:0 --nvidia-smi " + quote(path));
+    INFO(run.err);
+    CHECK(run.exit_code == 3);
+    CHECK_THAT(run.err, Catch::Contains("nvsmi-agent: cannot run " + path + ": "));
+  }
+}
+
+TEST_CASE("serve: the 503 names nvidia-smi's own message as the last problem, xml or csv") {
+  for (const char *source : {"xml", "csv"}) {
+    INFO(source);
+    Server server(std::string("--interval 0.2 --source ") + source + " --nvidia-smi " +
+                      fake_nvidia_smi(),
+                  "FAKE_NVSMI_MODE=exit9");
+    Http snapshot = wait_for(server, "/api/v1/snapshot", [](const Http &h) {
+      return h.status == 503 && has(h.body, "exited with code 9");
+    });
+    INFO(server.log());
+    CHECK(snapshot.status == 503);
+    CHECK_THAT(nlohmann::json::parse(snapshot.body)["error"].get<std::string>(),
+               Catch::Contains("; last problem: nvidia-smi exited with code 9: NVIDIA-SMI has "
+                               "failed because it couldn't communicate with the NVIDIA driver."));
+    // Still so while it waits to restart nvidia-smi: that is no problem of its own.
+    REQUIRE(test::eventually([&] { return has(server.log(), "restarting nvidia-smi in 2 s"); }));
+    CHECK_THAT(server.get("/api/v1/snapshot").body, Catch::Contains("NVIDIA-SMI has failed"));
+    CHECK(server.stop() == 0);
+  }
+}
+
+TEST_CASE("serve: SIGHUP takes nvidia-smi's process group down, exit 129") {
+  std::string marker = test::unique_marker();
+  Server server("--interval 0.1 --nvidia-smi " + fake_nvidia_smi(), "FAKE_NVSMI_MARKER=" + marker);
+  wait_for(server, "/metrics", [](const Http &h) { return has(h.body, "\nnvsmi_up 1\n"); });
+  REQUIRE_FALSE(test::processes_named(marker).empty());
+  ::kill(server.pid(), SIGHUP);
+  CHECK(test::eventually([&] { return test::process_ended(server.pid()); }));
+  CHECK(test::eventually([&] { return test::processes_named(marker).empty(); }));
+  CHECK_THAT(server.log(), Catch::Contains("stopping on Hangup"));
+  CHECK(server.stop() == 129);
 }

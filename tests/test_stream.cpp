@@ -100,3 +100,63 @@ TEST_CASE("garbage between XML documents costs no document") {
   CHECK(out.pieces[1] == std::string(trim(one)));
   CHECK(out.errors.size() == 1);
 }
+
+TEST_CASE("a CSV sample past its GPU count or its byte limit is dropped, not gathered") {
+  CsvSampleLimits limits;
+  limits.max_gpus = 4;
+  limits.max_bytes = 20;
+  CsvSampleAssembler assembler(CsvLayout::from_fields({"count", "index", "memory.used"}), limits);
+  // A `count` that no sample reaches, with a rising index: every row is refused at once.
+  for (int index = 0; index < 1000; ++index) {
+    auto outcome = assembler.add_line("999999999, " + std::to_string(index) + ", 10");
+    REQUIRE(outcome.error);
+    CHECK_THAT(*outcome.error, Catch::Contains("999999999 is past the 4 GPUs"));
+    CHECK_FALSE(outcome.sample);
+  }
+  CHECK_FALSE(assembler.reset()); // nothing was kept
+  // Rows within the count whose text passes the byte limit drop their sample.
+  CHECK_FALSE(assembler.add_line("4, 0, 10").error); // 8 bytes
+  CHECK_FALSE(assembler.add_line("4, 1, 10").error);
+  auto too_big = assembler.add_line("4, 2, 10");
+  REQUIRE(too_big.error);
+  CHECK_THAT(*too_big.error, Catch::Contains("sample larger than 20 bytes"));
+  CHECK_FALSE(assembler.reset());
+  // And the stream goes on.
+  CHECK_FALSE(assembler.add_line("2, 0, 10").sample);
+  auto sample = assembler.add_line("2, 1, 11").sample;
+  REQUIRE(sample);
+  CHECK(sample->gpus.size() == 2);
+}
+
+TEST_CASE("an XML document that never ends holds no more than the cap") {
+  const std::size_t cap = 1 << 20, chunk = 65536;
+  XmlDocumentSplitter splitter(cap);
+  StreamPieces out;
+  splitter.feed("<?xml version=\"1.0\" ?>\n<nvidia_smi_log>\n", out);
+  std::string gpus;
+  while (gpus.size() < chunk)
+    gpus += "<gpu><product_name>NVIDIA H100</product_name></gpu>\n";
+  for (int i = 0; i < 200; ++i) { // 13 MiB, 13 times the cap
+    splitter.feed(gpus, out);
+    CHECK(splitter.pending().size() <= cap + gpus.size());
+  }
+  CHECK(out.errors.size() == 1);
+  CHECK(out.pieces.empty());
+  // Its end, when it comes, ends the skipping; the next document is read.
+  std::string one = test::read_file(test::fixture_path("xml/gtx1080ti-2gpu-v10-nodoctype.xml"));
+  splitter.feed("</nvidia_smi_log>\n" + one, out);
+  REQUIRE(out.pieces.size() == 1);
+  CHECK(out.pieces[0] == std::string(trim(one)));
+}
+
+TEST_CASE("what follows the last XML document is kept for the exit message") {
+  std::string one = test::read_file(test::fixture_path("xml/gtx1080ti-2gpu-v10-nodoctype.xml"));
+  XmlDocumentSplitter splitter(1 << 20);
+  StreamPieces out;
+  splitter.feed(one + "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
+                      "driver.\n",
+                out);
+  CHECK(out.pieces.size() == 1);
+  CHECK(trim(splitter.pending()) ==
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.");
+}

@@ -1,5 +1,6 @@
 // End to end: `nvsmi-agent watch` against the stand-in nvidia-smi's loop and its failures.
 #include "local_time.hpp"
+#include "process_support.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
@@ -505,4 +506,185 @@ TEST_CASE("local offsets: a live sample in the repeated hour takes the pass it w
   CHECK(offset(10, 27, 3, 0, long_after) == 60);
   CHECK(offset(7, 1, 12, 0, long_after) == 120);
   CHECK(offset(3, 31, 2, 30, long_after) == 60);
+}
+
+namespace {
+
+std::string fake_path() { return std::string(SCRIPTS_DIR) + "/fake-nvidia-smi"; }
+
+// `watch` on the stand-in in the background, with FAKE_NVSMI_* settings in `environment`.
+std::unique_ptr<test::Background> watch_in_background(const Setup &setup,
+                                                      const std::string &environment,
+                                                      const std::string &arguments) {
+  return std::make_unique<test::Background>(
+      environment + " FAKE_NVSMI_STATE=" + quote(setup.folder + "/state") + " " + quote(AGENT_BIN) +
+      " watch --nvidia-smi " + quote(fake_path()) + " " + arguments);
+}
+
+std::size_t count_of(const std::string &text, const std::string &part) {
+  std::size_t count = 0;
+  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
+    ++count;
+  return count;
+}
+
+// The agent's peak resident memory in KiB (VmHWM), 0 when it cannot be read.
+long peak_rss_kib(int pid) {
+  std::string status;
+  try {
+    status = test::read_file("/proc/" + std::to_string(pid) + "/status");
+  } catch (const std::exception &) {
+    return 0;
+  }
+  std::size_t at = status.find("VmHWM:");
+  return at == std::string::npos ? 0 : std::stol(status.substr(at + 6));
+}
+
+bool state_is_done(const Setup &setup) {
+  try {
+    return test::read_file(setup.folder + "/state") == "done\n";
+  } catch (const std::exception &) {
+    return false;
+  }
+}
+
+} // namespace
+
+TEST_CASE("watch: nvidia-smi missing or not executable at the start is exit 3, not a retry loop") {
+  Setup setup;
+  test::write_file(setup.folder + "/nvidia-smi", "#!/bin/sh\n");
+  struct Case {
+    std::string command, message;
+  } cases[] = {
+      {"timeout 30 env PATH=/nonexistent " + quote(AGENT_BIN) + " watch",
+       "nvidia-smi: not found on PATH"},
+      {"timeout 30 " + quote(AGENT_BIN) + " watch --nvidia-smi /nonexistent/nvidia-smi",
+       "cannot run /nonexistent/nvidia-smi: No such file or directory"},
+      {"timeout 30 " + quote(AGENT_BIN) + " watch --source xml --nvidia-smi " +
+           quote(setup.folder + "/nvidia-smi"),
+       "Permission denied"},
+  };
+  for (const Case &c : cases) {
+    Run run = test::run_shell(c.command);
+    INFO(c.command << "\n" << run.err);
+    CHECK(run.exit_code == 3);
+    CHECK(run.out.empty());
+    CHECK_THAT(run.err, Catch::StartsWith("nvsmi-agent: ") && Catch::Contains(c.message));
+    CHECK(count_of(run.err, "\n") == 1);
+  }
+}
+
+TEST_CASE("watch: a start that fails after a good one is retried and leaves no zombie") {
+  Setup setup;
+  // A wrapper that the stand-in makes unexecutable when it exits: every later start fails to exec.
+  std::string wrapper = setup.folder + "/nvidia-smi";
+  test::write_file(wrapper, "#!/bin/sh\nexec " + quote(fake_path()) + " \"$@\"\n");
+  REQUIRE(test::run_shell("chmod +x " + quote(wrapper)).exit_code == 0);
+  test::Background agent("FAKE_NVSMI_EXIT_AFTER=1 FAKE_NVSMI_CHMOD_ON_EXIT=" + quote(wrapper) +
+                         " " + quote(AGENT_BIN) + " watch --interval 0.1 --nvidia-smi " +
+                         quote(wrapper));
+  REQUIRE(test::eventually(
+      [&] { return count_of(agent.err(), "cannot run " + wrapper + ": Permission denied") >= 2; },
+      std::chrono::seconds(60)));
+  INFO(agent.err());
+  CHECK(count_of(agent.out(), "\n") == 1); // the good start's sample
+  CHECK(test::eventually([&] { return test::zombie_children(agent.pid()).empty(); },
+                         std::chrono::seconds(10)));
+  ::kill(agent.pid(), SIGTERM);
+  CHECK(agent.wait() == 0);
+}
+
+TEST_CASE("watch: a stop signal other than SIGINT or SIGTERM takes the process group down, 128+N") {
+  Setup setup;
+  std::string marker = test::unique_marker();
+  auto agent = watch_in_background(setup, "FAKE_NVSMI_MARKER=" + marker, "--interval 0.1");
+  REQUIRE(test::eventually(
+      [&] { return !test::processes_named(marker).empty() && !agent->out().empty(); }));
+  ::kill(agent->pid(), SIGUSR1);
+  CHECK(agent->wait() == 128 + SIGUSR1);
+  CHECK_THAT(agent->err(), Catch::Contains("stopping on User defined signal 1"));
+  CHECK(test::eventually([&] { return test::processes_named(marker).empty(); }));
+}
+
+TEST_CASE("watch: SIGKILL of the agent still takes nvidia-smi down (parent-death signal)") {
+  Setup setup;
+  std::string pid_file = setup.folder + "/nvidia-smi.pid";
+  auto agent =
+      watch_in_background(setup, "FAKE_NVSMI_PID_FILE=" + quote(pid_file), "--interval 0.1");
+  int child = 0;
+  REQUIRE(test::eventually([&] {
+    try {
+      child = std::stoi(test::read_file(pid_file));
+    } catch (const std::exception &) {
+      return false;
+    }
+    return !agent->out().empty();
+  }));
+  ::kill(agent->pid(), SIGKILL);
+  CHECK(agent->wait() == 128 + SIGKILL);
+  CHECK(test::eventually([&] { return test::process_ended(child); }));
+  ::kill(-child, SIGKILL); // what it started, if anything, is out of the kernel's reach
+}
+
+TEST_CASE("watch: a CSV sample that never completes is dropped, and memory stays bounded") {
+  Setup setup;
+  // 500000 rows of a sample of 999999999 GPUs, with a rising index: about 150 MB of text.
+  auto agent = watch_in_background(setup, "FAKE_NVSMI_MODE=endless-count",
+                                   "--interval 1 --stall-timeout 600");
+  REQUIRE(test::eventually([&] { return state_is_done(setup); }, std::chrono::seconds(180)));
+  long peak = peak_rss_kib(agent->pid());
+  INFO(agent->err().substr(0, 4000));
+  CHECK(peak > 0);
+  CHECK(peak < 64 * 1024);
+  CHECK_THAT(agent->err(), Catch::Contains("`count` 999999999 is past the 256 GPUs a sample may "
+                                           "have; sample dropped"));
+  CHECK(agent->out().empty());
+  ::kill(agent->pid(), SIGTERM);
+  CHECK(agent->wait() == 0);
+}
+
+TEST_CASE("watch: an XML document that never ends is skipped at its cap, memory stays bounded") {
+  Setup setup;
+  // About 100 MB of one document, three times the 32 MiB cap.
+  auto agent = watch_in_background(setup, "FAKE_NVSMI_MODE=endless-xml",
+                                   "--source xml --interval 1 --stall-timeout 600");
+  REQUIRE(test::eventually([&] { return state_is_done(setup); }, std::chrono::seconds(180)));
+  long peak = peak_rss_kib(agent->pid());
+  INFO(agent->err());
+  CHECK(peak > 0);
+  CHECK(peak < 128 * 1024); // the cap, a copy of it while it grows, and the program
+  CHECK_THAT(agent->err(), Catch::Contains("XML document longer than 33554432 bytes, skipped"));
+  ::kill(agent->pid(), SIGTERM);
+  CHECK(agent->wait() == 0);
+}
+
+TEST_CASE("watch: a chatty nvidia-smi costs a few log lines, then a count") {
+  Setup setup;
+  // 200000 lines of garbage on stdout, then exit 9 (and again after each restart).
+  auto agent =
+      watch_in_background(setup, "FAKE_NVSMI_MODE=chatty", "--interval 1 --stall-timeout 600");
+  REQUIRE(test::eventually([&] { return agent->err_contains("exited with code 9"); },
+                           std::chrono::seconds(120)));
+  ::kill(agent->pid(), SIGTERM);
+  CHECK(agent->wait() == 0);
+  std::string err = agent->err();
+  INFO(err);
+  CHECK(err.size() < 16 * 1024);
+  CHECK(count_of(err, "nvidia-smi printed: garbage line") <= 20);
+  CHECK(count_of(err, "more than 20 messages in 30 s: the rest are counted, not shown") >= 1);
+  CHECK_THAT(err, Catch::Contains(" messages suppressed\n"));
+  CHECK_THAT(err, Catch::Contains("nvidia-smi exited with code 9: garbage line"));
+}
+
+TEST_CASE("watch --source xml: nvidia-smi's message on stdout is in the exit line") {
+  Setup setup;
+  auto agent = watch_in_background(setup, "FAKE_NVSMI_MODE=exit9", "--source xml --interval 0.1");
+  REQUIRE(test::eventually([&] { return agent->err_contains("exited with code 9"); }));
+  ::kill(agent->pid(), SIGTERM);
+  CHECK(agent->wait() == 0);
+  std::string err = agent->err();
+  INFO(err);
+  CHECK_THAT(err, Catch::Contains("nvidia-smi exited with code 9: NVIDIA-SMI has failed because "
+                                  "it couldn't communicate with the NVIDIA driver."));
+  CHECK(err.find("partial sample dropped") == std::string::npos);
 }

@@ -117,10 +117,22 @@ CsvSampleAssembler::Outcome CsvSampleAssembler::add_line(std::string_view line) 
     outcome.error = "row without a GPU count; the `count` field must be queried";
     return outcome;
   }
+  if (*row.gpu_count > limits_.max_gpus) {
+    reset();
+    outcome.error = "`count` " + std::to_string(*row.gpu_count) + " is past the " +
+                    std::to_string(limits_.max_gpus) + " GPUs a sample may have; sample dropped";
+    return outcome;
+  }
   if (!pending_.gpus.empty() &&
       (row.gpu.index <= pending_.gpus.back().index || *row.gpu_count != expected_)) {
     reset();
     outcome.error = "incomplete sample dropped: a new one began";
+  }
+  if (!pending_.gpus.empty() && pending_bytes_ + line.size() > limits_.max_bytes) {
+    reset();
+    outcome.error =
+        "sample larger than " + std::to_string(limits_.max_bytes) + " bytes; sample dropped";
+    return outcome;
   }
   if (pending_.gpus.empty()) {
     pending_.source = Source::csv;
@@ -130,9 +142,11 @@ CsvSampleAssembler::Outcome CsvSampleAssembler::add_line(std::string_view line) 
     pending_.gpus.reserve(static_cast<std::size_t>(std::min<std::int64_t>(expected_, 64)));
   }
   pending_.gpus.push_back(std::move(row.gpu));
+  pending_bytes_ += line.size();
   if (static_cast<std::int64_t>(pending_.gpus.size()) == expected_) {
     outcome.sample = std::move(pending_);
     pending_ = Snapshot();
+    pending_bytes_ = 0;
   }
   return outcome;
 }
@@ -140,6 +154,7 @@ CsvSampleAssembler::Outcome CsvSampleAssembler::add_line(std::string_view line) 
 bool CsvSampleAssembler::reset() {
   bool had_partial = !pending_.gpus.empty();
   pending_ = Snapshot();
+  pending_bytes_ = 0;
   return had_partial;
 }
 

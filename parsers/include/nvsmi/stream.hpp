@@ -7,6 +7,7 @@
 #include "nvsmi/snapshot.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,11 +37,15 @@ private:
 };
 
 // Cuts the stream `nvidia-smi -q -x -lms N` prints into whole documents, each ending with
-// </nvidia_smi_log>. A document larger than the cap is an error and is skipped.
+// </nvidia_smi_log>. A document larger than the cap is an error and is skipped: what is held
+// never passes the cap by more than the chunk fed last.
 class XmlDocumentSplitter {
 public:
   explicit XmlDocumentSplitter(std::size_t max_document_bytes) : max_(max_document_bytes) {}
   void feed(std::string_view bytes, StreamPieces &out);
+  // What came after the last whole document (empty while an oversized one is skipped): when the
+  // writer has died, a partial document or its last words.
+  std::string_view pending() const { return skipping_ ? std::string_view() : partial_; }
   bool reset();
 
 private:
@@ -49,12 +54,23 @@ private:
   bool skipping_ = false;
 };
 
+// How much one CSV sample may hold while it is gathered. A server has a few dozen GPUs at most,
+// and a row is some hundred bytes: far more than this is a stream that went wrong (a `count` of
+// 999999999, rows that never complete a sample), not a sample to wait for.
+struct CsvSampleLimits {
+  std::int64_t max_gpus = 256;      // the largest `count` accepted
+  std::size_t max_bytes = 8u << 20; // rows' text in one sample
+};
+
 // Gathers `--query-gpu` rows into one Snapshot per loop iteration: a sample is complete when as
 // many rows as the `count` column says are in. A header line (re)sets the columns; a row that
 // starts over (an index not after the last one) while a sample is incomplete drops the partial.
+// A row whose `count` is past the limit, or one that takes the sample past its byte limit, is an
+// error and drops the sample: memory never grows past the limits.
 class CsvSampleAssembler {
 public:
-  explicit CsvSampleAssembler(CsvLayout layout) : layout_(std::move(layout)) {}
+  explicit CsvSampleAssembler(CsvLayout layout, CsvSampleLimits limits = {})
+      : layout_(std::move(layout)), limits_(limits) {}
 
   struct Outcome {
     std::optional<Snapshot> sample;
@@ -66,8 +82,10 @@ public:
 
 private:
   CsvLayout layout_;
+  CsvSampleLimits limits_;
   Snapshot pending_;
   std::int64_t expected_ = 0;
+  std::size_t pending_bytes_ = 0;
 };
 
 } // namespace nvsmi
