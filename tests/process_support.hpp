@@ -17,18 +17,6 @@
 
 namespace test {
 
-// Whether `condition` holds within `deadline`, asked every 50 ms (the machine may be busy).
-inline bool eventually(const std::function<bool()> &condition,
-                       std::chrono::seconds deadline = std::chrono::seconds(30)) {
-  for (auto end = std::chrono::steady_clock::now() + deadline;;) {
-    if (condition())
-      return true;
-    if (std::chrono::steady_clock::now() > end)
-      return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-}
-
 // A process's state letter (R, S, Z, ...) and parent, from /proc/PID/stat; state 0 when gone.
 struct ProcessStat {
   char state = 0;
@@ -86,6 +74,13 @@ inline std::vector<int> processes_named(const std::string &name) {
   return found;
 }
 
+// The pid a program wrote into `path`, or 0 while it has not (yet) written a whole one.
+inline int pid_in_file(const std::string &path) {
+  std::ifstream file(path);
+  int pid = 0;
+  return file >> pid && file.peek() == '\n' ? pid : 0;
+}
+
 // A name no other test (here or in another checkout running at the same time) uses.
 inline std::string unique_marker() {
   std::string folder = temporary_folder();
@@ -101,7 +96,7 @@ public:
     run_shell("( " + command + " >" + quote(folder_ + "/out") + " 2>" + quote(folder_ + "/err") +
               " </dev/null & echo $! >" + quote(folder_ + "/pid") + "; wait $!; echo $? >" + code +
               ".part; mv " + code + ".part " + code + " ) >/dev/null 2>&1 &");
-    eventually([&] {
+    wait_until([&] {
       std::ifstream file(folder_ + "/pid");
       return static_cast<bool>(file >> pid_);
     });
@@ -126,7 +121,7 @@ public:
   }
   // Waits for the end; -1 past the deadline.
   int wait(std::chrono::seconds deadline = std::chrono::seconds(30)) const {
-    eventually([&] { return exit_code().has_value(); }, deadline);
+    wait_until([&] { return exit_code().has_value(); }, deadline);
     return exit_code().value_or(-1);
   }
   bool err_contains(const std::string &text) const { return err().find(text) != std::string::npos; }

@@ -1,4 +1,5 @@
 #include "serve_support.hpp"
+#include "process_support.hpp"
 
 #include <csignal>
 #include <fstream>
@@ -8,17 +9,6 @@
 #include <unistd.h>
 
 namespace test {
-namespace {
-
-bool running(int pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string pid_field, name, state;
-  if (!(stat >> pid_field >> name >> state))
-    return false;
-  return state != "Z"; // a zombie has left; its parent (not us) reaps it
-}
-
-} // namespace
 
 Server::Server(const std::string &arguments, const std::string &environment)
     : folder_(temporary_folder()), err_(folder_ + "/err") {
@@ -38,7 +28,7 @@ Server::Server(const std::string &arguments, const std::string &environment)
     std::size_t at = text.find("serving http://127.0.0.1:");
     if (at != std::string::npos)
       port_ = std::stoi(text.substr(at + 25));
-    left = port_ == 0 && !running(pid_);
+    left = port_ == 0 && process_ended(pid_);
     return port_ != 0 || left;
   });
   if (left)
@@ -111,10 +101,10 @@ Prometheus::Prometheus(const std::vector<int> &agent_ports) : folder_(temporary_
           return run_shell("curl -sf --max-time 10 http://127.0.0.1:" + std::to_string(port_) +
                            "/-/ready")
                          .exit_code == 0 ||
-                 !running(pid_);
+                 process_ended(pid_);
         },
         patience, std::chrono::milliseconds(250));
-    if (ready && running(pid_))
+    if (ready && !process_ended(pid_))
       return;
     ::kill(pid_, SIGKILL);
     if (log().find("address already in use") == std::string::npos)
@@ -125,7 +115,7 @@ Prometheus::Prometheus(const std::vector<int> &agent_ports) : folder_(temporary_
 
 Prometheus::~Prometheus() {
   ::kill(pid_, SIGTERM);
-  if (!wait_until([&] { return !running(pid_); }, patience))
+  if (!wait_until([&] { return process_ended(pid_); }, patience))
     ::kill(pid_, SIGKILL);
 }
 

@@ -107,6 +107,6 @@ TEST_CASE("a program that cannot be executed leaves no zombie behind") {
     CHECK(error_code_of({folder + "/not-executable"}, limits(seconds(5))) == exit_not_found);
     CHECK(error_code_of({"/nonexistent/nvidia-smi"}, limits(seconds(5))) == exit_not_found);
   }
-  CHECK(test::eventually([&] { return test::zombie_children(::getpid()).size() <= before; },
+  CHECK(test::wait_until([&] { return test::zombie_children(::getpid()).size() <= before; },
                          seconds(10)));
 }

@@ -322,13 +322,13 @@ TEST_CASE("live: any stop signal during the run takes nvidia-smi's process group
     std::string marker = test::unique_marker();
     test::Background agent("FAKE_NVSMI_MODE=hang FAKE_NVSMI_MARKER=" + marker + " " +
                            quote(AGENT_BIN) + " snapshot --timeout 120 --nvidia-smi " + fake());
-    REQUIRE(test::eventually([&] { return !test::processes_named(marker).empty(); }));
+    REQUIRE(test::wait_until([&] { return !test::processes_named(marker).empty(); }));
     ::kill(agent.pid(), signal);
     CHECK(agent.wait() == 128 + signal);
     CHECK_THAT(agent.err(), Catch::Contains("interrupted by " + std::string(strsignal(signal)) +
                                             "; killed it and its process group"));
     CHECK(agent.out().empty());
-    CHECK(test::eventually([&] { return test::processes_named(marker).empty(); }));
+    CHECK(test::wait_until([&] { return test::processes_named(marker).empty(); }));
   }
 }
 
@@ -336,11 +336,11 @@ TEST_CASE("live: SIGPIPE is ignored; a reader that left is no error") {
   std::string marker = test::unique_marker();
   test::Background agent("FAKE_NVSMI_MODE=hang FAKE_NVSMI_MARKER=" + marker + " " +
                          quote(AGENT_BIN) + " snapshot --timeout 120 --nvidia-smi " + fake());
-  REQUIRE(test::eventually([&] { return !test::processes_named(marker).empty(); }));
+  REQUIRE(test::wait_until([&] { return !test::processes_named(marker).empty(); }));
   ::kill(agent.pid(), SIGPIPE);
   ::kill(agent.pid(), SIGTERM); // it was still there to take this one
   CHECK(agent.wait() == 128 + SIGTERM);
-  CHECK(test::eventually([&] { return test::processes_named(marker).empty(); }));
+  CHECK(test::wait_until([&] { return test::processes_named(marker).empty(); }));
 
   // The reader closes its end before the agent writes: EPIPE, which is the reader's choice.
   std::string folder = test::temporary_folder();
@@ -359,18 +359,11 @@ TEST_CASE("live: SIGKILL of the agent still takes nvidia-smi down (parent-death 
   test::Background agent("FAKE_NVSMI_MODE=hang FAKE_NVSMI_PID_FILE=" + quote(pid_file) + " " +
                          quote(AGENT_BIN) + " snapshot --timeout 120 --nvidia-smi " + fake());
   int child = 0;
-  REQUIRE(test::eventually([&] {
-    try {
-      child = std::stoi(test::read_file(pid_file));
-    } catch (const std::exception &) {
-      return false;
-    }
-    return true;
-  }));
+  REQUIRE(test::wait_until([&] { return (child = test::pid_in_file(pid_file)) > 0; }));
   REQUIRE_FALSE(test::process_ended(child));
   ::kill(agent.pid(), SIGKILL);
   CHECK(agent.wait() == 128 + SIGKILL);
-  CHECK(test::eventually([&] { return test::process_ended(child); }));
+  CHECK(test::wait_until([&] { return test::process_ended(child); }));
   // What nvidia-smi started is out of the kernel's reach here (systemd's cgroup takes it).
   ::kill(-child, SIGKILL);
 }

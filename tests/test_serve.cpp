@@ -271,7 +271,7 @@ TEST_CASE("serve: the 503 names nvidia-smi's own message as the last problem, xm
                Catch::Contains("; last problem: nvidia-smi exited with code 9: NVIDIA-SMI has "
                                "failed because it couldn't communicate with the NVIDIA driver."));
     // Still so while it waits to restart nvidia-smi: that is no problem of its own.
-    REQUIRE(test::eventually([&] { return has(server.log(), "restarting nvidia-smi in 2 s"); }));
+    REQUIRE(test::wait_until([&] { return has(server.log(), "restarting nvidia-smi in 2 s"); }));
     CHECK_THAT(server.get("/api/v1/snapshot").body, Catch::Contains("NVIDIA-SMI has failed"));
     CHECK(server.stop() == 0);
   }
@@ -283,8 +283,8 @@ TEST_CASE("serve: SIGHUP takes nvidia-smi's process group down, exit 129") {
   wait_for(server, "/metrics", [](const Http &h) { return has(h.body, "\nnvsmi_up 1\n"); });
   REQUIRE_FALSE(test::processes_named(marker).empty());
   ::kill(server.pid(), SIGHUP);
-  CHECK(test::eventually([&] { return test::process_ended(server.pid()); }));
-  CHECK(test::eventually([&] { return test::processes_named(marker).empty(); }));
+  CHECK(test::wait_until([&] { return test::process_ended(server.pid()); }));
+  CHECK(test::wait_until([&] { return test::processes_named(marker).empty(); }));
   CHECK_THAT(server.log(), Catch::Contains("stopping on Hangup"));
   CHECK(server.stop() == 129);
 }

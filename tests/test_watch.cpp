@@ -583,12 +583,12 @@ TEST_CASE("watch: a start that fails after a good one is retried and leaves no z
   test::Background agent("FAKE_NVSMI_EXIT_AFTER=1 FAKE_NVSMI_CHMOD_ON_EXIT=" + quote(wrapper) +
                          " " + quote(AGENT_BIN) + " watch --interval 0.1 --nvidia-smi " +
                          quote(wrapper));
-  REQUIRE(test::eventually(
+  REQUIRE(test::wait_until(
       [&] { return count_of(agent.err(), "cannot run " + wrapper + ": Permission denied") >= 2; },
       std::chrono::seconds(60)));
   INFO(agent.err());
   CHECK(count_of(agent.out(), "\n") == 1); // the good start's sample
-  CHECK(test::eventually([&] { return test::zombie_children(agent.pid()).empty(); },
+  CHECK(test::wait_until([&] { return test::zombie_children(agent.pid()).empty(); },
                          std::chrono::seconds(10)));
   ::kill(agent.pid(), SIGTERM);
   CHECK(agent.wait() == 0);
@@ -598,12 +598,12 @@ TEST_CASE("watch: a stop signal other than SIGINT or SIGTERM takes the process g
   Setup setup;
   std::string marker = test::unique_marker();
   auto agent = watch_in_background(setup, "FAKE_NVSMI_MARKER=" + marker, "--interval 0.1");
-  REQUIRE(test::eventually(
+  REQUIRE(test::wait_until(
       [&] { return !test::processes_named(marker).empty() && !agent->out().empty(); }));
   ::kill(agent->pid(), SIGUSR1);
   CHECK(agent->wait() == 128 + SIGUSR1);
   CHECK_THAT(agent->err(), Catch::Contains("stopping on User defined signal 1"));
-  CHECK(test::eventually([&] { return test::processes_named(marker).empty(); }));
+  CHECK(test::wait_until([&] { return test::processes_named(marker).empty(); }));
 }
 
 TEST_CASE("watch: SIGKILL of the agent still takes nvidia-smi down (parent-death signal)") {
@@ -612,17 +612,11 @@ TEST_CASE("watch: SIGKILL of the agent still takes nvidia-smi down (parent-death
   auto agent =
       watch_in_background(setup, "FAKE_NVSMI_PID_FILE=" + quote(pid_file), "--interval 0.1");
   int child = 0;
-  REQUIRE(test::eventually([&] {
-    try {
-      child = std::stoi(test::read_file(pid_file));
-    } catch (const std::exception &) {
-      return false;
-    }
-    return !agent->out().empty();
-  }));
+  REQUIRE(test::wait_until(
+      [&] { return (child = test::pid_in_file(pid_file)) > 0 && !agent->out().empty(); }));
   ::kill(agent->pid(), SIGKILL);
   CHECK(agent->wait() == 128 + SIGKILL);
-  CHECK(test::eventually([&] { return test::process_ended(child); }));
+  CHECK(test::wait_until([&] { return test::process_ended(child); }));
   ::kill(-child, SIGKILL); // what it started, if anything, is out of the kernel's reach
 }
 
@@ -631,7 +625,7 @@ TEST_CASE("watch: a CSV sample that never completes is dropped, and memory stays
   // 500000 rows of a sample of 999999999 GPUs, with a rising index: about 150 MB of text.
   auto agent = watch_in_background(setup, "FAKE_NVSMI_MODE=endless-count",
                                    "--interval 1 --stall-timeout 600");
-  REQUIRE(test::eventually([&] { return state_is_done(setup); }, std::chrono::seconds(180)));
+  REQUIRE(test::wait_until([&] { return state_is_done(setup); }, std::chrono::seconds(180)));
   long peak = peak_rss_kib(agent->pid());
   INFO(agent->err().substr(0, 4000));
   CHECK(peak > 0);
@@ -648,7 +642,7 @@ TEST_CASE("watch: an XML document that never ends is skipped at its cap, memory 
   // About 100 MB of one document, three times the 32 MiB cap.
   auto agent = watch_in_background(setup, "FAKE_NVSMI_MODE=endless-xml",
                                    "--source xml --interval 1 --stall-timeout 600");
-  REQUIRE(test::eventually([&] { return state_is_done(setup); }, std::chrono::seconds(180)));
+  REQUIRE(test::wait_until([&] { return state_is_done(setup); }, std::chrono::seconds(180)));
   long peak = peak_rss_kib(agent->pid());
   INFO(agent->err());
   CHECK(peak > 0);
@@ -663,7 +657,7 @@ TEST_CASE("watch: a chatty nvidia-smi costs a few log lines, then a count") {
   // 200000 lines of garbage on stdout, then exit 9 (and again after each restart).
   auto agent =
       watch_in_background(setup, "FAKE_NVSMI_MODE=chatty", "--interval 1 --stall-timeout 600");
-  REQUIRE(test::eventually([&] { return agent->err_contains("exited with code 9"); },
+  REQUIRE(test::wait_until([&] { return agent->err_contains("exited with code 9"); },
                            std::chrono::seconds(120)));
   ::kill(agent->pid(), SIGTERM);
   CHECK(agent->wait() == 0);
@@ -679,7 +673,7 @@ TEST_CASE("watch: a chatty nvidia-smi costs a few log lines, then a count") {
 TEST_CASE("watch --source xml: nvidia-smi's message on stdout is in the exit line") {
   Setup setup;
   auto agent = watch_in_background(setup, "FAKE_NVSMI_MODE=exit9", "--source xml --interval 0.1");
-  REQUIRE(test::eventually([&] { return agent->err_contains("exited with code 9"); }));
+  REQUIRE(test::wait_until([&] { return agent->err_contains("exited with code 9"); }));
   ::kill(agent->pid(), SIGTERM);
   CHECK(agent->wait() == 0);
   std::string err = agent->err();
