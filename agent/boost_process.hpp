@@ -25,7 +25,8 @@ namespace nvsmi {
 //   together;
 // - in the child, SIGKILL when the agent dies, the one death (SIGKILL, a crash) the agent cannot
 //   clean up after itself. It reaches the child only, not what the child started;
-// - in the child, SIGPIPE back to its default: the agent ignores it, and exec keeps that;
+// - in the child, SIGPIPE and SIGXFSZ back to their default: the agent ignores them, and exec
+//   keeps that;
 // - in the agent, the child reaped when exec fails. Boost.Process returns the error without
 //   waiting for the child it forked, which would stay a zombie for as long as the agent runs.
 struct NewProcessGroup {
@@ -42,6 +43,7 @@ struct NewProcessGroup {
     ::sigemptyset(&none);
     if (::setpgid(0, 0) != 0 || ::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 ||
         ::sigaction(SIGPIPE, &default_action, nullptr) != 0 ||
+        ::sigaction(SIGXFSZ, &default_action, nullptr) != 0 ||
         ::sigprocmask(SIG_SETMASK, &none, nullptr) != 0)
       return boost::process::v2::error_code(errno, boost::process::v2::system_category());
     // The agent may have died between fork and prctl: then nothing would send the signal.

@@ -132,7 +132,7 @@ private:
 } // namespace
 
 int run_serve(const ServeOptions &options) {
-  ignore_sigpipe();
+  ignore_write_signals();
   try {
     Serve serve(options);
     int code = serve.run();

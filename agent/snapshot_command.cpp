@@ -124,7 +124,7 @@ Snapshot parse_output(const std::string &bytes, const std::string &origin) {
 }
 
 void run_snapshot(const SnapshotOptions &options) {
-  ignore_sigpipe();
+  ignore_write_signals();
   std::optional<FileLock> lock;
   if (options.lock)
     lock.emplace(*options.lock);

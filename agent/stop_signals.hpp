@@ -1,8 +1,8 @@
 // The signals that would end the agent by default and that it can catch. Each command that runs
 // nvidia-smi catches all of them, so that no way of stopping the agent leaves nvidia-smi and what
 // it started running: it kills the process group, then exits 128 + the signal's number (as a
-// shell reports a death by that signal). SIGPIPE is ignored instead (a reader that left shows as
-// EPIPE); the faults (SIGSEGV, SIGABRT, ...) keep their core dump, and for them, as for SIGKILL,
+// shell reports a death by that signal). SIGPIPE and SIGXFSZ are ignored instead (a reader that
+// left shows as EPIPE, a file past the size limit as EFBIG, each an error where it is written); the faults (SIGSEGV, SIGABRT, ...) keep their core dump, and for them, as for SIGKILL,
 // the child's parent-death signal takes nvidia-smi down.
 #pragma once
 
@@ -14,13 +14,17 @@ namespace nvsmi {
 
 inline void add_stop_signals(boost::asio::signal_set &signals) {
   for (int signal : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM,
-                     SIGPROF, SIGXCPU, SIGXFSZ, SIGIO, SIGPWR, SIGSTKFLT})
+                     SIGPROF, SIGXCPU, SIGIO, SIGPWR, SIGSTKFLT})
     signals.add(signal);
   for (int signal = SIGRTMIN; signal <= SIGRTMAX; ++signal)
     signals.add(signal);
 }
 
-// A reader of standard output that goes away shows as EPIPE on write, not as a silent death.
-inline void ignore_sigpipe() { std::signal(SIGPIPE, SIG_IGN); }
+// A reader of standard output that goes away shows as EPIPE on write, and a file that reaches
+// the size limit (RLIMIT_FSIZE) as EFBIG, not as a silent death with half a row written.
+inline void ignore_write_signals() {
+  std::signal(SIGPIPE, SIG_IGN);
+  std::signal(SIGXFSZ, SIG_IGN);
+}
 
 } // namespace nvsmi

@@ -154,10 +154,7 @@ private:
 } // namespace
 
 int run_watch(const WatchOptions &options) {
-  ignore_sigpipe();
-  // A log past the file size limit (RLIMIT_FSIZE) must fail its write with EFBIG, which is taken
-  // back and reported like a full disk, rather than kill the agent with half a row in the log.
-  std::signal(SIGXFSZ, SIG_IGN);
+  ignore_write_signals();
   Watch watch(options);
   int code = watch.run();
   finish_log();

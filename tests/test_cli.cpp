@@ -367,3 +367,23 @@ TEST_CASE("live: SIGKILL of the agent still takes nvidia-smi down (parent-death 
   // What nvidia-smi started is out of the kernel's reach here (systemd's cgroup takes it).
   ::kill(-child, SIGKILL);
 }
+
+TEST_CASE("--output past the file size limit is an error, and the old file stays whole") {
+  if (!test::installed("prlimit")) {
+    WARN("prlimit not installed: skipped");
+    return;
+  }
+  std::string folder = test::temporary_folder();
+  std::string out = folder + "/gpus.json";
+  test::write_file(out, "the old snapshot\n");
+  // The JSON of 8 GPUs is about 9 KB: past a 4 KB limit the write fails with EFBIG, which must be
+  // an error like a full disk rather than SIGXFSZ ending the agent with its temporary file left.
+  Run run = test::run_shell("prlimit --fsize=4096 " + quote(AGENT_BIN) + " snapshot --fixture " +
+                            quote(test::fixture_path("xml/h100-8gpu-v12.xml")) +
+                            " --format json --output " + quote(out));
+  INFO(run.err);
+  CHECK(run.exit_code == 7);
+  CHECK_THAT(run.err, Catch::Contains("gpus.json"));
+  CHECK(test::read_file(out) == "the old snapshot\n");
+  CHECK(test::run_shell("ls -A " + quote(folder)).out == "gpus.json\n");
+}
