@@ -1,6 +1,6 @@
 // nvsmi-agent: runs nvidia-smi, reads what it prints into typed records, and hands them on.
-#include "cli.hpp"
-#include "exit_codes.hpp"
+#include "cli/cli.hpp"
+#include "core/exit_codes.hpp"
 
 #include "nvsmi/utf8.hpp"
 

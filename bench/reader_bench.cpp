@@ -1,9 +1,9 @@
 // Reader throughput on the files bench/run writes: XML of 1, 8 and 64 GPUs and an 8-GPU CSV
 // sample, read alone and read then formatted in each output format.
 // Usage: reader_bench DATA_DIR [--benchmark_... options]
-#include "file_io.hpp"
-#include "formats.hpp"
-#include "snapshot_command.hpp"
+#include "files/file_io.hpp"
+#include "formats/formats.hpp"
+#include "nvidia_smi/source.hpp"
 
 #include "nvsmi/csv_reader.hpp"
 #include "nvsmi/stream.hpp"

@@ -1,6 +1,6 @@
 #include "check_output.hpp"
 
-#include "formats.hpp"
+#include "formats/formats.hpp"
 
 #include <nlohmann/json.hpp>
 

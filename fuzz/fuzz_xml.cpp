@@ -3,7 +3,7 @@
 // whatever the full parse refuses except a document whose only fault lies inside an element it
 // skipped; when both refuse, they may name different faults.
 #include "check_output.hpp"
-#include "formats.hpp"
+#include "formats/formats.hpp"
 
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/xml_reader.hpp"

@@ -1,7 +1,7 @@
 // docs/BAD-INPUT.md, row by row: what the readers and the agent do with hostile or broken input.
 // Each TEST_CASE is named after its row in that table.
-#include "formats.hpp"
-#include "report.hpp"
+#include "formats/formats.hpp"
+#include "report/report.hpp"
 #include "support.hpp"
 
 #include "nvsmi/csv_reader.hpp"

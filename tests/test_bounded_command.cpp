@@ -1,5 +1,5 @@
-#include "bounded_command.hpp"
-#include "exit_codes.hpp"
+#include "core/exit_codes.hpp"
+#include "nvidia_smi/bounded_command.hpp"
 #include "process_support.hpp"
 #include "support.hpp"
 

@@ -1,4 +1,4 @@
-#include "command_line.hpp"
+#include "nvidia_smi/command_line.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,8 +1,8 @@
 // Conformance: every recording in ../shared/corpus read as expected.json says. Skipped (exit 77,
 // which ctest reports as skipped) where the corpus is not beside the project.
 #define CATCH_CONFIG_RUNNER
-#include "formats.hpp"
-#include "snapshot_command.hpp"
+#include "formats/formats.hpp"
+#include "nvidia_smi/source.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>

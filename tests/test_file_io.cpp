@@ -1,5 +1,5 @@
-#include "exit_codes.hpp"
-#include "file_io.hpp"
+#include "core/exit_codes.hpp"
+#include "files/file_io.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>

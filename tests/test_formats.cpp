@@ -1,4 +1,4 @@
-#include "formats.hpp"
+#include "formats/formats.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-#include "log_line.hpp"
+#include "core/log_line.hpp"
 
 #include "nvsmi/utf8.hpp"
 

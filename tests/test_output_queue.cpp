@@ -1,5 +1,5 @@
 // The watch command's standard output: asynchronous on a pipe, bounded, direct on a file.
-#include "output_queue.hpp"
+#include "files/output_queue.hpp"
 #include "support.hpp"
 
 #include <boost/asio/io_context.hpp>

@@ -1,7 +1,7 @@
 // `nvsmi-agent report`: exact figures on small logs whose answer is known, and the built binary
 // on the hand-made logs in fixtures/logs.
-#include "report.hpp"
-#include "report_series.hpp"
+#include "report/report.hpp"
+#include "report/report_series.hpp"
 #include "support.hpp"
 
 #include "nvsmi/timestamp.hpp"

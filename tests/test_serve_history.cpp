@@ -1,7 +1,7 @@
-#include "compact_snapshot.hpp"
-#include "formats.hpp"
-#include "serve_history.hpp"
-#include "snapshot_command.hpp"
+#include "formats/formats.hpp"
+#include "nvidia_smi/source.hpp"
+#include "serve/compact_snapshot.hpp"
+#include "serve/serve_history.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>

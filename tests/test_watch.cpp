@@ -1,5 +1,5 @@
 // End to end: `nvsmi-agent watch` against the stand-in nvidia-smi's loop and its failures.
-#include "local_time.hpp"
+#include "core/local_time.hpp"
 #include "process_support.hpp"
 #include "support.hpp"
 

@@ -1,6 +1,6 @@
 // read_xml drops the <gpu> children it does not read before parsing (XmlParse::skip_unread). It
 // must read exactly what the full DOM parse reads, on every recording.
-#include "formats.hpp"
+#include "formats/formats.hpp"
 #include "support.hpp"
 
 #include "nvsmi/quantity.hpp"

@@ -1,0 +1,39 @@
+// Each subcommand registers its options on the CLI11 app and returns what runs it once parsed.
+#pragma once
+
+#include "nvidia_smi/sampler.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace nvsmi {
+
+struct Subcommand {
+  CLI::App *command;
+  std::function<int()> run; // returns the exit code; may throw AgentError
+};
+
+Subcommand add_snapshot_command(CLI::App &app);
+Subcommand add_watch_command(CLI::App &app);
+Subcommand add_report_command(CLI::App &app);
+Subcommand add_serve_command(CLI::App &app);
+
+// --nvidia-smi, which every sampling subcommand has; it cannot go with --fixture.
+void add_nvidia_smi_option(CLI::App *command, std::optional<std::string> &target,
+                           CLI::Option *fixture);
+// --source csv|xml into `target` ("csv" or "xml").
+void add_source_option(CLI::App *command, std::string &target, const std::string &help);
+
+// The options of a long-running sampler (watch, serve): --interval, --source, --fields,
+// --fixture, --nvidia-smi, --stall-timeout. `finish` completes `options` once parsed.
+struct SamplingCli {
+  SamplerOptions options;
+  std::string source = "csv";
+  void finish(); // throws AgentError for --fields with --source xml
+};
+void add_sampling_options(CLI::App *command, SamplingCli &sampling);
+
+} // namespace nvsmi

@@ -1,0 +1,77 @@
+#include "cli/cli.hpp"
+#include "core/exit_codes.hpp"
+
+#include "nvsmi/csv_reader.hpp"
+
+#include <algorithm>
+
+namespace nvsmi {
+namespace {
+
+// A field the agent already reads is in the output under its typed name; asking twice would only
+// add a second, untyped copy.
+void drop_known_fields(std::vector<std::string> &fields) {
+  std::vector<std::string> kept;
+  for (std::string &field : fields)
+    if (!CsvLayout::is_header(field) && std::find(kept.begin(), kept.end(), field) == kept.end())
+      kept.push_back(std::move(field));
+  fields = std::move(kept);
+}
+
+bool is_field_name(const std::string &name) {
+  return !name.empty() && name.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                                                 "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                 "0123456789._") == std::string::npos;
+}
+
+} // namespace
+
+void add_nvidia_smi_option(CLI::App *command, std::optional<std::string> &target,
+                           CLI::Option *fixture) {
+  command
+      ->add_option("--nvidia-smi", target,
+                   "nvidia-smi command to run, with arguments (default: $NVIDIA_SMI, else "
+                   "nvidia-smi on PATH)")
+      ->excludes(fixture);
+}
+
+void add_source_option(CLI::App *command, std::string &target, const std::string &help) {
+  command->add_option("--source", target, help)
+      ->check(CLI::IsMember({"xml", "csv"}))
+      ->capture_default_str();
+}
+
+void SamplingCli::finish() {
+  options.source = source == "xml" ? SourceKind::xml : SourceKind::csv;
+  if (options.source == SourceKind::xml && !options.fields.empty())
+    throw AgentError(exit_usage, "--fields needs --source csv (it adds query fields)");
+  drop_known_fields(options.fields);
+}
+
+void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
+  SamplerOptions &options = sampling.options;
+  command->add_option("--interval", options.interval_seconds, "Seconds between samples")
+      ->check(CLI::Range(0.01, 86400.0))
+      ->capture_default_str();
+  add_source_option(command, sampling.source, "csv (--query-gpu, cheap) or xml (-q -x, complete)");
+  command
+      ->add_option("--fields", options.fields,
+                   "More --query-gpu fields, comma-separated (csv source): extra keys in json, "
+                   "extra columns in csv")
+      ->delimiter(',')
+      ->check(CLI::Validator(
+          [](std::string &name) {
+            return is_field_name(name) ? std::string() : "not a query field name: \"" + name + "\"";
+          },
+          "FIELD", "field name"));
+  CLI::Option *fixture = command->add_option(
+      "--fixture", options.fixture, "Replay this recording at the interval instead of nvidia-smi");
+  add_nvidia_smi_option(command, options.nvidia_smi, fixture);
+  command
+      ->add_option("--stall-timeout", options.stall_timeout_seconds,
+                   "Kill and restart nvidia-smi after this many seconds without a whole sample "
+                   "(default: max(3 x interval, 10))")
+      ->check(CLI::Range(0.01, 86400.0));
+}
+
+} // namespace nvsmi

@@ -1,0 +1,54 @@
+#include "cli/cli.hpp"
+#include "commands/serve_command.hpp"
+
+#include <memory>
+
+namespace nvsmi {
+
+Subcommand add_serve_command(CLI::App &app) {
+  struct Settings {
+    ServeOptions options;
+    SamplingCli sampling;
+    double request_timeout_seconds = 10;
+  };
+  auto settings = std::make_shared<Settings>();
+  ServeOptions &options = settings->options;
+
+  CLI::App *command = app.add_subcommand(
+      "serve", "Sample in the background and serve Prometheus metrics (/metrics), JSON "
+               "(/api/v1/...) and a live dashboard (/) over HTTP.");
+  add_sampling_options(command, settings->sampling);
+  command
+      ->add_option("--listen", options.listen,
+                   "HOST:PORT to listen on; 0.0.0.0:PORT or :PORT for every address")
+      ->capture_default_str();
+  command
+      ->add_option("--history", options.history_seconds,
+                   "Seconds of samples kept for /api/v1/history and the dashboard")
+      ->check(CLI::Range(0.0, 7 * 86400.0))
+      ->capture_default_str();
+  command
+      ->add_option("--history-max-mib", options.history_max_mib,
+                   "MiB of memory the history may hold; the oldest samples go first")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  command
+      ->add_option("--max-connections", options.limits.max_connections,
+                   "Clients served at once; more are closed at once")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  command
+      ->add_option("--request-timeout", settings->request_timeout_seconds,
+                   "Seconds a client has to send a whole request, idle time included")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+  return {command, [settings] {
+            settings->options.limits.request_timeout = std::chrono::milliseconds(
+                static_cast<long long>(settings->request_timeout_seconds * 1000));
+            settings->sampling.finish();
+            settings->options.sampling = settings->sampling.options;
+            return run_serve(settings->options);
+          }};
+}
+
+} // namespace nvsmi

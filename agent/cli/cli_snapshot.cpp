@@ -1,0 +1,50 @@
+#include "cli/cli.hpp"
+#include "commands/snapshot_command.hpp"
+#include "core/exit_codes.hpp"
+#include "files/file_io.hpp"
+
+#include <memory>
+
+namespace nvsmi {
+
+Subcommand add_snapshot_command(CLI::App &app) {
+  struct Settings {
+    SnapshotOptions options;
+    std::string source = "xml", format = "legacy";
+  };
+  auto settings = std::make_shared<Settings>();
+  SnapshotOptions &options = settings->options;
+
+  CLI::App *command = app.add_subcommand("snapshot", "Read the GPUs' state once and print it.");
+  add_source_option(command, settings->source,
+                    "What to ask nvidia-smi for: xml (-q -x) or csv (--query-gpu); a fixture is "
+                    "told apart by content");
+  command->add_option("--format", settings->format, "legacy (the UI's document), json or csv")
+      ->check(CLI::IsMember({"legacy", "json", "csv"}))
+      ->capture_default_str();
+  CLI::Option *fixture = command->add_option(
+      "--fixture", options.fixture,
+      "Read this recorded nvidia-smi output (XML or CSV) instead of running it; - for stdin");
+  add_nvidia_smi_option(command, options.nvidia_smi, fixture);
+  command
+      ->add_option("--timeout", options.timeout_seconds,
+                   "Seconds nvidia-smi may take before it is killed")
+      ->check(CLI::Range(0.001, 86400.0))
+      ->default_str("10");
+  command->add_option("--output", options.output,
+                      "Replace this file atomically instead of printing");
+  command->add_option("--lock", options.lock,
+                      "Exit at once (code 8) if another run holds this lock file");
+
+  return {command, [settings] {
+            settings->options.source =
+                settings->source == "csv" ? SourceKind::csv : SourceKind::xml;
+            settings->options.format = *format_from_name(settings->format);
+            if (settings->options.output) // refuse a device or a FIFO before nvidia-smi runs
+              output_target(*settings->options.output);
+            run_snapshot(settings->options);
+            return exit_ok;
+          }};
+}
+
+} // namespace nvsmi

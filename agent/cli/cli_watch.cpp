@@ -1,0 +1,45 @@
+#include "cli/cli.hpp"
+#include "commands/watch_command.hpp"
+#include "core/exit_codes.hpp"
+
+#include <memory>
+
+namespace nvsmi {
+
+Subcommand add_watch_command(CLI::App &app) {
+  struct Settings {
+    WatchOptions options;
+    SamplingCli sampling;
+    std::string format;
+  };
+  auto settings = std::make_shared<Settings>();
+  WatchOptions &options = settings->options;
+
+  CLI::App *command = app.add_subcommand(
+      "watch", "Sample continuously from one long-lived nvidia-smi: a line per sample on stdout "
+               "(NDJSON), and/or a CSV log.");
+  add_sampling_options(command, settings->sampling);
+  command
+      ->add_option("--format", settings->format,
+                   "What stdout gets per sample: legacy, json (one line each) or csv. Default: "
+                   "legacy, or nothing when --csv-log is given")
+      ->check(CLI::IsMember({"legacy", "json", "csv"}));
+  command->add_option("--csv-log", options.csv_log,
+                      "Append each sample's rows to this CSV file (header when new)");
+  command->add_option("--csv-max-bytes", options.csv_max_bytes,
+                      "Rotate the CSV log before it passes this size (0: never)");
+  command->add_option("--csv-keep", options.csv_keep, "Rotated CSV logs kept (FILE.1 ...)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  command->add_option("--count", options.count, "Stop after this many samples")
+      ->check(CLI::PositiveNumber);
+  return {command, [settings] {
+            settings->sampling.finish();
+            settings->options.sampling = settings->sampling.options;
+            if (!settings->format.empty())
+              settings->options.format = format_from_name(settings->format);
+            return run_watch(settings->options);
+          }};
+}
+
+} // namespace nvsmi

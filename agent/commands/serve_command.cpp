@@ -1,0 +1,159 @@
+#include "commands/serve_command.hpp"
+
+#include "core/exit_codes.hpp"
+#include "core/local_time.hpp"
+#include "core/log_line.hpp"
+#include "formats/prometheus_metrics.hpp"
+#include "nvidia_smi/stop_signals.hpp"
+#include "serve/serve_state.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include <csignal>
+#include <cstring>
+#include <sys/resource.h>
+
+namespace nvsmi {
+namespace {
+
+namespace asio = boost::asio;
+
+SamplingCounters sampling_counters(const StreamCounters &stream) {
+  SamplingCounters sampling;
+  sampling.bad_samples = stream.bad_samples;
+  sampling.partial_samples = stream.partial_samples;
+  sampling.stalls = stream.stalls;
+  sampling.child_exits = stream.child_exits;
+  sampling.spawn_failures = stream.spawn_failures;
+  sampling.restarts = stream.restarts;
+  return sampling;
+}
+
+// Descriptors kept for nvidia-smi's pipes, the log and the listener.
+constexpr std::size_t reserved_descriptors = 64;
+
+// Every connection is a descriptor: the usual soft limit of 1024 would cap clients below what
+// the server is meant to hold. Where the hard limit is lower, fewer connections are allowed.
+HttpLimits fit_descriptor_limit(HttpLimits limits) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0)
+    return limits;
+  rlim_t wanted = limits.max_connections + reserved_descriptors;
+  if (limit.rlim_cur < wanted) {
+    limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, wanted);
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  if (limit.rlim_cur < wanted) {
+    std::size_t fits = limit.rlim_cur > 2 * reserved_descriptors
+                           ? static_cast<std::size_t>(limit.rlim_cur) - reserved_descriptors
+                           : reserved_descriptors;
+    log_line("the descriptor limit (" + std::to_string(limit.rlim_cur) + ") allows " +
+             std::to_string(fits) + " connections, not " + std::to_string(limits.max_connections));
+    limits.max_connections = fits;
+  }
+  return limits;
+}
+
+// Bound to loopback, the server is for this machine alone: a Host naming anything else is a
+// browser tricked by DNS rebinding, not a client of ours.
+HttpLimits server_limits(const ServeOptions &options) {
+  HttpLimits limits = fit_descriptor_limit(options.limits);
+  if (auto listen = parse_listen_address(options.listen))
+    limits.loopback_hosts_only = listen->address().is_loopback();
+  return limits;
+}
+
+class Serve {
+public:
+  explicit Serve(const ServeOptions &options)
+      : signals_(context_),
+        sampler_(
+            context_, options.sampling, [this](Snapshot s) { deliver(std::move(s)); },
+            [this](int code) { stop(code); },
+            [this](LogKind kind, const std::string &message) {
+              log_line(message, kind == LogKind::bad_output ? LogRate::repeating : LogRate::rare);
+              // What the agent does about a problem ("restarting ...") is no cause to show.
+              if (kind != LogKind::notice)
+                state_.note_error(message);
+            }),
+        state_(sampler_.interval(), options.history_seconds, options.history_max_mib << 20),
+        server_(context_, endpoint(options.listen), server_limits(options),
+                [this](std::string_view path, std::string_view query) {
+                  return state_.answer(path, query, ServeClock::now(),
+                                       sampling_counters(sampler_.counters()));
+                }) {}
+
+  int run() {
+    add_stop_signals(signals_);
+    signals_.async_wait([this](boost::system::error_code error, int signal) {
+      if (error)
+        return;
+      if (signal == SIGINT || signal == SIGTERM) { // asked to stop: a normal end
+        stop(exit_ok);
+        return;
+      }
+      log_line(std::string("stopping on ") + strsignal(signal));
+      stop(exit_for_signal(signal));
+    });
+    server_.start();
+    sampler_.start(); // throws when nvidia-smi cannot be started at all
+    auto address = server_.local_endpoint();
+    std::string host = address.address().to_string();
+    if (address.address().is_v6())
+      host = "[" + host + "]";
+    log_line("serving http://" + host + ":" + std::to_string(address.port()) +
+             "/ (metrics at /metrics)");
+    context_.run();
+    return exit_code_;
+  }
+
+private:
+  static asio::ip::tcp::endpoint endpoint(const std::string &listen) {
+    auto parsed = parse_listen_address(listen);
+    if (!parsed)
+      throw AgentError(exit_usage, "--listen: expected HOST:PORT (127.0.0.1:9437, [::1]:9437, "
+                                   ":9437), not \"" +
+                                       listen + "\"");
+    return *parsed;
+  }
+
+  void deliver(Snapshot snapshot) {
+    attach_local_offset(snapshot);
+    state_.add(snapshot, ServeClock::now());
+  }
+
+  void stop(int code) {
+    if (stopping_)
+      return;
+    stopping_ = true;
+    exit_code_ = code;
+    server_.stop();
+    sampler_.stop([this] { signals_.cancel(); });
+  }
+
+  asio::io_context context_;
+  asio::signal_set signals_;
+  Sampler sampler_;
+  ServeState state_;
+  HttpServer server_;
+  bool stopping_ = false;
+  int exit_code_ = exit_ok;
+};
+
+} // namespace
+
+int run_serve(const ServeOptions &options) {
+  ignore_write_signals();
+  try {
+    Serve serve(options);
+    int code = serve.run();
+    finish_log();
+    return code;
+  } catch (const boost::system::system_error &error) {
+    throw AgentError(exit_io, "cannot listen on " + options.listen + ": " + error.code().message());
+  }
+}
+
+} // namespace nvsmi

@@ -1,0 +1,24 @@
+#pragma once
+
+#include "nvidia_smi/sampler.hpp"
+#include "serve/http_server.hpp"
+
+#include <string>
+
+namespace nvsmi {
+
+struct ServeOptions {
+  SamplerOptions sampling;
+  std::string listen = "127.0.0.1:9437";
+  double history_seconds = 3600;
+  // Well inside the shipped unit's MemoryMax=256M, with room for connections and a week at 1 s
+  // of one GPU; an hour of 8 GPUs at 1 s takes about 9 MiB.
+  std::size_t history_max_mib = 64;
+  HttpLimits limits;
+};
+
+// Samples in the background and answers HTTP until SIGINT or SIGTERM; returns the exit code.
+// Throws AgentError for what stops it before it starts (an address it cannot listen on).
+int run_serve(const ServeOptions &options);
+
+} // namespace nvsmi

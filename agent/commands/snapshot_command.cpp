@@ -1,0 +1,112 @@
+#include "commands/snapshot_command.hpp"
+
+#include "core/exit_codes.hpp"
+#include "core/local_time.hpp"
+#include "files/file_io.hpp"
+#include "files/file_lock.hpp"
+#include "nvidia_smi/bounded_command.hpp"
+#include "nvidia_smi/stop_signals.hpp"
+
+#include "nvsmi/csv_reader.hpp"
+#include "nvsmi/quantity.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+namespace nvsmi {
+namespace {
+
+std::vector<std::string> nvidia_smi_command(const SnapshotOptions &options) {
+  std::vector<std::string> argv = nvidia_smi_argv(options.nvidia_smi);
+  if (options.source == SourceKind::xml) {
+    argv.insert(argv.end(), {"-q", "-x"});
+  } else {
+    std::string fields;
+    for (const std::string &field : query_fields())
+      fields += (fields.empty() ? "" : ",") + field;
+    argv.push_back("--query-gpu=" + fields);
+    argv.push_back("--format=csv,nounits");
+  }
+  return argv;
+}
+
+// nvidia-smi explains its failures on stdout ("No devices were found"): the first line that says
+// something, from stdout, else stderr, made printable and short.
+std::string first_message_line(const CommandResult &result) {
+  for (const std::string *stream : {&result.out, &result.err}) {
+    std::size_t start = 0;
+    while (start < stream->size()) {
+      std::size_t end = stream->find('\n', start);
+      std::string_view line = trim(std::string_view(*stream).substr(start, end - start));
+      if (!line.empty()) {
+        std::string text(line.substr(0, 300));
+        for (char &c : text)
+          if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+            c = '?';
+        return text;
+      }
+      if (end == std::string::npos)
+        break;
+      start = end + 1;
+    }
+  }
+  return "(no message)";
+}
+
+std::string read_live(const SnapshotOptions &options) {
+  std::vector<std::string> argv = nvidia_smi_command(options);
+  CommandLimits limits;
+  limits.timeout = std::chrono::milliseconds(std::llround(options.timeout_seconds * 1000));
+  limits.max_output_bytes = max_input_bytes;
+  CommandResult result;
+  try {
+    result = run_bounded(argv, limits);
+  } catch (const AgentError &error) {
+    throw AgentError(error.code(), argv[0] + ": " + error.what());
+  }
+  if (result.term_signal != 0)
+    throw AgentError(exit_smi_failed, argv[0] + " was killed by signal " +
+                                          std::to_string(result.term_signal) + ": " +
+                                          first_message_line(result));
+  if (result.exit_code != 0)
+    throw AgentError(exit_smi_failed, argv[0] + " exited with code " +
+                                          std::to_string(result.exit_code) + ": " +
+                                          first_message_line(result));
+  return std::move(result.out);
+}
+
+void write_stdout(const std::string &text) {
+  if (std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0)
+    return;
+  // The reader left (`| head -c 10`, `| grep -q`): it took what it wanted, as for `watch`.
+  if (errno == EPIPE)
+    return;
+  throw AgentError(exit_io,
+                   std::string("cannot write to standard output: ") + std::strerror(errno));
+}
+
+} // namespace
+
+void run_snapshot(const SnapshotOptions &options) {
+  ignore_write_signals();
+  std::optional<FileLock> lock;
+  if (options.lock)
+    lock.emplace(*options.lock);
+  Snapshot snapshot;
+  if (options.fixture) {
+    std::string origin = *options.fixture == "-" ? "standard input" : *options.fixture;
+    snapshot = parse_output(read_capped(*options.fixture, max_input_bytes), origin);
+  } else {
+    snapshot = parse_output(read_live(options), "nvidia-smi output");
+  }
+  attach_local_offset(snapshot);
+  std::string text = format_snapshot(snapshot, options.format);
+  if (options.output)
+    replace_file_atomically(*options.output, text);
+  else
+    write_stdout(text);
+}
+
+} // namespace nvsmi

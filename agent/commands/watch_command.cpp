@@ -1,0 +1,164 @@
+#include "commands/watch_command.hpp"
+
+#include "core/exit_codes.hpp"
+#include "core/local_time.hpp"
+#include "core/log_line.hpp"
+#include "files/csv_log.hpp"
+#include "files/output_queue.hpp"
+#include "nvidia_smi/sampler.hpp"
+#include "nvidia_smi/stop_signals.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <memory>
+#include <unistd.h>
+
+namespace nvsmi {
+namespace {
+
+namespace asio = boost::asio;
+using std::chrono::milliseconds;
+
+// Samples waiting for a slow stdout reader, at most (some seconds of an 8-GPU legacy stream).
+constexpr std::size_t max_queued_output = 4u << 20;
+
+class Watch {
+public:
+  explicit Watch(const WatchOptions &options)
+      : options_(options), signals_(context_),
+        sampler_(
+            context_, options.sampling, [this](Snapshot s) { deliver(std::move(s)); },
+            [this](int code) { stop(code); },
+            [](LogKind kind, const std::string &message) {
+              log_line(message, kind == LogKind::bad_output ? LogRate::repeating : LogRate::rare);
+            }) {
+    if (options.csv_log)
+      log_.emplace(CsvLogSettings{*options.csv_log, options.csv_max_bytes, options.csv_keep,
+                                  options.sampling.fields});
+    if (options.format || !options.csv_log) {
+      stdout_format_ = options.format.value_or(Format::legacy);
+      stdout_.emplace(
+          context_, STDOUT_FILENO, max_queued_output,
+          [](const std::string &message) { log_line(message); },
+          [this](int error) { stdout_failed(error); });
+    }
+  }
+
+  int run() {
+    add_stop_signals(signals_);
+    wait_for_signal();
+    sampler_.start();
+    context_.run();
+    return exit_code_;
+  }
+
+private:
+  void wait_for_signal() {
+    signals_.async_wait([this](boost::system::error_code error, int signal) {
+      if (error)
+        return;
+      if (signal == SIGHUP) {
+        reopen_log();
+        wait_for_signal();
+        return;
+      }
+      if (signal == SIGINT || signal == SIGTERM) { // asked to stop: a normal end
+        stop(exit_ok);
+        return;
+      }
+      log_line(std::string("stopping on ") + strsignal(signal));
+      stop(exit_for_signal(signal));
+    });
+  }
+
+  void reopen_log() {
+    if (!log_)
+      return;
+    try {
+      log_->reopen();
+      log_line("reopened " + *options_.csv_log);
+    } catch (const AgentError &error) {
+      log_line(error.what());
+      stop(error.code());
+    }
+  }
+
+  void deliver(Snapshot snapshot) {
+    if (stopping_)
+      return;
+    offsets_.attach(snapshot);
+    try {
+      if (log_)
+        log_->append(snapshot);
+      if (stdout_format_)
+        write_stdout(snapshot);
+    } catch (const AgentError &error) {
+      log_line(error.what());
+      stop(error.code());
+      return;
+    }
+    if (options_.count && ++delivered_ >= *options_.count)
+      stop(exit_ok);
+  }
+
+  void write_stdout(const Snapshot &snapshot) {
+    std::string text;
+    if (*stdout_format_ == Format::csv)
+      text = format_csv(snapshot, !wrote_csv_header_);
+    else
+      text = format_snapshot(snapshot, *stdout_format_);
+    wrote_csv_header_ = true;
+    stdout_->push(std::move(text));
+  }
+
+  void stdout_failed(int error) {
+    if (error == EPIPE) { // the reader went away: a normal end for a pipe
+      stop(exit_ok);
+      return;
+    }
+    log_line(std::string("cannot write to standard output: ") + std::strerror(error));
+    stop(exit_io);
+  }
+
+  void stop(int code) {
+    if (stopping_)
+      return;
+    stopping_ = true;
+    exit_code_ = code;
+    sampler_.stop([this] {
+      if (!stdout_) {
+        signals_.cancel();
+        return;
+      }
+      stdout_->flush(milliseconds(1000), [this] { signals_.cancel(); });
+    });
+  }
+
+  WatchOptions options_;
+  asio::io_context context_;
+  asio::signal_set signals_;
+  Sampler sampler_;
+  std::optional<CsvLog> log_;
+  LocalOffsets offsets_; // across samples: the repeated hour of a replay is told by its order
+  std::optional<Format> stdout_format_;
+  std::optional<OutputQueue> stdout_;
+  long delivered_ = 0;
+  bool wrote_csv_header_ = false, stopping_ = false;
+  int exit_code_ = exit_ok;
+};
+
+} // namespace
+
+int run_watch(const WatchOptions &options) {
+  ignore_write_signals();
+  Watch watch(options);
+  int code = watch.run();
+  finish_log();
+  return code;
+}
+
+} // namespace nvsmi

@@ -1,0 +1,26 @@
+#pragma once
+
+#include "formats/formats.hpp"
+#include "nvidia_smi/sampler.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nvsmi {
+
+struct WatchOptions {
+  SamplerOptions sampling;
+  std::optional<Format> format; // stdout stream; default legacy unless --csv-log is given
+  std::optional<std::string> csv_log;
+  std::uint64_t csv_max_bytes = 0;
+  int csv_keep = 5;
+  std::optional<long> count;
+};
+
+// Samples until --count, SIGINT or SIGTERM, and returns the exit code. Throws AgentError for
+// what stops it before it starts (a log it may not append to, an unreadable fixture).
+int run_watch(const WatchOptions &options);
+
+} // namespace nvsmi

@@ -1,0 +1,27 @@
+#include "formats/formats.hpp"
+
+namespace nvsmi {
+
+std::optional<Format> format_from_name(std::string_view name) {
+  if (name == "legacy")
+    return Format::legacy;
+  if (name == "json")
+    return Format::json;
+  if (name == "csv")
+    return Format::csv;
+  return std::nullopt;
+}
+
+std::string format_snapshot(const Snapshot &snapshot, Format format) {
+  switch (format) {
+  case Format::legacy:
+    return format_legacy(snapshot) + "\n";
+  case Format::json:
+    return format_json(snapshot) + "\n";
+  case Format::csv:
+    return format_csv(snapshot);
+  }
+  return {};
+}
+
+} // namespace nvsmi

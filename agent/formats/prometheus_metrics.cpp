@@ -1,0 +1,217 @@
+#include "formats/prometheus_metrics.hpp"
+
+#include "nvsmi/utf8.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace nvsmi {
+namespace {
+
+constexpr double bytes_per_mib = 1024.0 * 1024.0;
+
+std::string number(double value) {
+  // Whole numbers as integers (1980000000, not 1.98e+09); others as the shortest exact text.
+  if (std::abs(value) < 1e15 && value == std::trunc(value))
+    return std::to_string(static_cast<std::int64_t>(value));
+  char buffer[64];
+  auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, result.ptr);
+}
+
+void append_label(std::string &labels, const char *name, const std::string &value) {
+  if (!labels.empty())
+    labels += ',';
+  labels += name;
+  labels += "=\"";
+  // Prometheus rejects the whole scrape for one label that is not UTF-8.
+  for (char c : valid_utf8(value)) {
+    if (c == '\\' || c == '"')
+      labels += '\\';
+    if (c == '\n')
+      labels += "\\n";
+    else
+      labels += c;
+  }
+  labels += '"';
+}
+
+void append_label(std::string &labels, const char *name, const Text &value) {
+  if (value)
+    append_label(labels, name, *value);
+}
+
+std::string gpu_labels(const Gpu &gpu) {
+  std::string labels;
+  append_label(labels, "gpu", std::to_string(gpu.index));
+  append_label(labels, "uuid", gpu.uuid);
+  append_label(labels, "name", gpu.name);
+  return labels;
+}
+
+// One family: HELP and TYPE, then its series; nothing at all when it has none.
+class Family {
+public:
+  Family(const char *name, const char *help, const char *type = "gauge")
+      : name_(name), help_(help), type_(type) {}
+  void add(const std::string &labels, std::optional<double> value) {
+    if (!value)
+      return;
+    series_ += name_;
+    if (!labels.empty())
+      series_ += '{' + labels + '}';
+    series_ += ' ' + number(*value) + '\n';
+  }
+  void write(std::string &out) const {
+    if (series_.empty())
+      return;
+    out += "# HELP " + std::string(name_) + ' ' + help_ + '\n';
+    out += "# TYPE " + std::string(name_) + ' ' + type_ + '\n';
+    out += series_;
+  }
+
+private:
+  const char *name_, *help_, *type_;
+  std::string series_;
+};
+
+template <typename T> std::optional<double> scaled(const std::optional<T> &value, double factor) {
+  if (!value)
+    return std::nullopt;
+  return static_cast<double>(*value) * factor;
+}
+
+std::optional<double> used_ratio(const Gpu &gpu) {
+  if (!gpu.memory_used_mib || !gpu.memory_total_mib || *gpu.memory_total_mib <= 0)
+    return std::nullopt;
+  return static_cast<double>(*gpu.memory_used_mib) / static_cast<double>(*gpu.memory_total_mib);
+}
+
+struct GaugeSpec {
+  const char *name, *help;
+  std::function<std::optional<double>(const Gpu &)> value;
+};
+
+const std::vector<GaugeSpec> &gpu_gauges() {
+  static const std::vector<GaugeSpec> specs = {
+      {"nvsmi_gpu_temperature_celsius", "GPU core temperature in degrees Celsius.",
+       [](const Gpu &g) { return scaled(g.temperature_c, 1); }},
+      {"nvsmi_gpu_memory_total_bytes", "Total framebuffer memory in bytes.",
+       [](const Gpu &g) { return scaled(g.memory_total_mib, bytes_per_mib); }},
+      {"nvsmi_gpu_memory_used_bytes", "Framebuffer memory in use in bytes.",
+       [](const Gpu &g) { return scaled(g.memory_used_mib, bytes_per_mib); }},
+      {"nvsmi_gpu_memory_free_bytes", "Free framebuffer memory in bytes.",
+       [](const Gpu &g) { return scaled(g.memory_free_mib, bytes_per_mib); }},
+      {"nvsmi_gpu_memory_used_ratio", "Framebuffer memory in use as a ratio of the total (0-1).",
+       used_ratio},
+      {"nvsmi_gpu_utilization_ratio",
+       "Share of the last sample period in which a kernel ran on the GPU (0-1).",
+       [](const Gpu &g) { return scaled(g.utilization_gpu_percent, 0.01); }},
+      {"nvsmi_gpu_memory_utilization_ratio",
+       "Share of the last sample period in which device memory was read or written (0-1).",
+       [](const Gpu &g) { return scaled(g.utilization_memory_percent, 0.01); }},
+      {"nvsmi_gpu_power_draw_watts", "Power drawn by the board in watts.",
+       [](const Gpu &g) { return scaled(g.power_draw_w, 1); }},
+      {"nvsmi_gpu_power_limit_watts", "Power management limit in watts.",
+       [](const Gpu &g) { return scaled(g.power_limit_w, 1); }},
+      {"nvsmi_gpu_fan_speed_ratio", "Intended fan speed as a ratio of its maximum (0-1).",
+       [](const Gpu &g) { return scaled(g.fan_speed_percent, 0.01); }},
+  };
+  return specs;
+}
+
+} // namespace
+
+std::string format_gpu_metrics(const Snapshot &snapshot) {
+  std::string out;
+  std::vector<std::string> labels;
+  for (const Gpu &gpu : snapshot.gpus)
+    labels.push_back(gpu_labels(gpu));
+
+  for (const GaugeSpec &spec : gpu_gauges()) {
+    Family family(spec.name, spec.help);
+    for (std::size_t i = 0; i < snapshot.gpus.size(); ++i)
+      family.add(labels[i], spec.value(snapshot.gpus[i]));
+    family.write(out);
+  }
+
+  Family clocks("nvsmi_gpu_clock_hz", "Current clock frequency in hertz, by clock domain.");
+  for (std::size_t i = 0; i < snapshot.gpus.size(); ++i) {
+    const Clocks &c = snapshot.gpus[i].clocks;
+    const std::pair<const char *, const Reading &> domains[] = {{"graphics", c.graphics_mhz},
+                                                                {"sm", c.sm_mhz},
+                                                                {"memory", c.memory_mhz},
+                                                                {"video", c.video_mhz}};
+    for (const auto &[domain, mhz] : domains) {
+      std::string with_clock = labels[i];
+      append_label(with_clock, "clock", std::string(domain));
+      clocks.add(with_clock, scaled(mhz, 1e6));
+    }
+  }
+  clocks.write(out);
+
+  Family info("nvsmi_gpu_info", "Constant 1, labelled with what identifies the GPU.");
+  Family processes("nvsmi_gpu_process_memory_used_bytes",
+                   "Framebuffer memory used by a process in bytes.");
+  for (std::size_t i = 0; i < snapshot.gpus.size(); ++i) {
+    const Gpu &gpu = snapshot.gpus[i];
+    std::string info_labels = labels[i];
+    append_label(info_labels, "driver_version", snapshot.driver_version);
+    append_label(info_labels, "pci_bus_id", gpu.pci_bus_id);
+    info.add(info_labels, 1.0);
+    if (!gpu.processes)
+      continue;
+    for (const Process &process : *gpu.processes) {
+      if (!process.pid)
+        continue;
+      std::string process_labels = labels[i];
+      append_label(process_labels, "pid", std::to_string(*process.pid));
+      append_label(process_labels, "process_name", process.name);
+      processes.add(process_labels, scaled(process.used_memory_mib, bytes_per_mib));
+    }
+  }
+  info.write(out);
+  processes.write(out);
+  return out;
+}
+
+std::string format_health_metrics(const AgentHealth &health) {
+  std::string out;
+  Family up("nvsmi_up", "1 when the last sample is younger than three intervals, else 0.");
+  up.add("", health.up ? 1.0 : 0.0);
+  up.write(out);
+  Family last("nvsmi_last_sample_timestamp_seconds",
+              "Unix time at which the last good sample arrived.");
+  last.add("", health.last_sample_unix_s);
+  last.write(out);
+  Family errors("nvsmi_sample_errors_total", "Samples lost or runs of nvidia-smi gone wrong.",
+                "counter");
+  const SamplingCounters &c = health.sampling;
+  const std::pair<const char *, std::uint64_t> causes[] = {{"bad_sample", c.bad_samples},
+                                                           {"partial_sample", c.partial_samples},
+                                                           {"stall", c.stalls},
+                                                           {"child_exit", c.child_exits},
+                                                           {"spawn_failure", c.spawn_failures}};
+  for (const auto &[cause, count] : causes) {
+    std::string labels;
+    append_label(labels, "cause", std::string(cause));
+    errors.add(labels, static_cast<double>(count));
+  }
+  errors.write(out);
+  Family restarts("nvsmi_child_restarts_total", "Times nvidia-smi was started again.", "counter");
+  restarts.add("", static_cast<double>(c.restarts));
+  restarts.write(out);
+  Family samples("nvsmi_history_samples", "Samples kept for /api/v1/history and the dashboard.");
+  samples.add("", static_cast<double>(health.history_samples));
+  samples.write(out);
+  Family bytes("nvsmi_history_bytes",
+               "Memory the history holds, counted against its cap (--history-max-mib).");
+  bytes.add("", static_cast<double>(health.history_bytes));
+  bytes.write(out);
+  return out;
+}
+
+} // namespace nvsmi

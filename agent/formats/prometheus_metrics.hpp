@@ -1,0 +1,35 @@
+// Prometheus text exposition (0.0.4) of a snapshot and of the agent's own health. Base units
+// (bytes, watts, celsius, hertz, ratios 0-1); an unknown reading is an absent series.
+#pragma once
+
+#include "nvsmi/snapshot.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace nvsmi {
+
+constexpr const char *prometheus_content_type = "text/plain; version=0.0.4; charset=utf-8";
+
+// Every nvsmi_gpu_* family that has at least one series, labelled gpu, uuid and name.
+std::string format_gpu_metrics(const Snapshot &snapshot);
+
+// Samples lost and runs of nvidia-smi gone wrong, by cause, and its restarts: plain counts, so
+// that this format knows nothing of the process they were counted on.
+struct SamplingCounters {
+  std::uint64_t bad_samples = 0, partial_samples = 0, stalls = 0, child_exits = 0,
+                spawn_failures = 0;
+  std::uint64_t restarts = 0;
+};
+
+struct AgentHealth {
+  bool up = false;                          // a sample younger than three intervals
+  std::optional<double> last_sample_unix_s; // when the last good sample arrived
+  SamplingCounters sampling;
+  std::size_t history_samples = 0, history_bytes = 0; // what serve's history holds
+};
+std::string format_health_metrics(const AgentHealth &health);
+
+} // namespace nvsmi

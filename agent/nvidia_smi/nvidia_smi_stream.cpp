@@ -1,0 +1,358 @@
+#include "nvidia_smi/nvidia_smi_stream.hpp"
+
+#include "core/exit_codes.hpp"
+#include "nvidia_smi/boost_process.hpp"
+
+#include "nvsmi/csv_reader.hpp"
+#include "nvsmi/quantity.hpp"
+#include "nvsmi/stream.hpp"
+#include "nvsmi/xml_reader.hpp"
+
+#include <boost/asio/readable_pipe.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <array>
+#include <csignal>
+#include <optional>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace nvsmi {
+namespace {
+
+namespace asio = boost::asio;
+namespace bp = boost::process::v2;
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+constexpr std::size_t max_line_bytes = 1u << 20;
+constexpr std::size_t max_document_bytes = 32u << 20;
+constexpr std::size_t max_message_bytes = 4096;
+
+std::string seconds_text(milliseconds duration) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", static_cast<double>(duration.count()) / 1000.0);
+  return buffer;
+}
+
+// The last line that says something, for an exit message.
+void remember_message(std::string &last, std::string_view bytes) {
+  for (std::size_t start = 0; start < bytes.size();) {
+    std::size_t end = bytes.find('\n', start);
+    std::string_view line = trim(bytes.substr(start, end - start));
+    if (!line.empty())
+      last.assign(line.substr(0, 300));
+    if (end == std::string_view::npos)
+      break;
+    start = end + 1;
+  }
+}
+
+} // namespace
+
+std::vector<std::string> loop_arguments(SourceKind source, milliseconds interval,
+                                        const std::vector<std::string> &extra_fields) {
+  std::vector<std::string> args;
+  if (source == SourceKind::xml) {
+    args = {"-q", "-x"};
+  } else {
+    std::string fields;
+    for (const std::string &field : query_fields())
+      fields += (fields.empty() ? "" : ",") + field;
+    for (const std::string &field : extra_fields)
+      fields += "," + field;
+    args = {"--query-gpu=" + fields, "--format=csv,noheader,nounits"};
+  }
+  args.push_back("-lms");
+  args.push_back(std::to_string(interval.count()));
+  return args;
+}
+
+struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::State> {
+  State(asio::io_context &io, StreamSettings s, SampleHandler sample, LogHandler logger,
+        RejectHandler rejected)
+      : context(io), settings(std::move(s)), on_sample(std::move(sample)), log(std::move(logger)),
+        on_rejected(std::move(rejected)), out(io), err(io), stall(io), restart(io), kill_timer(io),
+        drain(io), lines(max_line_bytes), documents(max_document_bytes),
+        assembler(CsvLayout::from_fields(query_fields(), settings.extra_fields)),
+        backoff(settings.first_backoff) {}
+
+  asio::io_context &context;
+  StreamSettings settings;
+  SampleHandler on_sample;
+  LogHandler log;
+  RejectHandler on_rejected;
+  std::optional<bp::process> child;
+  asio::readable_pipe out, err;
+  asio::steady_timer stall, restart, kill_timer, drain;
+  std::array<char, 65536> out_buffer{}, err_buffer{};
+  LineSplitter lines;
+  XmlDocumentSplitter documents;
+  CsvSampleAssembler assembler;
+  milliseconds backoff;
+  steady_clock::time_point started;
+  int generation = 0, samples_this_run = 0; // generation: one per start
+  bool exited = false, out_closed = false, stopping = false, finished = true, stalled = false;
+  bool ever_started = false;
+  StreamCounters counters;
+  std::string last_message, how_it_ended;
+  std::function<void()> on_stopped;
+
+  void spawn() {
+    if (generation++ > 0)
+      ++counters.restarts;
+    std::vector<std::string> argv = settings.command;
+    for (std::string &arg :
+         loop_arguments(settings.source, settings.interval, settings.extra_fields))
+      argv.push_back(std::move(arg));
+    bp::filesystem::path executable = find_program(argv[0]);
+    out = asio::readable_pipe(context);
+    err = asio::readable_pipe(context);
+    exited = out_closed = stalled = false;
+    finished = false;
+    samples_this_run = 0;
+    last_message.clear();
+    started = steady_clock::now();
+    bp::error_code error;
+    if (executable.empty())
+      error = bp::error_code(ENOENT, bp::system_category());
+    else
+      child.emplace(
+          bp::default_process_launcher()(context.get_executor(), error, executable,
+                                         std::vector<std::string>(argv.begin() + 1, argv.end()),
+                                         bp::process_stdio{nullptr, out, err}, NewProcessGroup{}));
+    if (error) {
+      child.reset();
+      std::string message = executable.empty()
+                                ? argv[0] + ": not found on PATH"
+                                : "cannot run " + executable.string() + ": " + error.message();
+      if (!ever_started)
+        throw AgentError(exit_not_found, message);
+      ++counters.spawn_failures;
+      log(LogKind::problem, message);
+      finished = true;
+      schedule_restart();
+      return;
+    }
+    ever_started = true;
+    read_out(generation);
+    read_err(generation);
+    wait_exit(generation);
+    arm_stall(generation);
+  }
+
+  void read_out(int gen) {
+    auto self = shared_from_this();
+    out.async_read_some(asio::buffer(out_buffer),
+                        [this, self, gen](bp::error_code error, std::size_t n) {
+                          if (gen != generation)
+                            return;
+                          if (n > 0)
+                            consume(std::string_view(out_buffer.data(), n));
+                          if (error) {
+                            out_closed = true;
+                            if (exited)
+                              finish_run();
+                            return;
+                          }
+                          read_out(gen);
+                        });
+  }
+
+  void read_err(int gen) {
+    auto self = shared_from_this();
+    err.async_read_some(asio::buffer(err_buffer),
+                        [this, self, gen](bp::error_code error, std::size_t n) {
+                          if (gen != generation)
+                            return;
+                          remember_message(last_message, std::string_view(err_buffer.data(), n));
+                          if (!error)
+                            read_err(gen);
+                        });
+  }
+
+  void consume(std::string_view bytes) {
+    StreamPieces pieces;
+    if (settings.source == SourceKind::xml)
+      documents.feed(bytes, pieces);
+    else
+      lines.feed(bytes, pieces);
+    counters.bad_samples += pieces.errors.size();
+    for (const std::string &error : pieces.errors)
+      log(LogKind::bad_output, "sample skipped: " + error);
+    for (std::string &piece : pieces.pieces) {
+      if (settings.source == SourceKind::xml) {
+        try {
+          emit(read_xml(piece));
+        } catch (const ParseError &error) {
+          ++counters.bad_samples;
+          log(LogKind::bad_output, std::string("sample skipped: ") + error.what());
+        }
+        continue;
+      }
+      CsvSampleAssembler::Outcome outcome = assembler.add_line(piece);
+      if (outcome.error) {
+        remember_message(last_message, piece);
+        // A line with no comma is nvidia-smi talking (an error, a refusal), not a broken row.
+        bool message = piece.find(',') == std::string::npos;
+        counters.bad_samples += message ? 0 : 1;
+        log(LogKind::bad_output,
+            message ? "nvidia-smi printed: " + piece : "sample skipped: " + *outcome.error);
+      }
+      if (outcome.sample)
+        emit(std::move(*outcome.sample));
+    }
+  }
+
+  void emit(Snapshot snapshot) {
+    ++samples_this_run;
+    arm_stall(generation);
+    on_sample(std::move(snapshot));
+  }
+
+  void wait_exit(int gen) {
+    auto self = shared_from_this();
+    child->async_wait([this, self, gen](bp::error_code, int) {
+      if (gen != generation)
+        return;
+      exited = true;
+      int status = child->native_exit_code();
+      // Said once the output is read to its end (finish_run): the last of it may be the reason.
+      how_it_ended = WIFSIGNALED(status)
+                         ? "was killed by signal " + std::to_string(WTERMSIG(status))
+                         : "exited with code " + std::to_string(WEXITSTATUS(status));
+      if (!stopping && !stalled)
+        ++counters.child_exits;
+      // Whatever it started must not hold the pipe (or the GPU) after it.
+      ::kill(-child->id(), SIGKILL);
+      if (out_closed) {
+        finish_run();
+        return;
+      }
+      drain.expires_after(milliseconds(200));
+      drain.async_wait([this, self, gen](bp::error_code error) {
+        if (!error && gen == generation)
+          finish_run();
+      });
+    });
+  }
+
+  void arm_stall(int gen) {
+    auto self = shared_from_this();
+    stall.expires_after(settings.stall_timeout);
+    stall.async_wait([this, self, gen](bp::error_code error) {
+      if (error || gen != generation || exited || stopping)
+        return;
+      ++counters.stalls;
+      stalled = true;
+      log(LogKind::problem, "no complete sample for " + seconds_text(settings.stall_timeout) +
+                                " s: killing nvidia-smi and its process group");
+      terminate_child();
+    });
+  }
+
+  // SIGTERM to the group, SIGKILL after the grace if it is still there.
+  void terminate_child() {
+    if (!child || exited)
+      return;
+    pid_t group = child->id();
+    ::kill(-group, SIGTERM);
+    auto self = shared_from_this();
+    int gen = generation;
+    kill_timer.expires_after(settings.term_grace);
+    kill_timer.async_wait([this, self, gen, group](bp::error_code error) {
+      if (!error && gen == generation && !exited)
+        ::kill(-group, SIGKILL);
+    });
+  }
+
+  void finish_run() {
+    if (finished)
+      return;
+    finished = true;
+    stall.cancel();
+    drain.cancel();
+    kill_timer.cancel();
+    bp::error_code ignored;
+    out.close(ignored);
+    err.close(ignored);
+    if (child)
+      child->detach();
+    child.reset();
+    bool partial = false;
+    if (settings.source == SourceKind::xml) {
+      // nvidia-smi -q -x explains a failure on stdout, outside any document ("NVIDIA-SMI has
+      // failed because it couldn't communicate with the NVIDIA driver"): that is its message,
+      // not a partial sample.
+      std::string_view rest = trim(documents.pending());
+      bool message_only = !rest.empty() && rest.find('<') == std::string_view::npos;
+      if (message_only)
+        remember_message(last_message, rest);
+      partial = documents.reset() && !message_only;
+    } else {
+      partial = lines.reset() | assembler.reset();
+    }
+    if (stopping) {
+      if (on_stopped)
+        on_stopped();
+      return;
+    }
+    if (partial) {
+      ++counters.partial_samples;
+      log(LogKind::problem, "partial sample dropped");
+    }
+    // Last of the problems, so that it is the one serve shows: the cause, with its message.
+    log(LogKind::problem,
+        "nvidia-smi " + how_it_ended + (last_message.empty() ? "" : ": " + last_message));
+    if (samples_this_run == 0 &&
+        last_message.find("is not a valid field to query") != std::string::npos) {
+      on_rejected("nvidia-smi refused the query: " + last_message);
+      return;
+    }
+    schedule_restart();
+  }
+
+  void schedule_restart() {
+    if (samples_this_run > 0 && steady_clock::now() - started >= settings.good_run)
+      backoff = settings.first_backoff;
+    milliseconds delay = backoff;
+    backoff = std::min(backoff * 2, settings.max_backoff);
+    log(LogKind::notice, "restarting nvidia-smi in " + seconds_text(delay) + " s");
+    auto self = shared_from_this();
+    restart.expires_after(delay);
+    restart.async_wait([this, self](bp::error_code error) {
+      if (!error && !stopping)
+        spawn();
+    });
+  }
+
+  void stop(std::function<void()> done) {
+    stopping = true;
+    restart.cancel();
+    stall.cancel();
+    if (finished) {
+      done();
+      return;
+    }
+    on_stopped = std::move(done);
+    terminate_child();
+  }
+};
+
+NvidiaSmiStream::NvidiaSmiStream(asio::io_context &context, StreamSettings settings,
+                                 SampleHandler on_sample, LogHandler log, RejectHandler on_rejected)
+    : state_(std::make_shared<State>(context, std::move(settings), std::move(on_sample),
+                                     std::move(log), std::move(on_rejected))) {}
+
+NvidiaSmiStream::~NvidiaSmiStream() {
+  if (state_->child && !state_->exited) {
+    ::kill(-state_->child->id(), SIGKILL);
+    state_->child->detach();
+  }
+}
+
+void NvidiaSmiStream::start() { state_->spawn(); }
+void NvidiaSmiStream::stop(std::function<void()> done) { state_->stop(std::move(done)); }
+const StreamCounters &NvidiaSmiStream::counters() const { return state_->counters; }
+
+} // namespace nvsmi

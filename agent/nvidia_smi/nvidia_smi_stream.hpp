@@ -1,0 +1,78 @@
+// One long-lived nvidia-smi running its own loop (-lms), read asynchronously into samples. When it
+// exits it is restarted with backoff; when it stalls it is killed, with anything it started.
+#pragma once
+
+#include "nvidia_smi/source.hpp"
+#include "nvsmi/snapshot.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace nvsmi {
+
+struct StreamSettings {
+  std::vector<std::string> command; // nvidia-smi and its own arguments, without the query
+  SourceKind source = SourceKind::csv;
+  std::vector<std::string> extra_fields; // csv only: asked for after query_fields()
+  std::chrono::milliseconds interval{1000};
+  std::chrono::milliseconds stall_timeout{10000};
+  std::chrono::milliseconds first_backoff{1000}, max_backoff{30000};
+  std::chrono::milliseconds good_run{60000};  // a run this long with samples resets the backoff
+  std::chrono::milliseconds term_grace{1000}; // SIGTERM to SIGKILL
+};
+
+// What went wrong so far, by cause (serve's nvsmi_sample_errors_total{cause}).
+struct StreamCounters {
+  std::uint64_t bad_samples = 0;     // garbage, or a sample that could not be read: skipped
+  std::uint64_t partial_samples = 0; // cut off when the child ended: dropped
+  std::uint64_t stalls = 0;          // the child was killed for not delivering
+  std::uint64_t child_exits = 0;     // the child exited or died on its own
+  std::uint64_t spawn_failures = 0;  // the child could not be started
+  std::uint64_t restarts = 0;        // starts after the first
+};
+
+// What a log message is. Problems are what serve shows as the last one while its data is stale
+// (the cause); a notice is what the agent does about them ("restarting nvidia-smi in 2 s").
+enum class LogKind {
+  problem,    // the run failed: it exited, stalled, could not start
+  bad_output, // a line or sample that could not be used, or a message nvidia-smi printed: one
+              // per line of output, so it can come by the thousand
+  notice,
+};
+
+// The arguments that make nvidia-smi loop on its own.
+std::vector<std::string> loop_arguments(SourceKind source, std::chrono::milliseconds interval,
+                                        const std::vector<std::string> &extra_fields = {});
+
+class NvidiaSmiStream {
+public:
+  using SampleHandler = std::function<void(Snapshot)>;
+  using LogHandler = std::function<void(LogKind, const std::string &)>;
+  using RejectHandler = std::function<void(const std::string &)>;
+
+  // `on_rejected` is called, instead of a restart, when nvidia-smi refuses the query itself (an
+  // unknown --fields name): running it again cannot help.
+  NvidiaSmiStream(boost::asio::io_context &context, StreamSettings settings,
+                  SampleHandler on_sample, LogHandler log, RejectHandler on_rejected);
+  ~NvidiaSmiStream();
+
+  // Starts nvidia-smi. Throws AgentError(exit_not_found) when it cannot be started at all (missing,
+  // not executable): a configuration error, not worth a retry. Once it has started, a later
+  // failure to start it again is retried with backoff like any other failure.
+  void start();
+  // Stops the child (SIGTERM, then SIGKILL) and calls `done` once it is reaped.
+  void stop(std::function<void()> done);
+  const StreamCounters &counters() const;
+
+private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+} // namespace nvsmi

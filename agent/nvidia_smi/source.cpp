@@ -1,0 +1,46 @@
+#include "nvidia_smi/source.hpp"
+
+#include "core/exit_codes.hpp"
+#include "nvidia_smi/command_line.hpp"
+
+#include "nvsmi/csv_reader.hpp"
+#include "nvsmi/quantity.hpp"
+#include "nvsmi/xml_reader.hpp"
+
+#include <cstdlib>
+#include <stdexcept>
+
+namespace nvsmi {
+
+std::vector<std::string> nvidia_smi_argv(const std::optional<std::string> &option) {
+  std::string command = "nvidia-smi";
+  if (option)
+    command = *option;
+  else if (const char *variable = std::getenv("NVIDIA_SMI"); variable && *variable)
+    command = variable;
+  std::vector<std::string> argv;
+  try {
+    argv = split_command(command);
+  } catch (const std::invalid_argument &error) {
+    throw AgentError(exit_usage, error.what());
+  }
+  if (argv.empty())
+    throw AgentError(exit_usage, "--nvidia-smi is empty");
+  return argv;
+}
+
+Snapshot parse_output(const std::string &bytes, const std::string &origin) {
+  std::string_view content = bytes;
+  if (content.substr(0, 3) == "\xEF\xBB\xBF") // a UTF-8 byte order mark, as Windows may write
+    content.remove_prefix(3);
+  content = trim(content);
+  if (content.empty())
+    throw AgentError(exit_bad_output, origin + ": empty output");
+  try {
+    return content.front() == '<' ? read_xml(content) : read_csv(content);
+  } catch (const ParseError &error) {
+    throw AgentError(exit_bad_output, origin + ": " + error.what());
+  }
+}
+
+} // namespace nvsmi

@@ -1,0 +1,28 @@
+// What nvidia-smi is to this agent, apart from how it is run: which command, which of its two
+// outputs, how much of it is accepted, and how its bytes become a Snapshot. Every way of running
+// it (one-shot, long-lived stream, replayed recording) shares these.
+#pragma once
+
+#include "nvsmi/snapshot.hpp"
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nvsmi {
+
+enum class SourceKind { xml, csv };
+
+// Largest nvidia-smi output or fixture accepted (a 64-GPU `-q -x` is about 3 MiB).
+constexpr std::size_t max_input_bytes = 64u << 20;
+
+// The nvidia-smi command to run: --nvidia-smi, else $NVIDIA_SMI, else nvidia-smi from PATH,
+// split into words like a shell would. Throws AgentError(exit_usage) for an empty or unclosed one.
+std::vector<std::string> nvidia_smi_argv(const std::optional<std::string> &option);
+
+// Parses recorded or live nvidia-smi output, telling XML from CSV by content. `origin` names
+// it in error messages. Throws AgentError(exit_bad_output).
+Snapshot parse_output(const std::string &bytes, const std::string &origin);
+
+} // namespace nvsmi

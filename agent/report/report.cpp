@@ -1,0 +1,129 @@
+#include "report/report.hpp"
+
+#include "core/exit_codes.hpp"
+
+#include <map>
+#include <memory>
+
+namespace nvsmi {
+namespace {
+
+std::optional<int> pstate_number(const Text &pstate) {
+  if (!pstate || pstate->size() < 2 || pstate->size() > 3 || (*pstate)[0] != 'P')
+    return std::nullopt;
+  int number = 0;
+  for (std::size_t i = 1; i < pstate->size(); ++i) {
+    char c = (*pstate)[i];
+    if (c < '0' || c > '9')
+      return std::nullopt;
+    number = number * 10 + (c - '0');
+  }
+  if (number > 15)
+    return std::nullopt;
+  return number;
+}
+
+std::string gpu_key(const Gpu &gpu) {
+  if (gpu.uuid)
+    return *gpu.uuid;
+  if (gpu.pci_bus_id)
+    return *gpu.pci_bus_id;
+  return "index " + std::to_string(gpu.index);
+}
+
+bool wanted_gpu(const std::optional<std::string> &wanted, const Gpu &gpu) {
+  if (!wanted)
+    return true;
+  if (gpu.uuid && *gpu.uuid == *wanted)
+    return true;
+  return wanted->find_first_not_of("0123456789") == std::string::npos &&
+         std::to_string(gpu.index) == *wanted;
+}
+
+std::string describe_filters(const ReportOptions &options) {
+  std::string out;
+  if (options.gpu)
+    out += " for GPU " + *options.gpu;
+  if (options.from || options.to)
+    out += " in the time asked for (--from/--to)";
+  return out;
+}
+
+} // namespace
+
+Report make_report(const ReportOptions &options) {
+  Report report;
+  report.options = options;
+  std::vector<std::unique_ptr<GpuStats>> stats;
+  std::map<std::string, std::size_t> by_key;
+
+  auto take = [&](const LogRow &log) {
+    const CsvRow &row = log.row;
+    const Timestamp &stamp = *row.timestamp;
+    if ((options.from && earlier(stamp, *options.from)) ||
+        (options.to && earlier(*options.to, stamp))) {
+      ++report.rows_outside_time;
+      return;
+    }
+    if (!wanted_gpu(options.gpu, row.gpu)) {
+      ++report.rows_other_gpus;
+      return;
+    }
+    std::string where = log.file + ":" + std::to_string(log.line);
+    const Gpu &gpu = row.gpu;
+    if (gpu.utilization_gpu_percent && *gpu.utilization_gpu_percent > 100) {
+      report.bad.add(BadRows::unparsable, where,
+                     "utilization.gpu " + std::to_string(*gpu.utilization_gpu_percent) +
+                         " is over 100 %");
+      return;
+    }
+    std::string key = gpu_key(gpu);
+    auto found = by_key.find(key);
+    if (found == by_key.end()) {
+      if (stats.size() >= report_max_gpus) {
+        report.bad.add(BadRows::too_many_gpus, where,
+                       "more than " + std::to_string(report_max_gpus) + " GPUs; " + key +
+                           " left out");
+        return;
+      }
+      found = by_key.emplace(key, stats.size()).first;
+      stats.push_back(std::make_unique<GpuStats>(key, options.interval));
+    }
+    Sample sample;
+    sample.time = instant_seconds(stamp);
+    sample.stamp = stamp;
+    sample.utilization = gpu.utilization_gpu_percent;
+    sample.memory_used = gpu.memory_used_mib;
+    sample.memory_total = gpu.memory_total_mib;
+    sample.temperature = gpu.temperature_c;
+    sample.power = gpu.power_draw_w;
+    sample.power_limit = gpu.power_limit_w;
+    sample.pstate = pstate_number(gpu.pstate);
+    if (!stats[found->second]->add(sample, gpu)) {
+      report.bad.add(BadRows::out_of_order, where,
+                     "not later than the previous row of GPU " + std::to_string(gpu.index));
+      return;
+    }
+    ++report.rows_used;
+  };
+
+  LogTotals totals = read_logs(options.files, report.bad, take);
+  report.files = totals.files;
+  report.rows_read = totals.rows;
+
+  if (report.rows_used == 0) {
+    std::string message = "no usable rows" + describe_filters(options) + " in " +
+                          std::to_string(report.rows_read) + " rows of " +
+                          std::to_string(report.files.size()) + " file(s)";
+    if (!report.bad.examples.empty())
+      message += "; first problem: " + report.bad.examples.front();
+    throw AgentError(exit_bad_output, message);
+  }
+  for (const auto &gpu : stats) {
+    report.gpus.push_back(gpu->finish());
+    report.gpus.back().finding = report_finding(report.gpus.back());
+  }
+  return report;
+}
+
+} // namespace nvsmi

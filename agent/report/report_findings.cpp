@@ -1,0 +1,73 @@
+// The finding rules, first match wins; README "report" lists them in the same order.
+#include "report/report.hpp"
+
+#include <cstdio>
+#include <string>
+
+namespace nvsmi {
+namespace {
+
+constexpr double starved_finding_percent = 25;
+constexpr double throttled_finding_percent = 10;
+constexpr std::int64_t hot_celsius = 90;
+constexpr double tight_headroom_percent = 5;
+constexpr double idle_finding_percent = 90;
+constexpr double busy_mean_percent = 80;
+
+std::string printf_string(const char *format, double a, double b = 0, double c = 0) {
+  char buffer[256];
+  std::snprintf(buffer, sizeof buffer, format, a, b, c);
+  return buffer;
+}
+
+std::string gib(double mib) {
+  double value = mib / 1024;
+  return printf_string(value < 10 ? "%.1f GiB" : "%.0f GiB", value);
+}
+
+} // namespace
+
+std::string report_finding(const GpuSummary &gpu) {
+  if (gpu.covered_seconds <= 0)
+    return printf_string("only %.0f sample(s) with no time between them: too little to judge",
+                         static_cast<double>(gpu.samples));
+  auto at_least = [](const TimeShare &share, double percent) {
+    return share.percent() && *share.percent() >= percent;
+  };
+  if (at_least(gpu.starved, starved_finding_percent))
+    return printf_string("starved %.0f%% of the time while holding ", *gpu.starved.percent()) +
+           gib(gpu.starved_memory_mean_mib.value_or(0)) + ": check the data loader";
+  if (at_least(gpu.power_capped, throttled_finding_percent))
+    return printf_string("at its power limit %.0f%% of the time: power-bound; check the power cap "
+                         "and cooling",
+                         *gpu.power_capped.percent());
+  if (at_least(gpu.slow_pstate, throttled_finding_percent))
+    return printf_string("busy in a slow pstate (P3 or lower) %.0f%% of the time: check clocks "
+                         "and thermal throttling",
+                         *gpu.slow_pstate.percent());
+  if (gpu.temperature_max_c && *gpu.temperature_max_c >= hot_celsius)
+    return printf_string("reached %.0f C: check cooling",
+                         static_cast<double>(*gpu.temperature_max_c));
+  if (gpu.memory_peak_mib && gpu.memory_total_mib && *gpu.memory_total_mib > 0) {
+    double peak = static_cast<double>(*gpu.memory_peak_mib);
+    double total = static_cast<double>(*gpu.memory_total_mib);
+    double headroom = 100 * (total - peak) / total;
+    if (headroom < tight_headroom_percent)
+      return printf_string("memory peaked at %.1f of %.1f GiB (%.1f%% headroom): close to out of "
+                           "memory",
+                           peak / 1024, total / 1024, headroom);
+  }
+  if (at_least(gpu.idle, idle_finding_percent))
+    return printf_string("idle %.0f%% of the time: free for other work, or its job does not use it",
+                         *gpu.idle.percent());
+  if (!gpu.utilization_mean)
+    return "no utilization readings: nothing to judge";
+  if (*gpu.utilization_mean >= busy_mean_percent)
+    return printf_string("busy: mean utilization %.0f%%, p95 %.0f%%: well used",
+                         *gpu.utilization_mean,
+                         static_cast<double>(gpu.utilization_p95.value_or(0)));
+  return printf_string("mean utilization %.0f%%, idle %.0f%% of the time: room for more work",
+                       *gpu.utilization_mean, gpu.idle.percent().value_or(0));
+}
+
+} // namespace nvsmi

@@ -1,0 +1,93 @@
+// `report --format json`: the text report's figures for scripts, null where unknown.
+#include "report/report.hpp"
+
+#include "nvsmi/timestamp.hpp"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace nvsmi {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json rounded(const std::optional<double> &value, int decimals = 2) {
+  if (!value)
+    return nullptr;
+  double scale = std::pow(10.0, decimals);
+  return std::round(*value * scale) / scale;
+}
+template <typename T> Json maybe(const std::optional<T> &value) {
+  return value ? Json(*value) : Json(nullptr);
+}
+
+Json gpu_json(const GpuSummary &gpu) {
+  std::optional<double> peak_percent, headroom_percent;
+  Reading headroom;
+  if (gpu.memory_peak_mib && gpu.memory_total_mib && *gpu.memory_total_mib > 0) {
+    double total = static_cast<double>(*gpu.memory_total_mib);
+    headroom = *gpu.memory_total_mib - *gpu.memory_peak_mib;
+    peak_percent = 100 * static_cast<double>(*gpu.memory_peak_mib) / total;
+    headroom_percent = 100 * static_cast<double>(*headroom) / total;
+  }
+  Json out;
+  out["index"] = gpu.index;
+  out["uuid"] = maybe(gpu.uuid);
+  out["name"] = maybe(gpu.name);
+  out["time"] = {{"first", to_iso8601(gpu.first)},
+                 {"last", to_iso8601(gpu.last)},
+                 {"samples", gpu.samples},
+                 {"interval_s", rounded(gpu.interval, 3)},
+                 {"covered_s", rounded(gpu.covered_seconds, 3)},
+                 {"gaps", gpu.gaps},
+                 {"gap_s", rounded(gpu.gap_seconds, 3)},
+                 {"longest_gap_s", rounded(gpu.longest_gap_seconds, 3)}};
+  out["utilization_percent"] = {{"mean", rounded(gpu.utilization_mean)},
+                                {"median", maybe(gpu.utilization_median)},
+                                {"p95", maybe(gpu.utilization_p95)},
+                                {"max", maybe(gpu.utilization_max)},
+                                {"known_s", rounded(gpu.utilization_known_seconds, 3)}};
+  out["idle_percent"] = rounded(gpu.idle.percent());
+  out["starved_percent"] = rounded(gpu.starved.percent());
+  out["starved_memory_mean_mib"] = rounded(gpu.starved_memory_mean_mib, 0);
+  out["memory_mib"] = {{"peak_used", maybe(gpu.memory_peak_mib)},
+                       {"total", maybe(gpu.memory_total_mib)},
+                       {"peak_used_percent", rounded(peak_percent)},
+                       {"headroom", maybe(headroom)},
+                       {"headroom_percent", rounded(headroom_percent)}};
+  out["power_w"] = {{"mean", rounded(gpu.power_mean_w)},
+                    {"max", rounded(gpu.power_max_w)},
+                    {"energy_wh", rounded(gpu.energy_wh, 3)},
+                    {"known_s", rounded(gpu.power_known_seconds, 3)}};
+  out["temperature_c"] = {{"mean", rounded(gpu.temperature_mean_c)},
+                          {"max", maybe(gpu.temperature_max_c)}};
+  out["throttled_percent"] = rounded(gpu.throttled.percent());
+  out["power_limit_percent"] = rounded(gpu.power_capped.percent());
+  out["slow_pstate_percent"] = rounded(gpu.slow_pstate.percent());
+  out["finding"] = gpu.finding;
+  return out;
+}
+
+} // namespace
+
+std::string format_report_json(const Report &report) {
+  Json out;
+  out["schema"] = "nvsmi-agent.report/1";
+  out["files"] = report.files;
+  Json bad = {{"total", report.bad.total()}};
+  for (int k = 0; k < BadRows::kind_count; ++k)
+    bad[BadRows::name(static_cast<BadRows::Kind>(k))] =
+        report.bad.counts[static_cast<std::size_t>(k)];
+  bad["examples"] = report.bad.examples;
+  out["rows"] = {{"read", report.rows_read},
+                 {"used", report.rows_used},
+                 {"outside_time", report.rows_outside_time},
+                 {"other_gpus", report.rows_other_gpus},
+                 {"bad", bad}};
+  out["gpus"] = Json::array();
+  for (const GpuSummary &gpu : report.gpus)
+    out["gpus"].push_back(gpu_json(gpu));
+  return out.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+} // namespace nvsmi

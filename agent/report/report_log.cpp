@@ -1,0 +1,308 @@
+#include "report/report_log.hpp"
+
+#include "core/exit_codes.hpp"
+#include "files/file_io.hpp"
+
+#include "nvsmi/quantity.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <memory>
+#include <optional>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace nvsmi {
+namespace {
+
+constexpr std::size_t max_line_bytes = 64 * 1024; // nvidia-smi's widest header is ~6 KiB
+constexpr std::size_t chunk_bytes = 1 << 20;
+constexpr std::size_t peek_bytes = 64 * 1024;
+
+// Cuts bytes into lines, kept across reads. A line over the cap ends the file's reading (a file
+// with no newline, such as /dev/zero, would otherwise be read for ever). A last line without its
+// newline is not a row: it may be a log's row still being written.
+class LineSplitter {
+public:
+  // Calls `line(text)` for each whole line, without its "\n". False once the file's reading is
+  // to end: `line` said so, or a line passed the cap (then `too_long()` has been called).
+  template <typename OnLine, typename OnTooLong>
+  bool feed(std::string_view bytes, OnLine line, OnTooLong too_long) {
+    while (!bytes.empty()) {
+      std::size_t newline = bytes.find('\n');
+      std::string_view part = bytes.substr(0, newline);
+      if (carry_.size() + part.size() > max_line_bytes) {
+        carry_.clear();
+        too_long();
+        return false;
+      }
+      if (newline == std::string_view::npos) {
+        carry_.append(part);
+        return true;
+      }
+      bytes.remove_prefix(newline + 1);
+      bool go_on;
+      if (carry_.empty()) {
+        go_on = line(part);
+      } else {
+        carry_.append(part);
+        go_on = line(std::string_view(carry_));
+        carry_.clear();
+      }
+      if (!go_on)
+        return false;
+    }
+    return true;
+  }
+  // What is left after the last newline.
+  const std::string &rest() const { return carry_; }
+
+private:
+  std::string carry_;
+};
+
+// One log, opened once and read once. A pipe or a FIFO (`report <(zcat log.csv.gz)`) cannot give
+// its bytes a second time, so what was read to find its first timestamp is kept and read again
+// from here; a regular file is peeked at with pread, which leaves its offset at the start.
+struct LogInput {
+  std::string path;
+  Descriptor fd;
+  bool regular = false;
+  std::string peeked; // bytes already taken from a stream that cannot seek
+
+  explicit LogInput(const std::string &name)
+      : path(name), fd(::open(name.c_str(), O_RDONLY | O_CLOEXEC)) {
+    if (fd.get() < 0)
+      io_failure("cannot open CSV log", path);
+    struct stat info {};
+    if (::fstat(fd.get(), &info) != 0)
+      io_failure("cannot read CSV log", path);
+    regular = S_ISREG(info.st_mode);
+  }
+
+  // Up to `count` bytes from the start, without losing them for the reading after.
+  std::string peek(std::size_t count) {
+    std::string bytes(count, '\0');
+    std::size_t got = 0;
+    while (got < count) {
+      ssize_t n = regular
+                      ? ::pread(fd.get(), bytes.data() + got, count - got, static_cast<off_t>(got))
+                      : ::read(fd.get(), bytes.data() + got, count - got);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        io_failure("cannot read", path);
+      if (n == 0)
+        break;
+      got += static_cast<std::size_t>(n);
+    }
+    bytes.resize(got);
+    if (!regular)
+      peeked = bytes;
+    return bytes;
+  }
+
+  // Calls `line` for each whole line: the peeked bytes, then the rest of the stream. Returns what
+  // follows the last newline, when the reading was not ended early.
+  template <typename OnLine, typename OnTooLong>
+  std::string for_each_line(OnLine line, OnTooLong too_long) {
+    LineSplitter lines;
+    if (!lines.feed(peeked, line, too_long))
+      return {};
+    std::string().swap(peeked);
+    std::unique_ptr<char[]> chunk(new char[chunk_bytes]);
+    while (true) {
+      ssize_t n = ::read(fd.get(), chunk.get(), chunk_bytes);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        io_failure("cannot read", path);
+      if (n == 0)
+        return lines.rest();
+      if (!lines.feed(std::string_view(chunk.get(), static_cast<std::size_t>(n)), line, too_long))
+        return {};
+    }
+  }
+};
+
+bool starts_with_digit(std::string_view line) {
+  return !line.empty() && line[0] >= '0' && line[0] <= '9';
+}
+
+bool has_column(const CsvLayout &layout, std::string_view name) {
+  for (const CsvLayout::Column &column : layout.columns())
+    if (column.name == name)
+      return true;
+  return false;
+}
+
+// The timestamp of the log's first row that has one, from its first 64 KiB.
+std::optional<Timestamp> first_timestamp(LogInput &input) {
+  CsvLayout layout = CsvLayout::from_fields(query_fields());
+  std::optional<Timestamp> found;
+  LineSplitter lines;
+  lines.feed(
+      input.peek(peek_bytes),
+      [&](std::string_view line) {
+        line = trim(line);
+        if (line.empty())
+          return true;
+        try {
+          if (!starts_with_digit(line) && CsvLayout::is_header(line)) {
+            layout = CsvLayout::from_header(line);
+            return true;
+          }
+          found = read_csv_row(line, layout, 0).timestamp;
+        } catch (const ParseError &) {
+        }
+        return !found;
+      },
+      [] {});
+  return found;
+}
+
+// Days since 1970-01-01 of a proleptic Gregorian date.
+std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  unsigned yoe = static_cast<unsigned>(y - era * 400);
+  unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+} // namespace
+
+void BadRows::add(Kind kind, const std::string &where, const std::string &why) {
+  ++counts[kind];
+  if (examples.size() < max_examples)
+    examples.push_back(where + ": " + why);
+}
+
+std::int64_t BadRows::total() const {
+  std::int64_t sum = 0;
+  for (std::int64_t count : counts)
+    sum += count;
+  return sum;
+}
+
+const char *BadRows::name(Kind kind) {
+  switch (kind) {
+  case unparsable:
+    return "unparsable";
+  case no_timestamp:
+    return "no_timestamp";
+  case out_of_order:
+    return "out_of_order";
+  case too_long:
+    return "too_long";
+  case bad_header:
+    return "bad_header";
+  case too_many_gpus:
+    return "too_many_gpus";
+  case unfinished:
+    return "unfinished";
+  case kind_count:
+    break;
+  }
+  return "";
+}
+
+double wall_seconds(const Timestamp &t) {
+  std::int64_t days =
+      days_from_civil(t.year, static_cast<unsigned>(t.month), static_cast<unsigned>(t.day));
+  double seconds = static_cast<double>(days * 86400 + t.hour * 3600 + t.minute * 60 + t.second);
+  return seconds + t.millisecond.value_or(0) / 1000.0;
+}
+
+double instant_seconds(const Timestamp &t) {
+  return wall_seconds(t) - 60.0 * t.utc_offset_minutes.value_or(0);
+}
+
+bool earlier(const Timestamp &a, const Timestamp &b) {
+  if (a.utc_offset_minutes && b.utc_offset_minutes)
+    return instant_seconds(a) < instant_seconds(b);
+  return wall_seconds(a) < wall_seconds(b);
+}
+
+LogTotals read_logs(const std::vector<std::string> &paths, BadRows &bad,
+                    const std::function<void(const LogRow &)> &take) {
+  LogTotals totals;
+  std::vector<std::unique_ptr<LogInput>> inputs;
+  for (const std::string &path : paths)
+    inputs.push_back(std::make_unique<LogInput>(path));
+  std::vector<std::optional<Timestamp>> starts;
+  for (const auto &input : inputs)
+    starts.push_back(first_timestamp(*input));
+  std::vector<std::size_t> order(paths.size());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  if (std::all_of(starts.begin(), starts.end(), [](const auto &start) { return bool(start); }))
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return earlier(*starts[a], *starts[b]); });
+
+  CsvLayout layout = CsvLayout::from_fields(query_fields());
+  bool indexed = true, header_ok = true;
+  for (std::size_t i : order) {
+    LogInput &input = *inputs[i];
+    const std::string &path = input.path;
+    totals.files.push_back(path);
+    std::int64_t number = 0;
+    auto where = [&] { return path + ":" + std::to_string(number); };
+    std::string unfinished = input.for_each_line(
+        [&](std::string_view line) {
+          ++number;
+          line = trim(line);
+          if (line.empty())
+            return true;
+          if (!starts_with_digit(line) && CsvLayout::is_header(line)) {
+            try {
+              layout = CsvLayout::from_header(line);
+              indexed = has_column(layout, "index");
+              header_ok = true;
+            } catch (const ParseError &error) {
+              header_ok = false;
+              if (bad.examples.size() < BadRows::max_examples)
+                bad.examples.push_back(where() + ": header: " + error.what());
+            }
+            return true;
+          }
+          ++totals.rows;
+          if (!header_ok) {
+            ++bad.counts[BadRows::bad_header];
+            return true;
+          }
+          try {
+            LogRow row{path, number, read_csv_row(line, layout, static_cast<int>(number - 1))};
+            if (!indexed)
+              row.row.gpu.index = 0;
+            if (!row.row.timestamp)
+              bad.add(BadRows::no_timestamp, where(), "no timestamp that can be read");
+            else
+              take(row);
+          } catch (const ParseError &error) {
+            bad.add(BadRows::unparsable, where(), error.what());
+          }
+          return true;
+        },
+        [&] {
+          ++number;
+          ++totals.rows;
+          bad.add(BadRows::too_long, where(),
+                  "line longer than " + std::to_string(max_line_bytes) +
+                      " bytes; the rest of the file is not read");
+        });
+    if (!trim(unfinished).empty()) {
+      ++number;
+      ++totals.rows;
+      bad.add(BadRows::unfinished, where(),
+              "last line has no newline (a row still being written?); not used");
+    }
+    inputs[i].reset(); // closed once read
+  }
+  return totals;
+}
+
+} // namespace nvsmi

@@ -1,0 +1,181 @@
+#include "report/report_stats.hpp"
+
+#include <algorithm>
+
+namespace nvsmi {
+namespace {
+
+// The lowest value with at least `fraction` of the time at or below it.
+std::optional<int> quantile(const std::array<double, 101> &seconds, double total, double fraction) {
+  if (total <= 0)
+    return std::nullopt;
+  double wanted = fraction * total * (1 - 1e-12), sum = 0;
+  for (int value = 0; value <= 100; ++value) {
+    sum += seconds[static_cast<std::size_t>(value)];
+    if (sum >= wanted && seconds[static_cast<std::size_t>(value)] > 0)
+      return value;
+  }
+  return 100;
+}
+
+void keep_max(Reading &max, const Reading &value) {
+  if (value && (!max || *value > *max))
+    max = value;
+}
+
+} // namespace
+
+std::optional<double> TimeShare::percent() const {
+  if (known_seconds <= 0)
+    return std::nullopt;
+  return 100.0 * seconds / known_seconds;
+}
+
+GpuStats::GpuStats(std::string key, std::optional<double> interval) : given_interval_(interval) {
+  s_.key = std::move(key);
+  pending_.reserve(report_rules::interval_samples);
+}
+
+bool GpuStats::add(const Sample &sample, const Gpu &identity) {
+  if (last_time_ && sample.time <= *last_time_)
+    return false;
+  last_time_ = sample.time;
+  if (s_.samples == 0 && pending_.empty())
+    s_.index = identity.index;
+  if (!s_.uuid)
+    s_.uuid = identity.uuid;
+  if (!s_.name)
+    s_.name = identity.name;
+  if (settled_) {
+    take(sample);
+    return true;
+  }
+  pending_.push_back(sample);
+  if (pending_.size() >= report_rules::interval_samples)
+    settle_interval();
+  return true;
+}
+
+// The interval is the median spacing of the first samples: robust to a gap or two among them.
+void GpuStats::settle_interval() {
+  settled_ = true;
+  s_.interval = given_interval_;
+  if (!s_.interval && pending_.size() >= 2) {
+    std::vector<double> spacing;
+    for (std::size_t i = 1; i < pending_.size(); ++i)
+      spacing.push_back(pending_[i].time - pending_[i - 1].time);
+    std::nth_element(spacing.begin(), spacing.begin() + spacing.size() / 2, spacing.end());
+    s_.interval = spacing[spacing.size() / 2];
+  }
+  for (const Sample &sample : pending_)
+    take(sample);
+  pending_.clear();
+  pending_.shrink_to_fit();
+}
+
+void GpuStats::take(const Sample &x) {
+  using namespace report_rules;
+  bool after_gap = false;
+  if (!started_) {
+    started_ = true;
+    s_.first = x.stamp;
+    s_.series.start(x.time, s_.interval.value_or(1));
+  } else {
+    double d = x.time - previous_time_;
+    if (!s_.interval || d > gap_intervals * *s_.interval) {
+      after_gap = true;
+      ++s_.gaps;
+      s_.gap_seconds += d;
+      s_.longest_gap_seconds = std::max(s_.longest_gap_seconds, d);
+    } else {
+      // nvidia-smi's utilization and power are averages over the time since its last sample, so
+      // this sample stands for the stretch before it.
+      s_.covered_seconds += d;
+      if (x.utilization) {
+        int u = static_cast<int>(*x.utilization);
+        utilization_seconds_[static_cast<std::size_t>(u)] += d;
+        utilization_sum_ += u * d;
+        s_.utilization_known_seconds += d;
+        s_.idle.known_seconds += d;
+        if (u < idle_below_percent)
+          s_.idle.seconds += d;
+        if (x.memory_used) {
+          s_.starved.known_seconds += d;
+          if (*x.memory_used >= memory_held_mib && u < starved_below_percent) {
+            s_.starved.seconds += d;
+            starved_memory_sum_ += static_cast<double>(*x.memory_used) * d;
+          }
+        }
+      }
+      if (x.power) {
+        power_joules_ += *x.power * d;
+        s_.power_known_seconds += d;
+      }
+      if (x.temperature) {
+        temperature_sum_ += static_cast<double>(*x.temperature) * d;
+        temperature_known_seconds_ += d;
+      }
+      bool capped = false, slow = false, known = false;
+      if (x.power && x.power_limit && *x.power_limit > 0) {
+        known = true;
+        capped = *x.power >= power_limit_fraction * *x.power_limit;
+        s_.power_capped.known_seconds += d;
+        s_.power_capped.seconds += capped ? d : 0;
+      }
+      if (x.pstate && x.utilization) {
+        known = true;
+        slow = *x.pstate > slow_pstate_above && *x.utilization >= idle_below_percent;
+        s_.slow_pstate.known_seconds += d;
+        s_.slow_pstate.seconds += slow ? d : 0;
+      }
+      if (known) {
+        s_.throttled.known_seconds += d;
+        s_.throttled.seconds += capped || slow ? d : 0;
+      }
+    }
+  }
+  previous_time_ = x.time;
+  s_.last = x.stamp;
+  ++s_.samples;
+
+  keep_max(s_.utilization_max, x.utilization);
+  if (x.memory_used && (!s_.memory_peak_mib || *x.memory_used > *s_.memory_peak_mib)) {
+    s_.memory_peak_mib = x.memory_used;
+    if (x.memory_total)
+      s_.memory_total_mib = x.memory_total;
+  } else if (x.memory_total && !s_.memory_total_mib) {
+    s_.memory_total_mib = x.memory_total;
+  }
+  if (x.power && (!s_.power_max_w || *x.power > *s_.power_max_w))
+    s_.power_max_w = x.power;
+  keep_max(s_.temperature_max_c, x.temperature);
+
+  auto real = [](const Reading &r) -> std::optional<double> {
+    return r ? std::optional<double>(static_cast<double>(*r)) : std::nullopt;
+  };
+  s_.series.add(x.time, {real(x.utilization), real(x.memory_used), x.power, real(x.temperature)},
+                after_gap);
+}
+
+GpuSummary GpuStats::finish() {
+  if (!settled_)
+    settle_interval();
+  GpuSummary out = s_;
+  double known = s_.utilization_known_seconds;
+  if (known > 0) {
+    out.utilization_mean = utilization_sum_ / known;
+    out.utilization_median = quantile(utilization_seconds_, known, 0.5);
+    out.utilization_p95 = quantile(utilization_seconds_, known, 0.95);
+  }
+  if (s_.starved.seconds > 0)
+    out.starved_memory_mean_mib = starved_memory_sum_ / s_.starved.seconds;
+  if (s_.power_known_seconds > 0) {
+    out.power_mean_w = power_joules_ / s_.power_known_seconds;
+    out.energy_wh = power_joules_ / 3600;
+  }
+  if (temperature_known_seconds_ > 0)
+    out.temperature_mean_c = temperature_sum_ / temperature_known_seconds_;
+  return out;
+}
+
+} // namespace nvsmi

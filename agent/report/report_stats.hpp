@@ -1,0 +1,100 @@
+// The statistics of one GPU's log, gathered in one pass in memory that does not grow with the
+// log: sums and a 101-bin histogram weighted by time, peaks, and a bounded series for drawing.
+#pragma once
+
+#include "report/report_series.hpp"
+
+#include "nvsmi/snapshot.hpp"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nvsmi {
+
+// One usable row, as the statistics need it.
+struct Sample {
+  double time = 0; // seconds: UTC where the log gives an offset, else the log's own clock
+  Timestamp stamp;
+  Reading utilization; // 0..100
+  Reading memory_used, memory_total, temperature;
+  RealReading power, power_limit;
+  std::optional<int> pstate; // 0 for P0 ... 15 for P15
+};
+
+// The thresholds behind the shares and the findings (README "report").
+namespace report_rules {
+constexpr int idle_below_percent = 5;
+constexpr int starved_below_percent = 30;
+constexpr std::int64_t memory_held_mib = 1024; // a job is there
+constexpr double gap_intervals = 3;            // a longer stretch without samples is a gap
+constexpr double power_limit_fraction = 0.98;  // a capped GPU hovers just under its limit
+constexpr int slow_pstate_above = 2;           // P3..P15 while busy
+constexpr std::size_t interval_samples = 33;   // the interval is the median of their spacing
+} // namespace report_rules
+
+// Seconds spent in some state, out of the seconds where that state could be told.
+struct TimeShare {
+  double seconds = 0, known_seconds = 0;
+  std::optional<double> percent() const;
+};
+
+struct GpuSummary {
+  std::string key; // the uuid, else the PCI bus id, else "index N"
+  int index = 0;
+  Text uuid, name;
+
+  std::int64_t samples = 0;
+  Timestamp first, last;
+  std::optional<double> interval; // seconds between samples, inferred or given
+  double covered_seconds = 0;     // between samples, gaps excluded
+  std::int64_t gaps = 0;
+  double gap_seconds = 0, longest_gap_seconds = 0;
+
+  std::optional<double> utilization_mean;
+  std::optional<int> utilization_median, utilization_p95;
+  Reading utilization_max;
+  double utilization_known_seconds = 0;
+  TimeShare idle, starved;
+  std::optional<double> starved_memory_mean_mib; // memory held while starved
+
+  Reading memory_peak_mib, memory_total_mib; // total: at the peak, else the last known
+  RealReading power_mean_w, power_max_w, energy_wh;
+  double power_known_seconds = 0;
+  std::optional<double> temperature_mean_c;
+  Reading temperature_max_c;
+  TimeShare throttled, power_capped, slow_pstate;
+
+  std::string finding;
+  Series series;
+};
+
+class GpuStats {
+public:
+  // `interval`: seconds between samples; inferred from the first samples when not given.
+  GpuStats(std::string key, std::optional<double> interval);
+
+  // Takes a sample for this GPU. False when it is not later than the previous one (nothing is
+  // counted then).
+  bool add(const Sample &sample, const Gpu &identity);
+  // The figures so far.
+  GpuSummary finish();
+
+private:
+  void settle_interval();
+  void take(const Sample &sample);
+
+  GpuSummary s_;
+  std::optional<double> given_interval_;
+  std::vector<Sample> pending_; // until the interval is known
+  std::optional<double> last_time_;
+  bool settled_ = false, started_ = false;
+  double previous_time_ = 0;
+  std::array<double, 101> utilization_seconds_{};
+  double utilization_sum_ = 0, power_joules_ = 0, temperature_sum_ = 0,
+         temperature_known_seconds_ = 0, starved_memory_sum_ = 0;
+};
+
+} // namespace nvsmi

@@ -1,0 +1,152 @@
+// `report --format text`: what a person reads in a terminal.
+#include "report/report.hpp"
+
+#include "nvsmi/timestamp.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace nvsmi {
+namespace {
+
+std::string printf_string(const char *format, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, format, value);
+  return buffer;
+}
+
+std::string duration(double seconds) {
+  if (seconds < 60)
+    return printf_string("%.4g s", seconds);
+  auto whole = static_cast<std::int64_t>(std::llround(seconds));
+  std::int64_t days = whole / 86400, hours = whole / 3600 % 24, minutes = whole / 60 % 60;
+  if (days > 0)
+    return std::to_string(days) + " d " + std::to_string(hours) + " h " + std::to_string(minutes) +
+           " min";
+  if (hours > 0)
+    return std::to_string(hours) + " h " + std::to_string(minutes) + " min";
+  return std::to_string(minutes) + " min " + std::to_string(whole % 60) + " s";
+}
+
+std::string percent(std::optional<double> value) {
+  return value ? printf_string("%.1f%%", *value) : "unknown";
+}
+std::string whole_percent(const std::optional<int> &value) {
+  return value ? std::to_string(*value) + "%" : "unknown";
+}
+std::string whole_percent(const Reading &value) {
+  return value ? std::to_string(*value) + "%" : "unknown";
+}
+std::string with_unit(const std::optional<double> &value, const char *format) {
+  return value ? printf_string(format, *value) : "unknown";
+}
+std::string whole_with_unit(const Reading &value, const std::string &unit) {
+  return value ? std::to_string(*value) + unit : "unknown";
+}
+
+std::string share(const TimeShare &share) {
+  return share.percent() ? percent(share.percent()) + " of the time" : "unknown";
+}
+
+void line(std::string &out, const char *label, const std::string &text) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "  %-13s", label);
+  out += buffer;
+  out += text;
+  out += '\n';
+}
+
+void gpu_section(std::string &out, const GpuSummary &gpu) {
+  out += "\nGPU " + std::to_string(gpu.index);
+  if (gpu.name)
+    out += "  " + *gpu.name;
+  if (gpu.uuid)
+    out += "  " + *gpu.uuid;
+  out += '\n';
+
+  line(out, "time", to_iso8601(gpu.first) + " to " + to_iso8601(gpu.last));
+  std::string coverage =
+      duration(gpu.covered_seconds) + " covered by " + std::to_string(gpu.samples) + " samples";
+  if (gpu.interval)
+    coverage += ", every " + duration(*gpu.interval);
+  if (gpu.gaps == 0)
+    coverage += "; no gaps";
+  else
+    coverage += "; " + std::to_string(gpu.gaps) + (gpu.gaps == 1 ? " gap" : " gaps") + " (" +
+                duration(gpu.gap_seconds) + ", longest " + duration(gpu.longest_gap_seconds) +
+                ") not counted";
+  line(out, "", coverage);
+
+  line(out, "utilization",
+       "mean " + percent(gpu.utilization_mean) + ", median " +
+           whole_percent(gpu.utilization_median) + ", p95 " + whole_percent(gpu.utilization_p95) +
+           ", max " + whole_percent(gpu.utilization_max));
+  std::string starved = "starved " + share(gpu.starved);
+  if (gpu.starved_memory_mean_mib)
+    starved +=
+        printf_string(" (holding %.0f MiB on average, under 30%%)", *gpu.starved_memory_mean_mib);
+  line(out, "", "idle " + share(gpu.idle) + ", " + starved);
+
+  if (gpu.memory_peak_mib) {
+    std::string memory = "peak " + std::to_string(*gpu.memory_peak_mib) + " MiB";
+    if (gpu.memory_total_mib && *gpu.memory_total_mib > 0) {
+      double total = static_cast<double>(*gpu.memory_total_mib);
+      double peak = static_cast<double>(*gpu.memory_peak_mib);
+      memory += " of " + std::to_string(*gpu.memory_total_mib) + " MiB (" +
+                percent(100 * peak / total) + "), headroom " +
+                std::to_string(*gpu.memory_total_mib - *gpu.memory_peak_mib) + " MiB (" +
+                percent(100 * (total - peak) / total) + ")";
+    } else {
+      memory += ", total unknown";
+    }
+    line(out, "memory", memory);
+  } else {
+    line(out, "memory", "unknown");
+  }
+
+  line(out, "power",
+       "mean " + with_unit(gpu.power_mean_w, "%.1f W") + ", max " +
+           with_unit(gpu.power_max_w, "%.1f W") + ", energy " +
+           with_unit(gpu.energy_wh, "%.2f Wh"));
+  line(out, "temperature",
+       "mean " + with_unit(gpu.temperature_mean_c, "%.1f C") + ", max " +
+           whole_with_unit(gpu.temperature_max_c, " C"));
+  line(out, "throttling",
+       "at the power limit: " + share(gpu.power_capped) +
+           "; busy in a slow pstate: " + share(gpu.slow_pstate));
+  line(out, "finding", gpu.finding);
+}
+
+} // namespace
+
+std::string format_report_text(const Report &report) {
+  std::string out = "files: ";
+  for (std::size_t i = 0; i < report.files.size(); ++i)
+    out += (i ? ", " : "") + report.files[i];
+  if (report.files.size() > 1)
+    out += " (read in this order)";
+  out += "\nrows: " + std::to_string(report.rows_read) + " read, " +
+         std::to_string(report.rows_used) + " used";
+  if (report.rows_outside_time)
+    out += ", " + std::to_string(report.rows_outside_time) + " outside --from/--to";
+  if (report.rows_other_gpus)
+    out += ", " + std::to_string(report.rows_other_gpus) + " of other GPUs";
+  std::int64_t bad = report.bad.total();
+  out += ", " + std::to_string(bad) + " bad";
+  if (bad > 0) {
+    std::string kinds;
+    for (int k = 0; k < BadRows::kind_count; ++k)
+      if (std::int64_t count = report.bad.counts[static_cast<std::size_t>(k)])
+        kinds += std::string(kinds.empty() ? "" : ", ") + std::to_string(count) + " " +
+                 BadRows::name(static_cast<BadRows::Kind>(k));
+    out += " (" + kinds + ")";
+  }
+  out += '\n';
+  for (const std::string &example : report.bad.examples)
+    out += "  " + example + '\n';
+  for (const GpuSummary &gpu : report.gpus)
+    gpu_section(out, gpu);
+  return out;
+}
+
+} // namespace nvsmi

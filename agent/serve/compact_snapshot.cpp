@@ -1,0 +1,243 @@
+#include "serve/compact_snapshot.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace nvsmi {
+namespace {
+
+// glibc's malloc keeps a 16-byte header per block and rounds to 16 bytes.
+constexpr std::size_t allocation(std::size_t bytes) { return (bytes + 16 + 15) / 16 * 16; }
+
+std::size_t text_cost(const std::string &text) {
+  // make_shared puts the control block and the string in one block; a text past the small
+  // string buffer has a block of its own.
+  std::size_t cost = allocation(sizeof(std::string) + 16);
+  if (text.size() > 15)
+    cost += allocation(text.capacity() + 1);
+  return cost;
+}
+
+class Packer {
+public:
+  explicit Packer(std::size_t &new_text_bytes) : new_text_bytes_(new_text_bytes) {}
+
+  SharedText text(const Text &value, const SharedText *before) {
+    if (!value)
+      return nullptr;
+    if (before && *before && **before == *value)
+      return *before;
+    auto shared = std::make_shared<const std::string>(*value);
+    new_text_bytes_ += text_cost(*shared);
+    return shared;
+  }
+
+private:
+  std::size_t &new_text_bytes_;
+};
+
+template <std::size_t N> PackedReadings<N> pack(const std::array<const Reading *, N> &readings) {
+  PackedReadings<N> packed;
+  for (std::size_t i = 0; i < N; ++i)
+    if (*readings[i]) {
+      packed.values[i] = **readings[i];
+      packed.known |= 1u << i;
+    }
+  return packed;
+}
+
+template <std::size_t N>
+void unpack(const PackedReadings<N> &packed, const std::array<Reading *, N> &readings) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (packed.known & (1u << i))
+      *readings[i] = packed.values[i];
+}
+
+// The same lists of members, read and written, so that pack and unpack cannot drift apart.
+template <typename G> auto gpu_readings(G &gpu) {
+  return std::array{
+      &gpu.temperature_c,     &gpu.memory_total_mib,        &gpu.memory_used_mib,
+      &gpu.memory_free_mib,   &gpu.utilization_gpu_percent, &gpu.utilization_memory_percent,
+      &gpu.fan_speed_percent, &gpu.clocks.graphics_mhz,     &gpu.clocks.sm_mhz,
+      &gpu.clocks.memory_mhz, &gpu.clocks.video_mhz};
+}
+template <typename P> auto process_readings(P &process) {
+  return std::array{&process.pid, &process.used_memory_mib, &process.gpu_instance_id,
+                    &process.compute_instance_id};
+}
+template <typename M> auto mig_readings(M &device) {
+  return std::array{&device.index,
+                    &device.gpu_instance_id,
+                    &device.compute_instance_id,
+                    &device.memory_total_mib,
+                    &device.memory_used_mib,
+                    &device.memory_free_mib};
+}
+
+double pack_real(const RealReading &value) {
+  return value ? *value : std::numeric_limits<double>::quiet_NaN();
+}
+RealReading unpack_real(double value) {
+  return std::isnan(value) ? RealReading() : RealReading(value);
+}
+
+Text unpack_text(const SharedText &text) { return text ? Text(*text) : Text(); }
+
+template <typename T> const T *at(const std::vector<T> *items, std::size_t i) {
+  return items && i < items->size() ? &(*items)[i] : nullptr;
+}
+
+CompactGpu pack_gpu(const Gpu &gpu, const CompactGpu *before, Packer &packer) {
+  CompactGpu out;
+  out.index = gpu.index;
+  out.uuid = packer.text(gpu.uuid, before ? &before->uuid : nullptr);
+  out.name = packer.text(gpu.name, before ? &before->name : nullptr);
+  out.pci_bus_id = packer.text(gpu.pci_bus_id, before ? &before->pci_bus_id : nullptr);
+  out.pstate = packer.text(gpu.pstate, before ? &before->pstate : nullptr);
+  out.numbers = pack(gpu_readings(gpu));
+  out.power = {pack_real(gpu.power_draw_w), pack_real(gpu.power_limit_w)};
+  out.mig_enabled = gpu.mig_enabled ? static_cast<std::int8_t>(*gpu.mig_enabled) : -1;
+  if (gpu.mig_devices) {
+    out.mig_devices.emplace();
+    out.mig_devices->reserve(gpu.mig_devices->size());
+    for (const MigDevice &device : *gpu.mig_devices)
+      out.mig_devices->push_back(pack(mig_readings(device)));
+  }
+  if (gpu.processes) {
+    const auto *old = before && before->processes ? &*before->processes : nullptr;
+    out.processes.emplace();
+    out.processes->reserve(gpu.processes->size());
+    for (std::size_t i = 0; i < gpu.processes->size(); ++i) {
+      const Process &process = (*gpu.processes)[i];
+      const CompactProcess *was = at(old, i);
+      out.processes->push_back({pack(process_readings(process)),
+                                packer.text(process.type, was ? &was->type : nullptr),
+                                packer.text(process.name, was ? &was->name : nullptr)});
+    }
+  }
+  if (gpu.clock_event_reasons_active) {
+    const auto *old = before && before->clock_event_reasons_active
+                          ? &*before->clock_event_reasons_active
+                          : nullptr;
+    out.clock_event_reasons_active.emplace();
+    out.clock_event_reasons_active->reserve(gpu.clock_event_reasons_active->size());
+    for (std::size_t i = 0; i < gpu.clock_event_reasons_active->size(); ++i)
+      out.clock_event_reasons_active->push_back(
+          packer.text((*gpu.clock_event_reasons_active)[i], at(old, i)));
+  }
+  out.extras.reserve(gpu.extras.size());
+  for (std::size_t i = 0; i < gpu.extras.size(); ++i) {
+    const auto *was = before ? at(&before->extras, i) : nullptr;
+    out.extras.emplace_back(packer.text(gpu.extras[i].name, was ? &was->first : nullptr),
+                            packer.text(gpu.extras[i].value, was ? &was->second : nullptr));
+  }
+  return out;
+}
+
+Gpu unpack_gpu(const CompactGpu &in) {
+  Gpu gpu;
+  gpu.index = in.index;
+  gpu.uuid = unpack_text(in.uuid);
+  gpu.name = unpack_text(in.name);
+  gpu.pci_bus_id = unpack_text(in.pci_bus_id);
+  gpu.pstate = unpack_text(in.pstate);
+  unpack(in.numbers, gpu_readings(gpu));
+  gpu.power_draw_w = unpack_real(in.power[0]);
+  gpu.power_limit_w = unpack_real(in.power[1]);
+  if (in.mig_enabled >= 0)
+    gpu.mig_enabled = in.mig_enabled == 1;
+  if (in.mig_devices) {
+    gpu.mig_devices.emplace();
+    for (const auto &packed : *in.mig_devices) {
+      MigDevice device;
+      unpack(packed, mig_readings(device));
+      gpu.mig_devices->push_back(device);
+    }
+  }
+  if (in.processes) {
+    gpu.processes.emplace();
+    for (const CompactProcess &packed : *in.processes) {
+      Process process;
+      unpack(packed.numbers, process_readings(process));
+      process.type = unpack_text(packed.type);
+      process.name = unpack_text(packed.name);
+      gpu.processes->push_back(std::move(process));
+    }
+  }
+  if (in.clock_event_reasons_active) {
+    gpu.clock_event_reasons_active.emplace();
+    for (const SharedText &reason : *in.clock_event_reasons_active)
+      gpu.clock_event_reasons_active->push_back(reason ? *reason : std::string());
+  }
+  for (const auto &[name, value] : in.extras)
+    gpu.extras.push_back({name ? *name : std::string(), unpack_text(value)});
+  return gpu;
+}
+
+template <typename T> std::size_t vector_bytes(const std::vector<T> &items) {
+  return items.capacity() ? allocation(items.capacity() * sizeof(T)) : 0;
+}
+template <typename T> std::size_t vector_bytes(const std::optional<std::vector<T>> &items) {
+  return items ? vector_bytes(*items) : 0;
+}
+
+std::size_t freed(const SharedText &text) {
+  return text && text.use_count() == 1 ? text_cost(*text) : 0;
+}
+
+} // namespace
+
+CompactSnapshot compact(const Snapshot &snapshot, const CompactSnapshot *previous,
+                        std::size_t &new_text_bytes) {
+  Packer packer(new_text_bytes);
+  CompactSnapshot out;
+  out.source = snapshot.source;
+  out.timestamp = snapshot.timestamp;
+  out.driver_version =
+      packer.text(snapshot.driver_version, previous ? &previous->driver_version : nullptr);
+  out.cuda_version =
+      packer.text(snapshot.cuda_version, previous ? &previous->cuda_version : nullptr);
+  out.gpus.reserve(snapshot.gpus.size());
+  for (std::size_t i = 0; i < snapshot.gpus.size(); ++i)
+    out.gpus.push_back(
+        pack_gpu(snapshot.gpus[i], previous ? at(&previous->gpus, i) : nullptr, packer));
+  return out;
+}
+
+Snapshot expand(const CompactSnapshot &compact) {
+  Snapshot snapshot;
+  snapshot.source = compact.source;
+  snapshot.timestamp = compact.timestamp;
+  snapshot.driver_version = unpack_text(compact.driver_version);
+  snapshot.cuda_version = unpack_text(compact.cuda_version);
+  snapshot.gpus.reserve(compact.gpus.size());
+  for (const CompactGpu &gpu : compact.gpus)
+    snapshot.gpus.push_back(unpack_gpu(gpu));
+  return snapshot;
+}
+
+std::size_t own_bytes(const CompactSnapshot &sample) {
+  std::size_t bytes = vector_bytes(sample.gpus);
+  for (const CompactGpu &gpu : sample.gpus)
+    bytes += vector_bytes(gpu.mig_devices) + vector_bytes(gpu.processes) +
+             vector_bytes(gpu.clock_event_reasons_active) + vector_bytes(gpu.extras);
+  return bytes;
+}
+
+std::size_t text_bytes_freed_by(const CompactSnapshot &sample) {
+  std::size_t bytes = freed(sample.driver_version) + freed(sample.cuda_version);
+  for (const CompactGpu &gpu : sample.gpus) {
+    bytes += freed(gpu.uuid) + freed(gpu.name) + freed(gpu.pci_bus_id) + freed(gpu.pstate);
+    if (gpu.processes)
+      for (const CompactProcess &process : *gpu.processes)
+        bytes += freed(process.type) + freed(process.name);
+    if (gpu.clock_event_reasons_active)
+      for (const SharedText &reason : *gpu.clock_event_reasons_active)
+        bytes += freed(reason);
+    for (const auto &[name, value] : gpu.extras)
+      bytes += freed(name) + freed(value);
+  }
+  return bytes;
+}
+
+} // namespace nvsmi

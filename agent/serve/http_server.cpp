@@ -1,0 +1,352 @@
+#include "serve/http_server.hpp"
+
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+
+#include <cctype>
+#include <charconv>
+#include <optional>
+#include <unordered_set>
+
+namespace nvsmi {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+class Session;
+
+} // namespace
+
+struct HttpServer::Shared {
+  Shared(asio::io_context &context, HttpLimits l, HttpHandler h)
+      : acceptor(context), pause(context), limits(l), handler(std::move(h)) {}
+  tcp::acceptor acceptor;
+  asio::steady_timer pause; // after a failed accept
+  HttpLimits limits;
+  HttpHandler handler;
+  std::unordered_set<Session *> sessions;
+  bool stopped = false;
+};
+
+namespace {
+
+using Response = http::response<http::span_body<const char>>;
+
+class Session : public std::enable_shared_from_this<Session> {
+public:
+  Session(tcp::socket socket, std::shared_ptr<HttpServer::Shared> shared)
+      : stream_(std::move(socket)), shared_(std::move(shared)) {
+    shared_->sessions.insert(this);
+  }
+  ~Session() { shared_->sessions.erase(this); }
+
+  void start() { read_request(); }
+  void close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+  }
+
+private:
+  void read_request() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(shared_->limits.header_bytes));
+    parser_->body_limit(shared_->limits.body_bytes);
+    stream_.expires_after(shared_->limits.request_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code error, std::size_t) {
+                       self->on_request(error);
+                     });
+  }
+
+  void on_request(beast::error_code error) {
+    if (error == http::error::header_limit)
+      return reply_error(431, "request headers too large\n");
+    if (error == http::error::body_limit)
+      return reply_error(413, "request body too large\n");
+    if (error) // the client left, timed out or sent something that is not HTTP
+      return close();
+
+    const auto &request = parser_->get();
+    keep_alive_ = request.keep_alive();
+    head_ = request.method() == http::verb::head;
+    if (request.method() != http::verb::get && !head_) {
+      auto response = text_response(405, "only GET and HEAD\n");
+      response.headers.push_back({"Allow", "GET, HEAD"});
+      return send(std::move(response));
+    }
+    if (shared_->limits.loopback_hosts_only) {
+      auto host = request.find(http::field::host);
+      if (host != request.end() &&
+          !names_loopback(std::string_view(host->value().data(), host->value().size())))
+        return send(text_response(421, "this server answers only to localhost, 127.0.0.1 or "
+                                       "[::1] (see --listen in the README)\n"));
+    }
+    http10_ = request.version() < 11;
+    std::string_view target(request.target().data(), request.target().size());
+    std::size_t mark = target.find('?');
+    std::string_view path = target.substr(0, mark);
+    std::string_view query = mark == std::string_view::npos ? "" : target.substr(mark + 1);
+    send(shared_->handler(path, query));
+  }
+
+  static HttpResponse text_response(unsigned status, const char *text) {
+    return {status, "text/plain; charset=utf-8", std::make_shared<const std::string>(text), {}, {}};
+  }
+
+  void reply_error(unsigned status, const char *text) {
+    keep_alive_ = false;
+    head_ = false;
+    send(text_response(status, text));
+  }
+
+  void send(HttpResponse response) {
+    if (response.stream)
+      return send_stream(std::move(response));
+    body_ = response.body ? response.body : std::make_shared<const std::string>();
+    response_.emplace();
+    response_->result(response.status);
+    response_->version(11);
+    response_->set(http::field::server, "nvsmi-agent");
+    response_->set(http::field::content_type, response.content_type);
+    response_->set(http::field::cache_control, "no-store");
+    response_->set("X-Content-Type-Options", "nosniff");
+    for (const auto &[name, value] : response.headers)
+      response_->set(name, value);
+    response_->keep_alive(keep_alive_);
+    response_->content_length(body_->size());
+    if (!head_)
+      response_->body() = {body_->data(), body_->size()};
+    stream_.expires_after(shared_->limits.write_timeout);
+    http::async_write(stream_, *response_,
+                      [self = shared_from_this()](beast::error_code error, std::size_t) {
+                        if (error || !self->keep_alive_ || self->shared_->stopped)
+                          return self->close();
+                        self->read_request();
+                      });
+  }
+
+  // A streamed body: the header, then each part as the client takes the one before, so that a
+  // client that does not read holds one part, not the whole body.
+  void send_stream(HttpResponse response) {
+    producer_ = std::move(response.stream);
+    if (http10_)
+      keep_alive_ = false; // HTTP/1.0 knows no chunks: the body ends where the connection does
+    header_.emplace();
+    header_->result(response.status);
+    header_->version(http10_ ? 10 : 11);
+    header_->set(http::field::server, "nvsmi-agent");
+    header_->set(http::field::content_type, response.content_type);
+    header_->set(http::field::cache_control, "no-store");
+    header_->set("X-Content-Type-Options", "nosniff");
+    for (const auto &[name, value] : response.headers)
+      header_->set(name, value);
+    header_->keep_alive(keep_alive_);
+    if (!http10_)
+      header_->chunked(true);
+    serializer_.emplace(*header_);
+    stream_.expires_after(shared_->limits.write_timeout);
+    http::async_write_header(stream_, *serializer_,
+                             [self = shared_from_this()](beast::error_code error, std::size_t) {
+                               if (error || self->shared_->stopped)
+                                 return self->close();
+                               if (self->head_)
+                                 return self->finish_response();
+                               self->write_part();
+                             });
+  }
+
+  void write_part() {
+    part_.clear();
+    bool more = producer_(part_);
+    auto next = [self = shared_from_this(), more](beast::error_code error, std::size_t) {
+      if (error || self->shared_->stopped)
+        return self->close();
+      if (more)
+        return self->write_part();
+      self->write_last();
+    };
+    stream_.expires_after(shared_->limits.write_timeout);
+    if (http10_)
+      asio::async_write(stream_, asio::buffer(part_), std::move(next));
+    else
+      asio::async_write(stream_, http::make_chunk(asio::buffer(part_)), std::move(next));
+  }
+
+  void write_last() {
+    if (http10_)
+      return close();
+    stream_.expires_after(shared_->limits.write_timeout);
+    asio::async_write(stream_, http::make_chunk_last(),
+                      [self = shared_from_this()](beast::error_code error, std::size_t) {
+                        if (error || self->shared_->stopped)
+                          return self->close();
+                        self->finish_response();
+                      });
+  }
+
+  void finish_response() {
+    producer_ = nullptr;
+    part_ = std::string();
+    serializer_.reset();
+    header_.reset();
+    if (!keep_alive_)
+      return close();
+    read_request();
+  }
+
+  beast::tcp_stream stream_;
+  std::shared_ptr<HttpServer::Shared> shared_;
+  beast::flat_buffer buffer_{16384};
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<Response> response_;
+  std::shared_ptr<const std::string> body_;
+  std::optional<http::response<http::empty_body>> header_;
+  std::optional<http::response_serializer<http::empty_body>> serializer_;
+  std::function<bool(std::string &)> producer_;
+  std::string part_;
+  bool keep_alive_ = false, head_ = false, http10_ = false;
+};
+
+void accept_next(const std::shared_ptr<HttpServer::Shared> &shared) {
+  shared->acceptor.async_accept([shared](beast::error_code error, tcp::socket socket) {
+    if (shared->stopped || error == asio::error::operation_aborted)
+      return;
+    if (error) {
+      // Out of descriptors (EMFILE) and the like: the pending connection stays queued, so
+      // accepting again at once would spin. Wait a little, then go on serving.
+      shared->pause.expires_after(std::chrono::milliseconds(100));
+      shared->pause.async_wait([shared](beast::error_code paused) {
+        if (!paused && !shared->stopped)
+          accept_next(shared);
+      });
+      return;
+    }
+    if (shared->sessions.size() >= shared->limits.max_connections) {
+      beast::error_code ignored;
+      socket.close(ignored);
+    } else {
+      std::make_shared<Session>(std::move(socket), shared)->start();
+    }
+    accept_next(shared);
+  });
+}
+
+} // namespace
+
+HttpServer::HttpServer(asio::io_context &context, const tcp::endpoint &endpoint, HttpLimits limits,
+                       HttpHandler handler)
+    : shared_(std::make_shared<Shared>(context, limits, std::move(handler))) {
+  tcp::acceptor &acceptor = shared_->acceptor;
+  acceptor.open(endpoint.protocol());
+  acceptor.set_option(asio::socket_base::reuse_address(true));
+  if (endpoint.protocol() == tcp::v6())
+    acceptor.set_option(asio::ip::v6_only(false));
+  acceptor.bind(endpoint);
+  acceptor.listen(asio::socket_base::max_listen_connections);
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+tcp::endpoint HttpServer::local_endpoint() const { return shared_->acceptor.local_endpoint(); }
+
+void HttpServer::start() { accept_next(shared_); }
+
+void HttpServer::stop() {
+  if (shared_->stopped)
+    return;
+  shared_->stopped = true;
+  beast::error_code ignored;
+  shared_->acceptor.close(ignored);
+  shared_->pause.cancel();
+  std::vector<Session *> open(shared_->sessions.begin(), shared_->sessions.end());
+  for (Session *session : open)
+    session->close();
+}
+
+std::optional<tcp::endpoint> parse_listen_address(const std::string &text) {
+  std::size_t colon = text.rfind(':');
+  if (colon == std::string::npos)
+    return std::nullopt;
+  std::string host = text.substr(0, colon), port_text = text.substr(colon + 1);
+  unsigned port = 0;
+  auto [end, error] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (error != std::errc() || end != port_text.data() + port_text.size() || port > 65535 ||
+      port_text.empty())
+    return std::nullopt;
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  else if (host.find(':') != std::string::npos)
+    return std::nullopt; // an IPv6 address needs its brackets
+  if (host.empty())
+    host = "::";
+  if (host == "localhost")
+    host = "127.0.0.1";
+  beast::error_code bad;
+  asio::ip::address address = asio::ip::make_address(host, bad);
+  if (bad)
+    return std::nullopt;
+  return tcp::endpoint(address, static_cast<unsigned short>(port));
+}
+
+bool names_loopback(std::string_view host) {
+  if (host.empty())
+    return false;
+  std::string_view name = host, port;
+  if (!host.empty() && host.front() == '[') {
+    std::size_t close = host.find(']');
+    if (close == std::string_view::npos)
+      return false;
+    name = host.substr(1, close - 1);
+    port = host.substr(close + 1);
+    if (!port.empty() && port.front() != ':')
+      return false;
+  } else if (std::size_t colon = host.find(':'); colon != std::string_view::npos) {
+    name = host.substr(0, colon);
+    port = host.substr(colon);
+  }
+  if (!port.empty()) {
+    port.remove_prefix(1);
+    if (port.empty() || port.size() > 5 ||
+        port.find_first_not_of("0123456789") != std::string_view::npos)
+      return false;
+  }
+  std::string lower(name);
+  for (char &c : lower)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "localhost" || lower == "localhost.")
+    return true;
+  if (host.front() == '[') {
+    beast::error_code bad;
+    auto address = asio::ip::make_address_v6(lower, bad);
+    return !bad && address.is_loopback();
+  }
+  beast::error_code bad;
+  auto address = asio::ip::make_address_v4(lower, bad);
+  return !bad && address.is_loopback();
+}
+
+std::optional<std::string> query_value(std::string_view query, std::string_view name) {
+  while (!query.empty()) {
+    std::size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    std::size_t equals = pair.find('=');
+    if (pair.substr(0, equals) == name)
+      return std::string(equals == std::string_view::npos ? "" : pair.substr(equals + 1));
+    if (amp == std::string_view::npos)
+      break;
+    query.remove_prefix(amp + 1);
+  }
+  return std::nullopt;
+}
+
+} // namespace nvsmi

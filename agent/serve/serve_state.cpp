@@ -1,0 +1,135 @@
+#include "serve/serve_state.hpp"
+
+#include "formats/formats.hpp"
+#include "formats/json_writer.hpp"
+#include "serve/dashboard_page.hpp"
+
+#include <charconv>
+#include <cmath>
+
+namespace nvsmi {
+namespace {
+
+using std::chrono::duration;
+using std::chrono::steady_clock;
+
+constexpr const char *json_type = "application/json";
+
+std::shared_ptr<const std::string> shared(std::string text) {
+  return std::make_shared<const std::string>(std::move(text));
+}
+
+HttpResponse json_error(unsigned status, const std::string &message) {
+  std::string body;
+  JsonWriter json(body);
+  json.begin_object();
+  json.key("error");
+  json.value(message);
+  json.end_object();
+  return {status, json_type, shared(std::move(body) + "\n"), {}, {}};
+}
+
+std::string seconds_text(double seconds) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.0f", seconds);
+  return buffer;
+}
+
+} // namespace
+
+ServeClock ServeClock::now() {
+  auto system = std::chrono::system_clock::now().time_since_epoch();
+  return {steady_clock::now(), duration<double>(system).count()};
+}
+
+ServeState::ServeState(std::chrono::milliseconds interval, double history_seconds,
+                       std::size_t history_max_bytes)
+    : interval_(interval), history_seconds_(history_seconds),
+      history_(std::make_shared<ServeHistory>(history_seconds, history_max_bytes)) {}
+
+void ServeState::add(const Snapshot &snapshot, const ServeClock &at) {
+  Sample sample{at.unix_seconds, at.steady, shared(format_json(snapshot) + "\n"),
+                shared(format_legacy(snapshot) + "\n"), shared(format_gpu_metrics(snapshot))};
+  latest_ = std::move(sample);
+  last_error_.clear();
+  history_->add(snapshot, at.unix_seconds);
+}
+
+bool ServeState::fresh(const ServeClock &at) const {
+  return latest_ && at.steady - latest_->steady <= interval_ * 3;
+}
+
+std::string ServeState::stale_reason(const ServeClock &at) const {
+  std::string reason =
+      latest_ ? "no sample for " +
+                    seconds_text(duration<double>(at.steady - latest_->steady).count()) + " s"
+              : std::string("no sample yet");
+  if (!last_error_.empty())
+    reason += "; last problem: " + last_error_;
+  return reason;
+}
+
+HttpResponse ServeState::unavailable(const ServeClock &at) const {
+  HttpResponse response = json_error(503, stale_reason(at));
+  response.headers.push_back(
+      {"Retry-After", seconds_text(std::ceil(duration<double>(interval_).count()))});
+  return response;
+}
+
+HttpResponse ServeState::metrics(const ServeClock &at, const SamplingCounters &sampling) const {
+  AgentHealth health;
+  health.up = fresh(at);
+  if (latest_)
+    health.last_sample_unix_s = latest_->unix_seconds;
+  health.sampling = sampling;
+  health.history_samples = history_->size();
+  health.history_bytes = history_->bytes();
+  std::string body = health.up ? *latest_->gpu_metrics : std::string();
+  body += format_health_metrics(health);
+  return {200, prometheus_content_type, shared(std::move(body)), {}, {}};
+}
+
+static std::optional<double> seconds_parameter(std::string_view query, std::string_view name,
+                                               std::string &problem) {
+  auto text = query_value(query, name);
+  if (!text)
+    return std::nullopt;
+  double value = 0;
+  auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (error != std::errc() || end != text->data() + text->size() || !(value >= 0))
+    problem = std::string(name) + " must be a number of seconds, not \"" + *text + "\"";
+  return value;
+}
+
+HttpResponse ServeState::history(std::string_view query, const ServeClock &at) const {
+  // ?seconds=N: the last N seconds; ?since=T: what arrived after Unix time T (the dashboard).
+  std::string problem;
+  std::optional<double> seconds = seconds_parameter(query, "seconds", problem);
+  std::optional<double> since = seconds_parameter(query, "since", problem);
+  if (!problem.empty())
+    return json_error(400, problem);
+  double after =
+      since ? *since
+            : at.unix_seconds - std::min(seconds.value_or(history_seconds_), history_seconds_);
+  HttpResponse response{200, json_type, nullptr, {}, {}};
+  response.stream = history_->stream(after, since.has_value(), duration<double>(interval_).count());
+  return response;
+}
+
+HttpResponse ServeState::answer(std::string_view path, std::string_view query, const ServeClock &at,
+                                const SamplingCounters &sampling) const {
+  if (path == "/metrics")
+    return metrics(at, sampling);
+  if (path == "/" || path == "/index.html")
+    return {200, "text/html; charset=utf-8", dashboard_page(), {}, {}};
+  if (path == "/api/v1/snapshot" || path == "/api/v1/legacy" || path == "/api/v1/history") {
+    if (!fresh(at))
+      return unavailable(at);
+    if (path == "/api/v1/history")
+      return history(query, at);
+    return {200, json_type, path == "/api/v1/snapshot" ? latest_->json : latest_->legacy, {}, {}};
+  }
+  return {404, "text/plain; charset=utf-8", shared("not found\n"), {}, {}};
+}
+
+} // namespace nvsmi

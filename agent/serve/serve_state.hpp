@@ -1,0 +1,59 @@
+// What `serve` answers from: the last good sample, rendered once into every body it is served
+// as, a history of samples bounded by time and bytes (serve_history.hpp), and whether the data
+// is still fresh.
+#pragma once
+
+#include "formats/prometheus_metrics.hpp"
+#include "serve/http_server.hpp"
+#include "serve/serve_history.hpp"
+
+#include "nvsmi/snapshot.hpp"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace nvsmi {
+
+struct ServeClock {
+  std::chrono::steady_clock::time_point steady; // for freshness
+  double unix_seconds;                          // for what is shown
+  static ServeClock now();
+};
+
+class ServeState {
+public:
+  ServeState(std::chrono::milliseconds interval, double history_seconds,
+             std::size_t history_max_bytes = 256u << 20);
+
+  void add(const Snapshot &snapshot, const ServeClock &at);
+  const ServeHistory &history() const { return *history_; }
+  // The latest thing that went wrong, shown while the data is stale.
+  void note_error(const std::string &message) { last_error_ = message; }
+
+  // The answer to GET `path`?`query` at `at`, with the sampler's counts for /metrics.
+  HttpResponse answer(std::string_view path, std::string_view query, const ServeClock &at,
+                      const SamplingCounters &sampling) const;
+
+private:
+  struct Sample {
+    double unix_seconds;
+    std::chrono::steady_clock::time_point steady;
+    std::shared_ptr<const std::string> json, legacy, gpu_metrics;
+  };
+
+  bool fresh(const ServeClock &at) const;
+  std::string stale_reason(const ServeClock &at) const;
+  HttpResponse metrics(const ServeClock &at, const SamplingCounters &sampling) const;
+  HttpResponse history(std::string_view query, const ServeClock &at) const;
+  HttpResponse unavailable(const ServeClock &at) const;
+
+  std::chrono::milliseconds interval_;
+  double history_seconds_;
+  std::optional<Sample> latest_;
+  std::shared_ptr<ServeHistory> history_;
+  std::string last_error_;
+};
+
+} // namespace nvsmi
