@@ -528,6 +528,16 @@ std::size_t count_of(const std::string &text, const std::string &part) {
   return count;
 }
 
+// Whether `peak` (KiB) is within `bound`; always, where the agent is built with the sanitizers:
+// their shadow memory and quarantine make its RSS no measure of what it holds.
+bool peak_within(long peak, long bound) {
+  if (NVSMI_SANITIZED) {
+    WARN("built with sanitizers: peak RSS " << peak << " KiB not held to " << bound << " KiB");
+    return true;
+  }
+  return peak < bound;
+}
+
 // The agent's peak resident memory in KiB (VmHWM), 0 when it cannot be read.
 long peak_rss_kib(int pid) {
   std::string status;
@@ -625,11 +635,11 @@ TEST_CASE("watch: a CSV sample that never completes is dropped, and memory stays
   // 500000 rows of a sample of 999999999 GPUs, with a rising index: about 150 MB of text.
   auto agent = watch_in_background(setup, "FAKE_NVSMI_MODE=endless-count",
                                    "--interval 1 --stall-timeout 600");
-  REQUIRE(test::wait_until([&] { return state_is_done(setup); }, std::chrono::seconds(180)));
+  REQUIRE(test::wait_until([&] { return state_is_done(setup); }, test::patience * 5));
   long peak = peak_rss_kib(agent->pid());
   INFO(agent->err().substr(0, 4000));
   CHECK(peak > 0);
-  CHECK(peak < 64 * 1024);
+  CHECK(peak_within(peak, 64 * 1024));
   CHECK_THAT(agent->err(), Catch::Contains("`count` 999999999 is past the 256 GPUs a sample may "
                                            "have; sample dropped"));
   CHECK(agent->out().empty());
@@ -642,11 +652,11 @@ TEST_CASE("watch: an XML document that never ends is skipped at its cap, memory 
   // About 100 MB of one document, three times the 32 MiB cap.
   auto agent = watch_in_background(setup, "FAKE_NVSMI_MODE=endless-xml",
                                    "--source xml --interval 1 --stall-timeout 600");
-  REQUIRE(test::wait_until([&] { return state_is_done(setup); }, std::chrono::seconds(180)));
+  REQUIRE(test::wait_until([&] { return state_is_done(setup); }, test::patience * 5));
   long peak = peak_rss_kib(agent->pid());
   INFO(agent->err());
   CHECK(peak > 0);
-  CHECK(peak < 128 * 1024); // the cap, a copy of it while it grows, and the program
+  CHECK(peak_within(peak, 128 * 1024)); // the cap, a copy of it while it grows, the program
   CHECK_THAT(agent->err(), Catch::Contains("XML document longer than 33554432 bytes, skipped"));
   ::kill(agent->pid(), SIGTERM);
   CHECK(agent->wait() == 0);
