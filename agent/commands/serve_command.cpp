@@ -11,7 +11,6 @@
 #include <boost/asio/signal_set.hpp>
 
 #include <csignal>
-#include <cstring>
 #include <sys/resource.h>
 
 namespace nvsmi {
@@ -90,12 +89,7 @@ public:
     signals_.async_wait([this](boost::system::error_code error, int signal) {
       if (error)
         return;
-      if (signal == SIGINT || signal == SIGTERM) { // asked to stop: a normal end
-        stop(exit_ok);
-        return;
-      }
-      log_line(std::string("stopping on ") + strsignal(signal));
-      stop(exit_for_signal(signal));
+      stop(exit_code_for_stop(signal));
     });
     server_.start();
     sampler_.start(); // throws when nvidia-smi cannot be started at all

@@ -66,12 +66,7 @@ private:
         wait_for_signal();
         return;
       }
-      if (signal == SIGINT || signal == SIGTERM) { // asked to stop: a normal end
-        stop(exit_ok);
-        return;
-      }
-      log_line(std::string("stopping on ") + strsignal(signal));
-      stop(exit_for_signal(signal));
+      stop(exit_code_for_stop(signal));
     });
   }
 

@@ -2,13 +2,19 @@
 // nvidia-smi catches all of them, so that no way of stopping the agent leaves nvidia-smi and what
 // it started running: it kills the process group, then exits 128 + the signal's number (as a
 // shell reports a death by that signal). SIGPIPE and SIGXFSZ are ignored instead (a reader that
-// left shows as EPIPE, a file past the size limit as EFBIG, each an error where it is written); the faults (SIGSEGV, SIGABRT, ...) keep their core dump, and for them, as for SIGKILL,
-// the child's parent-death signal takes nvidia-smi down.
+// left shows as EPIPE, a file past the size limit as EFBIG, each an error where it is written); the
+// faults (SIGSEGV, SIGABRT, ...) keep their core dump, and for them, as for SIGKILL, the child's
+// parent-death signal takes nvidia-smi down.
 #pragma once
+
+#include "core/exit_codes.hpp"
+#include "core/log_line.hpp"
 
 #include <boost/asio/signal_set.hpp>
 
 #include <csignal>
+#include <cstring>
+#include <string>
 
 namespace nvsmi {
 
@@ -18,6 +24,15 @@ inline void add_stop_signals(boost::asio::signal_set &signals) {
     signals.add(signal);
   for (int signal = SIGRTMIN; signal <= SIGRTMAX; ++signal)
     signals.add(signal);
+}
+
+// What a long-running command (watch, serve) exits with when `signal` stops it: 0 for SIGINT and
+// SIGTERM, a stop asked for (systemd's, Ctrl-C); 128 + N for any other, which the log names.
+inline int exit_code_for_stop(int signal) {
+  if (signal == SIGINT || signal == SIGTERM)
+    return exit_ok;
+  log_line(std::string("stopping on ") + strsignal(signal));
+  return exit_for_signal(signal);
 }
 
 // A reader of standard output that goes away shows as EPIPE on write, and a file that reaches
