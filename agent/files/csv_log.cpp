@@ -15,25 +15,12 @@
 namespace nvsmi {
 namespace {
 
-[[noreturn]] void fail(const std::string &what, const std::string &path) {
-  throw AgentError(exit_io, what + " " + path + ": " + std::strerror(errno));
-}
-
 // Whether the file's first line is `header`, and that line (or as much of it as was read, for a
 // message). As much is read as the header and its line end take, however long the header: a
 // longer first line is another header, so nothing past that needs reading.
 bool starts_with(int fd, const std::string &header, std::string &first_line) {
-  std::string bytes(header.size() + 2, '\0'); // "\r\n"
-  std::size_t got = 0;
-  while (got < bytes.size()) {
-    ssize_t n = ::pread(fd, bytes.data() + got, bytes.size() - got, static_cast<off_t>(got));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    got += static_cast<std::size_t>(n);
-  }
-  bytes.resize(got);
+  std::string bytes;
+  read_up_to(fd, header.size() + 2, 0, bytes); // "\r\n"; what could not be read is no header
   std::size_t newline = bytes.find('\n');
   first_line = bytes.substr(0, newline);
   if (newline == std::string::npos)
@@ -46,7 +33,7 @@ bool starts_with(int fd, const std::string &header, std::string &first_line) {
 std::uint64_t size_of(int fd, const std::string &path) {
   struct stat info {};
   if (::fstat(fd, &info) != 0)
-    fail("cannot stat CSV log", path);
+    io_failure("cannot stat CSV log", path);
   return static_cast<std::uint64_t>(info.st_size);
 }
 
@@ -63,7 +50,7 @@ void CsvLog::open() {
   // Read and write: the header is checked through the descriptor that holds the lock.
   fd_ = ::open(settings_.path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
   if (fd_ < 0)
-    fail("cannot open CSV log", settings_.path);
+    io_failure("cannot open CSV log", settings_.path);
   try {
     lock_exclusively(fd_, settings_.path, "CSV log");
     if (size_of(fd_, settings_.path) == 0)
@@ -86,13 +73,11 @@ void CsvLog::rotate() {
     std::string from = i == 1 ? settings_.path : settings_.path + "." + std::to_string(i - 1);
     std::string to = settings_.path + "." + std::to_string(i);
     if (::rename(from.c_str(), to.c_str()) != 0 && errno != ENOENT)
-      fail("cannot rotate CSV log to", to);
+      io_failure("cannot rotate CSV log to", to);
   }
   if (settings_.keep == 0)
     ::unlink(settings_.path.c_str());
-  ::close(fd_);
-  fd_ = -1;
-  open();
+  reopen();
 }
 
 void CsvLog::append(const Snapshot &snapshot) {
@@ -112,7 +97,7 @@ void CsvLog::append(const Snapshot &snapshot) {
     if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
     }
     errno = error;
-    fail("cannot write CSV log", settings_.path);
+    io_failure("cannot write CSV log", settings_.path);
   }
 }
 

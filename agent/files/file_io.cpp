@@ -64,6 +64,28 @@ bool write_all(int fd, const std::string &data) {
   return true;
 }
 
+bool read_up_to(int fd, std::size_t count, std::optional<off_t> at, std::string &out) {
+  std::size_t start = out.size(), got = 0;
+  out.resize(start + count);
+  bool ok = true;
+  while (got < count) {
+    char *into = out.data() + start + got;
+    ssize_t n = at ? ::pread(fd, into, count - got, *at + static_cast<off_t>(got))
+                   : ::read(fd, into, count - got);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      ok = n == 0;
+      break;
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  int error = errno;
+  out.resize(start + got);
+  errno = error;
+  return ok;
+}
+
 std::string read_capped(const std::string &path, std::size_t max_bytes) {
   bool from_stdin = path == "-";
   Descriptor fd(from_stdin ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC));

@@ -1,7 +1,9 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <sys/types.h>
 
 namespace nvsmi {
 
@@ -24,6 +26,11 @@ private:
 
 // write(2) until all of `data` is written, retrying on EINTR; false (errno set) on failure.
 bool write_all(int fd, const std::string &data);
+
+// Appends up to `count` bytes of `fd` to `out`, fewer only at its end: from offset `at` with
+// pread (the descriptor's own offset stays where it is), or, without `at`, with read from where
+// it is (a pipe). Retries on EINTR; false (errno set, what was read kept) on an error.
+bool read_up_to(int fd, std::size_t count, std::optional<off_t> at, std::string &out);
 
 // Reads a whole file ("-" for standard input). Throws AgentError: exit_io when it cannot be read,
 // exit_bad_output when it holds more than `max_bytes`.

@@ -24,7 +24,7 @@ constexpr std::size_t peek_bytes = 64 * 1024;
 // Cuts bytes into lines, kept across reads. A line over the cap ends the file's reading (a file
 // with no newline, such as /dev/zero, would otherwise be read for ever). A last line without its
 // newline is not a row: it may be a log's row still being written.
-class LineSplitter {
+class LogLineSplitter {
 public:
   // Calls `line(text)` for each whole line, without its "\n". False once the file's reading is
   // to end: `line` said so, or a line passed the cap (then `too_long()` has been called).
@@ -84,21 +84,9 @@ struct LogInput {
 
   // Up to `count` bytes from the start, without losing them for the reading after.
   std::string peek(std::size_t count) {
-    std::string bytes(count, '\0');
-    std::size_t got = 0;
-    while (got < count) {
-      ssize_t n = regular
-                      ? ::pread(fd.get(), bytes.data() + got, count - got, static_cast<off_t>(got))
-                      : ::read(fd.get(), bytes.data() + got, count - got);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n < 0)
-        io_failure("cannot read", path);
-      if (n == 0)
-        break;
-      got += static_cast<std::size_t>(n);
-    }
-    bytes.resize(got);
+    std::string bytes;
+    if (!read_up_to(fd.get(), count, regular ? std::optional<off_t>(0) : std::nullopt, bytes))
+      io_failure("cannot read", path);
     if (!regular)
       peeked = bytes;
     return bytes;
@@ -108,7 +96,7 @@ struct LogInput {
   // follows the last newline, when the reading was not ended early.
   template <typename OnLine, typename OnTooLong>
   std::string for_each_line(OnLine line, OnTooLong too_long) {
-    LineSplitter lines;
+    LogLineSplitter lines;
     if (!lines.feed(peeked, line, too_long))
       return {};
     std::string().swap(peeked);
@@ -142,7 +130,7 @@ bool has_column(const CsvLayout &layout, std::string_view name) {
 std::optional<Timestamp> first_timestamp(LogInput &input) {
   CsvLayout layout = CsvLayout::from_fields(query_fields());
   std::optional<Timestamp> found;
-  LineSplitter lines;
+  LogLineSplitter lines;
   lines.feed(
       input.peek(peek_bytes),
       [&](std::string_view line) {
