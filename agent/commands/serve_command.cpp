@@ -18,17 +18,6 @@ namespace {
 
 namespace asio = boost::asio;
 
-SamplingCounters sampling_counters(const StreamCounters &stream) {
-  SamplingCounters sampling;
-  sampling.bad_samples = stream.bad_samples;
-  sampling.partial_samples = stream.partial_samples;
-  sampling.stalls = stream.stalls;
-  sampling.child_exits = stream.child_exits;
-  sampling.spawn_failures = stream.spawn_failures;
-  sampling.restarts = stream.restarts;
-  return sampling;
-}
-
 // Descriptors kept for nvidia-smi's pipes, the log and the listener.
 constexpr std::size_t reserved_descriptors = 64;
 
@@ -72,7 +61,7 @@ public:
             context_, options.sampling, [this](Snapshot s) { deliver(std::move(s)); },
             [this](int code) { stop(code); },
             [this](LogKind kind, const std::string &message) {
-              log_line(message, kind == LogKind::bad_output ? LogRate::repeating : LogRate::rare);
+              log_stream_message(kind, message);
               // What the agent does about a problem ("restarting ...") is no cause to show.
               if (kind != LogKind::notice)
                 state_.note_error(message);
@@ -80,8 +69,7 @@ public:
         state_(sampler_.interval(), options.history_seconds, options.history_max_mib << 20),
         server_(context_, endpoint(options.listen), server_limits(options),
                 [this](std::string_view path, std::string_view query) {
-                  return state_.answer(path, query, ServeClock::now(),
-                                       sampling_counters(sampler_.counters()));
+                  return state_.answer(path, query, ServeClock::now(), sampler_.counters());
                 }) {}
 
   int run() {

@@ -32,10 +32,7 @@ public:
       : options_(options), signals_(context_),
         sampler_(
             context_, options.sampling, [this](Snapshot s) { deliver(std::move(s)); },
-            [this](int code) { stop(code); },
-            [](LogKind kind, const std::string &message) {
-              log_line(message, kind == LogKind::bad_output ? LogRate::repeating : LogRate::rare);
-            }) {
+            [this](int code) { stop(code); }, log_stream_message) {
     if (options.csv_log)
       log_.emplace(CsvLogSettings{*options.csv_log, options.csv_max_bytes, options.csv_keep,
                                   options.sampling.fields});

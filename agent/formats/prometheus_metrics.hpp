@@ -2,6 +2,8 @@
 // (bytes, watts, celsius, hertz, ratios 0-1); an unknown reading is an absent series.
 #pragma once
 
+#include "core/sampling_counters.hpp"
+
 #include "nvsmi/snapshot.hpp"
 
 #include <cstddef>
@@ -15,14 +17,6 @@ constexpr const char *prometheus_content_type = "text/plain; version=0.0.4; char
 
 // Every nvsmi_gpu_* family that has at least one series, labelled gpu, uuid and name.
 std::string format_gpu_metrics(const Snapshot &snapshot);
-
-// Samples lost and runs of nvidia-smi gone wrong, by cause, and its restarts: plain counts, so
-// that this format knows nothing of the process they were counted on.
-struct SamplingCounters {
-  std::uint64_t bad_samples = 0, partial_samples = 0, stalls = 0, child_exits = 0,
-                spawn_failures = 0;
-  std::uint64_t restarts = 0;
-};
 
 struct AgentHealth {
   bool up = false;                          // a sample younger than three intervals

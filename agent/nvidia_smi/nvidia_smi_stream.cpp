@@ -1,6 +1,7 @@
 #include "nvidia_smi/nvidia_smi_stream.hpp"
 
 #include "core/exit_codes.hpp"
+#include "core/log_line.hpp"
 #include "nvidia_smi/boost_process.hpp"
 
 #include "nvsmi/csv_reader.hpp"
@@ -50,6 +51,10 @@ void remember_message(std::string &last, std::string_view bytes) {
 
 } // namespace
 
+void log_stream_message(LogKind kind, const std::string &message) {
+  log_line(message, kind == LogKind::bad_output ? LogRate::repeating : LogRate::rare);
+}
+
 std::vector<std::string> loop_arguments(SourceKind source, milliseconds interval,
                                         const std::vector<std::string> &extra_fields) {
   std::vector<std::string> args;
@@ -93,8 +98,7 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
   steady_clock::time_point started;
   int generation = 0, samples_this_run = 0; // generation: one per start
   bool exited = false, out_closed = false, stopping = false, finished = true, stalled = false;
-  bool ever_started = false;
-  StreamCounters counters;
+  SamplingCounters counters;
   std::string last_message, how_it_ended;
   std::function<void()> on_stopped;
 
@@ -126,7 +130,7 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
       std::string message = executable.empty()
                                 ? argv[0] + ": not found on PATH"
                                 : "cannot run " + executable.string() + ": " + error.message();
-      if (!ever_started)
+      if (generation == 1) // the first start: a first failure ends the agent, so none went before
         throw AgentError(exit_not_found, message);
       ++counters.spawn_failures;
       log(LogKind::problem, message);
@@ -134,7 +138,6 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
       schedule_restart();
       return;
     }
-    ever_started = true;
     read_out(generation);
     read_err(generation);
     wait_exit(generation);
@@ -353,6 +356,6 @@ NvidiaSmiStream::~NvidiaSmiStream() {
 
 void NvidiaSmiStream::start() { state_->spawn(); }
 void NvidiaSmiStream::stop(std::function<void()> done) { state_->stop(std::move(done)); }
-const StreamCounters &NvidiaSmiStream::counters() const { return state_->counters; }
+const SamplingCounters &NvidiaSmiStream::counters() const { return state_->counters; }
 
 } // namespace nvsmi

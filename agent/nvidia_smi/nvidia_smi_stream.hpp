@@ -2,6 +2,7 @@
 // exits it is restarted with backoff; when it stalls it is killed, with anything it started.
 #pragma once
 
+#include "core/sampling_counters.hpp"
 #include "nvidia_smi/source.hpp"
 #include "nvsmi/snapshot.hpp"
 
@@ -27,16 +28,6 @@ struct StreamSettings {
   std::chrono::milliseconds term_grace{1000}; // SIGTERM to SIGKILL
 };
 
-// What went wrong so far, by cause (serve's nvsmi_sample_errors_total{cause}).
-struct StreamCounters {
-  std::uint64_t bad_samples = 0;     // garbage, or a sample that could not be read: skipped
-  std::uint64_t partial_samples = 0; // cut off when the child ended: dropped
-  std::uint64_t stalls = 0;          // the child was killed for not delivering
-  std::uint64_t child_exits = 0;     // the child exited or died on its own
-  std::uint64_t spawn_failures = 0;  // the child could not be started
-  std::uint64_t restarts = 0;        // starts after the first
-};
-
 // What a log message is. Problems are what serve shows as the last one while its data is stale
 // (the cause); a notice is what the agent does about them ("restarting nvidia-smi in 2 s").
 enum class LogKind {
@@ -45,6 +36,10 @@ enum class LogKind {
               // per line of output, so it can come by the thousand
   notice,
 };
+
+// A stream's message on stderr: bad output can come once per line of it and is rate-limited;
+// problems and notices are few and always written.
+void log_stream_message(LogKind kind, const std::string &message);
 
 // The arguments that make nvidia-smi loop on its own.
 std::vector<std::string> loop_arguments(SourceKind source, std::chrono::milliseconds interval,
@@ -68,7 +63,7 @@ public:
   void start();
   // Stops the child (SIGTERM, then SIGKILL) and calls `done` once it is reaped.
   void stop(std::function<void()> done);
-  const StreamCounters &counters() const;
+  const SamplingCounters &counters() const;
 
 private:
   struct State;

@@ -105,8 +105,8 @@ void Sampler::stop(std::function<void()> done) {
     done();
 }
 
-StreamCounters Sampler::counters() const {
-  return stream_ ? stream_->counters() : StreamCounters{};
+SamplingCounters Sampler::counters() const {
+  return stream_ ? stream_->counters() : SamplingCounters{};
 }
 
 } // namespace nvsmi

@@ -42,7 +42,7 @@ public:
   void stop(std::function<void()> done);
   std::chrono::milliseconds interval() const;
   // Zero while a recording is replayed.
-  StreamCounters counters() const;
+  SamplingCounters counters() const;
 
 private:
   void replay_next();

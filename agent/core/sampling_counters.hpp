@@ -1,0 +1,18 @@
+// What went wrong while sampling, by cause: plain counts, kept by the nvidia-smi stream and shown
+// by serve's metrics (nvsmi_sample_errors_total{cause}), so that neither needs the other.
+#pragma once
+
+#include <cstdint>
+
+namespace nvsmi {
+
+struct SamplingCounters {
+  std::uint64_t bad_samples = 0;     // garbage, or a sample that could not be read: skipped
+  std::uint64_t partial_samples = 0; // cut off when the child ended: dropped
+  std::uint64_t stalls = 0;          // the child was killed for not delivering
+  std::uint64_t child_exits = 0;     // the child exited or died on its own
+  std::uint64_t spawn_failures = 0;  // the child could not be started
+  std::uint64_t restarts = 0;        // starts after the first
+};
+
+} // namespace nvsmi
