@@ -109,20 +109,26 @@ private:
     send(text_response(status, text));
   }
 
+  // What every response says, whole or streamed.
+  template <typename Message>
+  void start_message(Message &message, const HttpResponse &response, unsigned version) const {
+    message.result(response.status);
+    message.version(version);
+    message.set(http::field::server, "nvsmi-agent");
+    message.set(http::field::content_type, response.content_type);
+    message.set(http::field::cache_control, "no-store");
+    message.set("X-Content-Type-Options", "nosniff");
+    for (const auto &[name, value] : response.headers)
+      message.set(name, value);
+    message.keep_alive(keep_alive_);
+  }
+
   void send(HttpResponse response) {
     if (response.stream)
       return send_stream(std::move(response));
     body_ = response.body ? response.body : std::make_shared<const std::string>();
     response_.emplace();
-    response_->result(response.status);
-    response_->version(11);
-    response_->set(http::field::server, "nvsmi-agent");
-    response_->set(http::field::content_type, response.content_type);
-    response_->set(http::field::cache_control, "no-store");
-    response_->set("X-Content-Type-Options", "nosniff");
-    for (const auto &[name, value] : response.headers)
-      response_->set(name, value);
-    response_->keep_alive(keep_alive_);
+    start_message(*response_, response, 11);
     response_->content_length(body_->size());
     if (!head_)
       response_->body() = {body_->data(), body_->size()};
@@ -142,15 +148,7 @@ private:
     if (http10_)
       keep_alive_ = false; // HTTP/1.0 knows no chunks: the body ends where the connection does
     header_.emplace();
-    header_->result(response.status);
-    header_->version(http10_ ? 10 : 11);
-    header_->set(http::field::server, "nvsmi-agent");
-    header_->set(http::field::content_type, response.content_type);
-    header_->set(http::field::cache_control, "no-store");
-    header_->set("X-Content-Type-Options", "nosniff");
-    for (const auto &[name, value] : response.headers)
-      header_->set(name, value);
-    header_->keep_alive(keep_alive_);
+    start_message(*header_, response, http10_ ? 10 : 11);
     if (!http10_)
       header_->chunked(true);
     serializer_.emplace(*header_);
