@@ -38,6 +38,24 @@ struct Process {
   Text name;
   Reading used_memory_mib;
   Reading gpu_instance_id, compute_instance_id;
+
+  // `nvidia-smi pmon -s um`: this process's share of the GPU's SM time and memory bandwidth over
+  // pmon's last interval. nullopt where pmon does not run, printed `-`, or did not list the pid.
+  Reading sm_utilization_percent, memory_utilization_percent;
+
+  // From this machine's /proc, for the process as it is now. All nullopt where the pid is not
+  // visible here (another PID namespace, already exited, a recording from another machine).
+  Text user;      // the user name, else the uid as text
+  Reading uid;    // real uid
+  Text command;   // the full command line, arguments joined by spaces, capped in length
+  Text started;   // ISO 8601 with the local offset: "2026-11-23T09:14:02+01:00"
+  RealReading cpu_percent; // share of one core since the previous sample; nullopt on the first
+  Reading host_memory_mib; // resident set size, MiB rounded to nearest
+  // Where it runs, from /proc/PID/cgroup (nullopt where its layout says nothing of it).
+  Text container;    // container id (64 hex digits for Docker/containerd/CRI-O)
+  Text pod_uid;      // Kubernetes pod UID, dashed form
+  Text slurm_job_id; // Slurm job id
+  Text systemd_unit; // the systemd unit (service or scope) that holds it
 };
 
 // A query field the caller asked for beyond those read into typed members (`watch --fields`),
@@ -69,6 +87,16 @@ struct Gpu {
   RealReading memory_used_percent() const;
 };
 
+// The machine beside the GPUs, read from /proc when the sample was taken.
+struct Host {
+  Text hostname;
+  Reading cpu_count;         // online CPUs
+  RealReading cpu_percent;   // all CPUs busy, 0-100, since the previous sample; nullopt on the first
+  RealReading load1;         // one-minute load average
+  Reading memory_total_mib;  // MemTotal
+  Reading memory_used_mib;   // MemTotal - MemAvailable (what `free` calls used)
+};
+
 enum class Source { xml, csv };
 
 struct Snapshot {
@@ -76,6 +104,8 @@ struct Snapshot {
   std::optional<Timestamp> timestamp;
   Text driver_version, cuda_version;
   std::vector<Gpu> gpus;
+  // nullopt for a recording (--fixture): it was not taken on this machine.
+  std::optional<Host> host;
 };
 
 } // namespace nvsmi
