@@ -72,6 +72,16 @@ void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
                    "Kill and restart nvidia-smi after this many seconds without a whole sample "
                    "(default: max(3 x interval, 10))")
       ->check(CLI::Range(0.01, 86400.0));
+  CLI::Option *no_processes = command->add_flag(
+      "--no-processes", [&options](std::int64_t) { options.processes = false; },
+      "Do not run --query-compute-apps and pmon beside the GPU query (the csv source then has "
+      "no processes; the xml source keeps its own list)");
+  command
+      ->add_option("--process-interval", options.process_interval_seconds,
+                   "Seconds between asking nvidia-smi for the processes (default: max(interval, "
+                   "1)); pmon's interval is this, rounded to 1..10 s")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->excludes(no_processes);
 }
 
 } // namespace nvsmi

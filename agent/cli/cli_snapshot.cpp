@@ -35,6 +35,9 @@ Subcommand add_snapshot_command(CLI::App &app) {
                       "Replace this file atomically instead of printing");
   command->add_option("--lock", options.lock,
                       "Exit at once (code 8) if another run holds this lock file");
+  command->add_flag(
+      "--no-processes", [&options](std::int64_t) { options.processes = false; },
+      "Do not run --query-compute-apps after the csv query (processes are then null)");
 
   return {command, [settings] {
             settings->options.source =

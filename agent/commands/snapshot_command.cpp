@@ -2,11 +2,14 @@
 
 #include "core/exit_codes.hpp"
 #include "core/local_time.hpp"
+#include "core/log_line.hpp"
 #include "files/file_io.hpp"
 #include "files/file_lock.hpp"
+#include "host/host_observer.hpp"
 #include "nvidia_smi/bounded_command.hpp"
 #include "nvidia_smi/stop_signals.hpp"
 
+#include "nvsmi/compute_apps.hpp"
 #include "nvsmi/csv_reader.hpp"
 #include "nvsmi/quantity.hpp"
 
@@ -55,8 +58,7 @@ std::string first_message_line(const CommandResult &result) {
   return "(no message)";
 }
 
-std::string read_live(const SnapshotOptions &options) {
-  std::vector<std::string> argv = nvidia_smi_command(options);
+std::string run_nvidia_smi(const std::vector<std::string> &argv, const SnapshotOptions &options) {
   CommandLimits limits;
   limits.timeout = std::chrono::milliseconds(std::llround(options.timeout_seconds * 1000));
   limits.max_output_bytes = max_input_bytes;
@@ -75,6 +77,24 @@ std::string read_live(const SnapshotOptions &options) {
                                           std::to_string(result.exit_code) + ": " +
                                           first_message_line(result));
   return std::move(result.out);
+}
+
+// The CSV query has no processes: a second, cheap run asks for them. Its failure leaves them
+// unknown (said on stderr), not the snapshot unprinted.
+void attach_processes(Snapshot &snapshot, const SnapshotOptions &options) {
+  std::vector<std::string> argv = nvidia_smi_argv(options.nvidia_smi);
+  std::string fields;
+  for (const std::string &field : compute_apps_fields())
+    fields += (fields.empty() ? "" : ",") + field;
+  argv.push_back("--query-compute-apps=" + fields);
+  argv.push_back("--format=csv");
+  try {
+    attach_compute_apps(snapshot, read_compute_apps(run_nvidia_smi(argv, options)));
+  } catch (const AgentError &error) {
+    log_line(std::string("processes unknown: ") + error.what());
+  } catch (const ParseError &error) {
+    log_line(std::string("processes unknown: --query-compute-apps: ") + error.what());
+  }
 }
 
 void write_stdout(const std::string &text) {
@@ -99,7 +119,12 @@ void run_snapshot(const SnapshotOptions &options) {
     std::string origin = *options.fixture == "-" ? "standard input" : *options.fixture;
     snapshot = parse_output(read_capped(*options.fixture, max_input_bytes), origin);
   } else {
-    snapshot = parse_output(read_live(options), "nvidia-smi output");
+    snapshot =
+        parse_output(run_nvidia_smi(nvidia_smi_command(options), options), "nvidia-smi output");
+    if (options.source == SourceKind::csv && options.processes)
+      attach_processes(snapshot, options);
+    // One look: CPU shares need two, so they stay unknown here.
+    HostObserver().observe(snapshot);
   }
   attach_local_offset(snapshot);
   std::string text = format_snapshot(snapshot, options.format);

@@ -17,6 +17,7 @@ struct SnapshotOptions {
   double timeout_seconds = 10;
   std::optional<std::string> output; // replaced atomically instead of printing
   std::optional<std::string> lock;   // leave at once (exit_locked) if another run holds it
+  bool processes = true;             // csv source: ask --query-compute-apps too
 };
 
 // Reads nvidia-smi (or the fixture), and prints or writes the snapshot. Throws AgentError.

@@ -6,8 +6,6 @@
 
 #include "nvsmi/csv_reader.hpp"
 #include "nvsmi/quantity.hpp"
-#include "nvsmi/stream.hpp"
-#include "nvsmi/xml_reader.hpp"
 
 #include <boost/asio/readable_pipe.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -25,10 +23,6 @@ namespace asio = boost::asio;
 namespace bp = boost::process::v2;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
-
-constexpr std::size_t max_line_bytes = 1u << 20;
-constexpr std::size_t max_document_bytes = 32u << 20;
-constexpr std::size_t max_message_bytes = 4096;
 
 std::string seconds_text(milliseconds duration) {
   char buffer[32];
@@ -74,45 +68,50 @@ std::vector<std::string> loop_arguments(SourceKind source, milliseconds interval
 }
 
 struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::State> {
-  State(asio::io_context &io, StreamSettings s, SampleHandler sample, LogHandler logger,
+  State(asio::io_context &io, StreamSettings s, std::unique_ptr<StreamDecoder> d, LogHandler logger,
         RejectHandler rejected)
-      : context(io), settings(std::move(s)), on_sample(std::move(sample)), log(std::move(logger)),
+      : context(io), settings(std::move(s)), decoder(std::move(d)), log(std::move(logger)),
         on_rejected(std::move(rejected)), out(io), err(io), stall(io), restart(io), kill_timer(io),
-        drain(io), lines(max_line_bytes), documents(max_document_bytes),
-        assembler(CsvLayout::from_fields(query_fields(), settings.extra_fields)),
-        backoff(settings.first_backoff) {}
+        drain(io), backoff(settings.first_backoff) {
+    events.sample_done = [this] {
+      ++samples_this_run;
+      arm_stall(generation);
+    };
+    events.skipped = [this](const std::string &text, bool counted) {
+      counters.bad_samples += counted ? 1 : 0;
+      log(LogKind::bad_output, text);
+    };
+    events.message = [this](std::string_view text) { remember_message(last_message, text); };
+  }
 
   asio::io_context &context;
   StreamSettings settings;
-  SampleHandler on_sample;
+  std::unique_ptr<StreamDecoder> decoder;
+  StreamDecoder::Events events;
   LogHandler log;
   RejectHandler on_rejected;
   std::optional<bp::process> child;
   asio::readable_pipe out, err;
   asio::steady_timer stall, restart, kill_timer, drain;
   std::array<char, 65536> out_buffer{}, err_buffer{};
-  LineSplitter lines;
-  XmlDocumentSplitter documents;
-  CsvSampleAssembler assembler;
   milliseconds backoff;
   steady_clock::time_point started;
   int generation = 0, samples_this_run = 0; // generation: one per start
   bool exited = false, out_closed = false, stopping = false, finished = true, stalled = false;
+  bool clean_exit = false;
   SamplingCounters counters;
   std::string last_message, how_it_ended;
   std::function<void()> on_stopped;
 
-  void spawn() {
-    if (generation++ > 0)
+  void spawn(bool rerun = false) {
+    if (generation++ > 0 && !rerun)
       ++counters.restarts;
     std::vector<std::string> argv = settings.command;
-    for (std::string &arg :
-         loop_arguments(settings.source, settings.interval, settings.extra_fields))
-      argv.push_back(std::move(arg));
+    argv.insert(argv.end(), settings.arguments.begin(), settings.arguments.end());
     bp::filesystem::path executable = find_program(argv[0]);
     out = asio::readable_pipe(context);
     err = asio::readable_pipe(context);
-    exited = out_closed = stalled = false;
+    exited = out_closed = stalled = clean_exit = false;
     finished = false;
     samples_this_run = 0;
     last_message.clear();
@@ -151,7 +150,7 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
                           if (gen != generation)
                             return;
                           if (n > 0)
-                            consume(std::string_view(out_buffer.data(), n));
+                            decoder->feed(std::string_view(out_buffer.data(), n), events);
                           if (error) {
                             out_closed = true;
                             if (exited)
@@ -174,45 +173,6 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
                         });
   }
 
-  void consume(std::string_view bytes) {
-    StreamPieces pieces;
-    if (settings.source == SourceKind::xml)
-      documents.feed(bytes, pieces);
-    else
-      lines.feed(bytes, pieces);
-    counters.bad_samples += pieces.errors.size();
-    for (const std::string &error : pieces.errors)
-      log(LogKind::bad_output, "sample skipped: " + error);
-    for (std::string &piece : pieces.pieces) {
-      if (settings.source == SourceKind::xml) {
-        try {
-          emit(read_xml(piece));
-        } catch (const ParseError &error) {
-          ++counters.bad_samples;
-          log(LogKind::bad_output, std::string("sample skipped: ") + error.what());
-        }
-        continue;
-      }
-      CsvSampleAssembler::Outcome outcome = assembler.add_line(piece);
-      if (outcome.error) {
-        remember_message(last_message, piece);
-        // A line with no comma is nvidia-smi talking (an error, a refusal), not a broken row.
-        bool message = piece.find(',') == std::string::npos;
-        counters.bad_samples += message ? 0 : 1;
-        log(LogKind::bad_output,
-            message ? "nvidia-smi printed: " + piece : "sample skipped: " + *outcome.error);
-      }
-      if (outcome.sample)
-        emit(std::move(*outcome.sample));
-    }
-  }
-
-  void emit(Snapshot snapshot) {
-    ++samples_this_run;
-    arm_stall(generation);
-    on_sample(std::move(snapshot));
-  }
-
   void wait_exit(int gen) {
     auto self = shared_from_this();
     child->async_wait([this, self, gen](bp::error_code, int) {
@@ -224,7 +184,8 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
       how_it_ended = WIFSIGNALED(status)
                          ? "was killed by signal " + std::to_string(WTERMSIG(status))
                          : "exited with code " + std::to_string(WEXITSTATUS(status));
-      if (!stopping && !stalled)
+      clean_exit = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (!stopping && !stalled && !(one_shot() && clean_exit))
         ++counters.child_exits;
       // Whatever it started must not hold the pipe (or the GPU) after it.
       ::kill(-child->id(), SIGKILL);
@@ -249,7 +210,7 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
       ++counters.stalls;
       stalled = true;
       log(LogKind::problem, "no complete sample for " + seconds_text(settings.stall_timeout) +
-                                " s: killing nvidia-smi and its process group");
+                                " s: killing " + settings.label + " and its process group");
       terminate_child();
     });
   }
@@ -282,22 +243,15 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
     if (child)
       child->detach();
     child.reset();
-    bool partial = false;
-    if (settings.source == SourceKind::xml) {
-      // nvidia-smi -q -x explains a failure on stdout, outside any document ("NVIDIA-SMI has
-      // failed because it couldn't communicate with the NVIDIA driver"): that is its message,
-      // not a partial sample.
-      std::string_view rest = trim(documents.pending());
-      bool message_only = !rest.empty() && rest.find('<') == std::string_view::npos;
-      if (message_only)
-        remember_message(last_message, rest);
-      partial = documents.reset() && !message_only;
-    } else {
-      partial = lines.reset() | assembler.reset();
-    }
+    bool partial = decoder->finish(events, clean_exit && !stalled);
     if (stopping) {
       if (on_stopped)
         on_stopped();
+      return;
+    }
+    if (one_shot() && clean_exit && !stalled && samples_this_run > 0) {
+      backoff = settings.first_backoff;
+      schedule_rerun();
       return;
     }
     if (partial) {
@@ -306,13 +260,23 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
     }
     // Last of the problems, so that it is the one serve shows: the cause, with its message.
     log(LogKind::problem,
-        "nvidia-smi " + how_it_ended + (last_message.empty() ? "" : ": " + last_message));
-    if (samples_this_run == 0 &&
-        last_message.find("is not a valid field to query") != std::string::npos) {
-      on_rejected("nvidia-smi refused the query: " + last_message);
+        settings.label + " " + how_it_ended + (last_message.empty() ? "" : ": " + last_message));
+    if (samples_this_run == 0 && settings.refused && settings.refused(last_message)) {
+      on_rejected(settings.label + " refused the query: " + last_message);
       return;
     }
     schedule_restart();
+  }
+
+  bool one_shot() const { return settings.rerun_every.count() > 0; }
+
+  void schedule_rerun() {
+    auto self = shared_from_this();
+    restart.expires_at(started + settings.rerun_every);
+    restart.async_wait([this, self](bp::error_code error) {
+      if (!error && !stopping)
+        spawn(true);
+    });
   }
 
   void schedule_restart() {
@@ -320,7 +284,7 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
       backoff = settings.first_backoff;
     milliseconds delay = backoff;
     backoff = std::min(backoff * 2, settings.max_backoff);
-    log(LogKind::notice, "restarting nvidia-smi in " + seconds_text(delay) + " s");
+    log(LogKind::notice, "restarting " + settings.label + " in " + seconds_text(delay) + " s");
     auto self = shared_from_this();
     restart.expires_after(delay);
     restart.async_wait([this, self](bp::error_code error) {
@@ -343,8 +307,9 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
 };
 
 NvidiaSmiStream::NvidiaSmiStream(asio::io_context &context, StreamSettings settings,
-                                 SampleHandler on_sample, LogHandler log, RejectHandler on_rejected)
-    : state_(std::make_shared<State>(context, std::move(settings), std::move(on_sample),
+                                 std::unique_ptr<StreamDecoder> decoder, LogHandler log,
+                                 RejectHandler on_rejected)
+    : state_(std::make_shared<State>(context, std::move(settings), std::move(decoder),
                                      std::move(log), std::move(on_rejected))) {}
 
 NvidiaSmiStream::~NvidiaSmiStream() {

@@ -1,10 +1,11 @@
-// One long-lived nvidia-smi running its own loop (-lms), read asynchronously into samples. When it
-// exits it is restarted with backoff; when it stalls it is killed, with anything it started.
+// One long-lived nvidia-smi running its own loop (-lms, or pmon's), read asynchronously by a
+// decoder into samples. When it exits it is restarted with backoff; when it stalls it is killed,
+// with anything it started.
 #pragma once
 
 #include "core/sampling_counters.hpp"
 #include "nvidia_smi/source.hpp"
-#include "nvsmi/snapshot.hpp"
+#include "nvidia_smi/stream_decoder.hpp"
 
 #include <boost/asio/io_context.hpp>
 
@@ -18,11 +19,17 @@
 namespace nvsmi {
 
 struct StreamSettings {
-  std::vector<std::string> command; // nvidia-smi and its own arguments, without the query
-  SourceKind source = SourceKind::csv;
-  std::vector<std::string> extra_fields; // csv only: asked for after query_fields()
+  std::vector<std::string> command;   // nvidia-smi and its own arguments, without the query
+  std::vector<std::string> arguments; // the query and its loop (loop_arguments, pmon's)
+  std::string label = "nvidia-smi";   // what log lines call it
+  // Whether what a run printed before it ended without a sample says the query itself was
+  // refused (an unknown --fields name): running it again cannot help.
+  std::function<bool(const std::string &message)> refused;
+  // For a query that answers once and exits (compute-apps): a clean exit with a sample is no
+  // failure, and the next run starts this long after the last one started. Zero: a loop.
+  std::chrono::milliseconds rerun_every{0};
   std::chrono::milliseconds interval{1000};
-  std::chrono::milliseconds stall_timeout{10000};
+  std::chrono::milliseconds stall_timeout{10000}; // a one-shot run's deadline, too
   std::chrono::milliseconds first_backoff{1000}, max_backoff{30000};
   std::chrono::milliseconds good_run{60000};  // a run this long with samples resets the backoff
   std::chrono::milliseconds term_grace{1000}; // SIGTERM to SIGKILL
@@ -47,14 +54,13 @@ std::vector<std::string> loop_arguments(SourceKind source, std::chrono::millisec
 
 class NvidiaSmiStream {
 public:
-  using SampleHandler = std::function<void(Snapshot)>;
   using LogHandler = std::function<void(LogKind, const std::string &)>;
   using RejectHandler = std::function<void(const std::string &)>;
 
-  // `on_rejected` is called, instead of a restart, when nvidia-smi refuses the query itself (an
-  // unknown --fields name): running it again cannot help.
+  // `on_rejected` is called, instead of a restart, when settings.refused says the query was.
   NvidiaSmiStream(boost::asio::io_context &context, StreamSettings settings,
-                  SampleHandler on_sample, LogHandler log, RejectHandler on_rejected);
+                  std::unique_ptr<StreamDecoder> decoder, LogHandler log,
+                  RejectHandler on_rejected);
   ~NvidiaSmiStream();
 
   // Starts nvidia-smi. Throws AgentError(exit_not_found) when it cannot be started at all (missing,

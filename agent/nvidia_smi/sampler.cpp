@@ -9,12 +9,14 @@
 #include "nvsmi/stream.hpp"
 #include "nvsmi/xml_reader.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace nvsmi {
 namespace {
 
 using std::chrono::milliseconds;
+using std::chrono::steady_clock;
 
 milliseconds to_ms(double seconds) {
   return milliseconds(std::max<long long>(1, std::llround(seconds * 1000)));
@@ -51,6 +53,12 @@ std::vector<Snapshot> fixture_samples(const std::string &path,
 
 } // namespace
 
+milliseconds process_interval(const SamplerOptions &options) {
+  return options.process_interval_seconds
+             ? to_ms(*options.process_interval_seconds)
+             : std::max(to_ms(options.interval_seconds), milliseconds(1000));
+}
+
 Sampler::Sampler(boost::asio::io_context &context, const SamplerOptions &options,
                  SampleHandler on_sample, FatalHandler on_fatal, LogHandler log)
     : options_(options), context_(context), on_sample_(std::move(on_sample)),
@@ -70,19 +78,89 @@ void Sampler::start() {
   }
   StreamSettings settings;
   settings.command = nvidia_smi_argv(options_.nvidia_smi);
-  settings.source = options_.source;
-  settings.extra_fields = options_.fields;
+  settings.arguments = loop_arguments(options_.source, interval(), options_.fields);
+  settings.refused = [](const std::string &message) {
+    return message.find("is not a valid field to query") != std::string::npos;
+  };
   settings.interval = interval();
   settings.stall_timeout = options_.stall_timeout_seconds
                                ? to_ms(*options_.stall_timeout_seconds)
                                : std::max(settings.interval * 3, milliseconds(10000));
+  host_.emplace();
   stream_ = std::make_unique<NvidiaSmiStream>(
-      context_, settings, [this](Snapshot s) { on_sample_(std::move(s)); }, log_,
-      [this](const std::string &message) {
+      context_, settings,
+      snapshot_decoder(options_.source, options_.fields,
+                       [this](Snapshot s) { deliver(std::move(s)); }),
+      log_, [this](const std::string &message) {
         log_(LogKind::problem, message);
         on_fatal_(exit_smi_failed);
       });
   stream_->start();
+  if (options_.processes)
+    start_process_streams(settings);
+}
+
+void Sampler::start_process_streams(const StreamSettings &gpu_settings) {
+  // Who uses the GPUs is secondary to the GPUs themselves: its failures are logged at the rate of
+  // bad output, never stop sampling, and are not what serve shows as the cause of stale data.
+  auto log = [](LogKind, const std::string &message) {
+    log_stream_message(LogKind::bad_output, message);
+  };
+  auto give_up = [](const std::string &what) {
+    return [what](const std::string &message) {
+      log_stream_message(LogKind::notice, message + "; going on without " + what);
+    };
+  };
+  milliseconds every = process_interval(options_);
+
+  if (options_.source == SourceKind::csv) { // -q -x lists the processes itself
+    StreamSettings apps = gpu_settings;
+    apps.label = "nvidia-smi --query-compute-apps";
+    std::string fields;
+    for (const std::string &field : compute_apps_fields())
+      fields += (fields.empty() ? "" : ",") + field;
+    apps.arguments = {"--query-compute-apps=" + fields, "--format=csv"};
+    apps.rerun_every = every;
+    apps_fresh_for_ = 2 * every + milliseconds(5000);
+    apps_stream_ = std::make_unique<NvidiaSmiStream>(
+        context_, apps, compute_apps_decoder([this](std::vector<ComputeApp> apps_now) {
+          apps_ = {std::move(apps_now), steady_clock::now()};
+        }),
+        log, give_up("processes"));
+    apps_stream_->start();
+  }
+
+  // pmon's interval is whole seconds, 1 to 10.
+  long seconds = std::clamp<long>((every.count() + 500) / 1000, 1, 10);
+  StreamSettings pmon = gpu_settings;
+  pmon.label = "nvidia-smi pmon";
+  pmon.arguments = {"pmon", "-s", "um", "-d", std::to_string(seconds)};
+  pmon.interval = std::chrono::seconds(seconds);
+  // A pmon sample is known complete only when the next begins.
+  pmon.stall_timeout = std::max(4 * pmon.interval, milliseconds(10000));
+  pmon.refused = [](const std::string &message) {
+    return message.find("ot supported") != std::string::npos ||
+           message.find("nvalid") != std::string::npos;
+  };
+  pmon.max_backoff = milliseconds(300000);
+  pmon_fresh_for_ = 3 * pmon.interval + milliseconds(2000);
+  pmon_stream_ = std::make_unique<NvidiaSmiStream>(context_, pmon,
+                                                   pmon_decoder([this](std::vector<PmonRow> rows) {
+                                                     pmon_ = {std::move(rows), steady_clock::now()};
+                                                   }),
+                                                   log, give_up("per-process utilization"));
+  pmon_stream_->start();
+}
+
+void Sampler::deliver(Snapshot snapshot) {
+  auto now = steady_clock::now();
+  if (apps_.value && now - apps_.at <= apps_fresh_for_)
+    attach_compute_apps(snapshot, *apps_.value);
+  if (pmon_.value && now - pmon_.at <= pmon_fresh_for_)
+    attach_pmon(snapshot, *pmon_.value);
+  if (host_)
+    host_->observe(snapshot);
+  on_sample_(std::move(snapshot));
 }
 
 void Sampler::replay_next() {
@@ -99,10 +177,18 @@ void Sampler::replay_next() {
 void Sampler::stop(std::function<void()> done) {
   stopped_ = true;
   replay_.cancel();
-  if (stream_)
-    stream_->stop(std::move(done));
-  else
-    done();
+  // `done` once every child is reaped.
+  auto pending = std::make_shared<int>(1);
+  auto one_done = [pending, done = std::move(done)] {
+    if (--*pending == 0)
+      done();
+  };
+  for (auto *stream : {&stream_, &apps_stream_, &pmon_stream_})
+    if (*stream) {
+      ++*pending;
+      (*stream)->stop(one_done);
+    }
+  one_done();
 }
 
 SamplingCounters Sampler::counters() const {

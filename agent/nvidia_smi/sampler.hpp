@@ -1,7 +1,11 @@
 // Where long-running commands (watch, serve) get their samples: one long-lived nvidia-smi, or a
-// recording replayed at the interval.
+// recording replayed at the interval. Live samples also carry who uses each GPU: the compute
+// processes (`--query-compute-apps`, asked again every process interval, for the CSV source; the
+// XML has them), their SM and memory shares (one long-lived `pmon`), and what this machine's
+// /proc says of them and of the host.
 #pragma once
 
+#include "host/host_observer.hpp"
 #include "nvidia_smi/nvidia_smi_stream.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -22,7 +26,12 @@ struct SamplerOptions {
   std::optional<std::string> fixture; // replayed at the interval instead of running nvidia-smi
   std::optional<double> stall_timeout_seconds; // default max(3 x interval, 10 s)
   std::vector<std::string> fields; // --fields: csv source only, after the standard query
+  bool processes = true;           // compute-apps and pmon beside the GPU query
+  std::optional<double> process_interval_seconds; // default max(interval, 1 s)
 };
+
+// How often processes are asked for: --process-interval, else max(interval, 1 s).
+std::chrono::milliseconds process_interval(const SamplerOptions &options);
 
 class Sampler {
 public:
@@ -46,6 +55,8 @@ public:
 
 private:
   void replay_next();
+  void start_process_streams(const StreamSettings &gpu_settings);
+  void deliver(Snapshot snapshot);
 
   SamplerOptions options_;
   boost::asio::io_context &context_;
@@ -57,6 +68,17 @@ private:
   std::size_t replayed_ = 0;
   bool stopped_ = false;
   std::unique_ptr<NvidiaSmiStream> stream_;
+
+  // The latest answers, and when they came: older than their freshness they are not attached.
+  template <typename T> struct Latest {
+    std::optional<T> value;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::unique_ptr<NvidiaSmiStream> apps_stream_, pmon_stream_;
+  Latest<std::vector<ComputeApp>> apps_;
+  Latest<std::vector<PmonRow>> pmon_;
+  std::chrono::milliseconds apps_fresh_for_{0}, pmon_fresh_for_{0};
+  std::optional<HostObserver> host_; // live samples only: a recording is of another machine
 };
 
 } // namespace nvsmi

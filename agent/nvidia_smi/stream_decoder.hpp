@@ -1,0 +1,48 @@
+// What a long-lived nvidia-smi's stdout is made into. The stream supervises the child (start,
+// stall, exit, restart); a decoder turns the child's bytes into samples and says what in them
+// could not be used.
+#pragma once
+
+#include "nvidia_smi/source.hpp"
+
+#include "nvsmi/compute_apps.hpp"
+#include "nvsmi/pmon.hpp"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nvsmi {
+
+class StreamDecoder {
+public:
+  struct Events {
+    std::function<void()> sample_done; // a complete sample was handed on
+    // A piece that could not be used, said in `text`; `counted` when it was a broken sample
+    // rather than nvidia-smi talking.
+    std::function<void(const std::string &text, bool counted)> skipped;
+    std::function<void(std::string_view)> message; // nvidia-smi's own words, for its exit line
+  };
+
+  virtual ~StreamDecoder() = default;
+  virtual void feed(std::string_view bytes, const Events &events) = 0;
+  // At the end of a run (`clean`: it exited with code 0 by itself): forgets what was pending, and
+  // says whether a partial sample was dropped.
+  virtual bool finish(const Events &events, bool clean) = 0;
+};
+
+// `nvidia-smi -q -x` documents or `--query-gpu` CSV rows, as Snapshots.
+std::unique_ptr<StreamDecoder> snapshot_decoder(SourceKind source,
+                                                const std::vector<std::string> &extra_fields,
+                                                std::function<void(Snapshot)> on_sample);
+
+// One `--query-compute-apps` answer (a run that exits), as the list of compute processes.
+std::unique_ptr<StreamDecoder>
+compute_apps_decoder(std::function<void(std::vector<ComputeApp>)> on_sample);
+
+// `nvidia-smi pmon`'s scrolling table, one sample per interval.
+std::unique_ptr<StreamDecoder> pmon_decoder(std::function<void(std::vector<PmonRow>)> on_sample);
+
+} // namespace nvsmi

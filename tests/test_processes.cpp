@@ -1,0 +1,232 @@
+// Who uses each GPU, end to end through the built agent and the stand-in nvidia-smi: compute-apps
+// and pmon pointing at real processes this test starts (as root and as nobody), enriched from
+// /proc, in `snapshot`, `watch` and `serve`.
+#include "process_support.hpp"
+#include "serve_support.hpp"
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+#include <unistd.h>
+
+using test::Background;
+using test::quote;
+using test::run_agent;
+using test::run_shell;
+using json = nlohmann::json;
+
+namespace {
+
+const std::string fake = quote(SCRIPTS_DIR "/fake-nvidia-smi");
+const std::string gpu0 = "GPU-00000000-0000-0000-0000-000000000000";
+const std::string gpu1 = "GPU-00000000-0000-0000-0000-000000000001";
+
+// A pid no process has: one this test started and reaped.
+int vanished_pid() {
+  test::Run run = run_shell("sh -c 'echo $$'");
+  return std::stoi(run.out);
+}
+
+// The processes the stand-in reports: a `sleep` as root on GPU 0, a shell as nobody on GPU 1 (a
+// busy loop where a test needs CPU time), and a pid that has gone on GPU 0; pmon gives the sleep
+// SM and memory shares.
+struct Workload {
+  Background sleeper{"exec sleep 300"};
+  Background busy;
+  int gone = vanished_pid();
+  std::string folder = test::temporary_folder();
+
+  explicit Workload(bool busy_loop = false)
+      : busy("exec setpriv --reuid=nobody --regid=nogroup --clear-groups sh -c " +
+             std::string(busy_loop ? "'while :; do :; done'" : "'sleep 300'")) {
+    std::ostringstream apps;
+    apps << gpu0 << ", " << sleeper.pid() << ", 1024 MiB, /usr/bin/sleep\n"
+         << gpu1 << ", " << busy.pid() << ", 2048 MiB, sh, with a comma\n"
+         << gpu0 << ", " << gone << ", 512 MiB, python3\n";
+    test::write_file(folder + "/apps", apps.str());
+    std::ostringstream pmon;
+    pmon << "    0    " << sleeper.pid()
+         << "     C   1024      -     42      7      -      -      -      -    sleep\n"
+         << "    1    " << busy.pid()
+         << "     C   2048      -      -      -      -      -      -      -    sh\n";
+    for (int gpu = 2; gpu < 8; ++gpu)
+      pmon << "    " << gpu
+           << "          -     -      -      -      -      -      -      -      -      -    -\n";
+    test::write_file(folder + "/pmon", pmon.str());
+  }
+  std::string environment() const {
+    return "FAKE_NVSMI_APPS=" + quote(folder + "/apps") +
+           " FAKE_NVSMI_PMON=" + quote(folder + "/pmon") +
+           " FAKE_NVSMI_PROCESS_ARGS=" + quote(folder + "/calls") + " ";
+  }
+};
+
+const json *process_with_pid(const json &snapshot, int gpu, int pid) {
+  for (const json &process : snapshot["gpus"][gpu]["processes"])
+    if (process["pid"] == pid)
+      return &process;
+  return nullptr;
+}
+
+std::vector<json> json_lines(const std::string &text) {
+  std::vector<json> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(json::parse(line));
+  return lines;
+}
+
+} // namespace
+
+TEST_CASE("snapshot --source csv lists each GPU's compute processes with who runs them") {
+  Workload work;
+  test::Run run = run_shell(work.environment() + AGENT_BIN " snapshot --source csv --format json " +
+                            "--nvidia-smi " + fake);
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  json snapshot = json::parse(run.out);
+  const json *sleeper = process_with_pid(snapshot, 0, work.sleeper.pid());
+  REQUIRE(sleeper);
+  CHECK((*sleeper)["name"] == "/usr/bin/sleep");
+  CHECK((*sleeper)["used_memory_mib"] == 1024);
+  CHECK((*sleeper)["type"] == "C");
+  CHECK((*sleeper)["user"] == "root");
+  CHECK((*sleeper)["uid"] == 0);
+  CHECK((*sleeper)["command"] == "sleep 300");
+  CHECK((*sleeper)["started"].is_string());
+  CHECK((*sleeper)["host_memory_mib"].is_number());
+  CHECK((*sleeper)["cpu_percent"].is_null()); // one look cannot tell a share of time
+  const json *busy = process_with_pid(snapshot, 1, work.busy.pid());
+  REQUIRE(busy);
+  CHECK((*busy)["name"] == "sh, with a comma");
+  CHECK((*busy)["user"] == "nobody");
+  // The pid that has gone keeps what nvidia-smi said, and nothing of any other process.
+  const json *gone = process_with_pid(snapshot, 0, work.gone);
+  REQUIRE(gone);
+  CHECK((*gone)["name"] == "python3");
+  CHECK((*gone)["used_memory_mib"] == 512);
+  for (const char *field : {"user", "uid", "command", "started", "cpu_percent", "host_memory_mib"})
+    CHECK((*gone)[field].is_null());
+  CHECK(snapshot["gpus"][2]["processes"] == json::array());
+  char hostname[256] = {};
+  ::gethostname(hostname, sizeof hostname - 1);
+  CHECK(snapshot["host"]["hostname"] == hostname);
+  CHECK(snapshot["host"]["memory_total_mib"].get<long>() > 0);
+}
+
+TEST_CASE("snapshot says once when the processes cannot be read, and prints the GPUs") {
+  test::Run run = run_shell("FAKE_NVSMI_PROCESS_MODE=exit9 " AGENT_BIN
+                            " snapshot --source csv --format json --nvidia-smi " +
+                            fake);
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.err.find("processes unknown") != std::string::npos);
+  json snapshot = json::parse(run.out);
+  REQUIRE(snapshot["gpus"].size() == 8);
+  CHECK(snapshot["gpus"][0]["processes"].is_null());
+}
+
+TEST_CASE("snapshot --no-processes does not ask for them") {
+  std::string calls = test::temporary_folder() + "/calls";
+  test::Run run = run_shell(
+      "FAKE_NVSMI_PROCESS_ARGS=" + quote(calls) +
+      " " AGENT_BIN " snapshot --source csv --no-processes --format json --nvidia-smi " + fake);
+  REQUIRE(run.exit_code == 0);
+  CHECK(json::parse(run.out)["gpus"][0]["processes"].is_null());
+  CHECK(run_shell("test -e " + quote(calls)).exit_code != 0);
+}
+
+TEST_CASE("watch follows the processes: CPU shares from the second sample, pmon's SM share") {
+  Workload work(true);
+  Background watch(work.environment() + AGENT_BIN " watch --source csv --interval 0.5 --format " +
+                   "json --nvidia-smi " + fake);
+  // pmon's first sample is known complete when its second begins, a second or two in.
+  REQUIRE(test::wait_until([&] {
+    std::vector<json> lines;
+    try {
+      lines = json_lines(watch.out());
+    } catch (const std::exception &) {
+      return false; // a line being written
+    }
+    if (lines.size() < 3)
+      return false;
+    const json *sleeper = process_with_pid(lines.back(), 0, work.sleeper.pid());
+    const json *busy = process_with_pid(lines.back(), 1, work.busy.pid());
+    return sleeper && busy && (*sleeper)["sm_utilization_percent"] == 42 &&
+           (*busy)["cpu_percent"].is_number() && (*busy)["cpu_percent"].get<double>() > 5;
+  }));
+  std::vector<json> lines = json_lines(watch.out());
+  const json &last = lines.back();
+  CHECK((*process_with_pid(last, 0, work.sleeper.pid()))["memory_utilization_percent"] == 7);
+  // `-` in pmon is unknown, not 0.
+  CHECK((*process_with_pid(last, 1, work.busy.pid()))["sm_utilization_percent"].is_null());
+  CHECK((*process_with_pid(last, 1, work.busy.pid()))["user"] == "nobody");
+  CHECK(last["host"]["cpu_percent"].is_number());
+  CHECK(lines.front()["host"]["cpu_percent"].is_null());
+  ::kill(watch.pid(), SIGTERM);
+  CHECK(watch.wait() == 143);
+  CHECK_FALSE(test::running_here(test::fake_nvidia_smi_process));
+}
+
+TEST_CASE("watch asks for processes at most every max(interval, 1 s), or --process-interval") {
+  Workload work;
+  std::string calls = work.folder + "/calls";
+  auto compute_apps_calls = [&] {
+    return std::stoi(run_shell("grep -c query-compute-apps " + quote(calls) + " || true").out);
+  };
+  {
+    Background watch(work.environment() + AGENT_BIN " watch --source csv --interval 0.1 " +
+                     "--count 40 --format csv --nvidia-smi " + fake);
+    REQUIRE(watch.wait(std::chrono::seconds(60)) == 0);
+  }
+  // 40 samples at 10 Hz: about 4 s, so about 4 answers, not 40.
+  int calls_at_1s = compute_apps_calls();
+  CHECK(calls_at_1s >= 1);
+  CHECK(calls_at_1s <= 8);
+  CHECK(run_shell("grep -c '^pmon -s um -d 1$' " + quote(calls)).out == "1\n");
+}
+
+TEST_CASE("watch goes on without processes when nvidia-smi cannot give them") {
+  Workload work;
+  SECTION("compute-apps fails: GPU samples go on, processes unknown") {
+    test::Run run = run_shell("FAKE_NVSMI_PROCESS_MODE=exit9 " + work.environment() + AGENT_BIN +
+                              " watch --source csv --interval 0.2 --count 15 --format json " +
+                              "--nvidia-smi " + fake);
+    REQUIRE(run.exit_code == 0);
+    std::vector<json> lines = json_lines(run.out);
+    REQUIRE(lines.size() == 15);
+    CHECK(lines.back()["gpus"][0]["processes"].is_null());
+    CHECK(run.err.find("NVIDIA-SMI has failed") != std::string::npos);
+  }
+  SECTION("pmon is not supported: said once, never started again") {
+    test::Run run = run_shell("FAKE_NVSMI_PROCESS_MODE=unsupported FAKE_NVSMI_PROCESS_ARGS=" +
+                              quote(work.folder + "/calls") + " " + AGENT_BIN +
+                              " watch --source xml --interval 0.2 --count 25 --format json " +
+                              "--nvidia-smi " + fake);
+    REQUIRE(run.exit_code == 0);
+    CHECK(run.err.find("going on without per-process utilization") != std::string::npos);
+    CHECK(run_shell("grep -c '^pmon' " + quote(work.folder + "/calls")).out == "1\n");
+  }
+}
+
+TEST_CASE("serve shows each GPU process with its user in /metrics and the snapshot API") {
+  Workload work;
+  test::Server server("--source csv --interval 0.5 --nvidia-smi " + fake, work.environment());
+  std::string busy_pid = std::to_string(work.busy.pid());
+  REQUIRE(test::wait_until([&] {
+    std::string metrics = server.get("/metrics").body;
+    return metrics.find("pid=\"" + busy_pid + "\"") != std::string::npos &&
+           metrics.find("user=\"nobody\"") != std::string::npos;
+  }));
+  std::string metrics = server.get("/metrics").body;
+  CHECK(metrics.find("nvsmi_user_gpus{user=\"nobody\"} 1") != std::string::npos);
+  CHECK(metrics.find("nvsmi_user_gpu_memory_used_bytes{user=\"nobody\"} 2147483648") !=
+        std::string::npos);
+  CHECK(metrics.find("nvsmi_host_memory_total_bytes") != std::string::npos);
+  json snapshot = json::parse(server.get("/api/v1/snapshot").body);
+  const json *busy = process_with_pid(snapshot, 1, work.busy.pid());
+  REQUIRE(busy);
+  CHECK((*busy)["user"] == "nobody");
+  CHECK(server.stop() == 0);
+}
