@@ -81,8 +81,12 @@ TEST_CASE("legacy: one entry per GPU, named by index") {
 TEST_CASE("json: typed values, null for unknown, keys in order") {
   Snapshot s = sample_snapshot();
   s.gpus[0].fan_speed_percent.reset();
-  s.gpus[0].processes = std::vector<Process>{
-      {4242, std::string("C"), std::string("python3"), 40950, std::nullopt, std::nullopt}};
+  Process process;
+  process.pid = 4242;
+  process.type = "C";
+  process.name = "python3";
+  process.used_memory_mib = 40950;
+  s.gpus[0].processes = std::vector<Process>{process};
   auto document = nlohmann::ordered_json::parse(format_json(s));
   std::vector<std::string> keys;
   for (auto &item : document.items())

@@ -1,0 +1,49 @@
+#include "host/cpu_shares.hpp"
+
+#include <algorithm>
+
+namespace nvsmi {
+
+std::vector<std::optional<double>>
+ProcessCpuShares::update(const std::vector<ProcessTicks> &now_read, Clock::time_point now) {
+  std::vector<std::optional<double>> shares;
+  shares.reserve(now_read.size());
+  std::unordered_map<int, Previous> seen;
+  for (const ProcessTicks &process : now_read) {
+    std::optional<double> share;
+    auto before = previous_.find(process.pid);
+    if (before != previous_.end() && before->second.start_ticks == process.start_ticks &&
+        process.cpu_ticks >= before->second.cpu_ticks && now > before->second.at &&
+        ticks_per_second_ > 0) {
+      double seconds = std::chrono::duration<double>(now - before->second.at).count();
+      double used = static_cast<double>(process.cpu_ticks - before->second.cpu_ticks) /
+                    static_cast<double>(ticks_per_second_);
+      share = used / seconds * 100.0;
+    }
+    shares.push_back(share);
+    seen[process.pid] = {process.start_ticks, process.cpu_ticks, now};
+  }
+  previous_ = std::move(seen); // forget the pids not read now
+  return shares;
+}
+
+std::optional<double> HostCpuShare::update(std::optional<CpuTicks> now_read) {
+  if (!now_read) {
+    previous_.reset();
+    return std::nullopt;
+  }
+  std::optional<double> share;
+  bool went_back =
+      previous_ && (now_read->busy < previous_->busy || now_read->total < previous_->total);
+  if (previous_ && !went_back) {
+    std::uint64_t total = now_read->total - previous_->total;
+    if (total == 0)
+      return std::nullopt; // within one tick: keep the older baseline for the next sample
+    std::uint64_t busy = std::min(now_read->busy - previous_->busy, total);
+    share = static_cast<double>(busy) / static_cast<double>(total) * 100.0;
+  }
+  previous_ = now_read;
+  return share;
+}
+
+} // namespace nvsmi

@@ -1,0 +1,90 @@
+#include "host/host_reader.hpp"
+
+#include <libproc2/meminfo.h>
+#include <libproc2/misc.h>
+#include <libproc2/stat.h>
+
+#include <array>
+#include <climits>
+#include <unistd.h>
+
+namespace nvsmi {
+namespace {
+
+// In this order, so that STAT_VAL's index is the item's place here. Guest time is left out: the
+// kernel counts it in user and nice already (libproc2's STAT_TIC_SUM_TOTAL adds it again).
+enum StatItem {
+  tic_user,
+  tic_nice,
+  tic_system,
+  tic_idle,
+  tic_iowait,
+  tic_irq,
+  tic_softirq,
+  tic_stolen,
+  boot
+};
+std::array<stat_item, 9> stat_items = {STAT_TIC_USER,    STAT_TIC_NICE,   STAT_TIC_SYSTEM,
+                                       STAT_TIC_IDLE,    STAT_TIC_IOWAIT, STAT_TIC_IRQ,
+                                       STAT_TIC_SOFTIRQ, STAT_TIC_STOLEN, STAT_SYS_TIME_OF_BOOT};
+enum MemoryItem { mem_total, mem_available };
+std::array<meminfo_item, 2> memory_items = {MEMINFO_MEM_TOTAL, MEMINFO_MEM_AVAILABLE};
+
+std::optional<std::string> hostname() {
+  std::array<char, HOST_NAME_MAX + 1> name{};
+  if (::gethostname(name.data(), name.size()) != 0)
+    return std::nullopt;
+  name.back() = '\0'; // POSIX leaves a cut name unterminated
+  return std::string(name.data());
+}
+
+} // namespace
+
+HostReader::HostReader() {
+  if (procps_stat_new(&stat_) < 0)
+    stat_ = nullptr;
+  if (procps_meminfo_new(&memory_) < 0)
+    memory_ = nullptr;
+}
+
+HostReader::~HostReader() {
+  if (stat_)
+    procps_stat_unref(&stat_);
+  if (memory_)
+    procps_meminfo_unref(&memory_);
+}
+
+HostFacts HostReader::read() {
+  HostFacts facts;
+  facts.hostname = hostname();
+  if (long count = procps_cpu_count(); count > 0)
+    facts.cpu_count = count;
+  // procps_stat_select reads /proc/stat on every call (procps_stat_get would keep a read for a
+  // second), so two samples less than a second apart still see the time between them.
+  if (stat_)
+    if (stat_stack *stack =
+            procps_stat_select(stat_, stat_items.data(), static_cast<int>(stat_items.size()))) {
+      auto tics = [&](StatItem item) { return STAT_VAL(item, ull_int, stack, stat_); };
+      CpuTicks ticks;
+      ticks.total = tics(tic_user) + tics(tic_nice) + tics(tic_system) + tics(tic_idle) +
+                    tics(tic_iowait) + tics(tic_irq) + tics(tic_softirq) + tics(tic_stolen);
+      ticks.busy = ticks.total - tics(tic_idle) - tics(tic_iowait);
+      facts.cpu_ticks = ticks;
+      if (unsigned long booted = STAT_VAL(boot, ul_int, stack, stat_); booted > 0)
+        facts.boot_time = static_cast<std::int64_t>(booted);
+    }
+  if (memory_)
+    if (meminfo_stack *stack = procps_meminfo_select(memory_, memory_items.data(),
+                                                     static_cast<int>(memory_items.size()))) {
+      if (unsigned long kib = MEMINFO_VAL(mem_total, ul_int, stack, memory_); kib > 0) {
+        facts.memory_total_kib = kib;
+        facts.memory_available_kib = MEMINFO_VAL(mem_available, ul_int, stack, memory_);
+      }
+    }
+  double load1 = 0;
+  if (procps_loadavg(&load1, nullptr, nullptr) == 0)
+    facts.load1 = load1;
+  return facts;
+}
+
+} // namespace nvsmi
