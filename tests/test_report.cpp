@@ -760,7 +760,7 @@ TEST_CASE("report: rotated JSON logs, given in any order") {
   CHECK(rotated["users_totals"] == expected["users_totals"]);
 }
 
-TEST_CASE("report: user names are escaped in HTML and cannot break a text line") {
+TEST_CASE("report: names from a log are escaped in HTML and cannot break a text line") {
   // Samples 10 min apart: each user holds the GPU for 1/6 h.
   std::string log = json_log({{0, 50, 30720, 360, {process_of("<b>eve</b> & \"co\"", 1024)}},
                               {600, 50, 30720, 360, {process_of("<b>eve</b> & \"co\"", 1024)}},
@@ -785,4 +785,14 @@ TEST_CASE("report: user names are escaped in HTML and cannot break a text line")
   // JSON keeps the name as it was, escaped by JSON itself.
   json report = report_json(log);
   CHECK(user_named(report, "mal\u001b[2J\nfinding  x") != nullptr);
+
+  // A GPU's name from a JSON line may hold a newline or a C1 CSI (U+009B) too.
+  std::string line = json_line({0});
+  line.replace(line.find("NVIDIA H100"), 11, "H100\\nGPU 9\\u009b2J");
+  std::string path = test::temporary_folder() + "/gpu-log.jsonl";
+  test::write_file(path, line + json_line({10}));
+  Run named = test::run_agent("report " + quote(path));
+  CHECK_THAT(named.out, Catch::Contains("GPU 0  H100\xEF\xBF\xBDGPU 9\xEF\xBF\xBD"
+                                        "2J  GPU-0"));
+  CHECK(named.out.find("\xC2\x9B") == std::string::npos);
 }

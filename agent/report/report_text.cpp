@@ -2,6 +2,7 @@
 #include "report/report.hpp"
 
 #include "nvsmi/timestamp.hpp"
+#include "nvsmi/utf8.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -49,20 +50,41 @@ std::string share(const TimeShare &share) {
   return share.percent() ? percent(share.percent()) + " of the time" : "unknown";
 }
 
+// Text from a log (a GPU's name, a user's, a message quoting a value) as it may be printed on a
+// terminal: valid UTF-8, and each control character, C0 or C1, replaced by U+FFFD, so that it can
+// neither start a line of its own nor move the cursor (U+009B is a terminal's CSI).
+std::string printable(std::string_view text) {
+  const std::string replacement = "\xEF\xBF\xBD";
+  std::string valid = valid_utf8(text), out;
+  for (std::size_t i = 0; i < valid.size(); ++i) {
+    auto c = static_cast<unsigned char>(valid[i]);
+    if (c < 0x20 || c == 0x7f) {
+      out += replacement;
+    } else if (c == 0xC2 && i + 1 < valid.size() &&
+               static_cast<unsigned char>(valid[i + 1]) < 0xA0) {
+      out += replacement; // U+0080..U+009F: 0xC2 then 0x80..0x9F
+      ++i;
+    } else {
+      out += valid[i];
+    }
+  }
+  return out;
+}
+
 void line(std::string &out, const char *label, const std::string &text) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "  %-13s", label);
   out += buffer;
-  out += text;
+  out += printable(text);
   out += '\n';
 }
 
 void gpu_section(std::string &out, const GpuSummary &gpu) {
   out += "\nGPU " + std::to_string(gpu.index);
   if (gpu.name)
-    out += "  " + *gpu.name;
+    out += "  " + printable(*gpu.name);
   if (gpu.uuid)
-    out += "  " + *gpu.uuid;
+    out += "  " + printable(*gpu.uuid);
   out += '\n';
 
   line(out, "time", to_iso8601(gpu.first) + " to " + to_iso8601(gpu.last));
@@ -146,7 +168,7 @@ void users_section(std::string &out, const UserLedgerSummary &ledger) {
     out += cell(user.idle_percent(), "%.1f%%", user.idle_partly_unknown(), 9, starred);
     out += cell(user.memory_gib_hours(), "%.2f", user.memory_partly_unknown(), 15, starred);
     out += cell(user.energy_wh(), "%.2f", user.energy_partly_unknown(), 13, starred);
-    out += " " + user_label(user.user) + "\n";
+    out += " " + printable(user_label(user.user)) + "\n";
   }
   if (ledger.users.empty())
     out += "  no processes on any GPU\n";
@@ -174,7 +196,7 @@ void users_section(std::string &out, const UserLedgerSummary &ledger) {
 std::string format_report_text(const Report &report) {
   std::string out = "files: ";
   for (std::size_t i = 0; i < report.files.size(); ++i)
-    out += (i ? ", " : "") + report.files[i];
+    out += (i ? ", " : "") + printable(report.files[i]);
   if (report.files.size() > 1)
     out += " (read in this order)";
   out += "\nrows: " + std::to_string(report.rows_read) + " read, " +
@@ -195,7 +217,7 @@ std::string format_report_text(const Report &report) {
   }
   out += '\n';
   for (const std::string &example : report.bad.examples)
-    out += "  " + example + '\n';
+    out += "  " + printable(example) + '\n';
   for (const GpuSummary &gpu : report.gpus)
     gpu_section(out, gpu);
   if (report.users.listed_seconds > 0)

@@ -1,7 +1,5 @@
 #include "report/report_users.hpp"
 
-#include "nvsmi/utf8.hpp"
-
 #include <algorithm>
 
 namespace nvsmi {
@@ -124,23 +122,6 @@ UserLedgerSummary UserLedger::finish() const {
   return out;
 }
 
-std::string user_label(const Text &user) {
-  if (!user)
-    return "(unknown user)";
-  const std::string replacement = "\xEF\xBF\xBD";
-  std::string text = valid_utf8(*user), out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f) { // C0 controls and DEL
-      out += replacement;
-    } else if (c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) < 0xA0) {
-      out += replacement; // C1 controls, U+0080..U+009F: U+009B is a terminal's CSI
-      ++i;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
+std::string user_label(const Text &user) { return user ? *user : "(unknown user)"; }
 
 } // namespace nvsmi

@@ -86,8 +86,7 @@ private:
   UserLedgerSummary totals_;
 };
 
-// The label a person reads for a user: "(unknown user)" for nullopt, and control characters
-// replaced by U+FFFD, so that a user name cannot start a line or move the terminal's cursor.
+// The label a person reads for a user: the name, or "(unknown user)" for nullopt.
 std::string user_label(const Text &user);
 
 } // namespace nvsmi
