@@ -466,6 +466,20 @@ const json *user_named(const json &report, const json &name) {
 
 } // namespace
 
+TEST_CASE("report: the JSON-log fixtures are what scripts/make-log-fixtures writes") {
+  // The tests below work their figures out from the generator's description of each fixture.
+  std::string folder = test::temporary_folder();
+  Run run = test::run_shell(quote(SCRIPTS_DIR "/make-log-fixtures") + " " + quote(folder));
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  for (const char *name : {"shared-3users.jsonl", "cpu-bound.jsonl", "io-bound.jsonl",
+                           "bad-lines.jsonl", "host-columns.csv"}) {
+    INFO(name);
+    CHECK(test::read_file(folder + "/" + name) ==
+          test::read_file(test::fixture_path(std::string("logs/") + name)));
+  }
+}
+
 TEST_CASE("report: the users ledger of a JSON log, figures worked by hand") {
   // fixtures/logs/shared-3users.jsonl (scripts/make-log-fixtures writes it): 4 GPUs, 19 samples
   // 10 min apart, so 18 stretches of 1/6 h = 3 h for each GPU (the first sample stands for no
