@@ -45,14 +45,14 @@ std::vector<std::string> lines_of(const std::string &text) {
   return lines;
 }
 
-// Every line after the header is a whole row of the csv format: 13 cells.
+// Every line after the header is a whole row of the csv format: 17 cells.
 void check_whole_rows(const std::string &log, std::size_t expected_rows) {
   std::vector<std::string> lines = lines_of(log);
   REQUIRE(lines.size() == expected_rows + 1);
   CHECK(lines[0].rfind("timestamp,index,uuid,name,", 0) == 0);
   for (std::size_t i = 1; i < lines.size(); ++i) {
     INFO(lines[i]);
-    CHECK(std::count(lines[i].begin(), lines[i].end(), ',') == 12);
+    CHECK(std::count(lines[i].begin(), lines[i].end(), ',') == 16);
   }
   CHECK(log.back() == '\n');
 }
@@ -260,7 +260,7 @@ TEST_CASE("watch: --fields adds query fields to json and to the CSV log") {
   CHECK(gpu["serial"].is_null()); // nvidia-smi said [N/A]
   std::vector<std::string> log = lines_of(test::read_file(setup.log));
   REQUIRE(log.size() == 17);
-  CHECK_THAT(log[0], Catch::EndsWith(",power.draw [W],clocks.max.sm,serial"));
+  CHECK_THAT(log[0], Catch::EndsWith(",host.memory.used [MiB],clocks.max.sm,serial"));
   CHECK_THAT(log[16], Catch::EndsWith(",1980,"));
 }
 
