@@ -18,6 +18,38 @@ Snapshot fixture(const std::string &name) {
   return parse_output(test::read_file(test::fixture_path(name)), name);
 }
 
+// `snapshot` as a live sample has it: every GPU with two processes whose every field is known
+// (their commands ending in `tag`), and the host.
+Snapshot observed(Snapshot snapshot, const std::string &tag) {
+  for (Gpu &gpu : snapshot.gpus) {
+    gpu.processes.emplace();
+    for (std::int64_t pid : {100 + gpu.index, 200 + gpu.index}) {
+      Process p;
+      p.pid = pid;
+      p.type = "C";
+      p.name = "python3";
+      p.used_memory_mib = 4096;
+      p.gpu_instance_id = 1;
+      p.compute_instance_id = 0;
+      p.sm_utilization_percent = 70;
+      p.memory_utilization_percent = 20;
+      p.user = "alice";
+      p.uid = 1000;
+      p.command = "python3 /home/alice/train.py --config big.yaml --run " + tag;
+      p.started = "2026-11-23T09:14:02+01:00";
+      p.cpu_percent = 99.5;
+      p.host_memory_mib = 2048;
+      p.container = std::string(64, 'c');
+      p.pod_uid = "6f1c1c2e-4b1a-4a0e-9d57-3f7a8c2d1b00";
+      p.slurm_job_id = "81234";
+      p.systemd_unit = "cri-containerd-cccc.scope";
+      gpu.processes->push_back(p);
+    }
+  }
+  snapshot.host = Host{std::string("gpu-node-07.example.org"), 64, 12.5, 3.25, 515000, 123456};
+  return snapshot;
+}
+
 // Every fixture the readers accept, and one with every optional part filled in.
 std::vector<Snapshot> every_kind_of_snapshot() {
   std::vector<Snapshot> snapshots;
@@ -31,6 +63,7 @@ std::vector<Snapshot> every_kind_of_snapshot() {
   full.gpus[0].memory_total_mib = std::int64_t(1) << 62; // exact, not through a double
   full.gpus[0].power_draw_w = -0.0;
   snapshots.push_back(full);
+  snapshots.push_back(observed(fixture("xml/h100-8gpu-v12.xml"), "1"));
   return snapshots;
 }
 
@@ -70,6 +103,26 @@ TEST_CASE("compact history samples share the texts that did not change") {
   CHECK(third < 200);
 }
 
+TEST_CASE("compact history samples share process texts and the host's name too") {
+  Snapshot snapshot = observed(fixture("xml/h100-8gpu-v12.xml"), "1");
+  std::size_t first = 0, second = 0;
+  CompactSnapshot a = compact(snapshot, nullptr, first);
+  snapshot.host->cpu_percent = 50;
+  (*snapshot.gpus[4].processes)[1].cpu_percent.reset();
+  CompactSnapshot b = compact(snapshot, &a, second);
+  CHECK(second == 0);
+  CHECK((*b.gpus[4].processes)[1].texts == (*a.gpus[4].processes)[1].texts);
+  CHECK(b.host->hostname.get() == a.host->hostname.get());
+  CHECK(format_json(expand(b)) == format_json(snapshot));
+  // A new command is counted, once.
+  (*snapshot.gpus[4].processes)[1].command = "python3 /home/alice/evaluate.py --checkpoint 12";
+  std::size_t third = 0;
+  CompactSnapshot c = compact(snapshot, &b, third);
+  CHECK(third > 48);
+  CHECK(third < 200);
+  CHECK(format_json(expand(c)) == format_json(snapshot));
+}
+
 TEST_CASE("serve history: counts what it really holds, and lets go of it") {
   Snapshot snapshot = fixture("xml/h100-8gpu-v12.xml");
   auto owner = std::make_shared<ServeHistory>(100, 256u << 20); // stream() shares it
@@ -107,6 +160,29 @@ TEST_CASE("serve history: the byte cap holds, counted on samples that differ in 
   }
   CHECK(history.size() > 5);
   CHECK(history.size() < 40);
+}
+
+TEST_CASE("serve history: process and host texts are counted, capped and given back") {
+  auto owner = std::make_shared<ServeHistory>(100, 256u << 20); // stream() shares it
+  ServeHistory &history = *owner;
+  history.add(observed(fixture("xml/h100-8gpu-v12.xml"), "0"), 1000);
+  std::size_t one = history.bytes();
+  for (int i = 1; i < 50; ++i)
+    history.add(observed(fixture("xml/h100-8gpu-v12.xml"), std::to_string(i)), 1000 + i);
+  // Every sample's 16 commands are new: each holds them, and they are counted.
+  double later = static_cast<double>(history.bytes() - one) / 49;
+  CHECK(later > 16 * 64);
+  // When the old samples go, so does what their commands cost.
+  history.add(observed(fixture("xml/h100-8gpu-v12.xml"), "last"), 1200);
+  CHECK(history.size() == 1);
+  CHECK(history.bytes() <= one + 16 * 16);
+  auto capped = std::make_shared<ServeHistory>(1e9, 128 * 1024);
+  for (int i = 0; i < 300; ++i) {
+    capped->add(observed(fixture("xml/h100-8gpu-v12.xml"), std::to_string(i)), i);
+    CHECK(capped->bytes() <= 128 * 1024);
+  }
+  CHECK(capped->size() > 5);
+  CHECK(capped->size() < 100);
 }
 
 TEST_CASE("serve history: the streamed document, part by part") {
