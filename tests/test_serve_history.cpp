@@ -1,5 +1,6 @@
 #include "formats/formats.hpp"
 #include "nvidia_smi/source.hpp"
+#include "observed_process.hpp"
 #include "serve/compact_snapshot.hpp"
 #include "serve/serve_history.hpp"
 #include "support.hpp"
@@ -23,30 +24,11 @@ Snapshot fixture(const std::string &name) {
 Snapshot observed(Snapshot snapshot, const std::string &tag) {
   for (Gpu &gpu : snapshot.gpus) {
     gpu.processes.emplace();
-    for (std::int64_t pid : {100 + gpu.index, 200 + gpu.index}) {
-      Process p;
-      p.pid = pid;
-      p.type = "C";
-      p.name = "python3";
-      p.used_memory_mib = 4096;
-      p.gpu_instance_id = 1;
-      p.compute_instance_id = 0;
-      p.sm_utilization_percent = 70;
-      p.memory_utilization_percent = 20;
-      p.user = "alice";
-      p.uid = 1000;
-      p.command = "python3 /home/alice/train.py --config big.yaml --run " + tag;
-      p.started = "2026-11-23T09:14:02+01:00";
-      p.cpu_percent = 99.5;
-      p.host_memory_mib = 2048;
-      p.container = std::string(64, 'c');
-      p.pod_uid = "6f1c1c2e-4b1a-4a0e-9d57-3f7a8c2d1b00";
-      p.slurm_job_id = "81234";
-      p.systemd_unit = "cri-containerd-cccc.scope";
-      gpu.processes->push_back(p);
-    }
+    for (std::int64_t pid : {100 + gpu.index, 200 + gpu.index})
+      gpu.processes->push_back(test::observed_process(
+          pid, "alice", 4096, "python3 /home/alice/train.py --config big.yaml --run " + tag));
   }
-  snapshot.host = Host{std::string("gpu-node-07.example.org"), 64, 12.5, 3.25, 515000, 123456};
+  snapshot.host = test::observed_host();
   return snapshot;
 }
 
