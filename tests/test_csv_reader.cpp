@@ -209,4 +209,10 @@ TEST_CASE("extra query fields are kept per GPU as text, unknown markers as null"
   CHECK_FALSE(row.gpu.extras[1].value);
   // Columns the reader does not know, from a header, are still ignored rather than kept.
   CHECK(read_csv_row("2, x", CsvLayout::from_header("index, brand.new"), 0).gpu.extras.empty());
+  // ...unless the caller names them: the report reads the agent's own `host.cpu [%]` this way.
+  CsvRow named = read_csv_row(
+      "2, x, 96.5", CsvLayout::from_header("index, brand.new, host.cpu [%]", {"host.cpu"}), 0);
+  REQUIRE(named.gpu.extras.size() == 1);
+  CHECK(named.gpu.extras[0].name == "host.cpu");
+  CHECK(named.gpu.extras[0].value == std::string("96.5"));
 }

@@ -1,9 +1,14 @@
 #include "formats/formats.hpp"
+#include "formats/prometheus_metrics.hpp"
+#include "observed_process.hpp"
+#include "support.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 using namespace nvsmi;
+using test::observed_host;
+using test::observed_process;
 
 namespace {
 
@@ -33,6 +38,14 @@ Snapshot sample_snapshot() {
   s.cuda_version = "12.4";
   s.gpus = {sample_gpu(0)};
   return s;
+}
+
+// The keys of a JSON object, in their order.
+std::vector<std::string> keys_of(const nlohmann::ordered_json &object) {
+  std::vector<std::string> keys;
+  for (auto &item : object.items())
+    keys.push_back(item.key());
+  return keys;
 }
 
 } // namespace
@@ -88,18 +101,14 @@ TEST_CASE("json: typed values, null for unknown, keys in order") {
   process.used_memory_mib = 40950;
   s.gpus[0].processes = std::vector<Process>{process};
   auto document = nlohmann::ordered_json::parse(format_json(s));
-  std::vector<std::string> keys;
-  for (auto &item : document.items())
-    keys.push_back(item.key());
-  CHECK(keys == std::vector<std::string>{"schema", "source", "timestamp", "driver_version",
-                                         "cuda_version", "gpus"});
+  CHECK(keys_of(document) == std::vector<std::string>{"schema", "source", "timestamp",
+                                                      "driver_version", "cuda_version", "gpus",
+                                                      "host"});
   CHECK(document["schema"] == "nvsmi-agent.snapshot/1");
   CHECK(document["source"] == "xml");
   CHECK(document["timestamp"] == "2024-03-12T14:03:27+01:00");
   const auto &gpu = document["gpus"][0];
-  std::vector<std::string> gpu_keys;
-  for (auto &item : gpu.items())
-    gpu_keys.push_back(item.key());
+  std::vector<std::string> gpu_keys = keys_of(gpu);
   std::vector<std::string> required{"index",
                                     "uuid",
                                     "name",
@@ -125,6 +134,64 @@ TEST_CASE("json: typed values, null for unknown, keys in order") {
   CHECK(gpu["processes"][0]["used_memory_mib"] == 40950);
 }
 
+TEST_CASE("json: who runs each process, where, and the host; null where unknown") {
+  Snapshot s = sample_snapshot();
+  Process bare; // a recording's process: nothing from pmon or /proc
+  bare.pid = 77;
+  s.gpus[0].processes = std::vector<Process>{observed_process(4242, "alice", 40950), bare};
+  s.host = observed_host();
+  auto document = nlohmann::ordered_json::parse(format_json(s));
+  CHECK(keys_of(document).back() == "host");
+  const auto &process = document["gpus"][0]["processes"][0];
+  CHECK(keys_of(process) ==
+        std::vector<std::string>{"pid", "type", "name", "used_memory_mib", "gpu_instance_id",
+                                 "compute_instance_id", "sm_utilization_percent",
+                                 "memory_utilization_percent", "user", "uid", "command", "started",
+                                 "cpu_percent", "host_memory_mib", "container", "pod_uid",
+                                 "slurm_job_id", "systemd_unit"});
+  CHECK(process["sm_utilization_percent"] == 87);
+  CHECK(process["memory_utilization_percent"] == 35);
+  CHECK(process["user"] == "alice");
+  CHECK(process["uid"] == 1000 + 4242 % 7);
+  CHECK(process["command"] == "python3 train.py");
+  CHECK(process["started"] == "2026-11-23T09:14:02+01:00");
+  CHECK(process["cpu_percent"] == Approx(101.25));
+  CHECK(process["host_memory_mib"] == 5120);
+  CHECK(process["container"] == std::string(64, 'a'));
+  CHECK(process["pod_uid"] == "6f1c1c2e-4b1a-4a0e-9d57-3f7a8c2d1b00");
+  CHECK(process["slurm_job_id"] == "81234");
+  CHECK(process["systemd_unit"] == "docker-aaaa.scope");
+  const auto &unknown = document["gpus"][0]["processes"][1];
+  CHECK(unknown.size() == process.size());
+  for (const char *key :
+       {"sm_utilization_percent", "memory_utilization_percent", "user", "uid", "command", "started",
+        "cpu_percent", "host_memory_mib", "container", "pod_uid", "slurm_job_id", "systemd_unit"}) {
+    INFO(key);
+    CHECK(unknown[key].is_null());
+  }
+  CHECK(document["host"] ==
+        nlohmann::ordered_json::parse(R"({"hostname":"gpu07","cpu_count":64,"cpu_percent":12.5,)"
+                                      R"("load1":3.25,"memory_total_mib":515000,)"
+                                      R"("memory_used_mib":123456})"));
+  s.host->cpu_percent.reset(); // the first sample: no interval to measure over yet
+  CHECK(nlohmann::json::parse(format_json(s))["host"]["cpu_percent"].is_null());
+  s.host.reset();
+  CHECK(nlohmann::json::parse(format_json(s))["host"].is_null());
+}
+
+TEST_CASE("json: a user, command or container of any bytes stays valid UTF-8") {
+  Snapshot s = sample_snapshot();
+  Process p = observed_process(1, "b\xff\"ob", 10);
+  p.command = std::string("sh -c \"x\n\x01\xc3\x28\"");
+  p.container = std::string("\xfe\xfe");
+  s.gpus[0].processes = std::vector<Process>{p};
+  std::string text = format_json(s);
+  auto process = nlohmann::json::parse(text)["gpus"][0]["processes"][0];
+  CHECK(process["user"] == "b\xef\xbf\xbd\"ob");
+  CHECK(process["command"] == "sh -c \"x\n\x01\xef\xbf\xbd(\"");
+  CHECK(process["container"] == "\xef\xbf\xbd\xef\xbf\xbd");
+}
+
 TEST_CASE("json: a snapshot without a timestamp says null") {
   Snapshot s = sample_snapshot();
   s.timestamp.reset();
@@ -138,9 +205,36 @@ TEST_CASE("csv: nvidia-smi's column names, plain numbers, empty for unknown") {
   CHECK(format_csv(s) ==
         "timestamp,index,uuid,name,pstate,temperature.gpu,utilization.gpu [%],"
         "utilization.memory [%],memory.total [MiB],memory.free [MiB],memory.used [MiB],"
-        "memory.used_percent [%],power.draw [W]\n"
+        "memory.used_percent [%],power.draw [W],power.limit [W],fan.speed [%],host.cpu [%],"
+        "host.memory.used [MiB]\n"
         "2024-03-12T14:03:27+01:00,0,GPU-00000000-0000-0000-0000-000000000000,"
-        "\"Tesla \"\"T4\"\", rev 2\",P0,72,99,40,15079,6586,8493,56.32,\n");
+        "\"Tesla \"\"T4\"\", rev 2\",P0,72,99,40,15079,6586,8493,56.32,,70.00,,,\n");
+}
+
+TEST_CASE("csv: power limit, fan and the host's CPU and memory, the same on each GPU's row") {
+  Snapshot s = sample_snapshot();
+  s.gpus.push_back(sample_gpu(1));
+  s.gpus[0].fan_speed_percent = 35;
+  s.host = observed_host();
+  s.host->cpu_percent = 7.0 / 3;
+  std::string rows = format_csv(s, false);
+  CHECK(rows == "2024-03-12T14:03:27+01:00,0,GPU-00000000-0000-0000-0000-000000000000,Tesla T4,"
+                "P0,72,99,40,15079,6586,8493,56.32,67.03,70.00,35,2.33,123456\n"
+                "2024-03-12T14:03:27+01:00,1,GPU-00000000-0000-0000-0000-000000000001,Tesla T4,"
+                "P0,72,99,40,15079,6586,8493,56.32,67.03,70.00,,2.33,123456\n");
+  s.host->cpu_percent.reset(); // unknown is an empty cell, never 0
+  CHECK_THAT(format_csv(s, false), Catch::EndsWith(",67.03,70.00,,,123456\n"));
+}
+
+TEST_CASE("csv: the header of earlier versions is known, extra fields and all") {
+  std::vector<std::string> earlier = earlier_csv_headers({"serial"});
+  REQUIRE(earlier.size() == 1);
+  CHECK(earlier[0] == "timestamp,index,uuid,name,pstate,temperature.gpu,utilization.gpu [%],"
+                      "utilization.memory [%],memory.total [MiB],memory.free [MiB],"
+                      "memory.used [MiB],memory.used_percent [%],power.draw [W],serial");
+  CHECK(csv_header({"serial"}) ==
+        earlier[0].substr(0, earlier[0].size() - 7) +
+            ",power.limit [W],fan.speed [%],host.cpu [%],host.memory.used [MiB],serial");
 }
 
 TEST_CASE("csv: an unknown timestamp leaves the first cell empty") {
@@ -162,7 +256,7 @@ TEST_CASE("extra query fields: last csv columns and json keys, text or null") {
   s.gpus[0].extras = {{"driver_version", std::string("535.10")}, {"serial", std::nullopt}};
   std::string csv = format_csv(s);
   CHECK(csv.substr(0, csv.find('\n')) == csv_header({"driver_version", "serial"}));
-  CHECK_THAT(csv, Catch::EndsWith(",67.03,535.10,\n"));
+  CHECK_THAT(csv, Catch::EndsWith(",67.03,70.00,,,,535.10,\n"));
   CHECK(extra_field_names(s) == std::vector<std::string>{"driver_version", "serial"});
   auto gpu = nlohmann::json::parse(format_json(s))["gpus"][0];
   CHECK(gpu["driver_version"] == "535.10"); // a string: "535.10" is a version, not a number
@@ -180,4 +274,119 @@ TEST_CASE("json: quotes, control characters and invalid UTF-8 in a name stay val
   CHECK_THAT(text, Catch::Contains(R"("power_limit_w":700.0,)"));
   CHECK(gpu["power_draw_w"].get<double>() == 1e-7);
   CHECK(gpu["power_limit_w"].is_number_float());
+}
+
+namespace {
+
+bool has(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
+}
+
+const std::string gpu0 =
+    R"(gpu="0",uuid="GPU-00000000-0000-0000-0000-000000000000",name="Tesla T4")";
+
+// Two GPUs: alice on both (one process each), bob on GPU 1, and one process /proc could not see.
+Snapshot shared_machine() {
+  Snapshot s = sample_snapshot();
+  s.gpus.push_back(sample_gpu(1));
+  Process unseen;
+  unseen.pid = 99;
+  unseen.name = "hidden";
+  unseen.used_memory_mib = 100;
+  s.gpus[0].processes = std::vector<Process>{observed_process(10, "alice", 1000), unseen};
+  s.gpus[1].processes =
+      std::vector<Process>{observed_process(11, "alice", 3000), observed_process(12, "bob", 512)};
+  s.host = observed_host();
+  return s;
+}
+
+} // namespace
+
+TEST_CASE("metrics: a process's series say who runs it and where, where known") {
+  std::string m = format_snapshot_metrics(shared_machine());
+  std::string known = gpu0 + R"(,pid="10",process_name="python3",user="alice",container=")" +
+                      std::string(64, 'a') + R"(",pod_uid="6f1c1c2e-4b1a-4a0e-9d57-3f7a8c2d1b00"})";
+  CHECK_THAT(m,
+             Catch::Contains("\nnvsmi_gpu_process_memory_used_bytes{" + known + " 1048576000\n"));
+  CHECK_THAT(m, Catch::Contains("# TYPE nvsmi_gpu_process_sm_utilization_ratio gauge\n"));
+  CHECK_THAT(m, Catch::Contains("\nnvsmi_gpu_process_sm_utilization_ratio{" + known + " 0.87\n"));
+  CHECK_THAT(m,
+             Catch::Contains("\nnvsmi_gpu_process_memory_utilization_ratio{" + known + " 0.35\n"));
+  // What is not known is no label, and no share is made up for it.
+  std::string unseen = gpu0 + R"(,pid="99",process_name="hidden"})";
+  CHECK_THAT(m,
+             Catch::Contains("\nnvsmi_gpu_process_memory_used_bytes{" + unseen + " 104857600\n"));
+  CHECK_FALSE(has(m, "nvsmi_gpu_process_sm_utilization_ratio{" + unseen));
+  CHECK_FALSE(has(m, "user=\"\""));
+}
+
+TEST_CASE("metrics: per-user totals over the processes whose user is known") {
+  Snapshot s = shared_machine();
+  std::string m = format_snapshot_metrics(s);
+  CHECK_THAT(m, Catch::Contains("# TYPE nvsmi_user_gpu_memory_used_bytes gauge\n"
+                                "nvsmi_user_gpu_memory_used_bytes{user=\"alice\"} 4194304000\n"
+                                "nvsmi_user_gpu_memory_used_bytes{user=\"bob\"} 536870912\n"));
+  CHECK_THAT(m, Catch::Contains("# TYPE nvsmi_user_gpus gauge\n"
+                                "nvsmi_user_gpus{user=\"alice\"} 2\n"
+                                "nvsmi_user_gpus{user=\"bob\"} 1\n"));
+  CHECK_FALSE(has(m, "nvsmi_user_gpus{}"));
+  // A process of bob's whose memory is unknown: his total is unknown, not the part that is.
+  Process more = observed_process(13, "bob", 0);
+  more.used_memory_mib.reset();
+  s.gpus[0].processes->push_back(more);
+  m = format_snapshot_metrics(s);
+  CHECK_FALSE(has(m, "nvsmi_user_gpu_memory_used_bytes{user=\"bob\"}"));
+  CHECK_THAT(m, Catch::Contains("nvsmi_user_gpus{user=\"bob\"} 2\n"));
+  CHECK_THAT(m, Catch::Contains("nvsmi_user_gpu_memory_used_bytes{user=\"alice\"} 4194304000\n"));
+}
+
+TEST_CASE("metrics: the host's CPU and memory, absent where there is no host") {
+  Snapshot s = shared_machine();
+  std::string m = format_snapshot_metrics(s);
+  CHECK_THAT(m, Catch::Contains("# TYPE nvsmi_host_cpu_utilization_ratio gauge\n"
+                                "nvsmi_host_cpu_utilization_ratio 0.125\n"));
+  CHECK_THAT(m, Catch::Contains("\nnvsmi_host_memory_used_bytes 129452998656\n"));
+  CHECK_THAT(m, Catch::Contains("\nnvsmi_host_memory_total_bytes 540016640000\n"));
+  s.host->cpu_percent.reset();
+  m = format_snapshot_metrics(s);
+  CHECK_FALSE(has(m, "nvsmi_host_cpu_utilization_ratio"));
+  CHECK(has(m, "nvsmi_host_memory_total_bytes"));
+  s.host.reset(); // a recording: never 0
+  s.gpus[0].processes.reset();
+  s.gpus[1].processes = std::vector<Process>{Process{}}; // no pid: no series to hang it on
+  m = format_snapshot_metrics(s);
+  CHECK_FALSE(has(m, "nvsmi_host_"));
+  CHECK_FALSE(has(m, "nvsmi_user_"));
+  CHECK_FALSE(has(m, "nvsmi_gpu_process_"));
+}
+
+TEST_CASE("metrics: users, commands and containers of any bytes pass promtool") {
+  Snapshot s = shared_machine();
+  Process &evil = (*s.gpus[1].processes)[1];
+  evil.user = std::string("b\xff\"o\\b\n");
+  evil.name = std::string("\xc3\x28py");
+  evil.command = std::string("\xfe\xff rm -rf /");
+  evil.container = std::string("c\xfe\"}");
+  evil.pod_uid = std::string("\xf0\x9f\x98\x80 pod");
+  Process twin = evil; // a second user name that differs only in a byte that is not UTF-8
+  twin.pid = 14;
+  twin.user = std::string("b\xfe\"o\\b\n");
+  s.gpus[1].processes->push_back(twin);
+  std::string m = format_snapshot_metrics(s);
+  CHECK_THAT(m, Catch::Contains("user=\"b\xef\xbf\xbd\\\"o\\\\b\\n\""));
+  CHECK_THAT(m, Catch::Contains("container=\"c\xef\xbf\xbd\\\"}\""));
+  // One series for the two names that read the same once made UTF-8.
+  CHECK_THAT(m, Catch::Contains("nvsmi_user_gpus{user=\"b\xef\xbf\xbd\\\"o\\\\b\\n\"} 1\n"));
+  CHECK_THAT(
+      m, Catch::Contains("nvsmi_user_gpu_memory_used_bytes{user=\"b\xef\xbf\xbd\\\"o\\\\b\\n\"} "
+                         "1073741824\n"));
+  if (!test::installed("promtool")) {
+    WARN("promtool is not installed (scripts/install-deps installs it): not checked");
+    return;
+  }
+  std::string file = test::temporary_folder() + "/metrics";
+  test::write_file(file, m);
+  test::Run check = test::run_shell("promtool check metrics <" + test::quote(file));
+  INFO(m << check.out << check.err);
+  CHECK(check.exit_code == 0);
 }

@@ -392,3 +392,421 @@ TEST_CASE("report: a last line without its newline is not a row") {
   CHECK(report.gpus[0].samples == 3);
   CHECK_THAT(report.bad.examples.at(0), Catch::Contains("gpu-log.csv:5: last line has no newline"));
 }
+
+// ---- `watch --json-log` logs: the users ledger and the host's CPUs ----
+
+namespace {
+
+// One `watch --json-log` line of GPU 0 (an H100), `seconds` after 2024-03-14T10:00:00+01:00. A
+// null `processes` or `host_cpu` is unknown, as the log writes it.
+struct JsonSample {
+  double seconds;
+  int utilization = 50;
+  std::int64_t used = 30720;
+  double power = 360;
+  json processes = nullptr;
+  json host_cpu = nullptr;
+};
+
+json process_of(const json &user, const json &used_memory_mib) {
+  return {
+      {"pid", 100},   {"type", "C"},    {"name", "python"},  {"used_memory_mib", used_memory_mib},
+      {"user", user}, {"uid", nullptr}, {"command", nullptr}};
+}
+
+std::string json_line(const JsonSample &sample) {
+  json gpu = {{"index", 0},
+              {"uuid", "GPU-00000000-0000-0000-0000-000000000000"},
+              {"name", "NVIDIA H100"},
+              {"pstate", "P0"},
+              {"memory_total_mib", 81559},
+              {"memory_used_mib", sample.used},
+              {"utilization_gpu_percent", sample.utilization},
+              {"power_draw_w", sample.power},
+              {"processes", sample.processes}};
+  json host = nullptr;
+  if (!sample.host_cpu.is_null())
+    host = {{"hostname", "gpu7"}, {"cpu_percent", sample.host_cpu}};
+  json line = {{"schema", "nvsmi-agent.snapshot/1"},
+               {"source", "xml"},
+               {"timestamp", stamp(sample.seconds)},
+               {"gpus", json::array({gpu})},
+               {"host", host}};
+  return line.dump() + "\n";
+}
+
+// The path of a temporary JSON log of these samples.
+std::string json_log(const std::vector<JsonSample> &samples) {
+  std::string text;
+  for (const JsonSample &sample : samples)
+    text += json_line(sample);
+  std::string path = test::temporary_folder() + "/gpu-log.jsonl";
+  test::write_file(path, text);
+  return quote(path);
+}
+
+// 11 samples a minute apart (10 stretches of 60 s: 1/6 h) at 360 W (60 Wh in all), every one with
+// these processes: the ledger of that log, through the binary.
+json ledger_of(const json &processes) {
+  std::vector<JsonSample> samples;
+  for (int i = 0; i <= 10; ++i) {
+    JsonSample sample{60.0 * i};
+    sample.processes = processes;
+    samples.push_back(sample);
+  }
+  return report_json(json_log(samples));
+}
+
+const json *user_named(const json &report, const json &name) {
+  for (const json &user : report["users"])
+    if (user["user"] == name)
+      return &user;
+  return nullptr;
+}
+
+} // namespace
+
+TEST_CASE("report: the JSON-log fixtures are what scripts/make-log-fixtures writes") {
+  // The tests below work their figures out from the generator's description of each fixture.
+  std::string folder = test::temporary_folder();
+  Run run = test::run_shell(quote(SCRIPTS_DIR "/make-log-fixtures") + " " + quote(folder));
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  for (const char *name : {"shared-3users.jsonl", "cpu-bound.jsonl", "io-bound.jsonl",
+                           "bad-lines.jsonl", "host-columns.csv"}) {
+    INFO(name);
+    CHECK(test::read_file(folder + "/" + name) ==
+          test::read_file(test::fixture_path(std::string("logs/") + name)));
+  }
+}
+
+TEST_CASE("report: the users ledger of a JSON log, figures worked by hand") {
+  // fixtures/logs/shared-3users.jsonl (scripts/make-log-fixtures writes it): 4 GPUs, 19 samples
+  // 10 min apart, so 18 stretches of 1/6 h = 3 h for each GPU (the first sample stands for no
+  // time).
+  json report = report_json(fixture("shared-3users.jsonl"));
+  CHECK(report["rows"]["used"] == 76); // 19 lines x 4 GPUs
+  REQUIRE(report["users"].size() == 4);
+
+  // alice: GPU 0 alone (30 GiB, 95 %, 600 W), GPU 1 alone (20 GiB, 0 %, 80 W), GPU 2 with bob
+  // (her 10 GiB of the 40 GiB there, 50 %, 400 W), all 3 h. Held 3 x 3 = 9 GPU-h; idle: GPU 1's
+  // 3 h = 33.33 %. Memory 30x3 + 20x3 + 10x3 = 180 GiB-h. Energy 600x3 + 80x3 + 400x3x10/40 =
+  // 1800 + 240 + 300 = 2340 Wh.
+  const json &alice = report["users"][0];
+  CHECK(alice["user"] == "alice");
+  CHECK(alice["gpus"] == 3);
+  CHECK(alice["held_gpu_hours"] == 9.0);
+  CHECK(alice["idle_gpu_hours"] == 3.0);
+  CHECK(alice["idle_percent"] == 33.33);
+  CHECK(alice["memory_gib_hours"] == 180.0);
+  CHECK(alice["energy_wh"] == 2340.0);
+  CHECK(alice["idle_unknown_gpu_hours"] == 0.0);
+  CHECK(alice["memory_unknown_gpu_hours"] == 0.0);
+  CHECK(alice["energy_unknown_gpu_hours"] == 0.0);
+  CHECK(alice["finding"] == "alice held 3 GPUs for 9.0 GPU-hours, 33% of it idle: 3.0 idle "
+                            "GPU-hours");
+
+  // bob: GPU 2 (30 GiB of 40) for 3 h; GPU 3 alone (8 GiB, 90 %, 500 W) in samples 1-9: 1.5 h.
+  // Held 4.5 GPU-h, none idle. Memory 30x3 + 8x1.5 = 102 GiB-h. Energy 400x3x30/40 + 500x1.5 =
+  // 900 + 750 = 1650 Wh.
+  const json &bob = report["users"][1];
+  CHECK(bob["user"] == "bob");
+  CHECK(bob["gpus"] == 2);
+  CHECK(bob["held_gpu_hours"] == 4.5);
+  CHECK(bob["idle_gpu_hours"] == 0.0);
+  CHECK(bob["memory_gib_hours"] == 102.0);
+  CHECK(bob["energy_wh"] == 1650.0);
+  CHECK(bob["finding"] == "bob held 2 GPUs for 4.5 GPU-hours, 0% of it idle: in use");
+
+  // carol: GPU 3 in samples 13-18 (1 h) at 2 %: all idle; 4 GiB: 4 GiB-h. She shares it with a
+  // process whose memory is unknown, so its 70 W x 1 h is not split: her energy is unknown.
+  const json &carol = report["users"][2];
+  CHECK(carol["user"] == "carol");
+  CHECK(carol["held_gpu_hours"] == 1.0);
+  CHECK(carol["idle_percent"] == 100.0);
+  CHECK(carol["memory_gib_hours"] == 4.0);
+  CHECK(carol["energy_wh"].is_null());
+  CHECK(carol["energy_unknown_gpu_hours"] == 1.0);
+
+  // That process's user is unknown: a row of its own, user null, memory and energy unknown.
+  const json &unknown = report["users"][3];
+  CHECK(unknown["user"].is_null());
+  CHECK(unknown["held_gpu_hours"] == 1.0);
+  CHECK(unknown["memory_gib_hours"].is_null());
+  CHECK(unknown["memory_unknown_gpu_hours"] == 1.0);
+  CHECK(unknown["energy_wh"].is_null());
+  CHECK(unknown["finding"] == "(unknown user) held 1 GPU for 1.0 GPU-hours, 100% of it idle: 1.0 "
+                              "idle GPU-hours");
+
+  // 4 GPUs x 3 h with process lists; GPU 3 had none in samples 10-12: 0.5 h x 60 W = 30 Wh.
+  const json &totals = report["users_totals"];
+  CHECK(totals["process_list_gpu_hours"] == 12.0);
+  CHECK(totals["no_process_list_gpu_hours"] == 0.0);
+  CHECK(totals["unsplit_energy_wh"] == 70.0);
+  CHECK(totals["no_process_energy_wh"] == 30.0);
+  CHECK(totals["left_out_gpu_hours"] == 0.0);
+}
+
+TEST_CASE("report: the Users table in the text report") {
+  Run run = test::run_agent("report " + fixture("shared-3users.jsonl"));
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  CHECK_THAT(run.out, Catch::Contains(
+                          "Users (a GPU counts for a user while one of the user's processes is on "
+                          "it)\n"
+                          "    GPUs   held GPU-h   idle GPU-h     idle   memory GiB-h    energy Wh"
+                          "  user\n"
+                          "       3        9.00         3.00    33.3%         180.00      2340.00 "
+                          " alice\n"
+                          "       2        4.50         0.00     0.0%         102.00      1650.00 "
+                          " bob\n"
+                          "       1        1.00         1.00   100.0%           4.00      unknown "
+                          " carol\n"
+                          "       1        1.00         1.00   100.0%        unknown      unknown "
+                          " (unknown user)\n"));
+  CHECK_THAT(run.out, Catch::Contains("  process lists for 12.00 of 12.00 GPU-hours covered; 70.00 "
+                                      "Wh of shared GPUs not split (a share unknown); 30.00 Wh "
+                                      "drawn with no process\n"));
+  CHECK_THAT(run.out, Catch::Contains("  finding      alice held 3 GPUs for 9.0 GPU-hours, 33% of "
+                                      "it idle: 3.0 idle GPU-hours\n"));
+  CHECK(run.out.find("* counts only") == std::string::npos); // no figure is partly known
+
+  // A CSV log has no process lists: no Users section, and the JSON's list is empty.
+  Run csv = test::run_agent("report " + fixture("training-2gpu.csv"));
+  CHECK(csv.out.find("Users") == std::string::npos);
+  CHECK(csv.out.find("host CPUs") == std::string::npos);
+  json old = report_json(fixture("training-2gpu.csv"));
+  CHECK(old["users"] == json::array());
+  CHECK(old["users_totals"]["process_list_gpu_hours"] == 0.0);
+  CHECK(old["gpus"][0]["starved_host_cpu"].is_null());
+}
+
+TEST_CASE("report: a GPU's energy goes to its users by memory share, never by a guess") {
+  // 10 stretches of 1/6 h at 360 W: 60 Wh. ann holds 6 GiB, ben 18 GiB: 1/4 and 3/4.
+  json shared = ledger_of({process_of("ann", 6144), process_of("ben", 18432)});
+  CHECK((*user_named(shared, "ann"))["energy_wh"] == 15.0);
+  CHECK((*user_named(shared, "ben"))["energy_wh"] == 45.0);
+  CHECK((*user_named(shared, "ann"))["memory_gib_hours"] == 1.0); // 6 GiB x 1/6 h
+  CHECK((*user_named(shared, "ann"))["held_gpu_hours"] == Approx(0.167));
+  CHECK(shared["users_totals"]["unsplit_energy_wh"] == 0.0);
+
+  // ben's memory unknown: the shares cannot be told, so neither gets energy. ann's memory still
+  // counts; ben's GiB-hours are unknown.
+  json unknown = ledger_of({process_of("ann", 6144), process_of("ben", nullptr)});
+  CHECK((*user_named(unknown, "ann"))["energy_wh"].is_null());
+  CHECK((*user_named(unknown, "ben"))["energy_wh"].is_null());
+  CHECK((*user_named(unknown, "ann"))["memory_gib_hours"] == 1.0);
+  CHECK((*user_named(unknown, "ben"))["memory_gib_hours"].is_null());
+  CHECK((*user_named(unknown, "ben"))["memory_unknown_gpu_hours"] == Approx(0.167));
+  CHECK(unknown["users_totals"]["unsplit_energy_wh"] == 60.0);
+
+  // A sole user takes all the energy whatever the memory; two processes hold the GPU once.
+  json sole = ledger_of({process_of("ann", nullptr), process_of("ann", 6144)});
+  REQUIRE(sole["users"].size() == 1);
+  CHECK(sole["users"][0]["energy_wh"] == 60.0);
+  CHECK(sole["users"][0]["held_gpu_hours"] == Approx(0.167));
+  CHECK(sole["users"][0]["memory_gib_hours"] == 1.0);                   // the known process
+  CHECK(sole["users"][0]["memory_unknown_gpu_hours"] == Approx(0.167)); // ...and one unknown
+  Run text = test::run_agent("report " + json_log({{0, 50, 30720, 360, {process_of("ann", 1)}}}));
+  CHECK(text.exit_code == 0);
+
+  // An empty process list: the energy was drawn with no process. No list at all: unknown users.
+  json none = ledger_of(json::array());
+  CHECK(none["users"] == json::array());
+  CHECK(none["users_totals"]["no_process_energy_wh"] == 60.0);
+  CHECK(none["users_totals"]["process_list_gpu_hours"] == Approx(0.167));
+  json unlisted = ledger_of(nullptr);
+  CHECK(unlisted["users"] == json::array());
+  CHECK(unlisted["users_totals"]["no_process_list_gpu_hours"] == Approx(0.167));
+  CHECK(unlisted["users_totals"]["no_process_energy_wh"] == 0.0);
+}
+
+TEST_CASE("report: starved while the host CPUs are busy is CPU-bound; while they idle, I/O") {
+  // 24 of the 60 stretches starved (8 % while holding 30 GiB); the host CPUs 96 % busy in them.
+  json cpu = report_json(fixture("cpu-bound.jsonl"));
+  const json &gpu = cpu["gpus"][0];
+  CHECK(gpu["starved_percent"] == 40.0);
+  CHECK(gpu["starved_host_cpu"]["mean_busy_percent"] == 96.0);
+  CHECK(gpu["starved_host_cpu"]["busy_percent"] == 100.0);
+  CHECK(gpu["starved_host_cpu"]["idle_percent"] == 0.0);
+  CHECK(gpu["starved_host_cpu"]["known_percent"] == 100.0);
+  CHECK(gpu["finding"] == "starved 40% of the time while the host CPUs were 96% busy: the input "
+                          "pipeline is CPU-bound; add data-loader workers or move preprocessing "
+                          "to the GPU");
+  Run text = test::run_agent("report " + fixture("cpu-bound.jsonl"));
+  CHECK_THAT(text.out, Catch::Contains("  host CPUs    while starved: 96.0% busy on average; at "
+                                       "least 90% busy for 100.0% of that time, under 50% for "
+                                       "0.0%, not logged for 0.0%\n"));
+
+  // The same GPU with the host CPUs 10 % busy while it waits.
+  json io = report_json(fixture("io-bound.jsonl"));
+  CHECK(io["gpus"][0]["finding"] ==
+        "starved 40% of the time while the host CPUs were 10% busy: waiting on I/O or "
+        "synchronisation, not on the CPU; check storage and network reads and waits between "
+        "processes");
+
+  // Neither where the host CPUs were 60 % busy (shared-3users.jsonl, GPU 1), nor without a host
+  // CPU reading (training-2gpu.csv): the starved finding as before.
+  json between = report_json(fixture("shared-3users.jsonl"));
+  CHECK(between["gpus"][1]["finding"] ==
+        "starved 100% of the time while holding 20 GiB: check the data loader");
+  CHECK(report_json(fixture("training-2gpu.csv"))["gpus"][0]["finding"] ==
+        "starved 41% of the time while holding 30 GiB: check the data loader");
+
+  // Host CPUs busy but the GPU never starved: nothing about the CPU.
+  std::vector<JsonSample> busy;
+  for (int i = 0; i <= 10; ++i)
+    busy.push_back({10.0 * i, 97, 30720, 600, nullptr, 99.0});
+  CHECK_THAT(report_json(json_log(busy))["gpus"][0]["finding"].get<std::string>(),
+             Catch::StartsWith("busy: mean utilization 97%"));
+
+  // "Most of that time" is of all the starved time: 96 % busy in 4 of its 10 stretches, unknown in
+  // the other 6, is not enough to call it CPU-bound.
+  std::vector<JsonSample> sparse;
+  for (int i = 0; i <= 10; ++i)
+    sparse.push_back({10.0 * i, 8, 30720, 150, nullptr, i >= 1 && i <= 4 ? json(96.0) : json()});
+  json partly = report_json(json_log(sparse));
+  CHECK(partly["gpus"][0]["starved_host_cpu"]["known_percent"] == 40.0);
+  CHECK(partly["gpus"][0]["finding"] ==
+        "starved 100% of the time while holding 30 GiB: check the data loader");
+}
+
+TEST_CASE("report: the CSV log's power.limit, fan.speed, host.cpu and host.memory.used columns") {
+  // host-columns.csv: 12 of 30 stretches starved with the host CPUs 95 % busy; the busy rows draw
+  // 690 W of a logged 700 W limit (over 98 %), so 18 of 30 stretches are at the limit.
+  json report = report_json(fixture("host-columns.csv"));
+  CHECK(report["rows"]["bad"]["total"] == 0);
+  const json &gpu = report["gpus"][0];
+  CHECK(gpu["power_limit_percent"] == 60.0);
+  CHECK(gpu["starved_host_cpu"]["mean_busy_percent"] == 95.0);
+  CHECK_THAT(gpu["finding"].get<std::string>(),
+             Catch::StartsWith("starved 40% of the time while the host CPUs were 95% busy: the "
+                               "input pipeline is CPU-bound"));
+  CHECK(report["users"] == json::array()); // a CSV log lists no processes
+
+  // A host.cpu that is not a percentage, or over 100 %, makes its row bad.
+  std::string header_line = header.substr(0, header.size() - 1) +
+                            ",power.limit [W],fan.speed [%],host.cpu [%],host.memory.used [MiB]\n";
+  std::string rows = log_of(every_second(4, [](Row &, int) {})).substr(header.size());
+  std::string cells[] = {",700.00,40,95.0,1000\n", ",700.00,40,abc,1000\n", ",700.00,40,150,1000\n",
+                         ",700.00,40,,1000\n"};
+  std::string log = header_line;
+  std::size_t start = 0;
+  for (const std::string &cell : cells) {
+    std::size_t end = rows.find('\n', start);
+    log += rows.substr(start, end - start) + cell;
+    start = end + 1;
+  }
+  std::string path = test::temporary_folder() + "/gpu-log.csv";
+  test::write_file(path, log);
+  json bad = report_json(quote(path));
+  CHECK(bad["rows"]["used"] == 2);
+  CHECK(bad["rows"]["bad"]["unparsable"] == 2);
+  CHECK_THAT(bad["rows"]["bad"]["examples"][0].get<std::string>(), Catch::Contains("host.cpu"));
+  CHECK_THAT(bad["rows"]["bad"]["examples"][1].get<std::string>(),
+             Catch::Contains("host.cpu is over 100 %"));
+}
+
+TEST_CASE("report: bad JSON lines are counted and skipped, never fatal") {
+  // bad-lines.jsonl: 6 good samples, and between them a line cut short, a line that is not JSON,
+  // another schema, a null timestamp, a temperature "hot", a utilization of 150, a name that is
+  // not UTF-8, a line nested 100 deep, a sample older than the one before, and an unfinished last
+  // line.
+  json report = report_json(fixture("bad-lines.jsonl"));
+  const json &bad = report["rows"]["bad"];
+  CHECK(report["rows"]["read"] == 16);
+  CHECK(report["rows"]["used"] == 6);
+  CHECK(bad["total"] == 10);
+  CHECK(bad["unparsable"] == 7);
+  CHECK(bad["no_timestamp"] == 1);
+  CHECK(bad["out_of_order"] == 1);
+  CHECK(bad["unfinished"] == 1);
+  CHECK(bad["examples"][0] ==
+        test::fixture_path("logs/bad-lines.jsonl") + ":2: not JSON: syntax error at byte 55");
+  CHECK_THAT(bad["examples"][2].get<std::string>(),
+             Catch::EndsWith(":5: not an nvsmi-agent.snapshot/1 line (schema)"));
+  CHECK_THAT(bad["examples"][4].get<std::string>(),
+             Catch::EndsWith(":7: gpus[0].temperature_c: expected a whole number or null"));
+  CHECK(report["gpus"][0]["time"]["samples"] == 6);
+  CHECK(report["users"][0]["user"] == "erin");
+
+  Run text = test::run_agent("report " + fixture("bad-lines.jsonl"));
+  CHECK(text.exit_code == 0);
+  CHECK_THAT(text.out, Catch::Contains("rows: 16 read, 6 used, 10 bad (7 unparsable, 1 "
+                                       "no_timestamp, 1 out_of_order, 1 unfinished)"));
+}
+
+TEST_CASE("report: a JSON line may be long; past 1 MiB it ends that file's reading") {
+  // 3000 processes: a line of about 400 KB, far past the 64 KiB of a CSV line.
+  json many = json::array();
+  for (int i = 0; i < 3000; ++i)
+    many.push_back(process_of("user" + std::to_string(i % 3), 10));
+  std::vector<JsonSample> samples;
+  for (int i = 0; i <= 3; ++i)
+    samples.push_back({10.0 * i, 50, 30720, 360, many});
+  json report = report_json(json_log(samples));
+  CHECK(report["rows"]["used"] == 4);
+  CHECK(report["users"].size() == 3);
+
+  std::string path = test::temporary_folder() + "/huge.jsonl";
+  test::write_file(path,
+                   json_line({0}) + "{" + std::string(1100000, ' ') + "}\n" + json_line({10}));
+  json huge = report_json(quote(path));
+  CHECK(huge["rows"]["used"] == 1);
+  CHECK(huge["rows"]["bad"]["too_long"] == 1);
+  CHECK_THAT(huge["rows"]["bad"]["examples"][0].get<std::string>(),
+             Catch::Contains(":2: line longer than 1048576 bytes"));
+}
+
+TEST_CASE("report: rotated JSON logs, given in any order") {
+  std::string whole = test::read_file(test::fixture_path("logs/shared-3users.jsonl"));
+  std::size_t middle = 0;
+  for (int line = 0; line < 10; ++line)
+    middle = whole.find('\n', middle) + 1;
+  std::string folder = test::temporary_folder();
+  test::write_file(folder + "/gpu-log.jsonl.1", whole.substr(0, middle));
+  test::write_file(folder + "/gpu-log.jsonl", whole.substr(middle));
+  json rotated = report_json(quote(folder) + "/gpu-log.jsonl*"); // .jsonl, then .jsonl.1
+  json expected = report_json(fixture("shared-3users.jsonl"));
+  CHECK(rotated["files"][0].get<std::string>().find("gpu-log.jsonl.1") != std::string::npos);
+  CHECK(rotated["rows"]["bad"]["total"] == 0);
+  CHECK(rotated["users"] == expected["users"]);
+  CHECK(rotated["users_totals"] == expected["users_totals"]);
+}
+
+TEST_CASE("report: names from a log are escaped in HTML and cannot break a text line") {
+  // Samples 10 min apart: each user holds the GPU for 1/6 h.
+  std::string log = json_log({{0, 50, 30720, 360, {process_of("<b>eve</b> & \"co\"", 1024)}},
+                              {600, 50, 30720, 360, {process_of("<b>eve</b> & \"co\"", 1024)}},
+                              {1200, 0, 30720, 360, {process_of("mal\u001b[2J\nfinding  x", 1)}}});
+  std::string out = test::temporary_folder() + "/report.html";
+  Run run = test::run_agent("report --format html --output " + quote(out) + " " + log);
+  REQUIRE(run.exit_code == 0);
+  std::string html = test::read_file(out);
+  CHECK_THAT(html, Catch::Contains("<table class=\"users\">"));
+  CHECK_THAT(html, Catch::Contains("<td>&lt;b&gt;eve&lt;/b&gt; &amp; &quot;co&quot;</td><td>1</td>"
+                                   "<td>0.17</td>"));
+  CHECK(html.find("<b>eve") == std::string::npos);
+  CHECK_THAT(html,
+             Catch::Contains("<p class=\"finding\">&lt;b&gt;eve&lt;/b&gt; &amp; &quot;co&quot;"
+                             " held 1 GPU for 0.17 GPU-hours, 0% of it idle: in use</p>"));
+
+  Run text = test::run_agent("report " + log);
+  CHECK(text.out.find('\x1b') == std::string::npos);
+  CHECK_THAT(text.out, Catch::Contains(" mal\xEF\xBF\xBD[2J\xEF\xBF\xBD"
+                                       "finding  x\n"));
+  CHECK(text.out.find("\nfinding  x") == std::string::npos);
+  // JSON keeps the name as it was, escaped by JSON itself.
+  json report = report_json(log);
+  CHECK(user_named(report, "mal\u001b[2J\nfinding  x") != nullptr);
+
+  // A GPU's name from a JSON line may hold a newline or a C1 CSI (U+009B) too.
+  std::string line = json_line({0});
+  line.replace(line.find("NVIDIA H100"), 11, "H100\\nGPU 9\\u009b2J");
+  std::string path = test::temporary_folder() + "/gpu-log.jsonl";
+  test::write_file(path, line + json_line({10}));
+  Run named = test::run_agent("report " + quote(path));
+  CHECK_THAT(named.out, Catch::Contains("GPU 0  H100\xEF\xBF\xBDGPU 9\xEF\xBF\xBD"
+                                        "2J  GPU-0"));
+  CHECK(named.out.find("\xC2\x9B") == std::string::npos);
+}

@@ -69,6 +69,10 @@ TEST_CASE("serve: /metrics is Prometheus text in base units that promtool accept
   CHECK_THAT(m, Catch::Contains(R"(nvsmi_gpu_info{gpu="0",)"));
   CHECK_THAT(m, Catch::Contains(R"(driver_version="550.54.15",pci_bus_id="00000000:19:00.0"} 1)"));
   CHECK_THAT(m, Catch::Contains("nvsmi_gpu_process_memory_used_bytes" + gpu3 + ",pid="));
+  // A recording: no user to label its processes with or total, no host, and no 0 for either.
+  CHECK_FALSE(has(m, "user="));
+  CHECK_FALSE(has(m, "nvsmi_user_"));
+  CHECK_FALSE(has(m, "nvsmi_host_"));
   CHECK_THAT(m, Catch::Contains("\nnvsmi_up 1\n"));
   CHECK_THAT(m, Catch::Contains("# TYPE nvsmi_sample_errors_total counter\n"));
   CHECK_THAT(m, Catch::Contains("nvsmi_child_restarts_total 0\n"));
@@ -105,6 +109,11 @@ TEST_CASE("serve: the JSON API: typed snapshot, legacy document, history") {
   CHECK(typed["schema"] == "nvsmi-agent.snapshot/1");
   CHECK(typed["gpus"].size() == 8);
   CHECK(typed["gpus"][3]["temperature_c"] == 33);
+  // A recording was not taken on this machine: no host, and nobody known to run its processes.
+  CHECK(typed["host"].is_null());
+  REQUIRE(typed["gpus"][3]["processes"].size() == 2);
+  CHECK(typed["gpus"][3]["processes"][0]["user"].is_null());
+  CHECK(typed["gpus"][3]["processes"][0]["container"].is_null());
 
   Http legacy = server.get("/api/v1/legacy");
   REQUIRE(legacy.status == 200);
@@ -120,6 +129,8 @@ TEST_CASE("serve: the JSON API: typed snapshot, legacy document, history") {
   REQUIRE(history["samples"].size() >= 3);
   double last = history["samples"].back()["received"];
   CHECK(history["samples"].back()["snapshot"]["gpus"].size() == 8);
+  CHECK(history["samples"].back()["snapshot"]["host"].is_null());
+  CHECK(history["samples"].back()["snapshot"]["gpus"][3]["processes"][1]["command"].is_null());
   // ?since= gives only what arrived later; ?seconds= only the last seconds.
   std::string since = "/api/v1/history?since=" + std::to_string(last + 1e-6);
   auto newer = nlohmann::json::parse(

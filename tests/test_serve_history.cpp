@@ -1,5 +1,6 @@
 #include "formats/formats.hpp"
 #include "nvidia_smi/source.hpp"
+#include "observed_process.hpp"
 #include "serve/compact_snapshot.hpp"
 #include "serve/serve_history.hpp"
 #include "support.hpp"
@@ -18,6 +19,19 @@ Snapshot fixture(const std::string &name) {
   return parse_output(test::read_file(test::fixture_path(name)), name);
 }
 
+// `snapshot` as a live sample has it: every GPU with two processes whose every field is known
+// (their commands ending in `tag`), and the host.
+Snapshot observed(Snapshot snapshot, const std::string &tag) {
+  for (Gpu &gpu : snapshot.gpus) {
+    gpu.processes.emplace();
+    for (std::int64_t pid : {100 + gpu.index, 200 + gpu.index})
+      gpu.processes->push_back(test::observed_process(
+          pid, "alice", 4096, "python3 /home/alice/train.py --config big.yaml --run " + tag));
+  }
+  snapshot.host = test::observed_host();
+  return snapshot;
+}
+
 // Every fixture the readers accept, and one with every optional part filled in.
 std::vector<Snapshot> every_kind_of_snapshot() {
   std::vector<Snapshot> snapshots;
@@ -31,6 +45,7 @@ std::vector<Snapshot> every_kind_of_snapshot() {
   full.gpus[0].memory_total_mib = std::int64_t(1) << 62; // exact, not through a double
   full.gpus[0].power_draw_w = -0.0;
   snapshots.push_back(full);
+  snapshots.push_back(observed(fixture("xml/h100-8gpu-v12.xml"), "1"));
   return snapshots;
 }
 
@@ -70,6 +85,26 @@ TEST_CASE("compact history samples share the texts that did not change") {
   CHECK(third < 200);
 }
 
+TEST_CASE("compact history samples share process texts and the host's name too") {
+  Snapshot snapshot = observed(fixture("xml/h100-8gpu-v12.xml"), "1");
+  std::size_t first = 0, second = 0;
+  CompactSnapshot a = compact(snapshot, nullptr, first);
+  snapshot.host->cpu_percent = 50;
+  (*snapshot.gpus[4].processes)[1].cpu_percent.reset();
+  CompactSnapshot b = compact(snapshot, &a, second);
+  CHECK(second == 0);
+  CHECK((*b.gpus[4].processes)[1].texts == (*a.gpus[4].processes)[1].texts);
+  CHECK(b.host->hostname.get() == a.host->hostname.get());
+  CHECK(format_json(expand(b)) == format_json(snapshot));
+  // A new command is counted, once.
+  (*snapshot.gpus[4].processes)[1].command = "python3 /home/alice/evaluate.py --checkpoint 12";
+  std::size_t third = 0;
+  CompactSnapshot c = compact(snapshot, &b, third);
+  CHECK(third > 48);
+  CHECK(third < 200);
+  CHECK(format_json(expand(c)) == format_json(snapshot));
+}
+
 TEST_CASE("serve history: counts what it really holds, and lets go of it") {
   Snapshot snapshot = fixture("xml/h100-8gpu-v12.xml");
   auto owner = std::make_shared<ServeHistory>(100, 256u << 20); // stream() shares it
@@ -107,6 +142,29 @@ TEST_CASE("serve history: the byte cap holds, counted on samples that differ in 
   }
   CHECK(history.size() > 5);
   CHECK(history.size() < 40);
+}
+
+TEST_CASE("serve history: process and host texts are counted, capped and given back") {
+  auto owner = std::make_shared<ServeHistory>(100, 256u << 20); // stream() shares it
+  ServeHistory &history = *owner;
+  history.add(observed(fixture("xml/h100-8gpu-v12.xml"), "0"), 1000);
+  std::size_t one = history.bytes();
+  for (int i = 1; i < 50; ++i)
+    history.add(observed(fixture("xml/h100-8gpu-v12.xml"), std::to_string(i)), 1000 + i);
+  // Every sample's 16 commands are new: each holds them, and they are counted.
+  double later = static_cast<double>(history.bytes() - one) / 49;
+  CHECK(later > 16 * 64);
+  // When the old samples go, so does what their commands cost.
+  history.add(observed(fixture("xml/h100-8gpu-v12.xml"), "last"), 1200);
+  CHECK(history.size() == 1);
+  CHECK(history.bytes() <= one + 16 * 16);
+  auto capped = std::make_shared<ServeHistory>(1e9, 128 * 1024);
+  for (int i = 0; i < 300; ++i) {
+    capped->add(observed(fixture("xml/h100-8gpu-v12.xml"), std::to_string(i)), i);
+    CHECK(capped->bytes() <= 128 * 1024);
+  }
+  CHECK(capped->size() > 5);
+  CHECK(capped->size() < 100);
 }
 
 TEST_CASE("serve history: the streamed document, part by part") {

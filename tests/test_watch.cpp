@@ -7,10 +7,13 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <functional>
 #include <sstream>
+#include <unistd.h>
 
 using test::quote;
 using test::Run;
@@ -45,14 +48,14 @@ std::vector<std::string> lines_of(const std::string &text) {
   return lines;
 }
 
-// Every line after the header is a whole row of the csv format: 13 cells.
+// Every line after the header is a whole row of the csv format: 17 cells.
 void check_whole_rows(const std::string &log, std::size_t expected_rows) {
   std::vector<std::string> lines = lines_of(log);
   REQUIRE(lines.size() == expected_rows + 1);
   CHECK(lines[0].rfind("timestamp,index,uuid,name,", 0) == 0);
   for (std::size_t i = 1; i < lines.size(); ++i) {
     INFO(lines[i]);
-    CHECK(std::count(lines[i].begin(), lines[i].end(), ',') == 12);
+    CHECK(std::count(lines[i].begin(), lines[i].end(), ',') == 16);
   }
   CHECK(log.back() == '\n');
 }
@@ -122,6 +125,153 @@ TEST_CASE("watch: a log with other columns is refused, not mixed") {
   CHECK(run.exit_code == 7);
   CHECK_THAT(run.err, Catch::Contains("other columns"));
   CHECK(test::read_file(setup.log) == "time,gpu,temp\n1,0,40\n");
+}
+
+TEST_CASE("watch: a CSV log of an earlier version is moved aside untouched, never mixed") {
+  Setup setup;
+  // What the agent wrote before power.limit, fan.speed and the host's columns: 13 cells a row.
+  std::string earlier =
+      "timestamp,index,uuid,name,pstate,temperature.gpu,utilization.gpu [%],"
+      "utilization.memory [%],memory.total [MiB],memory.free [MiB],memory.used [MiB],"
+      "memory.used_percent [%],power.draw [W]\n"
+      "2024-03-12T14:03:27+01:00,0,GPU-0,NVIDIA H100,P0,30,0,0,81559,81016,0,0.00,69.61\n";
+  test::write_file(setup.log, earlier);
+  std::string watch = quote(AGENT_BIN) + " watch --interval 0.05 --count 2 --fixture " +
+                      quote(test::fixture_path("xml/h100-8gpu-v12.xml")) + " --csv-log " +
+                      quote(setup.log);
+  Run run = test::run_shell(watch);
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  CHECK_THAT(run.err, Catch::Contains("CSV log " + setup.log +
+                                      " has the columns of an earlier nvsmi-agent: moved it to " +
+                                      setup.log + ".old-columns and started a new one"));
+  CHECK(test::read_file(setup.log + ".old-columns") == earlier);
+  std::string content = test::read_file(setup.log);
+  check_whole_rows(content, 16);
+  std::vector<std::string> lines = lines_of(content);
+  CHECK_THAT(lines[0], Catch::EndsWith(",power.draw [W],power.limit [W],fan.speed [%],"
+                                       "host.cpu [%],host.memory.used [MiB]"));
+  // A recording was not taken on this machine: its host cells are empty, never 0.
+  CHECK_THAT(lines[1], Catch::EndsWith(",700.00,,,"));
+
+  // Another such file later takes the next free name: the first one moved aside stays.
+  test::write_file(setup.log, earlier + earlier.substr(earlier.find('\n') + 1));
+  Run again = test::run_shell(watch);
+  INFO(again.err);
+  CHECK(again.exit_code == 0);
+  CHECK_THAT(again.err, Catch::Contains("moved it to " + setup.log + ".old-columns.2 "));
+  CHECK(test::read_file(setup.log + ".old-columns") == earlier);
+  CHECK(lines_of(test::read_file(setup.log + ".old-columns.2")).size() == 3);
+  check_whole_rows(test::read_file(setup.log), 16);
+}
+
+namespace {
+
+// The lines of a JSON log, each parsed; a line that is not JSON fails the test.
+std::vector<nlohmann::json> json_lines(const std::string &path) {
+  std::string content = test::read_file(path);
+  CHECK(!content.empty());
+  CHECK(content.back() == '\n');
+  std::vector<nlohmann::json> documents;
+  for (const std::string &line : lines_of(content)) {
+    INFO(line.substr(0, 200));
+    REQUIRE(nlohmann::json::accept(line));
+    documents.push_back(nlohmann::json::parse(line));
+  }
+  return documents;
+}
+
+std::string json_watch(const std::string &log, const std::string &arguments) {
+  return quote(AGENT_BIN) + " watch --interval 0.05 --fixture " +
+         quote(test::fixture_path("xml/h100-8gpu-v12.xml")) + " --json-log " + quote(log) + " " +
+         arguments;
+}
+
+} // namespace
+
+TEST_CASE("watch: --json-log appends a typed snapshot per sample, processes and all") {
+  Setup setup;
+  std::string log = setup.folder + "/gpu-log.jsonl";
+  Run run = test::run_shell(json_watch(log, "--count 3"));
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  CHECK(run.out.empty()); // a log is given: stdout stays quiet without --format
+  std::vector<nlohmann::json> samples = json_lines(log);
+  REQUIRE(samples.size() == 3);
+  for (const nlohmann::json &sample : samples) {
+    CHECK(sample["schema"] == "nvsmi-agent.snapshot/1");
+    CHECK(sample["gpus"].size() == 8);
+    // A recording: no host, and no user or command of this machine's for its processes.
+    CHECK(sample["host"].is_null());
+  }
+  const nlohmann::json &process = samples[2]["gpus"][3]["processes"][0];
+  CHECK(process["pid"].is_number_integer());
+  CHECK(process["user"].is_null());
+  CHECK(process["command"].is_null());
+  CHECK(process["container"].is_null());
+  REQUIRE(test::run_shell(json_watch(log, "--count 2")).exit_code == 0);
+  CHECK(json_lines(log).size() == 5);
+}
+
+TEST_CASE("watch: --json-max-bytes rotates the JSON log into whole lines") {
+  Setup setup;
+  std::string log = setup.folder + "/gpu-log.jsonl";
+  REQUIRE(test::run_shell(json_watch(log, "--count 1")).exit_code == 0);
+  std::size_t line = test::read_file(log).size();
+  ::unlink(log.c_str());
+  // Room for two lines a file: six samples fill the log and both rotated files.
+  std::uint64_t max = line * 2 + line / 2;
+  Run run = test::run_shell(
+      json_watch(log, "--count 6 --json-keep 2 --json-max-bytes " + std::to_string(max)));
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  for (const std::string &path : {log, log + ".1", log + ".2"}) {
+    INFO(path);
+    CHECK(test::read_file(path).size() <= max);
+    CHECK(json_lines(path).size() == 2);
+  }
+  CHECK(test::run_shell("test -e " + quote(log + ".3")).exit_code != 0);
+}
+
+TEST_CASE("watch: a second watch on the same JSON log is refused; SIGHUP reopens it") {
+  Setup setup;
+  std::string log = setup.folder + "/gpu-log.jsonl";
+  test::Background first(json_watch(log, ""));
+  auto lines_in = [&](const std::string &path) {
+    try {
+      return lines_of(test::read_file(path)).size();
+    } catch (const std::exception &) {
+      return std::size_t(0);
+    }
+  };
+  REQUIRE(test::wait_until([&] { return lines_in(log) >= 1; }));
+  Run second = test::run_shell("timeout 60 " + json_watch(log, "--count 1"));
+  CHECK(second.exit_code == 7);
+  CHECK_THAT(second.err, Catch::Contains("JSON log " + log + " is in use by another process (pid " +
+                                         std::to_string(first.pid()) + ")"));
+  // logrotate's way: move the file, then SIGHUP; the agent starts a new one at the path.
+  REQUIRE(::rename(log.c_str(), (log + ".old").c_str()) == 0);
+  ::kill(first.pid(), SIGHUP);
+  REQUIRE(test::wait_until([&] { return lines_in(log) >= 1; }));
+  ::kill(first.pid(), SIGTERM);
+  CHECK(first.wait() == 0);
+  INFO(first.err());
+  CHECK_THAT(first.err(), Catch::Contains("reopened " + log));
+  CHECK(json_lines(log + ".old").size() >= 1);
+  CHECK(json_lines(log).size() >= 1);
+}
+
+TEST_CASE("watch: a JSON log that holds something else is refused, not mixed") {
+  Setup setup;
+  std::string log = setup.folder + "/notes.txt";
+  test::write_file(log, "time,gpu,temp\n1,0,40\n");
+  Run run = test::run_shell(json_watch(log, "--count 1"));
+  CHECK(run.exit_code == 7);
+  CHECK_THAT(run.err, Catch::Contains("JSON log " + log +
+                                      " holds something other than "
+                                      "nvsmi-agent snapshots"));
+  CHECK(test::read_file(log) == "time,gpu,temp\n1,0,40\n");
+  CHECK(test::run_shell(json_watch(log, "--count 1 --csv-log " + quote(log))).exit_code == 2);
 }
 
 TEST_CASE("watch: --csv-max-bytes rotates, each file with its header") {
@@ -260,7 +410,7 @@ TEST_CASE("watch: --fields adds query fields to json and to the CSV log") {
   CHECK(gpu["serial"].is_null()); // nvidia-smi said [N/A]
   std::vector<std::string> log = lines_of(test::read_file(setup.log));
   REQUIRE(log.size() == 17);
-  CHECK_THAT(log[0], Catch::EndsWith(",power.draw [W],clocks.max.sm,serial"));
+  CHECK_THAT(log[0], Catch::EndsWith(",host.memory.used [MiB],clocks.max.sm,serial"));
   CHECK_THAT(log[16], Catch::EndsWith(",1980,"));
 }
 

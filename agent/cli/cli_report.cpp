@@ -39,13 +39,13 @@ Subcommand add_report_command(CLI::App &app) {
   ReportOptions &options = settings->options;
 
   CLI::App *command = app.add_subcommand(
-      "report", "Summarize CSV logs (watch --csv-log, or nvidia-smi --query-gpu -l) per GPU: "
-                "utilization, idle and starved time, memory, power, energy, temperature, and a "
-                "finding.");
+      "report", "Summarize logs (watch --csv-log or --json-log, or nvidia-smi --query-gpu -l) per "
+                "GPU: utilization, idle and starved time, memory, power, energy, temperature, and "
+                "a finding; from JSON logs, also a ledger of the GPU-hours each user held.");
   command
       ->add_option("files", options.files,
-                   "CSV logs; rotated ones together, in any order (gpu-log.csv.2 gpu-log.csv.1 "
-                   "gpu-log.csv)")
+                   "CSV or JSON logs; rotated ones together, in any order (gpu-log.csv.2 "
+                   "gpu-log.csv.1 gpu-log.csv)")
       ->required();
   command->add_option("--from", settings->from, "Leave out rows before this time")
       ->check(time_validator);

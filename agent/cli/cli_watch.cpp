@@ -17,18 +17,26 @@ Subcommand add_watch_command(CLI::App &app) {
 
   CLI::App *command = app.add_subcommand(
       "watch", "Sample continuously from one long-lived nvidia-smi: a line per sample on stdout "
-               "(NDJSON), and/or a CSV log.");
+               "(NDJSON), and/or a CSV log, and/or a JSON log.");
   add_sampling_options(command, settings->sampling);
   command
       ->add_option("--format", settings->format,
                    "What stdout gets per sample: legacy, json (one line each) or csv. Default: "
-                   "legacy, or nothing when --csv-log is given")
+                   "legacy, or nothing when --csv-log or --json-log is given")
       ->check(CLI::IsMember({"legacy", "json", "csv"}));
   command->add_option("--csv-log", options.csv_log,
                       "Append each sample's rows to this CSV file (header when new)");
-  command->add_option("--csv-max-bytes", options.csv_max_bytes,
+  command->add_option("--csv-max-bytes", options.csv_rotation.max_bytes,
                       "Rotate the CSV log before it passes this size (0: never)");
-  command->add_option("--csv-keep", options.csv_keep, "Rotated CSV logs kept (FILE.1 ...)")
+  command->add_option("--csv-keep", options.csv_rotation.keep, "Rotated CSV logs kept (FILE.1 ...)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  command->add_option("--json-log", options.json_log,
+                      "Append each sample's typed snapshot to this file, one JSON line each");
+  command->add_option("--json-max-bytes", options.json_rotation.max_bytes,
+                      "Rotate the JSON log before it passes this size (0: never)");
+  command
+      ->add_option("--json-keep", options.json_rotation.keep, "Rotated JSON logs kept (FILE.1 ...)")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
   command->add_option("--count", options.count, "Stop after this many samples")
@@ -36,6 +44,9 @@ Subcommand add_watch_command(CLI::App &app) {
   return {command, [settings] {
             settings->sampling.finish();
             settings->options.sampling = settings->sampling.options;
+            const WatchOptions &o = settings->options;
+            if (o.csv_log && o.json_log && *o.csv_log == *o.json_log)
+              throw AgentError(exit_usage, "--csv-log and --json-log name the same file");
             if (!settings->format.empty())
               settings->options.format = format_from_name(settings->format);
             return run_watch(settings->options);

@@ -4,6 +4,7 @@
 #include "core/local_time.hpp"
 #include "core/log_line.hpp"
 #include "files/csv_log.hpp"
+#include "files/json_log.hpp"
 #include "files/output_queue.hpp"
 #include "nvidia_smi/sampler.hpp"
 #include "nvidia_smi/stop_signals.hpp"
@@ -34,9 +35,11 @@ public:
             context_, options.sampling, [this](Snapshot s) { deliver(std::move(s)); },
             [this](int code) { stop(code); }, log_stream_message) {
     if (options.csv_log)
-      log_.emplace(CsvLogSettings{*options.csv_log, options.csv_max_bytes, options.csv_keep,
-                                  options.sampling.fields});
-    if (options.format || !options.csv_log) {
+      csv_log_.emplace(
+          CsvLogSettings{*options.csv_log, options.csv_rotation, options.sampling.fields});
+    if (options.json_log)
+      json_log_.emplace(*options.json_log, options.json_rotation);
+    if (options.format || (!options.csv_log && !options.json_log)) {
       stdout_format_ = options.format.value_or(Format::legacy);
       stdout_.emplace(
           context_, STDOUT_FILENO, max_queued_output,
@@ -68,11 +71,15 @@ private:
   }
 
   void reopen_log() {
-    if (!log_)
-      return;
     try {
-      log_->reopen();
-      log_line("reopened " + *options_.csv_log);
+      if (csv_log_) {
+        csv_log_->reopen();
+        log_line("reopened " + *options_.csv_log);
+      }
+      if (json_log_) {
+        json_log_->reopen();
+        log_line("reopened " + *options_.json_log);
+      }
     } catch (const AgentError &error) {
       log_line(error.what());
       stop(error.code());
@@ -84,8 +91,10 @@ private:
       return;
     offsets_.attach(snapshot);
     try {
-      if (log_)
-        log_->append(snapshot);
+      if (csv_log_)
+        csv_log_->append(snapshot);
+      if (json_log_)
+        json_log_->append(snapshot);
       if (stdout_format_)
         write_stdout(snapshot);
     } catch (const AgentError &error) {
@@ -134,7 +143,8 @@ private:
   asio::io_context context_;
   asio::signal_set signals_;
   Sampler sampler_;
-  std::optional<CsvLog> log_;
+  std::optional<CsvLog> csv_log_;
+  std::optional<JsonLog> json_log_;
   LocalOffsets offsets_; // across samples: the repeated hour of a replay is told by its order
   std::optional<Format> stdout_format_;
   std::optional<OutputQueue> stdout_;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "files/rotating_log.hpp"
 #include "formats/formats.hpp"
 #include "nvidia_smi/sampler.hpp"
 
@@ -12,10 +13,9 @@ namespace nvsmi {
 
 struct WatchOptions {
   SamplerOptions sampling;
-  std::optional<Format> format; // stdout stream; default legacy unless --csv-log is given
-  std::optional<std::string> csv_log;
-  std::uint64_t csv_max_bytes = 0;
-  int csv_keep = 5;
+  std::optional<Format> format; // stdout stream; default legacy unless a log is given
+  std::optional<std::string> csv_log, json_log;
+  RotationSettings csv_rotation, json_rotation;
   std::optional<long> count;
 };
 

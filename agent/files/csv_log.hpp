@@ -1,10 +1,12 @@
-// The CSV log `watch --csv-log` appends to, for `tail -f` and spreadsheets: the `csv` format's
-// columns, a header only at the top of a new or empty file, each sample's rows in one write.
+// The CSV log `watch --csv-log` appends to, for `tail -f`, spreadsheets and `report`: the `csv`
+// format's columns, a header only at the top of a new or empty file, each sample's rows in one
+// write, rotated as rotating_log.hpp does.
 #pragma once
+
+#include "files/rotating_log.hpp"
 
 #include "nvsmi/snapshot.hpp"
 
-#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,31 +14,25 @@ namespace nvsmi {
 
 struct CsvLogSettings {
   std::string path;
-  std::uint64_t max_bytes = 0;           // rotate before passing this size; 0: never
-  int keep = 5;                          // rotated files kept: path.1 (newest) .. path.keep
+  RotationSettings rotation;
   std::vector<std::string> extra_fields; // `watch --fields`, columns after the standard ones
 };
 
 class CsvLog {
 public:
-  // Opens (or creates) the log and locks it (flock) for as long as it is open. Throws
-  // AgentError(exit_io) when it cannot, when another process holds the lock (a second `watch` on
-  // one log), or when the file's header is not this agent's: appending would mix columns.
+  // Opens (or creates) the log and locks it; throws AgentError(exit_io) as RotatingLog does. A
+  // file whose header is one an earlier version of the agent wrote (fewer columns, the same
+  // --fields) is moved aside to PATH.old-columns, untouched, and a new file started: appending
+  // would mix rows of two widths, and deleting it would lose them. A file with any other header
+  // is refused (exit_io): it is not ours to move.
   explicit CsvLog(CsvLogSettings settings);
-  ~CsvLog();
-  CsvLog(const CsvLog &) = delete;
-  CsvLog &operator=(const CsvLog &) = delete;
 
   // Appends the sample's rows in a single write. Throws AgentError(exit_io).
   void append(const Snapshot &snapshot);
-  // Closes and opens the path again, as logrotate expects on SIGHUP.
-  void reopen();
+  void reopen() { log_.reopen(); }
 
 private:
-  void open();
-  void rotate();
-  CsvLogSettings settings_;
-  int fd_ = -1;
+  RotatingLog log_;
 };
 
 } // namespace nvsmi

@@ -3,6 +3,7 @@
 #include "core/exit_codes.hpp"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -84,6 +85,23 @@ bool read_up_to(int fd, std::size_t count, std::optional<off_t> at, std::string 
   out.resize(start + got);
   errno = error;
   return ok;
+}
+
+std::string rename_without_replacing(const std::string &from, const std::string &to,
+                                     const std::string &what) {
+  for (int n = 1;; ++n) {
+    std::string name = n == 1 ? to : to + "." + std::to_string(n);
+    if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, name.c_str(), RENAME_NOREPLACE) == 0)
+      return name;
+    if (errno == EINVAL || errno == ENOSYS) { // a file system without RENAME_NOREPLACE
+      if (::link(from.c_str(), name.c_str()) == 0) {
+        ::unlink(from.c_str());
+        return name;
+      }
+    }
+    if (errno != EEXIST)
+      io_failure("cannot move " + what + " " + from + " to", name);
+  }
 }
 
 std::string read_capped(const std::string &path, std::size_t max_bytes) {

@@ -32,6 +32,11 @@ bool write_all(int fd, const std::string &data);
 // it is (a pipe). Retries on EINTR; false (errno set, what was read kept) on an error.
 bool read_up_to(int fd, std::size_t count, std::optional<off_t> at, std::string &out);
 
+// Renames `from` to `to`, or to `to`.2, .3 ... where that name is taken: never over another
+// file. Returns the name it took. Throws AgentError(exit_io) naming `what` when it cannot.
+std::string rename_without_replacing(const std::string &from, const std::string &to,
+                                     const std::string &what);
+
 // Reads a whole file ("-" for standard input). Throws AgentError: exit_io when it cannot be read,
 // exit_bad_output when it holds more than `max_bytes`.
 std::string read_capped(const std::string &path, std::size_t max_bytes);

@@ -8,10 +8,16 @@
 namespace nvsmi {
 namespace {
 
-constexpr std::string_view csv_header_line =
+// Earlier versions of the agent ended a row at power.draw. A log that holds such rows is moved
+// aside rather than appended to (files/csv_log.cpp), so this header stays known.
+constexpr std::string_view csv_header_before_host =
     "timestamp,index,uuid,name,pstate,temperature.gpu,utilization.gpu [%],"
     "utilization.memory [%],memory.total [MiB],memory.free [MiB],memory.used [MiB],"
     "memory.used_percent [%],power.draw [W]";
+// power.limit tells `report` whether a GPU sat at its limit; the host's CPU and memory whether
+// the GPUs waited on the machine beside them.
+constexpr std::string_view csv_header_added_columns =
+    ",power.limit [W],fan.speed [%],host.cpu [%],host.memory.used [MiB]";
 
 // RFC 4180: quote a cell holding a comma, quote or line break, doubling inner quotes.
 void append_cell(std::string &row, std::string_view cell, bool first = false) {
@@ -44,10 +50,18 @@ std::string cell_2dp(const RealReading &value) {
 } // namespace
 
 std::string csv_header(const std::vector<std::string> &extra_fields) {
-  std::string line(csv_header_line);
+  std::string line(csv_header_before_host);
+  line += csv_header_added_columns;
   for (const std::string &name : extra_fields)
     append_cell(line, name);
   return line;
+}
+
+std::vector<std::string> earlier_csv_headers(const std::vector<std::string> &extra_fields) {
+  std::string line(csv_header_before_host);
+  for (const std::string &name : extra_fields)
+    append_cell(line, name);
+  return {line};
 }
 
 std::vector<std::string> extra_field_names(const Snapshot &snapshot) {
@@ -65,6 +79,9 @@ std::string format_csv(const Snapshot &snapshot, bool header) {
     out += '\n';
   }
   std::string timestamp = snapshot.timestamp ? to_iso8601(*snapshot.timestamp) : std::string();
+  // The same on every row of the sample: the machine is one for all its GPUs.
+  std::string host_cpu = snapshot.host ? cell_2dp(snapshot.host->cpu_percent) : std::string();
+  std::string host_memory = snapshot.host ? cell(snapshot.host->memory_used_mib) : std::string();
   for (const Gpu &gpu : snapshot.gpus) {
     std::string row;
     append_cell(row, timestamp, true);
@@ -80,6 +97,10 @@ std::string format_csv(const Snapshot &snapshot, bool header) {
     append_cell(row, cell(gpu.memory_used_mib));
     append_cell(row, cell_2dp(gpu.memory_used_percent()));
     append_cell(row, cell_2dp(gpu.power_draw_w));
+    append_cell(row, cell_2dp(gpu.power_limit_w));
+    append_cell(row, cell(gpu.fan_speed_percent));
+    append_cell(row, host_cpu);
+    append_cell(row, host_memory);
     for (const ExtraField &extra : gpu.extras)
       append_cell(row, cell(extra.value));
     out += row;

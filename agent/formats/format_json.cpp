@@ -68,17 +68,46 @@ void write_gpu(JsonWriter &json, const Gpu &gpu) {
     field(json, "used_memory_mib", process.used_memory_mib);
     field(json, "gpu_instance_id", process.gpu_instance_id);
     field(json, "compute_instance_id", process.compute_instance_id);
+    field(json, "sm_utilization_percent", process.sm_utilization_percent);
+    field(json, "memory_utilization_percent", process.memory_utilization_percent);
+    field(json, "user", process.user);
+    field(json, "uid", process.uid);
+    field(json, "command", process.command);
+    field(json, "started", process.started);
+    field(json, "cpu_percent", process.cpu_percent);
+    field(json, "host_memory_mib", process.host_memory_mib);
+    field(json, "container", process.container);
+    field(json, "pod_uid", process.pod_uid);
+    field(json, "slurm_job_id", process.slurm_job_id);
+    field(json, "systemd_unit", process.systemd_unit);
   });
   field(json, "clock_event_reasons_active", gpu.clock_event_reasons_active);
   for (const ExtraField &extra : gpu.extras)
     field(json, extra.name, extra.value);
 }
 
+// The machine beside the GPUs; null for a recording, which was not taken here.
+void write_host(JsonWriter &json, const std::optional<Host> &host) {
+  json.key("host");
+  if (!host) {
+    json.null();
+    return;
+  }
+  json.begin_object();
+  field(json, "hostname", host->hostname);
+  field(json, "cpu_count", host->cpu_count);
+  field(json, "cpu_percent", host->cpu_percent);
+  field(json, "load1", host->load1);
+  field(json, "memory_total_mib", host->memory_total_mib);
+  field(json, "memory_used_mib", host->memory_used_mib);
+  json.end_object();
+}
+
 } // namespace
 
 std::string format_json(const Snapshot &snapshot) {
   std::string out;
-  out.reserve(640 + 1100 * snapshot.gpus.size());
+  out.reserve(800 + 1100 * snapshot.gpus.size());
   JsonWriter json(out);
   json.begin_object();
   field(json, "schema", std::string("nvsmi-agent.snapshot/1"));
@@ -98,6 +127,7 @@ std::string format_json(const Snapshot &snapshot) {
     json.end_object();
   }
   json.end_array();
+  write_host(json, snapshot.host);
   json.end_object();
   return out;
 }

@@ -21,6 +21,9 @@ std::string format_legacy(const Snapshot &snapshot);
 std::string format_json(const Snapshot &snapshot);
 // The `csv` format's header line, without its newline, then a column per extra field.
 std::string csv_header(const std::vector<std::string> &extra_fields = {});
+// The headers earlier versions of this agent wrote for the same extra fields, oldest first: a log
+// that starts with one of them holds rows of fewer columns than csv_header's.
+std::vector<std::string> earlier_csv_headers(const std::vector<std::string> &extra_fields = {});
 // The names of the extra fields (`watch --fields`) the snapshot's GPUs carry.
 std::vector<std::string> extra_field_names(const Snapshot &snapshot);
 // A header (unless `header` is false) and one row per GPU, nvidia-smi's column names, extra

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <set>
 #include <vector>
 
 namespace nvsmi {
@@ -84,6 +86,14 @@ template <typename T> std::optional<double> scaled(const std::optional<T> &value
   return static_cast<double>(*value) * factor;
 }
 
+// A percentage as a ratio, divided rather than multiplied by 0.01: 35% is 0.35, not
+// 0.35000000000000003.
+template <typename T> std::optional<double> ratio(const std::optional<T> &percent) {
+  if (!percent)
+    return std::nullopt;
+  return static_cast<double>(*percent) / 100;
+}
+
 std::optional<double> used_ratio(const Gpu &gpu) {
   if (!gpu.memory_used_mib || !gpu.memory_total_mib || *gpu.memory_total_mib <= 0)
     return std::nullopt;
@@ -109,23 +119,115 @@ const std::vector<GaugeSpec> &gpu_gauges() {
        used_ratio},
       {"nvsmi_gpu_utilization_ratio",
        "Share of the last sample period in which a kernel ran on the GPU (0-1).",
-       [](const Gpu &g) { return scaled(g.utilization_gpu_percent, 0.01); }},
+       [](const Gpu &g) { return ratio(g.utilization_gpu_percent); }},
       {"nvsmi_gpu_memory_utilization_ratio",
        "Share of the last sample period in which device memory was read or written (0-1).",
-       [](const Gpu &g) { return scaled(g.utilization_memory_percent, 0.01); }},
+       [](const Gpu &g) { return ratio(g.utilization_memory_percent); }},
       {"nvsmi_gpu_power_draw_watts", "Power drawn by the board in watts.",
        [](const Gpu &g) { return scaled(g.power_draw_w, 1); }},
       {"nvsmi_gpu_power_limit_watts", "Power management limit in watts.",
        [](const Gpu &g) { return scaled(g.power_limit_w, 1); }},
       {"nvsmi_gpu_fan_speed_ratio", "Intended fan speed as a ratio of its maximum (0-1).",
-       [](const Gpu &g) { return scaled(g.fan_speed_percent, 0.01); }},
+       [](const Gpu &g) { return ratio(g.fan_speed_percent); }},
   };
   return specs;
 }
 
+// A process's series: its GPU's labels, then pid and name, then who runs it and where, each
+// label only where known (Prometheus reads an absent label and an empty one alike).
+std::string process_labels(const std::string &gpu, const Process &process) {
+  std::string labels = gpu;
+  append_label(labels, "pid", std::to_string(*process.pid));
+  append_label(labels, "process_name", process.name);
+  append_label(labels, "user", process.user);
+  append_label(labels, "container", process.container);
+  append_label(labels, "pod_uid", process.pod_uid);
+  return labels;
+}
+
+void write_process_metrics(const Snapshot &snapshot, const std::vector<std::string> &gpu_labels,
+                           std::string &out) {
+  Family memory("nvsmi_gpu_process_memory_used_bytes",
+                "Framebuffer memory used by a process in bytes.");
+  Family sm("nvsmi_gpu_process_sm_utilization_ratio",
+            "Share of the GPU's SM time a process had over nvidia-smi pmon's last interval (0-1).");
+  Family bandwidth("nvsmi_gpu_process_memory_utilization_ratio",
+                   "Share of the GPU's memory read/write time a process had over nvidia-smi "
+                   "pmon's last interval (0-1).");
+  for (std::size_t i = 0; i < snapshot.gpus.size(); ++i) {
+    if (!snapshot.gpus[i].processes)
+      continue;
+    for (const Process &process : *snapshot.gpus[i].processes) {
+      if (!process.pid)
+        continue;
+      std::string labels = process_labels(gpu_labels[i], process);
+      memory.add(labels, scaled(process.used_memory_mib, bytes_per_mib));
+      sm.add(labels, ratio(process.sm_utilization_percent));
+      bandwidth.add(labels, ratio(process.memory_utilization_percent));
+    }
+  }
+  memory.write(out);
+  sm.write(out);
+  bandwidth.write(out);
+}
+
+// Per user, over the processes whose user is known. Keyed by the label's value, so that two
+// names that differ only in bytes that are not UTF-8 make one series, not two of the same labels.
+void write_user_metrics(const Snapshot &snapshot, std::string &out) {
+  struct Totals {
+    double memory_mib = 0;
+    bool memory_known = true; // a part of the processes is not the user's total
+    std::set<int> gpus;
+  };
+  std::map<std::string, Totals> users;
+  for (const Gpu &gpu : snapshot.gpus) {
+    if (!gpu.processes)
+      continue;
+    for (const Process &process : *gpu.processes) {
+      if (!process.user || process.user->empty())
+        continue;
+      Totals &totals = users[valid_utf8(*process.user)];
+      totals.gpus.insert(gpu.index);
+      if (process.used_memory_mib)
+        totals.memory_mib += static_cast<double>(*process.used_memory_mib);
+      else
+        totals.memory_known = false;
+    }
+  }
+  Family memory("nvsmi_user_gpu_memory_used_bytes",
+                "Framebuffer memory used by a user's processes on all GPUs, in bytes.");
+  Family gpus("nvsmi_user_gpus", "GPUs on which a user has at least one process.");
+  for (const auto &[user, totals] : users) {
+    std::string labels;
+    append_label(labels, "user", user);
+    if (totals.memory_known)
+      memory.add(labels, totals.memory_mib * bytes_per_mib);
+    gpus.add(labels, static_cast<double>(totals.gpus.size()));
+  }
+  memory.write(out);
+  gpus.write(out);
+}
+
+// The machine's own figures; none at all where the snapshot has no host (a recording).
+void write_host_metrics(const std::optional<Host> &host, std::string &out) {
+  if (!host)
+    return;
+  Family cpu("nvsmi_host_cpu_utilization_ratio",
+             "Share of all the host's CPU time that was busy since the previous sample (0-1).");
+  cpu.add("", ratio(host->cpu_percent));
+  cpu.write(out);
+  Family used("nvsmi_host_memory_used_bytes",
+              "Host memory in use (total less available) in bytes.");
+  used.add("", scaled(host->memory_used_mib, bytes_per_mib));
+  used.write(out);
+  Family total("nvsmi_host_memory_total_bytes", "Host memory in bytes.");
+  total.add("", scaled(host->memory_total_mib, bytes_per_mib));
+  total.write(out);
+}
+
 } // namespace
 
-std::string format_gpu_metrics(const Snapshot &snapshot) {
+std::string format_snapshot_metrics(const Snapshot &snapshot) {
   std::string out;
   std::vector<std::string> labels;
   for (const Gpu &gpu : snapshot.gpus)
@@ -154,27 +256,16 @@ std::string format_gpu_metrics(const Snapshot &snapshot) {
   clocks.write(out);
 
   Family info("nvsmi_gpu_info", "Constant 1, labelled with what identifies the GPU.");
-  Family processes("nvsmi_gpu_process_memory_used_bytes",
-                   "Framebuffer memory used by a process in bytes.");
   for (std::size_t i = 0; i < snapshot.gpus.size(); ++i) {
-    const Gpu &gpu = snapshot.gpus[i];
     std::string info_labels = labels[i];
     append_label(info_labels, "driver_version", snapshot.driver_version);
-    append_label(info_labels, "pci_bus_id", gpu.pci_bus_id);
+    append_label(info_labels, "pci_bus_id", snapshot.gpus[i].pci_bus_id);
     info.add(info_labels, 1.0);
-    if (!gpu.processes)
-      continue;
-    for (const Process &process : *gpu.processes) {
-      if (!process.pid)
-        continue;
-      std::string process_labels = labels[i];
-      append_label(process_labels, "pid", std::to_string(*process.pid));
-      append_label(process_labels, "process_name", process.name);
-      processes.add(process_labels, scaled(process.used_memory_mib, bytes_per_mib));
-    }
   }
   info.write(out);
-  processes.write(out);
+  write_process_metrics(snapshot, labels, out);
+  write_user_metrics(snapshot, out);
+  write_host_metrics(snapshot.host, out);
   return out;
 }
 

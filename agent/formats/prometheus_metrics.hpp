@@ -15,8 +15,10 @@ namespace nvsmi {
 
 constexpr const char *prometheus_content_type = "text/plain; version=0.0.4; charset=utf-8";
 
-// Every nvsmi_gpu_* family that has at least one series, labelled gpu, uuid and name.
-std::string format_gpu_metrics(const Snapshot &snapshot);
+// Every family of the snapshot that has at least one series: nvsmi_gpu_* labelled gpu, uuid and
+// name (a process's also pid, process_name, user, container, pod_uid where known), nvsmi_user_*
+// labelled user, and nvsmi_host_*.
+std::string format_snapshot_metrics(const Snapshot &snapshot);
 
 struct AgentHealth {
   bool up = false;                          // a sample younger than three intervals

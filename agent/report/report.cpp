@@ -56,25 +56,30 @@ Report make_report(const ReportOptions &options) {
   report.options = options;
   std::vector<std::unique_ptr<GpuStats>> stats;
   std::map<std::string, std::size_t> by_key;
+  UserLedger ledger;
+  static_assert(report_max_gpus <= UserLedger::max_gpus, "the ledger tells every GPU apart");
 
   auto take = [&](const LogRow &log) {
-    const CsvRow &row = log.row;
-    const Timestamp &stamp = *row.timestamp;
+    const Timestamp &stamp = log.timestamp;
     if ((options.from && earlier(stamp, *options.from)) ||
         (options.to && earlier(*options.to, stamp))) {
       ++report.rows_outside_time;
       return;
     }
-    if (!wanted_gpu(options.gpu, row.gpu)) {
+    if (!wanted_gpu(options.gpu, log.gpu)) {
       ++report.rows_other_gpus;
       return;
     }
     std::string where = log.file + ":" + std::to_string(log.line);
-    const Gpu &gpu = row.gpu;
+    const Gpu &gpu = log.gpu;
     if (gpu.utilization_gpu_percent && *gpu.utilization_gpu_percent > 100) {
       report.bad.add(BadRows::unparsable, where,
                      "utilization.gpu " + std::to_string(*gpu.utilization_gpu_percent) +
                          " is over 100 %");
+      return;
+    }
+    if (log.host_cpu_percent && *log.host_cpu_percent > 100) {
+      report.bad.add(BadRows::unparsable, where, "host.cpu is over 100 %");
       return;
     }
     std::string key = gpu_key(gpu);
@@ -87,7 +92,7 @@ Report make_report(const ReportOptions &options) {
         return;
       }
       found = by_key.emplace(key, stats.size()).first;
-      stats.push_back(std::make_unique<GpuStats>(key, options.interval));
+      stats.push_back(std::make_unique<GpuStats>(key, options.interval, ledger, stats.size()));
     }
     Sample sample;
     sample.time = instant_seconds(stamp);
@@ -99,6 +104,8 @@ Report make_report(const ReportOptions &options) {
     sample.power = gpu.power_draw_w;
     sample.power_limit = gpu.power_limit_w;
     sample.pstate = pstate_number(gpu.pstate);
+    sample.host_cpu = log.host_cpu_percent;
+    sample.users = gpu_users(gpu);
     if (!stats[found->second]->add(sample, gpu)) {
       report.bad.add(BadRows::out_of_order, where,
                      "not later than the previous row of GPU " + std::to_string(gpu.index));
@@ -123,6 +130,9 @@ Report make_report(const ReportOptions &options) {
     report.gpus.push_back(gpu->finish());
     report.gpus.back().finding = report_finding(report.gpus.back());
   }
+  report.users = ledger.finish();
+  for (UserSummary &user : report.users.users)
+    user.finding = report_user_finding(user);
   return report;
 }
 

@@ -1,8 +1,10 @@
-// `nvsmi-agent report`: per-GPU figures and a finding from one or more CSV logs.
+// `nvsmi-agent report`: per-GPU figures and a finding, and a per-user ledger, from one or more
+// CSV or JSON logs.
 #pragma once
 
 #include "report/report_log.hpp"
 #include "report/report_stats.hpp"
+#include "report/report_users.hpp"
 
 #include <optional>
 #include <string>
@@ -23,6 +25,7 @@ struct Report {
   std::int64_t rows_read = 0, rows_used = 0, rows_outside_time = 0, rows_other_gpus = 0;
   BadRows bad;
   std::vector<GpuSummary> gpus; // in the order first seen
+  UserLedgerSummary users;      // from the JSON logs' process lists; empty for CSV logs
 };
 
 // At most this many GPUs are told apart; rows of more are counted as bad.
@@ -31,8 +34,13 @@ constexpr std::size_t report_max_gpus = 64;
 // Throws AgentError: exit_io when a file cannot be read, exit_bad_output when no row is usable.
 Report make_report(const ReportOptions &options);
 
-// The one-line plain-language finding for a GPU (README "report" has the rules).
+// The one-line plain-language finding for a GPU, and for a user of the ledger (README "report"
+// has the rules).
 std::string report_finding(const GpuSummary &gpu);
+std::string report_user_finding(const UserSummary &user);
+// What the host's CPUs did while the GPU was starved, the figures behind the CPU-bound rule, in
+// words; empty when the log has no host CPU reading for that time.
+std::string describe_starved_host_cpus(const GpuSummary &gpu);
 
 // The report as text, as one line of JSON ("nvsmi-agent.report/1"), or as a self-contained HTML
 // page with the series drawn in inline SVG.

@@ -8,11 +8,13 @@ namespace nvsmi {
 namespace {
 
 constexpr double starved_finding_percent = 25;
+constexpr double most_of = 0.5; // "most of the time": more than half of it
 constexpr double throttled_finding_percent = 10;
 constexpr std::int64_t hot_celsius = 90;
 constexpr double tight_headroom_percent = 5;
 constexpr double idle_finding_percent = 90;
 constexpr double busy_mean_percent = 80;
+constexpr double idle_user_finding_percent = 25;
 
 std::string printf_string(const char *format, double a, double b = 0, double c = 0) {
   char buffer[256];
@@ -25,6 +27,29 @@ std::string gib(double mib) {
   return printf_string(value < 10 ? "%.1f GiB" : "%.0f GiB", value);
 }
 
+std::string hours(double seconds) {
+  double value = seconds / 3600;
+  return printf_string(value < 1 ? "%.2f" : value < 10 ? "%.1f" : "%.0f", value);
+}
+
+// The starved rule, told apart by what the host's CPUs did while the GPU waited.
+std::string starved_finding(const GpuSummary &gpu) {
+  double starved = gpu.starved.seconds;
+  double percent = *gpu.starved.percent();
+  if (gpu.starved_host_busy_seconds > most_of * starved)
+    return printf_string("starved %.0f%% of the time while the host CPUs were %.0f%% busy: the "
+                         "input pipeline is CPU-bound; add data-loader workers or move "
+                         "preprocessing to the GPU",
+                         percent, *gpu.starved_host_cpu_mean);
+  if (gpu.starved_host_idle_seconds > most_of * starved)
+    return printf_string("starved %.0f%% of the time while the host CPUs were %.0f%% busy: "
+                         "waiting on I/O or synchronisation, not on the CPU; check storage and "
+                         "network reads and waits between processes",
+                         percent, *gpu.starved_host_cpu_mean);
+  return printf_string("starved %.0f%% of the time while holding ", percent) +
+         gib(gpu.starved_memory_mean_mib.value_or(0)) + ": check the data loader";
+}
+
 } // namespace
 
 std::string report_finding(const GpuSummary &gpu) {
@@ -35,8 +60,7 @@ std::string report_finding(const GpuSummary &gpu) {
     return share.percent() && *share.percent() >= percent;
   };
   if (at_least(gpu.starved, starved_finding_percent))
-    return printf_string("starved %.0f%% of the time while holding ", *gpu.starved.percent()) +
-           gib(gpu.starved_memory_mean_mib.value_or(0)) + ": check the data loader";
+    return starved_finding(gpu);
   if (at_least(gpu.power_capped, throttled_finding_percent))
     return printf_string("at its power limit %.0f%% of the time: power-bound; check the power cap "
                          "and cooling",
@@ -68,6 +92,33 @@ std::string report_finding(const GpuSummary &gpu) {
                          static_cast<double>(gpu.utilization_p95.value_or(0)));
   return printf_string("mean utilization %.0f%%, idle %.0f%% of the time: room for more work",
                        *gpu.utilization_mean, gpu.idle.percent().value_or(0));
+}
+
+std::string describe_starved_host_cpus(const GpuSummary &gpu) {
+  if (!gpu.starved_host_cpu_mean || gpu.starved.seconds <= 0)
+    return "";
+  double starved = gpu.starved.seconds;
+  return printf_string("while starved: %.1f%% busy on average; at least %.0f%% busy for %.1f%% of "
+                       "that time, ",
+                       *gpu.starved_host_cpu_mean, report_rules::host_busy_percent,
+                       100 * gpu.starved_host_busy_seconds / starved) +
+         printf_string("under %.0f%% for %.1f%%, not logged for %.1f%%",
+                       report_rules::host_idle_below_percent,
+                       100 * gpu.starved_host_idle_seconds / starved,
+                       100 * (1 - gpu.starved_host_known_seconds / starved));
+}
+
+std::string report_user_finding(const UserSummary &user) {
+  std::string held = user_label(user.user) + " held " + std::to_string(user.gpus) +
+                     (user.gpus == 1 ? " GPU" : " GPUs") + " for " + hours(user.held_seconds) +
+                     " GPU-hours";
+  std::optional<double> idle = user.idle_percent();
+  if (!idle)
+    return held + "; its utilization is unknown: nothing to judge";
+  if (*idle >= idle_user_finding_percent)
+    return held + printf_string(", %.0f%% of it idle: ", *idle) + hours(user.idle_seconds) +
+           " idle GPU-hours";
+  return held + printf_string(", %.0f%% of it idle: in use", *idle);
 }
 
 } // namespace nvsmi

@@ -183,6 +183,9 @@ void gpu_section(std::string &out, const GpuSummary &gpu) {
   row(out, "throttling",
       "at the power limit " + or_unknown(gpu.power_capped.percent(), "%.1f%%") +
           ", busy in a slow pstate " + or_unknown(gpu.slow_pstate.percent(), "%.1f%%"));
+  std::string host_cpus = describe_starved_host_cpus(gpu);
+  if (!host_cpus.empty())
+    row(out, "host CPUs", host_cpus);
   out += "</table>\n";
 
   std::optional<double> total_gib;
@@ -201,6 +204,37 @@ void gpu_section(std::string &out, const GpuSummary &gpu) {
   out += "</section>\n";
 }
 
+// A figure of the ledger, with `*` when it counts only part of the user's time.
+std::string figure(const std::optional<double> &value, const char *format, bool partial) {
+  return value ? number(*value, format) + (partial ? "*" : "") : "unknown";
+}
+
+void users_section(std::string &out, const UserLedgerSummary &ledger) {
+  out += "<section><h2>Users</h2>\n<p class=\"meta\">A GPU counts for a user while one of the "
+         "user's processes is on it. Process lists cover " +
+         number(ledger.listed_seconds / 3600, "%.2f") + " of " +
+         number((ledger.listed_seconds + ledger.unlisted_seconds) / 3600, "%.2f") + " GPU-hours; " +
+         number(ledger.unsplit_joules / 3600, "%.2f") + " Wh of shared GPUs could not be split, " +
+         number(ledger.no_process_joules / 3600, "%.2f") +
+         " Wh were drawn with no process. * counts only the time when it was known.</p>\n";
+  for (const UserSummary &user : ledger.users)
+    out += "<p class=\"finding\">" + escape(user.finding) + "</p>\n";
+  out += "<table class=\"users\"><tr><th>user</th><th>GPUs</th><th>held GPU-h</th>"
+         "<th>idle GPU-h</th><th>idle</th><th>memory GiB-h</th><th>energy Wh</th></tr>\n";
+  for (const UserSummary &user : ledger.users) {
+    std::optional<double> idle_hours;
+    if (user.idle_known_seconds > 0)
+      idle_hours = user.idle_seconds / 3600;
+    out += "<tr><td>" + escape(user_label(user.user)) + "</td><td>" + std::to_string(user.gpus) +
+           "</td><td>" + number(user.held_seconds / 3600, "%.2f") + "</td><td>" +
+           figure(idle_hours, "%.2f", user.idle_partly_unknown()) + "</td><td>" +
+           figure(user.idle_percent(), "%.1f%%", user.idle_partly_unknown()) + "</td><td>" +
+           figure(user.memory_gib_hours(), "%.2f", user.memory_partly_unknown()) + "</td><td>" +
+           figure(user.energy_wh(), "%.2f", user.energy_partly_unknown()) + "</td></tr>\n";
+  }
+  out += "</table>\n</section>\n";
+}
+
 } // namespace
 
 std::string format_report_html(const Report &report) {
@@ -211,6 +245,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;background:#fff}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 6px}small{color:#777;font-weight:normal}
 .meta{color:#555;margin:2px 0}.finding{font-weight:600;background:#fff5d6;border-left:4px solid #e0a800;padding:6px 10px;margin:6px 0}
 table{border-collapse:collapse;margin:6px 0 10px}th{text-align:left;padding:2px 14px 2px 0;color:#555;font-weight:normal}td{padding:2px 0}
+.users td{padding:2px 14px 2px 0;text-align:right}.users td:first-child{text-align:left}
 svg{display:block;margin:4px 0}.title{font-size:13px;font-weight:600;fill:#333}.axis{font-size:11px;fill:#666}
 .grid{stroke:#e4e4e4;stroke-width:1}.reference{stroke:#7b3fb5;stroke-dasharray:5 4;stroke-width:1}
 </style></head><body>
@@ -224,6 +259,8 @@ svg{display:block;margin:4px 0}.title{font-size:13px;font-weight:600;fill:#333}.
          " used, " + std::to_string(report.bad.total()) + " bad</p>\n";
   for (const GpuSummary &gpu : report.gpus)
     gpu_section(out, gpu);
+  if (report.users.listed_seconds > 0)
+    users_section(out, report.users);
   out += "</body></html>\n";
   return out;
 }

@@ -3,6 +3,7 @@
 
 #include "nvsmi/timestamp.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -64,7 +65,39 @@ Json gpu_json(const GpuSummary &gpu) {
   out["throttled_percent"] = rounded(gpu.throttled.percent());
   out["power_limit_percent"] = rounded(gpu.power_capped.percent());
   out["slow_pstate_percent"] = rounded(gpu.slow_pstate.percent());
+  if (gpu.starved.seconds > 0 && gpu.starved_host_cpu_mean) {
+    double starved = gpu.starved.seconds;
+    out["starved_host_cpu"] = {
+        {"mean_busy_percent", rounded(gpu.starved_host_cpu_mean)},
+        {"busy_percent", rounded(100 * gpu.starved_host_busy_seconds / starved)},
+        {"idle_percent", rounded(100 * gpu.starved_host_idle_seconds / starved)},
+        {"known_percent", rounded(100 * gpu.starved_host_known_seconds / starved)}};
+  } else {
+    out["starved_host_cpu"] = nullptr;
+  }
   out["finding"] = gpu.finding;
+  return out;
+}
+
+// Hours of GPU time; a difference of sums that should be 0 never prints as -0.
+double gpu_hours(double seconds) { return std::max(0.0, seconds / 3600); }
+
+Json user_json(const UserSummary &user) {
+  Json out;
+  out["user"] = maybe(user.user);
+  out["gpus"] = user.gpus;
+  out["held_gpu_hours"] = rounded(gpu_hours(user.held_seconds), 3);
+  out["idle_gpu_hours"] =
+      user.idle_known_seconds > 0 ? rounded(gpu_hours(user.idle_seconds), 3) : Json(nullptr);
+  out["idle_percent"] = rounded(user.idle_percent());
+  out["idle_unknown_gpu_hours"] =
+      rounded(gpu_hours(user.held_seconds - user.idle_known_seconds), 3);
+  out["memory_gib_hours"] = rounded(user.memory_gib_hours(), 3);
+  out["memory_unknown_gpu_hours"] = rounded(gpu_hours(user.memory_unknown_seconds), 3);
+  out["energy_wh"] = rounded(user.energy_wh(), 3);
+  out["energy_unknown_gpu_hours"] =
+      rounded(gpu_hours(user.held_seconds - user.energy_known_seconds), 3);
+  out["finding"] = user.finding;
   return out;
 }
 
@@ -87,6 +120,16 @@ std::string format_report_json(const Report &report) {
   out["gpus"] = Json::array();
   for (const GpuSummary &gpu : report.gpus)
     out["gpus"].push_back(gpu_json(gpu));
+  const UserLedgerSummary &ledger = report.users;
+  out["users"] = Json::array();
+  for (const UserSummary &user : ledger.users)
+    out["users"].push_back(user_json(user));
+  out["users_totals"] = {
+      {"process_list_gpu_hours", rounded(gpu_hours(ledger.listed_seconds), 3)},
+      {"no_process_list_gpu_hours", rounded(gpu_hours(ledger.unlisted_seconds), 3)},
+      {"unsplit_energy_wh", rounded(ledger.unsplit_joules / 3600, 3)},
+      {"no_process_energy_wh", rounded(ledger.no_process_joules / 3600, 3)},
+      {"left_out_gpu_hours", rounded(gpu_hours(ledger.left_out_seconds), 3)}};
   return out.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 

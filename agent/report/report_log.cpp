@@ -2,6 +2,7 @@
 
 #include "core/exit_codes.hpp"
 #include "files/file_io.hpp"
+#include "report/report_json_log.hpp"
 
 #include "nvsmi/quantity.hpp"
 
@@ -17,25 +18,32 @@
 namespace nvsmi {
 namespace {
 
-constexpr std::size_t max_line_bytes = 64 * 1024; // nvidia-smi's widest header is ~6 KiB
+constexpr std::size_t max_csv_line_bytes = 64 * 1024; // nvidia-smi's widest header is ~6 KiB
+// A JSON sample carries every GPU's processes, command lines included: far wider than a CSV row.
+constexpr std::size_t max_json_line_bytes = 1024 * 1024;
 constexpr std::size_t chunk_bytes = 1 << 20;
-constexpr std::size_t peek_bytes = 64 * 1024;
+// Enough for a whole first line of either kind, where the first timestamp is looked for.
+constexpr std::size_t peek_bytes = max_json_line_bytes;
 
-// Cuts bytes into lines, kept across reads. A line over the cap ends the file's reading (a file
-// with no newline, such as /dev/zero, would otherwise be read for ever). A last line without its
-// newline is not a row: it may be a log's row still being written.
+bool is_json_line(std::string_view line) { return !line.empty() && line.front() == '{'; }
+
+// Cuts bytes into lines, kept across reads. A line over the cap of its kind ends the file's
+// reading (a file with no newline, such as /dev/zero, would otherwise be read for ever). A last
+// line without its newline is not a row: it may be a log's row still being written.
 class LogLineSplitter {
 public:
   // Calls `line(text)` for each whole line, without its "\n". False once the file's reading is
-  // to end: `line` said so, or a line passed the cap (then `too_long()` has been called).
+  // to end: `line` said so, or a line passed the cap (then `too_long(cap)` has been called).
   template <typename OnLine, typename OnTooLong>
   bool feed(std::string_view bytes, OnLine line, OnTooLong too_long) {
     while (!bytes.empty()) {
       std::size_t newline = bytes.find('\n');
       std::string_view part = bytes.substr(0, newline);
-      if (carry_.size() + part.size() > max_line_bytes) {
+      std::size_t cap =
+          is_json_line(carry_.empty() ? part : carry_) ? max_json_line_bytes : max_csv_line_bytes;
+      if (carry_.size() + part.size() > cap) {
         carry_.clear();
-        too_long();
+        too_long(cap);
         return false;
       }
       if (newline == std::string_view::npos) {
@@ -75,10 +83,10 @@ struct LogInput {
   explicit LogInput(const std::string &name)
       : path(name), fd(::open(name.c_str(), O_RDONLY | O_CLOEXEC)) {
     if (fd.get() < 0)
-      io_failure("cannot open CSV log", path);
+      io_failure("cannot open log", path);
     struct stat info {};
     if (::fstat(fd.get(), &info) != 0)
-      io_failure("cannot read CSV log", path);
+      io_failure("cannot read log", path);
     regular = S_ISREG(info.st_mode);
   }
 
@@ -138,17 +146,60 @@ std::optional<Timestamp> first_timestamp(LogInput &input) {
         if (line.empty())
           return true;
         try {
-          if (!starts_with_digit(line) && CsvLayout::is_header(line)) {
+          if (is_json_line(line)) {
+            found = read_json_log_line(line).timestamp;
+          } else if (!starts_with_digit(line) && CsvLayout::is_header(line)) {
             layout = CsvLayout::from_header(line);
             return true;
+          } else {
+            found = read_csv_row(line, layout, 0).timestamp;
           }
-          found = read_csv_row(line, layout, 0).timestamp;
         } catch (const ParseError &) {
         }
         return !found;
       },
-      [] {});
+      [](std::size_t) {});
   return found;
+}
+
+// The host's CPU busy percentage from the agent's own `host.cpu [%]` column, kept as an extra by
+// the layout; unknown where the log has no such column. Throws ParseError for a bad value.
+RealReading host_cpu_of(const Gpu &gpu) {
+  for (const ExtraField &extra : gpu.extras)
+    if (extra.name == "host.cpu")
+      return extra.value ? parse_real(*extra.value, Unit::percent, UnitPolicy::optional, "host.cpu")
+                         : std::nullopt;
+  return std::nullopt;
+}
+
+// A JSON line: one row for each of its GPUs, or one bad row when it cannot be read.
+void take_json_line(std::string_view line, const std::string &path, std::int64_t number,
+                    BadRows &bad, LogTotals &totals,
+                    const std::function<void(const LogRow &)> &take) {
+  std::string where = path + ":" + std::to_string(number);
+  Snapshot snapshot;
+  try {
+    snapshot = read_json_log_line(line);
+  } catch (const ParseError &error) {
+    ++totals.rows;
+    bad.add(BadRows::unparsable, where, error.what());
+    return;
+  }
+  if (snapshot.gpus.empty()) {
+    ++totals.rows;
+    bad.add(BadRows::unparsable, where, "a sample without GPUs");
+    return;
+  }
+  auto rows = static_cast<std::int64_t>(snapshot.gpus.size());
+  totals.rows += rows;
+  if (!snapshot.timestamp) {
+    bad.add(BadRows::no_timestamp, where, "no timestamp that can be read");
+    bad.counts[BadRows::no_timestamp] += rows - 1; // one example for the line
+    return;
+  }
+  RealReading host_cpu = snapshot.host ? snapshot.host->cpu_percent : std::nullopt;
+  for (const Gpu &gpu : snapshot.gpus)
+    take(LogRow{path, number, gpu, *snapshot.timestamp, host_cpu});
 }
 
 // Days since 1970-01-01 of a proleptic Gregorian date.
@@ -245,9 +296,13 @@ LogTotals read_logs(const std::vector<std::string> &paths, BadRows &bad,
           line = trim(line);
           if (line.empty())
             return true;
+          if (is_json_line(line)) {
+            take_json_line(line, path, number, bad, totals, take);
+            return true;
+          }
           if (!starts_with_digit(line) && CsvLayout::is_header(line)) {
             try {
-              layout = CsvLayout::from_header(line);
+              layout = CsvLayout::from_header(line, {"host.cpu"});
               indexed = has_column(layout, "index");
               header_ok = true;
             } catch (const ParseError &error) {
@@ -263,23 +318,24 @@ LogTotals read_logs(const std::vector<std::string> &paths, BadRows &bad,
             return true;
           }
           try {
-            LogRow row{path, number, read_csv_row(line, layout, static_cast<int>(number - 1))};
+            CsvRow row = read_csv_row(line, layout, static_cast<int>(number - 1));
             if (!indexed)
-              row.row.gpu.index = 0;
-            if (!row.row.timestamp)
+              row.gpu.index = 0;
+            RealReading host_cpu = host_cpu_of(row.gpu);
+            if (!row.timestamp)
               bad.add(BadRows::no_timestamp, where(), "no timestamp that can be read");
             else
-              take(row);
+              take(LogRow{path, number, row.gpu, *row.timestamp, host_cpu});
           } catch (const ParseError &error) {
             bad.add(BadRows::unparsable, where(), error.what());
           }
           return true;
         },
-        [&] {
+        [&](std::size_t cap) {
           ++number;
           ++totals.rows;
           bad.add(BadRows::too_long, where(),
-                  "line longer than " + std::to_string(max_line_bytes) +
+                  "line longer than " + std::to_string(cap) +
                       " bytes; the rest of the file is not read");
         });
     if (!trim(unfinished).empty()) {

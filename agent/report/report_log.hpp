@@ -1,6 +1,7 @@
-// Reading the CSV logs a report is made from, in one pass and bounded memory: the files in time
-// order, one line at a time, a header (re)setting the columns, each row handed on or counted as
-// bad with the reason.
+// Reading the logs a report is made from, in one pass and bounded memory: the files in time
+// order, one line at a time. A line that starts with `{` is a `watch --json-log` sample, any other
+// a CSV header (which (re)sets the columns) or row; each GPU's reading is handed on, or the line
+// counted as bad with the reason.
 #pragma once
 
 #include "nvsmi/csv_reader.hpp"
@@ -34,22 +35,27 @@ struct BadRows {
   static const char *name(Kind kind); // "unparsable", "no_timestamp", ...
 };
 
+// One GPU's reading at one time: a CSV row, or one GPU of a JSON line.
 struct LogRow {
   const std::string &file;
   std::int64_t line;
-  CsvRow row; // with a timestamp
+  const Gpu &gpu;
+  const Timestamp &timestamp;
+  RealReading host_cpu_percent; // the CSV log's `host.cpu [%]`, the JSON log's host.cpu_percent
 };
 
 struct LogTotals {
   std::vector<std::string> files; // in the order read
-  std::int64_t rows = 0;          // lines that are not headers or empty
+  // CSV rows, and the GPUs of each JSON line (a JSON line that cannot be read counts as one row)
+  std::int64_t rows = 0;
 };
 
 // Opens every file first (AgentError exit_io when one cannot be read) and reads each once, a pipe
 // or FIFO included. Reads them oldest first
 // (by their first row's timestamp, when every file has one; else in the order given) and calls
-// `take` for each row that has a timestamp. A header line sets the columns for the rows after it,
-// across files; before any header they are nvsmi::query_fields().
+// `take` for each row that has a timestamp. A CSV header line sets the columns for the CSV rows
+// after it, across files; before any header they are nvsmi::query_fields(). JSON lines and CSV
+// rows may be mixed, in one file or across files.
 LogTotals read_logs(const std::vector<std::string> &paths, BadRows &bad,
                     const std::function<void(const LogRow &)> &take);
 

@@ -31,7 +31,9 @@ std::optional<double> TimeShare::percent() const {
   return 100.0 * seconds / known_seconds;
 }
 
-GpuStats::GpuStats(std::string key, std::optional<double> interval) : given_interval_(interval) {
+GpuStats::GpuStats(std::string key, std::optional<double> interval, UserLedger &ledger,
+                   std::size_t gpu_slot)
+    : ledger_(ledger), gpu_slot_(gpu_slot), given_interval_(interval) {
   s_.key = std::move(key);
   pending_.reserve(report_rules::interval_samples);
 }
@@ -91,26 +93,38 @@ void GpuStats::take(const Sample &x) {
       // nvidia-smi's utilization and power are averages over the time since its last sample, so
       // this sample stands for the stretch before it.
       s_.covered_seconds += d;
+      GpuStretch stretch{gpu_slot_, d, std::nullopt, std::nullopt};
       if (x.utilization) {
         int u = static_cast<int>(*x.utilization);
         utilization_seconds_[static_cast<std::size_t>(u)] += d;
         utilization_sum_ += u * d;
         s_.utilization_known_seconds += d;
         s_.idle.known_seconds += d;
-        if (u < idle_below_percent)
+        stretch.idle = u < idle_below_percent;
+        if (*stretch.idle)
           s_.idle.seconds += d;
         if (x.memory_used) {
           s_.starved.known_seconds += d;
           if (*x.memory_used >= memory_held_mib && u < starved_below_percent) {
             s_.starved.seconds += d;
             starved_memory_sum_ += static_cast<double>(*x.memory_used) * d;
+            if (x.host_cpu) {
+              s_.starved_host_known_seconds += d;
+              starved_host_cpu_sum_ += *x.host_cpu * d;
+              if (*x.host_cpu >= host_busy_percent)
+                s_.starved_host_busy_seconds += d;
+              if (*x.host_cpu < host_idle_below_percent)
+                s_.starved_host_idle_seconds += d;
+            }
           }
         }
       }
       if (x.power) {
-        power_joules_ += *x.power * d;
+        stretch.joules = *x.power * d;
+        power_joules_ += *stretch.joules;
         s_.power_known_seconds += d;
       }
+      ledger_.add(x.users, stretch);
       if (x.temperature) {
         temperature_sum_ += static_cast<double>(*x.temperature) * d;
         temperature_known_seconds_ += d;
@@ -169,6 +183,8 @@ GpuSummary GpuStats::finish() {
   }
   if (s_.starved.seconds > 0)
     out.starved_memory_mean_mib = starved_memory_sum_ / s_.starved.seconds;
+  if (s_.starved_host_known_seconds > 0)
+    out.starved_host_cpu_mean = starved_host_cpu_sum_ / s_.starved_host_known_seconds;
   if (s_.power_known_seconds > 0) {
     out.power_mean_w = power_joules_ / s_.power_known_seconds;
     out.energy_wh = power_joules_ / 3600;

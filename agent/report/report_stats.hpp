@@ -3,6 +3,7 @@
 #pragma once
 
 #include "report/report_series.hpp"
+#include "report/report_users.hpp"
 
 #include "nvsmi/snapshot.hpp"
 
@@ -21,7 +22,9 @@ struct Sample {
   Reading utilization; // 0..100
   Reading memory_used, memory_total, temperature;
   RealReading power, power_limit;
-  std::optional<int> pstate; // 0 for P0 ... 15 for P15
+  std::optional<int> pstate;     // 0 for P0 ... 15 for P15
+  RealReading host_cpu;          // the host's CPUs busy, 0..100
+  std::optional<GpuUsers> users; // nullopt: no process list
 };
 
 // The thresholds behind the shares and the findings (README "report").
@@ -33,6 +36,8 @@ constexpr double gap_intervals = 3;            // a longer stretch without sampl
 constexpr double power_limit_fraction = 0.98;  // a capped GPU hovers just under its limit
 constexpr int slow_pstate_above = 2;           // P3..P15 while busy
 constexpr std::size_t interval_samples = 33;   // the interval is the median of their spacing
+constexpr double host_busy_percent = 90;       // the host's CPUs busy enough to starve a GPU
+constexpr double host_idle_below_percent = 50; // ...or mostly idle: the wait is elsewhere
 } // namespace report_rules
 
 // Seconds spent in some state, out of the seconds where that state could be told.
@@ -59,6 +64,11 @@ struct GpuSummary {
   double utilization_known_seconds = 0;
   TimeShare idle, starved;
   std::optional<double> starved_memory_mean_mib; // memory held while starved
+  // Of the starved time: the seconds with a host CPU reading, with the host's CPUs at least 90 %
+  // busy, and under 50 % busy; and their mean busy percentage (nullopt without readings).
+  double starved_host_known_seconds = 0, starved_host_busy_seconds = 0,
+         starved_host_idle_seconds = 0;
+  std::optional<double> starved_host_cpu_mean;
 
   Reading memory_peak_mib, memory_total_mib; // total: at the peak, else the last known
   RealReading power_mean_w, power_max_w, energy_wh;
@@ -73,8 +83,11 @@ struct GpuSummary {
 
 class GpuStats {
 public:
-  // `interval`: seconds between samples; inferred from the first samples when not given.
-  GpuStats(std::string key, std::optional<double> interval);
+  // `interval`: seconds between samples; inferred from the first samples when not given. Each
+  // covered stretch is also counted in `ledger` for the users of the GPU's processes, as GPU
+  // `gpu_slot` (< UserLedger::max_gpus).
+  GpuStats(std::string key, std::optional<double> interval, UserLedger &ledger,
+           std::size_t gpu_slot);
 
   // Takes a sample for this GPU. False when it is not later than the previous one (nothing is
   // counted then).
@@ -87,6 +100,8 @@ private:
   void take(const Sample &sample);
 
   GpuSummary s_;
+  UserLedger &ledger_;
+  std::size_t gpu_slot_;
   std::optional<double> given_interval_;
   std::vector<Sample> pending_; // until the interval is known
   std::optional<double> last_time_;
@@ -94,7 +109,7 @@ private:
   double previous_time_ = 0;
   std::array<double, 101> utilization_seconds_{};
   double utilization_sum_ = 0, power_joules_ = 0, temperature_sum_ = 0,
-         temperature_known_seconds_ = 0, starved_memory_sum_ = 0;
+         temperature_known_seconds_ = 0, starved_memory_sum_ = 0, starved_host_cpu_sum_ = 0;
 };
 
 } // namespace nvsmi

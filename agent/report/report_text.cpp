@@ -2,7 +2,9 @@
 #include "report/report.hpp"
 
 #include "nvsmi/timestamp.hpp"
+#include "nvsmi/utf8.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -48,20 +50,41 @@ std::string share(const TimeShare &share) {
   return share.percent() ? percent(share.percent()) + " of the time" : "unknown";
 }
 
+// Text from a log (a GPU's name, a user's, a message quoting a value) as it may be printed on a
+// terminal: valid UTF-8, and each control character, C0 or C1, replaced by U+FFFD, so that it can
+// neither start a line of its own nor move the cursor (U+009B is a terminal's CSI).
+std::string printable(std::string_view text) {
+  const std::string replacement = "\xEF\xBF\xBD";
+  std::string valid = valid_utf8(text), out;
+  for (std::size_t i = 0; i < valid.size(); ++i) {
+    auto c = static_cast<unsigned char>(valid[i]);
+    if (c < 0x20 || c == 0x7f) {
+      out += replacement;
+    } else if (c == 0xC2 && i + 1 < valid.size() &&
+               static_cast<unsigned char>(valid[i + 1]) < 0xA0) {
+      out += replacement; // U+0080..U+009F: 0xC2 then 0x80..0x9F
+      ++i;
+    } else {
+      out += valid[i];
+    }
+  }
+  return out;
+}
+
 void line(std::string &out, const char *label, const std::string &text) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "  %-13s", label);
   out += buffer;
-  out += text;
+  out += printable(text);
   out += '\n';
 }
 
 void gpu_section(std::string &out, const GpuSummary &gpu) {
   out += "\nGPU " + std::to_string(gpu.index);
   if (gpu.name)
-    out += "  " + *gpu.name;
+    out += "  " + printable(*gpu.name);
   if (gpu.uuid)
-    out += "  " + *gpu.uuid;
+    out += "  " + printable(*gpu.uuid);
   out += '\n';
 
   line(out, "time", to_iso8601(gpu.first) + " to " + to_iso8601(gpu.last));
@@ -114,7 +137,58 @@ void gpu_section(std::string &out, const GpuSummary &gpu) {
   line(out, "throttling",
        "at the power limit: " + share(gpu.power_capped) +
            "; busy in a slow pstate: " + share(gpu.slow_pstate));
+  std::string host_cpus = describe_starved_host_cpus(gpu);
+  if (!host_cpus.empty())
+    line(out, "host CPUs", host_cpus);
   line(out, "finding", gpu.finding);
+}
+
+// A figure of the ledger's table, right-aligned in `width`, with `*` when it counts only part of
+// the user's time (then `starred` is set).
+std::string cell(const std::optional<double> &value, const char *format, bool partial, int width,
+                 bool &starred) {
+  std::string text = value ? printf_string(format, *value) + (partial ? "*" : " ") : "unknown ";
+  starred = starred || (value && partial);
+  if (text.size() < static_cast<std::size_t>(width))
+    text.insert(0, static_cast<std::size_t>(width) - text.size(), ' ');
+  return text;
+}
+
+void users_section(std::string &out, const UserLedgerSummary &ledger) {
+  out += "\nUsers (a GPU counts for a user while one of the user's processes is on it)\n";
+  out += "    GPUs   held GPU-h   idle GPU-h     idle   memory GiB-h    energy Wh  user\n";
+  bool starred = false;
+  for (const UserSummary &user : ledger.users) {
+    std::string gpus = std::to_string(user.gpus);
+    out += std::string(8 - std::min<std::size_t>(8, gpus.size()), ' ') + gpus;
+    out += cell(user.held_seconds / 3600, "%.2f", false, 13, starred);
+    out += cell(user.idle_known_seconds > 0 ? std::optional<double>(user.idle_seconds / 3600)
+                                            : std::nullopt,
+                "%.2f", user.idle_partly_unknown(), 13, starred);
+    out += cell(user.idle_percent(), "%.1f%%", user.idle_partly_unknown(), 9, starred);
+    out += cell(user.memory_gib_hours(), "%.2f", user.memory_partly_unknown(), 15, starred);
+    out += cell(user.energy_wh(), "%.2f", user.energy_partly_unknown(), 13, starred);
+    out += " " + printable(user_label(user.user)) + "\n";
+  }
+  if (ledger.users.empty())
+    out += "  no processes on any GPU\n";
+  if (starred)
+    out += "  * counts only the time when it was known (--format json has the unknown hours)\n";
+  double covered = ledger.listed_seconds + ledger.unlisted_seconds;
+  out += printf_string("  process lists for %.2f", ledger.listed_seconds / 3600) +
+         printf_string(" of %.2f GPU-hours covered", covered / 3600);
+  if (ledger.unsplit_joules > 0)
+    out += printf_string("; %.2f Wh of shared GPUs not split (a share unknown)",
+                         ledger.unsplit_joules / 3600);
+  if (ledger.no_process_joules > 0)
+    out += printf_string("; %.2f Wh drawn with no process", ledger.no_process_joules / 3600);
+  if (ledger.left_out_seconds > 0)
+    out +=
+        printf_string("; %.2f GPU-hours of users past the first ", ledger.left_out_seconds / 3600) +
+        std::to_string(report_max_users) + " left out";
+  out += '\n';
+  for (const UserSummary &user : ledger.users)
+    line(out, "finding", user.finding);
 }
 
 } // namespace
@@ -122,7 +196,7 @@ void gpu_section(std::string &out, const GpuSummary &gpu) {
 std::string format_report_text(const Report &report) {
   std::string out = "files: ";
   for (std::size_t i = 0; i < report.files.size(); ++i)
-    out += (i ? ", " : "") + report.files[i];
+    out += (i ? ", " : "") + printable(report.files[i]);
   if (report.files.size() > 1)
     out += " (read in this order)";
   out += "\nrows: " + std::to_string(report.rows_read) + " read, " +
@@ -143,9 +217,11 @@ std::string format_report_text(const Report &report) {
   }
   out += '\n';
   for (const std::string &example : report.bad.examples)
-    out += "  " + example + '\n';
+    out += "  " + printable(example) + '\n';
   for (const GpuSummary &gpu : report.gpus)
     gpu_section(out, gpu);
+  if (report.users.listed_seconds > 0)
+    users_section(out, report.users);
   return out;
 }
 

@@ -62,8 +62,22 @@ template <typename G> auto gpu_readings(G &gpu) {
       &gpu.clocks.memory_mhz, &gpu.clocks.video_mhz};
 }
 template <typename P> auto process_readings(P &process) {
-  return std::array{&process.pid, &process.used_memory_mib, &process.gpu_instance_id,
-                    &process.compute_instance_id};
+  return std::array{&process.pid,
+                    &process.used_memory_mib,
+                    &process.gpu_instance_id,
+                    &process.compute_instance_id,
+                    &process.sm_utilization_percent,
+                    &process.memory_utilization_percent,
+                    &process.uid,
+                    &process.host_memory_mib};
+}
+template <typename P> auto process_texts(P &process) {
+  return std::array{&process.type,    &process.name,         &process.user,
+                    &process.command, &process.started,      &process.container,
+                    &process.pod_uid, &process.slurm_job_id, &process.systemd_unit};
+}
+template <typename H> auto host_readings(H &host) {
+  return std::array{&host.cpu_count, &host.memory_total_mib, &host.memory_used_mib};
 }
 template <typename M> auto mig_readings(M &device) {
   return std::array{&device.index,
@@ -110,9 +124,11 @@ CompactGpu pack_gpu(const Gpu &gpu, const CompactGpu *before, Packer &packer) {
     for (std::size_t i = 0; i < gpu.processes->size(); ++i) {
       const Process &process = (*gpu.processes)[i];
       const CompactProcess *was = at(old, i);
-      out.processes->push_back({pack(process_readings(process)),
-                                packer.text(process.type, was ? &was->type : nullptr),
-                                packer.text(process.name, was ? &was->name : nullptr)});
+      CompactProcess packed{pack(process_readings(process)), pack_real(process.cpu_percent), {}};
+      auto texts = process_texts(process);
+      for (std::size_t t = 0; t < texts.size(); ++t)
+        packed.texts[t] = packer.text(*texts[t], was ? &was->texts[t] : nullptr);
+      out.processes->push_back(std::move(packed));
     }
   }
   if (gpu.clock_event_reasons_active) {
@@ -159,8 +175,10 @@ Gpu unpack_gpu(const CompactGpu &in) {
     for (const CompactProcess &packed : *in.processes) {
       Process process;
       unpack(packed.numbers, process_readings(process));
-      process.type = unpack_text(packed.type);
-      process.name = unpack_text(packed.name);
+      process.cpu_percent = unpack_real(packed.cpu_percent);
+      auto texts = process_texts(process);
+      for (std::size_t t = 0; t < texts.size(); ++t)
+        *texts[t] = unpack_text(packed.texts[t]);
       gpu.processes->push_back(std::move(process));
     }
   }
@@ -185,6 +203,21 @@ std::size_t freed(const SharedText &text) {
   return text && text.use_count() == 1 ? text_cost(*text) : 0;
 }
 
+CompactHost pack_host(const Host &host, const CompactHost *before, Packer &packer) {
+  return {packer.text(host.hostname, before ? &before->hostname : nullptr),
+          pack(host_readings(host)),
+          {pack_real(host.cpu_percent), pack_real(host.load1)}};
+}
+
+Host unpack_host(const CompactHost &in) {
+  Host host;
+  host.hostname = unpack_text(in.hostname);
+  unpack(in.numbers, host_readings(host));
+  host.cpu_percent = unpack_real(in.reals[0]);
+  host.load1 = unpack_real(in.reals[1]);
+  return host;
+}
+
 } // namespace
 
 CompactSnapshot compact(const Snapshot &snapshot, const CompactSnapshot *previous,
@@ -201,6 +234,9 @@ CompactSnapshot compact(const Snapshot &snapshot, const CompactSnapshot *previou
   for (std::size_t i = 0; i < snapshot.gpus.size(); ++i)
     out.gpus.push_back(
         pack_gpu(snapshot.gpus[i], previous ? at(&previous->gpus, i) : nullptr, packer));
+  if (snapshot.host)
+    out.host =
+        pack_host(*snapshot.host, previous && previous->host ? &*previous->host : nullptr, packer);
   return out;
 }
 
@@ -213,6 +249,8 @@ Snapshot expand(const CompactSnapshot &compact) {
   snapshot.gpus.reserve(compact.gpus.size());
   for (const CompactGpu &gpu : compact.gpus)
     snapshot.gpus.push_back(unpack_gpu(gpu));
+  if (compact.host)
+    snapshot.host = unpack_host(*compact.host);
   return snapshot;
 }
 
@@ -226,11 +264,14 @@ std::size_t own_bytes(const CompactSnapshot &sample) {
 
 std::size_t text_bytes_freed_by(const CompactSnapshot &sample) {
   std::size_t bytes = freed(sample.driver_version) + freed(sample.cuda_version);
+  if (sample.host)
+    bytes += freed(sample.host->hostname);
   for (const CompactGpu &gpu : sample.gpus) {
     bytes += freed(gpu.uuid) + freed(gpu.name) + freed(gpu.pci_bus_id) + freed(gpu.pstate);
     if (gpu.processes)
       for (const CompactProcess &process : *gpu.processes)
-        bytes += freed(process.type) + freed(process.name);
+        for (const SharedText &text : process.texts)
+          bytes += freed(text);
     if (gpu.clock_event_reasons_active)
       for (const SharedText &reason : *gpu.clock_event_reasons_active)
         bytes += freed(reason);

@@ -24,8 +24,11 @@ template <std::size_t N> struct PackedReadings {
 };
 
 struct CompactProcess {
-  PackedReadings<4> numbers; // pid, used memory, GPU and compute instance ids
-  SharedText type, name;
+  // pid, used memory, GPU and compute instance ids, SM and memory utilization, uid, host memory
+  PackedReadings<8> numbers;
+  double cpu_percent = 0; // NaN where unknown
+  // type, name, user, command, started, container, pod_uid, slurm_job_id, systemd_unit
+  std::array<SharedText, 9> texts;
 };
 
 struct CompactGpu {
@@ -40,11 +43,18 @@ struct CompactGpu {
   std::vector<std::pair<SharedText, SharedText>> extras; // name, value
 };
 
+struct CompactHost {
+  SharedText hostname;
+  PackedReadings<3> numbers;     // CPU count, memory total and used
+  std::array<double, 2> reals{}; // CPU percent and load, NaN where unknown
+};
+
 struct CompactSnapshot {
   Source source = Source::xml;
   std::optional<Timestamp> timestamp;
   SharedText driver_version, cuda_version;
   std::vector<CompactGpu> gpus;
+  std::optional<CompactHost> host;
 };
 
 // `snapshot` packed, sharing each text that equals the one in the same place of `previous`.

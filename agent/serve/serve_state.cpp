@@ -49,7 +49,7 @@ ServeState::ServeState(std::chrono::milliseconds interval, double history_second
 
 void ServeState::add(const Snapshot &snapshot, const ServeClock &at) {
   Sample sample{at.unix_seconds, at.steady, shared(format_json(snapshot) + "\n"),
-                shared(format_legacy(snapshot) + "\n"), shared(format_gpu_metrics(snapshot))};
+                shared(format_legacy(snapshot) + "\n"), shared(format_snapshot_metrics(snapshot))};
   latest_ = std::move(sample);
   last_error_.clear();
   history_->add(snapshot, at.unix_seconds);
@@ -84,7 +84,7 @@ HttpResponse ServeState::metrics(const ServeClock &at, const SamplingCounters &s
   health.sampling = sampling;
   health.history_samples = history_->size();
   health.history_bytes = history_->bytes();
-  std::string body = health.up ? *latest_->gpu_metrics : std::string();
+  std::string body = health.up ? *latest_->snapshot_metrics : std::string();
   body += format_health_metrics(health);
   return {200, prometheus_content_type, shared(std::move(body)), {}, {}};
 }

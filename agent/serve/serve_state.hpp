@@ -40,7 +40,7 @@ private:
   struct Sample {
     double unix_seconds;
     std::chrono::steady_clock::time_point steady;
-    std::shared_ptr<const std::string> json, legacy, gpu_metrics;
+    std::shared_ptr<const std::string> json, legacy, snapshot_metrics;
   };
 
   bool fresh(const ServeClock &at) const;

@@ -166,7 +166,8 @@ const std::vector<std::string> &query_fields() {
   return fields;
 }
 
-CsvLayout CsvLayout::from_header(std::string_view header_line) {
+CsvLayout CsvLayout::from_header(std::string_view header_line,
+                                 const std::vector<std::string> &extra_fields) {
   CsvLayout layout;
   std::string scratch;
   for (std::string_view cell : split_cells(header_line, scratch)) {
@@ -176,7 +177,9 @@ CsvLayout CsvLayout::from_header(std::string_view header_line) {
     if (field >= 0 && !unit.empty() && unit != unit_symbol(field_table[field].unit))
       throw ParseError(std::string(name) + ": header unit [" + std::string(unit) + "], expected [" +
                        std::string(unit_symbol(field_table[field].unit)) + "]");
-    layout.columns_.push_back({field, std::string(name)});
+    bool extra = field < 0 &&
+                 std::find(extra_fields.begin(), extra_fields.end(), name) != extra_fields.end();
+    layout.columns_.push_back({field, std::string(name), extra});
   }
   return layout;
 }

@@ -18,7 +18,10 @@ const std::vector<std::string> &query_fields();
 class CsvLayout {
 public:
   // Throws ParseError when a known column's unit in the header is not the one it must have.
-  static CsvLayout from_header(std::string_view header_line);
+  // Unknown columns named in `extra_fields` are kept per row as Gpu::extras (the report reads the
+  // agent's own `host.cpu` column this way); other unknown columns are skipped.
+  static CsvLayout from_header(std::string_view header_line,
+                               const std::vector<std::string> &extra_fields = {});
   // `extra_fields` follow `fields` and are kept per row as Gpu::extras.
   static CsvLayout from_fields(const std::vector<std::string> &fields,
                                const std::vector<std::string> &extra_fields = {});

@@ -1,0 +1,183 @@
+#include "report/report_json_log.hpp"
+
+#include "nvsmi/quantity.hpp"
+#include "nvsmi/timestamp.hpp"
+
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace nvsmi {
+namespace {
+
+using Json = nlohmann::json;
+
+// A snapshot nests five deep (line, gpus, GPU, processes, process). A line nested much deeper is
+// not one, and is refused while it is read, before a million `[` become a million arrays.
+constexpr int max_depth = 16;
+
+// The members of one object, named in errors by `where` ("gpus[2].").
+class Members {
+public:
+  Members(const Json &object, std::string where) : object_(object), where_(std::move(where)) {}
+
+  // nullptr for a member that is missing or null: both are unknown.
+  const Json *find(const char *name) const {
+    auto found = object_.find(name);
+    return found == object_.end() || found->is_null() ? nullptr : &*found;
+  }
+
+  Text text(const char *name) const {
+    const Json *value = find(name);
+    if (!value)
+      return std::nullopt;
+    if (!value->is_string())
+      wrong(name, "a string");
+    return value->get<std::string>();
+  }
+
+  Reading whole(const char *name, bool negative_allowed = false) const {
+    const Json *value = find(name);
+    if (!value)
+      return std::nullopt;
+    if (value->is_number_unsigned()) {
+      auto number = value->get<std::uint64_t>();
+      if (number > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        wrong(name, "a whole number that fits in 64 bits");
+      return static_cast<std::int64_t>(number);
+    }
+    if (!value->is_number_integer())
+      wrong(name, "a whole number");
+    auto number = value->get<std::int64_t>();
+    if (number < 0 && !negative_allowed)
+      wrong(name, "a whole number of at least 0");
+    return number;
+  }
+
+  RealReading real(const char *name) const {
+    const Json *value = find(name);
+    if (!value)
+      return std::nullopt;
+    if (!value->is_number())
+      wrong(name, "a number");
+    auto number = value->get<double>();
+    if (number < 0)
+      wrong(name, "a number of at least 0");
+    return number;
+  }
+
+  // A member that must be a list when it is known.
+  const Json *list(const char *name) const {
+    const Json *value = find(name);
+    if (value && !value->is_array())
+      wrong(name, "a list");
+    return value;
+  }
+
+  [[noreturn]] void wrong(const char *name, const char *expected) const {
+    throw ParseError(where_ + name + ": expected " + expected + " or null");
+  }
+
+private:
+  const Json &object_;
+  std::string where_;
+};
+
+const Json &object_at(const Json &value, const std::string &where) {
+  if (!value.is_object())
+    throw ParseError(where + ": expected an object");
+  return value;
+}
+
+Process read_process(const Json &value, const std::string &where) {
+  Members in(object_at(value, where), where + ".");
+  Process process;
+  process.pid = in.whole("pid");
+  process.type = in.text("type");
+  process.name = in.text("name");
+  process.used_memory_mib = in.whole("used_memory_mib");
+  process.user = in.text("user");
+  return process;
+}
+
+Gpu read_gpu(const Json &value, const std::string &where) {
+  Members in(object_at(value, where), where + ".");
+  Gpu gpu;
+  Reading index = in.whole("index");
+  if (!index || *index > std::numeric_limits<int>::max())
+    throw ParseError(where + ".index: expected a whole number from 0 to 2147483647");
+  gpu.index = static_cast<int>(*index);
+  gpu.uuid = in.text("uuid");
+  gpu.name = in.text("name");
+  gpu.pci_bus_id = in.text("pci_bus_id");
+  gpu.pstate = in.text("pstate");
+  gpu.temperature_c = in.whole("temperature_c", true);
+  gpu.memory_total_mib = in.whole("memory_total_mib");
+  gpu.memory_used_mib = in.whole("memory_used_mib");
+  gpu.memory_free_mib = in.whole("memory_free_mib");
+  gpu.utilization_gpu_percent = in.whole("utilization_gpu_percent");
+  gpu.utilization_memory_percent = in.whole("utilization_memory_percent");
+  gpu.power_draw_w = in.real("power_draw_w");
+  gpu.power_limit_w = in.real("power_limit_w");
+  gpu.fan_speed_percent = in.whole("fan_speed_percent");
+  if (const Json *processes = in.list("processes")) {
+    gpu.processes.emplace();
+    for (std::size_t i = 0; i < processes->size(); ++i)
+      gpu.processes->push_back(
+          read_process((*processes)[i], where + ".processes[" + std::to_string(i) + "]"));
+  }
+  return gpu;
+}
+
+Json parse(std::string_view line) {
+  try {
+    return Json::parse(line.begin(), line.end(), [](int depth, Json::parse_event_t, Json &) {
+      if (depth > max_depth)
+        throw ParseError("nested deeper than " + std::to_string(max_depth) +
+                         " levels: not a snapshot");
+      return true;
+    });
+  } catch (const Json::parse_error &error) {
+    // The library's message quotes the bytes it read, which may be anything: only say where.
+    throw ParseError("not JSON: syntax error at byte " + std::to_string(error.byte));
+  } catch (const Json::exception &) {
+    throw ParseError("not JSON: a number out of range");
+  }
+}
+
+} // namespace
+
+Snapshot read_json_log_line(std::string_view line) {
+  Json root = parse(line);
+  if (!root.is_object())
+    throw ParseError("not a JSON object");
+  Members in(root, "");
+  const Json *schema = in.find("schema");
+  if (!schema || !schema->is_string() || *schema != "nvsmi-agent.snapshot/1")
+    throw ParseError("not an nvsmi-agent.snapshot/1 line (schema)");
+
+  Snapshot snapshot;
+  if (Text stamp = in.text("timestamp"))
+    snapshot.timestamp = parse_iso8601_timestamp(*stamp);
+  snapshot.driver_version = in.text("driver_version");
+  snapshot.cuda_version = in.text("cuda_version");
+  const Json *gpus = in.list("gpus");
+  if (!gpus)
+    throw ParseError("gpus: expected a list");
+  for (std::size_t i = 0; i < gpus->size(); ++i)
+    snapshot.gpus.push_back(read_gpu((*gpus)[i], "gpus[" + std::to_string(i) + "]"));
+  if (const Json *host = in.find("host")) {
+    Members host_in(object_at(*host, "host"), "host.");
+    snapshot.host.emplace();
+    snapshot.host->hostname = host_in.text("hostname");
+    snapshot.host->cpu_count = host_in.whole("cpu_count");
+    snapshot.host->cpu_percent = host_in.real("cpu_percent");
+    snapshot.host->load1 = host_in.real("load1");
+    snapshot.host->memory_total_mib = host_in.whole("memory_total_mib");
+    snapshot.host->memory_used_mib = host_in.whole("memory_used_mib");
+  }
+  return snapshot;
+}
+
+} // namespace nvsmi

@@ -1,0 +1,19 @@
+// One line of a `watch --json-log` file (the `nvsmi-agent.snapshot/1` document) read back into a
+// Snapshot, as far as the report uses it.
+#pragma once
+
+#include "nvsmi/snapshot.hpp"
+
+#include <string_view>
+
+namespace nvsmi {
+
+// Reads the timestamp; of each GPU its identity (index, uuid, name, pci_bus_id), pstate,
+// temperature, memory, utilization, power draw and limit, fan speed and processes (pid, type,
+// name, used memory, user); and the host's figures. Other fields are skipped, and
+// `null` or a missing field is unknown. A timestamp that cannot be read is unknown too, as in the
+// CSV log. Throws ParseError, naming the field, for what is not such a line: not JSON, nested
+// deeper than any snapshot, another schema, no `gpus` list, or a field of the wrong type or sign.
+Snapshot read_json_log_line(std::string_view line);
+
+} // namespace nvsmi
