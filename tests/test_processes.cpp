@@ -165,7 +165,7 @@ TEST_CASE("watch follows the processes: CPU shares from the second sample, pmon'
   CHECK(last["host"]["cpu_percent"].is_number());
   CHECK(lines.front()["host"]["cpu_percent"].is_null());
   ::kill(watch.pid(), SIGTERM);
-  CHECK(watch.wait() == 143);
+  CHECK(watch.wait() == 0); // SIGTERM is the normal way to end it
   CHECK_FALSE(test::running_here(test::fake_nvidia_smi_process));
 }
 
