@@ -82,6 +82,10 @@ void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
                    "1)); pmon's interval is this, rounded to 1..10 s")
       ->check(CLI::Range(0.1, 86400.0))
       ->excludes(no_processes);
+  command->add_flag(
+      "--no-host", [&options](std::int64_t) { options.host = false; },
+      "nvidia-smi runs on another machine (--nvidia-smi \"ssh gpu7 nvidia-smi\"): do not read "
+      "this machine's /proc, so host and the processes' users and commands stay null");
 }
 
 } // namespace nvsmi

@@ -38,6 +38,10 @@ Subcommand add_snapshot_command(CLI::App &app) {
   command->add_flag(
       "--no-processes", [&options](std::int64_t) { options.processes = false; },
       "Do not run --query-compute-apps after the csv query (processes are then null)");
+  command->add_flag(
+      "--no-host", [&options](std::int64_t) { options.host = false; },
+      "nvidia-smi runs on another machine (--nvidia-smi \"ssh gpu7 nvidia-smi\"): do not read "
+      "this machine's /proc, so host and the processes' users and commands stay null");
 
   return {command, [settings] {
             settings->options.source =

@@ -124,7 +124,8 @@ void run_snapshot(const SnapshotOptions &options) {
     if (options.source == SourceKind::csv && options.processes)
       attach_processes(snapshot, options);
     // One look: CPU shares need two, so they stay unknown here.
-    HostObserver().observe(snapshot);
+    if (options.host)
+      HostObserver().observe(snapshot);
   }
   attach_local_offset(snapshot);
   std::string text = format_snapshot(snapshot, options.format);

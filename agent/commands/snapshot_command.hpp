@@ -18,6 +18,7 @@ struct SnapshotOptions {
   std::optional<std::string> output; // replaced atomically instead of printing
   std::optional<std::string> lock;   // leave at once (exit_locked) if another run holds it
   bool processes = true;             // csv source: ask --query-compute-apps too
+  bool host = true;                  // read this machine's /proc: not when nvidia-smi is remote
 };
 
 // Reads nvidia-smi (or the fixture), and prints or writes the snapshot. Throws AgentError.

@@ -86,7 +86,8 @@ void Sampler::start() {
   settings.stall_timeout = options_.stall_timeout_seconds
                                ? to_ms(*options_.stall_timeout_seconds)
                                : std::max(settings.interval * 3, milliseconds(10000));
-  host_.emplace();
+  if (options_.host)
+    host_.emplace();
   stream_ = std::make_unique<NvidiaSmiStream>(
       context_, settings,
       snapshot_decoder(options_.source, options_.fields,
