@@ -10,6 +10,13 @@
 
 namespace {
 
+// "nvsmi-agent 0.1.0 (git 1a2b3c4)", or "nvsmi-agent 0.1.0" when built outside a git checkout.
+std::string version() {
+  std::string commit = NVSMI_GIT_COMMIT;
+  return std::string("nvsmi-agent ") + NVSMI_VERSION +
+         (commit.empty() ? "" : " (git " + commit + ")");
+}
+
 void report(const std::string &message) {
   std::fprintf(stderr, "nvsmi-agent: %s\n", nvsmi::valid_utf8(message).c_str());
 }
@@ -20,7 +27,7 @@ int main(int argc, char **argv) {
   using namespace nvsmi;
   CLI::App app{"nvsmi-agent: reads nvidia-smi into typed records and hands them on as the legacy "
                "UI's JSON, typed JSON or CSV."};
-  app.set_version_flag("--version", "nvsmi-agent 0.1.0");
+  app.set_version_flag("--version", version());
   app.require_subcommand(1);
 
   std::vector<Subcommand> subcommands = {

@@ -200,7 +200,30 @@ TEST_CASE("usage errors exit 2; --help and --version exit 0") {
   Run help = run_agent("snapshot --help");
   CHECK(help.exit_code == 0);
   CHECK_THAT(help.out, Catch::Contains("--fixture"));
-  CHECK(run_agent("--version").out == "nvsmi-agent 0.1.0\n");
+  CHECK(run_agent("--version").exit_code == 0);
+}
+
+TEST_CASE("--version names the CMake project version, and the commit when built from git") {
+  // Written at configure time: the project version, then the commit (empty outside a checkout).
+  std::string info = test::read_file(VERSION_FILE);
+  std::size_t end = info.find('\n');
+  REQUIRE(end != std::string::npos);
+  std::string version = info.substr(0, end);
+  std::string commit = info.substr(end + 1, info.find('\n', end + 1) - end - 1);
+  REQUIRE_THAT(version, Catch::Matches("[0-9]+\\.[0-9]+\\.[0-9]+"));
+
+  Run run = run_agent("--version");
+  CHECK(run.exit_code == 0);
+  CHECK(run.err.empty());
+  if (commit.empty()) {
+    CHECK(run.out == "nvsmi-agent " + version + "\n");
+  } else {
+    CHECK(run.out == "nvsmi-agent " + version + " (git " + commit + ")\n");
+    // The commit is one of this checkout's, though HEAD may have moved on since the build.
+    std::string source = quote(std::string(SCRIPTS_DIR) + "/..");
+    CHECK(test::run_shell("git -C " + source + " cat-file -e " + commit + "^{commit}").exit_code ==
+          0);
+  }
 }
 
 TEST_CASE("scripts/record-fixtures masks UUIDs and serials, and its recordings read back") {
