@@ -81,8 +81,14 @@ TEST_CASE("legacy: one entry per GPU, named by index") {
 TEST_CASE("json: typed values, null for unknown, keys in order") {
   Snapshot s = sample_snapshot();
   s.gpus[0].fan_speed_percent.reset();
-  s.gpus[0].processes = std::vector<Process>{
-      {4242, std::string("C"), std::string("python3"), 40950, std::nullopt, std::nullopt}};
+  // By member: Process grows (pmon's shares, /proc's figures), and an aggregate would not say
+  // which.
+  Process python;
+  python.pid = 4242;
+  python.type = "C";
+  python.name = "python3";
+  python.used_memory_mib = 40950;
+  s.gpus[0].processes = std::vector<Process>{python};
   auto document = nlohmann::ordered_json::parse(format_json(s));
   std::vector<std::string> keys;
   for (auto &item : document.items())
