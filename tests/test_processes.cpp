@@ -230,3 +230,17 @@ TEST_CASE("serve shows each GPU process with its user in /metrics and the snapsh
   CHECK((*busy)["user"] == "nobody");
   CHECK(server.stop() == 0);
 }
+
+TEST_CASE("--no-host: an nvidia-smi elsewhere gets no user or command from this machine") {
+  Workload work;
+  test::Run run = run_shell(work.environment() + AGENT_BIN " snapshot --source csv --format json " +
+                            "--no-host --nvidia-smi " + fake);
+  REQUIRE(run.exit_code == 0);
+  json snapshot = json::parse(run.out);
+  CHECK(snapshot["host"].is_null());
+  const json *sleeper = process_with_pid(snapshot, 0, work.sleeper.pid());
+  REQUIRE(sleeper);
+  CHECK((*sleeper)["used_memory_mib"] == 1024);
+  CHECK((*sleeper)["user"].is_null());
+  CHECK((*sleeper)["command"].is_null());
+}

@@ -27,6 +27,7 @@ struct SamplerOptions {
   std::optional<double> stall_timeout_seconds; // default max(3 x interval, 10 s)
   std::vector<std::string> fields; // --fields: csv source only, after the standard query
   bool processes = true;           // compute-apps and pmon beside the GPU query
+  bool host = true; // this machine's /proc: false when nvidia-smi runs elsewhere (ssh)
   std::optional<double> process_interval_seconds; // default max(interval, 1 s)
 };
 
