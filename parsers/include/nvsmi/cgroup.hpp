@@ -11,7 +11,8 @@ namespace nvsmi {
 
 struct Placement {
   Text container;    // 64-hex container id
-  Text pod_uid;      // Kubernetes pod UID with dashes ("pod1a2b3c4d_5e6f_..." becomes "1a2b3c4d-5e6f-...")
+  Text pod_uid;      // Kubernetes pod UID with dashes ("pod1a2b3c4d_5e6f_..." becomes
+                     // "1a2b3c4d-5e6f-...")
   Text slurm_job_id; // "1234" from .../slurm/uid_1000/job_1234/... (digits only)
   Text systemd_unit; // the innermost *.service or *.scope ("docker-<id>.scope" when nothing better)
 };

@@ -13,8 +13,8 @@ namespace nvsmi {
 
 struct PmonRow {
   Reading gpu_index;
-  Reading pid;  // nullopt: the GPU's row when it has no process
-  Text type;    // "C", "G", "C+G"
+  Reading pid; // nullopt: the GPU's row when it has no process
+  Text type;   // "C", "G", "C+G"
   Reading sm_percent, memory_percent, encoder_percent, decoder_percent, jpeg_percent, ofa_percent;
   Reading fb_mib; // with -s m: framebuffer memory, MiB
   Text command;   // the rest of the line: may hold spaces; nvidia-smi cuts it to 16 characters

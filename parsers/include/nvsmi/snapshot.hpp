@@ -45,10 +45,10 @@ struct Process {
 
   // From this machine's /proc, for the process as it is now. All nullopt where the pid is not
   // visible here (another PID namespace, already exited, a recording from another machine).
-  Text user;      // the user name, else the uid as text
-  Reading uid;    // real uid
-  Text command;   // the full command line, arguments joined by spaces, capped in length
-  Text started;   // ISO 8601 with the local offset: "2026-11-23T09:14:02+01:00"
+  Text user;               // the user name, else the uid as text
+  Reading uid;             // real uid
+  Text command;            // the full command line, arguments joined by spaces, capped in length
+  Text started;            // ISO 8601 with the local offset: "2026-11-23T09:14:02+01:00"
   RealReading cpu_percent; // share of one core since the previous sample; nullopt on the first
   Reading host_memory_mib; // resident set size, MiB rounded to nearest
   // Where it runs, from /proc/PID/cgroup (nullopt where its layout says nothing of it).
@@ -90,11 +90,11 @@ struct Gpu {
 // The machine beside the GPUs, read from /proc when the sample was taken.
 struct Host {
   Text hostname;
-  Reading cpu_count;         // online CPUs
-  RealReading cpu_percent;   // all CPUs busy, 0-100, since the previous sample; nullopt on the first
-  RealReading load1;         // one-minute load average
-  Reading memory_total_mib;  // MemTotal
-  Reading memory_used_mib;   // MemTotal - MemAvailable (what `free` calls used)
+  Reading cpu_count;        // online CPUs
+  RealReading cpu_percent;  // all CPUs busy, 0-100, since the previous sample; nullopt on the first
+  RealReading load1;        // one-minute load average
+  Reading memory_total_mib; // MemTotal
+  Reading memory_used_mib;  // MemTotal - MemAvailable (what `free` calls used)
 };
 
 enum class Source { xml, csv };
