@@ -1,8 +1,15 @@
 #include "host/cpu_shares.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace nvsmi {
+namespace {
+
+// Clock ticks are hundredths of a second: digits past the second decimal would be noise.
+double percent(double share) { return std::round(share * 10000.0) / 100.0; }
+
+} // namespace
 
 std::vector<std::optional<double>>
 ProcessCpuShares::update(const std::vector<ProcessTicks> &now_read, Clock::time_point now) {
@@ -18,7 +25,7 @@ ProcessCpuShares::update(const std::vector<ProcessTicks> &now_read, Clock::time_
       double seconds = std::chrono::duration<double>(now - before->second.at).count();
       double used = static_cast<double>(process.cpu_ticks - before->second.cpu_ticks) /
                     static_cast<double>(ticks_per_second_);
-      share = used / seconds * 100.0;
+      share = percent(used / seconds);
     }
     shares.push_back(share);
     seen[process.pid] = {process.start_ticks, process.cpu_ticks, now};
@@ -40,7 +47,7 @@ std::optional<double> HostCpuShare::update(std::optional<CpuTicks> now_read) {
     if (total == 0)
       return std::nullopt; // within one tick: keep the older baseline for the next sample
     std::uint64_t busy = std::min(now_read->busy - previous_->busy, total);
-    share = static_cast<double>(busy) / static_cast<double>(total) * 100.0;
+    share = percent(static_cast<double>(busy) / static_cast<double>(total));
   }
   previous_ = now_read;
   return share;
