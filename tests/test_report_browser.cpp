@@ -1,5 +1,6 @@
 // The HTML report opened in headless Chromium, its screenshot kept as a test artifact
-// (BUILD/artifacts/report.png). Skipped with a message where Chromium is not installed.
+// (BUILD/artifacts/report.png, and report-users.png for a JSON log's users ledger). Skipped with
+// a message where Chromium is not installed.
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
@@ -13,11 +14,14 @@ TEST_CASE("report: the HTML page renders in headless Chromium") {
     WARN("chromium is not installed (scripts/install-deps installs it): not rendered");
     return;
   }
-  std::string html = std::string(ARTIFACTS_DIR) + "/report.html";
-  std::string png = std::string(ARTIFACTS_DIR) + "/report.png";
+  auto [name, log] =
+      GENERATE(std::pair<std::string, std::string>{"report", "training-2gpu.csv"},
+               std::pair<std::string, std::string>{"report-users", "shared-3users.jsonl"});
+  std::string html = std::string(ARTIFACTS_DIR) + "/" + name + ".html";
+  std::string png = std::string(ARTIFACTS_DIR) + "/" + name + ".png";
   test::run_shell("mkdir -p " + quote(ARTIFACTS_DIR) + " && rm -f " + quote(png));
   test::Run report = test::run_agent("report --format html --output " + quote(html) + " " +
-                                     quote(test::fixture_path("logs/training-2gpu.csv")));
+                                     quote(test::fixture_path("logs/" + log)));
   REQUIRE(report.exit_code == 0);
 
   test::Run browser = test::chromium("--screenshot=" + quote(png) + " --window-size=1200,1600 " +
