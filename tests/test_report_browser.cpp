@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
+#include <tuple>
 
 using test::quote;
 
@@ -24,8 +25,8 @@ TEST_CASE("report: the HTML page renders in headless Chromium") {
                                      quote(test::fixture_path("logs/" + log)));
   REQUIRE(report.exit_code == 0);
 
-  test::Run browser = test::chromium("--screenshot=" + quote(png) + " --window-size=1200,1600 " +
-                                     quote("file://" + html));
+  test::Run browser = test::chromium("--screenshot=" + quote(png) + " --window-size=1200," +
+                                     std::to_string(height) + " " + quote("file://" + html));
   INFO(browser.err);
   CHECK(browser.exit_code == 0);
   struct stat info {};
