@@ -1,6 +1,7 @@
 #include "nvsmi/compute_apps.hpp"
 
 #include "nvsmi/quantity.hpp"
+#include "reader_text.hpp"
 
 #include <array>
 #include <cstddef>
@@ -57,25 +58,6 @@ std::vector<Span> split_cells(std::string_view line) {
 
 std::string_view cell_text(std::string_view line, Span span) {
   return trim(line.substr(span.begin, span.end - span.begin));
-}
-
-// "used_gpu_memory [MiB]" -> "used_gpu_memory" and "MiB".
-void split_header_cell(std::string_view cell, std::string_view &name, std::string_view &unit) {
-  std::size_t bracket = cell.find(" [");
-  name = cell.substr(0, bracket);
-  unit = {};
-  if (bracket != std::string_view::npos && cell.back() == ']')
-    unit = cell.substr(bracket + 2, cell.size() - bracket - 3);
-}
-
-// A line as it appears in a message: nvidia-smi's own words are worth showing, hostile megabytes
-// are not.
-std::string excerpt(std::string_view line) {
-  constexpr std::size_t limit = 80;
-  std::string out = "\"";
-  out += line.substr(0, limit);
-  out += line.size() > limit ? "...\"" : "\"";
-  return out;
 }
 
 struct Layout {

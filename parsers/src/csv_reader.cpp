@@ -2,6 +2,7 @@
 
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/timestamp.hpp"
+#include "reader_text.hpp"
 
 #include <algorithm>
 #include <array>
@@ -127,15 +128,6 @@ std::vector<std::string_view> split_cells(std::string_view line, std::string &sc
       return cells;
     line.remove_prefix(comma + 1);
   }
-}
-
-// "memory.used [MiB]" -> name "memory.used", unit "MiB".
-void split_header_cell(std::string_view cell, std::string_view &name, std::string_view &unit) {
-  std::size_t bracket = cell.find(" [");
-  name = cell.substr(0, bracket);
-  unit = {};
-  if (bracket != std::string_view::npos && cell.back() == ']')
-    unit = cell.substr(bracket + 2, cell.size() - bracket - 3);
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 #include "nvsmi/pmon.hpp"
 
 #include "nvsmi/quantity.hpp"
+#include "reader_text.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -43,14 +44,6 @@ Text text_value(std::string_view token) {
   if (token == "-")
     return std::nullopt;
   return parse_text(token);
-}
-
-std::string excerpt(std::string_view line) {
-  constexpr std::size_t limit = 80;
-  std::string out = "\"";
-  out += line.substr(0, limit);
-  out += line.size() > limit ? "...\"" : "\"";
-  return out;
 }
 
 PmonRow read_row(std::string_view line, const std::vector<std::string> &columns) {
