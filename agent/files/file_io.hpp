@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/descriptor.hpp"
+
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -9,28 +11,6 @@ namespace nvsmi {
 
 // Throws AgentError(exit_io): "WHAT PATH: strerror(errno)".
 [[noreturn]] void io_failure(const std::string &what, const std::string &path);
-
-// Closes the descriptor it holds (not stdin, stdout or stderr) when it goes.
-class Descriptor {
-public:
-  explicit Descriptor(int fd) : fd_(fd) {}
-  Descriptor(const Descriptor &) = delete;
-  Descriptor &operator=(const Descriptor &) = delete;
-  ~Descriptor();
-  int get() const { return fd_; }
-  int release();
-
-private:
-  int fd_;
-};
-
-// write(2) until all of `data` is written, retrying on EINTR; false (errno set) on failure.
-bool write_all(int fd, const std::string &data);
-
-// Appends up to `count` bytes of `fd` to `out`, fewer only at its end: from offset `at` with
-// pread (the descriptor's own offset stays where it is), or, without `at`, with read from where
-// it is (a pipe). Retries on EINTR; false (errno set, what was read kept) on an error.
-bool read_up_to(int fd, std::size_t count, std::optional<off_t> at, std::string &out);
 
 // Renames `from` to `to`, or to `to`.2, .3 ... where that name is taken: never over another
 // file. Returns the name it took. Throws AgentError(exit_io) naming `what` when it cannot.

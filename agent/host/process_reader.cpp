@@ -1,5 +1,7 @@
 #include "host/process_reader.hpp"
 
+#include "core/descriptor.hpp"
+
 #include <libproc2/misc.h>
 #include <libproc2/pids.h>
 
@@ -21,40 +23,13 @@ std::array<pids_item, 7> items = {PIDS_ID_PID, PIDS_ID_RUID, PIDS_TICS_BEGAN, PI
 // procps_pids_select takes at most this many pids at once (FILL_ID_MAX in libproc2).
 constexpr std::size_t select_at_most = 255;
 
-class Descriptor {
-public:
-  explicit Descriptor(int fd) : fd_(fd) {}
-  ~Descriptor() {
-    if (fd_ >= 0)
-      ::close(fd_);
-  }
-  Descriptor(Descriptor &&other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  Descriptor(const Descriptor &) = delete;
-  Descriptor &operator=(const Descriptor &) = delete;
-  Descriptor &operator=(Descriptor &&) = delete;
-  int get() const { return fd_; }
-
-private:
-  int fd_;
-};
-
 // Up to `most` bytes of a file of /proc/PID, through the descriptor of that folder: once the
 // process is gone, reads through it fail, even where the pid now names another process.
 std::optional<std::string> read_in(const Descriptor &folder, const char *name, std::size_t most) {
   Descriptor file(::openat(folder.get(), name, O_RDONLY | O_CLOEXEC));
-  if (file.get() < 0)
+  std::string bytes;
+  if (file.get() < 0 || !read_up_to(file.get(), most, std::nullopt, bytes))
     return std::nullopt;
-  std::string bytes(most, '\0');
-  std::size_t used = 0;
-  while (used < most) {
-    ssize_t got = ::read(file.get(), bytes.data() + used, most - used);
-    if (got < 0)
-      return std::nullopt;
-    if (got == 0)
-      break;
-    used += static_cast<std::size_t>(got);
-  }
-  bytes.resize(used);
   return bytes;
 }
 
