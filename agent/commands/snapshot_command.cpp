@@ -10,7 +10,6 @@
 #include "nvidia_smi/stop_signals.hpp"
 
 #include "nvsmi/compute_apps.hpp"
-#include "nvsmi/csv_reader.hpp"
 #include "nvsmi/quantity.hpp"
 
 #include <cerrno>
@@ -26,10 +25,7 @@ std::vector<std::string> nvidia_smi_command(const SnapshotOptions &options) {
   if (options.source == SourceKind::xml) {
     argv.insert(argv.end(), {"-q", "-x"});
   } else {
-    std::string fields;
-    for (const std::string &field : query_fields())
-      fields += (fields.empty() ? "" : ",") + field;
-    argv.push_back("--query-gpu=" + fields);
+    argv.push_back(query_gpu_argument());
     argv.push_back("--format=csv,nounits");
   }
   return argv;
@@ -83,11 +79,8 @@ std::string run_nvidia_smi(const std::vector<std::string> &argv, const SnapshotO
 // unknown (said on stderr), not the snapshot unprinted.
 void attach_processes(Snapshot &snapshot, const SnapshotOptions &options) {
   std::vector<std::string> argv = nvidia_smi_argv(options.nvidia_smi);
-  std::string fields;
-  for (const std::string &field : compute_apps_fields())
-    fields += (fields.empty() ? "" : ",") + field;
-  argv.push_back("--query-compute-apps=" + fields);
-  argv.push_back("--format=csv");
+  for (std::string &argument : compute_apps_arguments())
+    argv.push_back(std::move(argument));
   try {
     attach_compute_apps(snapshot, read_compute_apps(run_nvidia_smi(argv, options)));
   } catch (const AgentError &error) {

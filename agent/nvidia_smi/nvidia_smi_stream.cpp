@@ -4,7 +4,6 @@
 #include "core/log_line.hpp"
 #include "nvidia_smi/boost_process.hpp"
 
-#include "nvsmi/csv_reader.hpp"
 #include "nvsmi/quantity.hpp"
 
 #include <boost/asio/readable_pipe.hpp>
@@ -55,12 +54,7 @@ std::vector<std::string> loop_arguments(SourceKind source, milliseconds interval
   if (source == SourceKind::xml) {
     args = {"-q", "-x"};
   } else {
-    std::string fields;
-    for (const std::string &field : query_fields())
-      fields += (fields.empty() ? "" : ",") + field;
-    for (const std::string &field : extra_fields)
-      fields += "," + field;
-    args = {"--query-gpu=" + fields, "--format=csv,noheader,nounits"};
+    args = {query_gpu_argument(extra_fields), "--format=csv,noheader,nounits"};
   }
   args.push_back("-lms");
   args.push_back(std::to_string(interval.count()));

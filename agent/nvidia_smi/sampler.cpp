@@ -117,10 +117,7 @@ void Sampler::start_process_streams(const StreamSettings &gpu_settings) {
   if (options_.source == SourceKind::csv) { // -q -x lists the processes itself
     StreamSettings apps = gpu_settings;
     apps.label = "nvidia-smi --query-compute-apps";
-    std::string fields;
-    for (const std::string &field : compute_apps_fields())
-      fields += (fields.empty() ? "" : ",") + field;
-    apps.arguments = {"--query-compute-apps=" + fields, "--format=csv"};
+    apps.arguments = compute_apps_arguments();
     apps.rerun_every = every;
     apps_fresh_for_ = 2 * every + milliseconds(5000);
     apps_stream_ = std::make_unique<NvidiaSmiStream>(

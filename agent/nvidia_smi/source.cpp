@@ -3,6 +3,7 @@
 #include "core/exit_codes.hpp"
 #include "nvidia_smi/command_line.hpp"
 
+#include "nvsmi/compute_apps.hpp"
 #include "nvsmi/csv_reader.hpp"
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/xml_reader.hpp"
@@ -11,6 +12,27 @@
 #include <stdexcept>
 
 namespace nvsmi {
+
+namespace {
+
+std::string comma_joined(const std::vector<std::string> &names) {
+  std::string joined;
+  for (const std::string &name : names)
+    joined += (joined.empty() ? "" : ",") + name;
+  return joined;
+}
+
+} // namespace
+
+std::string query_gpu_argument(const std::vector<std::string> &extra_fields) {
+  std::vector<std::string> fields = query_fields();
+  fields.insert(fields.end(), extra_fields.begin(), extra_fields.end());
+  return "--query-gpu=" + comma_joined(fields);
+}
+
+std::vector<std::string> compute_apps_arguments() {
+  return {"--query-compute-apps=" + comma_joined(compute_apps_fields()), "--format=csv"};
+}
 
 std::vector<std::string> nvidia_smi_argv(const std::optional<std::string> &option) {
   std::string command = "nvidia-smi";
