@@ -3,6 +3,7 @@
 #include "host/cpu_shares.hpp"
 #include "host/host_observer.hpp"
 #include "host/process_reader.hpp"
+#include "report/report_log.hpp"
 
 #include "nvsmi/cgroup.hpp"
 #include "nvsmi/timestamp.hpp"
@@ -51,18 +52,6 @@ std::string user_name(uid_t uid) {
   if (::getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) == 0 && found)
     return found->pw_name;
   return std::to_string(uid);
-}
-
-std::int64_t epoch_seconds(const Timestamp &t) {
-  std::tm fields{};
-  fields.tm_year = t.year - 1900;
-  fields.tm_mon = t.month - 1;
-  fields.tm_mday = t.day;
-  fields.tm_hour = t.hour;
-  fields.tm_min = t.minute;
-  fields.tm_sec = t.second;
-  return static_cast<std::int64_t>(::timegm(&fields)) -
-         static_cast<std::int64_t>(t.utc_offset_minutes.value_or(0)) * 60;
 }
 
 // Until `pid` runs the program whose /proc/PID/cmdline starts with `prefix`: a command run in
@@ -123,8 +112,8 @@ TEST_CASE("host observer: a process of this user, as it is now") {
   CHECK(started->utc_offset_minutes);
   CHECK_FALSE(started->millisecond); // seconds precision
   // Boot time is whole seconds and the start is cut to them: up to two seconds early.
-  CHECK(epoch_seconds(*started) >= before - 2);
-  CHECK(epoch_seconds(*started) <= now_seconds());
+  CHECK(instant_seconds(*started) >= static_cast<double>(before - 2));
+  CHECK(instant_seconds(*started) <= static_cast<double>(now_seconds()));
   CHECK(p.host_memory_mib > 0);
   CHECK_FALSE(p.cpu_percent); // the first sample has nothing to compare with
 
