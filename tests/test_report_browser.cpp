@@ -1,6 +1,6 @@
 // The HTML report opened in headless Chromium, its screenshot kept as a test artifact
-// (BUILD/artifacts/report.png, and report-users.png for a JSON log's users ledger). Skipped with
-// a message where Chromium is not installed.
+// (BUILD/artifacts/report.png, and report-users.png and report-users-phone.png for a JSON log's
+// users ledger). Skipped with a message where Chromium is not installed.
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
@@ -15,10 +15,13 @@ TEST_CASE("report: the HTML page renders in headless Chromium") {
     WARN("chromium is not installed (scripts/install-deps installs it): not rendered");
     return;
   }
-  // The users ledger comes after four GPUs' charts: a page tall enough to hold it.
-  auto [name, log, height] = GENERATE(
-      std::tuple<std::string, std::string, int>{"report", "training-2gpu.csv", 1600},
-      std::tuple<std::string, std::string, int>{"report-users", "shared-3users.jsonl", 5600});
+  // The users ledger comes after four GPUs' charts: a page tall enough to hold it, on a desktop
+  // and on a phone.
+  using Page = std::tuple<std::string, std::string, int, int>;
+  auto [name, log, width, height] =
+      GENERATE(Page{"report", "training-2gpu.csv", 1200, 1600},
+               Page{"report-users", "shared-3users.jsonl", 1200, 5600},
+               Page{"report-users-phone", "shared-3users.jsonl", 400, 8000});
   std::string html = std::string(ARTIFACTS_DIR) + "/" + name + ".html";
   std::string png = std::string(ARTIFACTS_DIR) + "/" + name + ".png";
   test::run_shell("mkdir -p " + quote(ARTIFACTS_DIR) + " && rm -f " + quote(png));
@@ -26,8 +29,9 @@ TEST_CASE("report: the HTML page renders in headless Chromium") {
                                      quote(test::fixture_path("logs/" + log)));
   REQUIRE(report.exit_code == 0);
 
-  test::Run browser = test::chromium("--screenshot=" + quote(png) + " --window-size=1200," +
-                                     std::to_string(height) + " " + quote("file://" + html));
+  test::Run browser =
+      test::chromium("--screenshot=" + quote(png) + " --window-size=" + std::to_string(width) +
+                     "," + std::to_string(height) + " " + quote("file://" + html));
   INFO(browser.err);
   CHECK(browser.exit_code == 0);
   struct stat info {};

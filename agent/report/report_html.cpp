@@ -219,7 +219,9 @@ void users_section(std::string &out, const UserLedgerSummary &ledger) {
          " Wh were drawn with no process. * counts only the time when it was known.</p>\n";
   for (const UserSummary &user : ledger.users)
     out += "<p class=\"finding\">" + escape(user.finding) + "</p>\n";
-  out += "<table class=\"users\"><tr><th>user</th><th>GPUs</th><th>held GPU-h</th>"
+  // Seven columns are wider than a phone: the table scrolls in its own box, not the page.
+  out += "<div class=\"scroll\"><table class=\"users\"><tr><th>user</th><th>GPUs</th><th>held "
+         "GPU-h</th>"
          "<th>idle GPU-h</th><th>idle</th><th>memory GiB-h</th><th>energy Wh</th></tr>\n";
   for (const UserSummary &user : ledger.users) {
     std::optional<double> idle_hours;
@@ -232,7 +234,7 @@ void users_section(std::string &out, const UserLedgerSummary &ledger) {
            figure(user.memory_gib_hours(), "%.2f", user.memory_partly_unknown()) + "</td><td>" +
            figure(user.energy_wh(), "%.2f", user.energy_partly_unknown()) + "</td></tr>\n";
   }
-  out += "</table>\n</section>\n";
+  out += "</table></div>\n</section>\n";
 }
 
 } // namespace
@@ -245,7 +247,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;background:#fff}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 6px}small{color:#777;font-weight:normal}
 .meta{color:#555;margin:2px 0}.finding{font-weight:600;background:#fff5d6;border-left:4px solid #e0a800;padding:6px 10px;margin:6px 0}
 table{border-collapse:collapse;margin:6px 0 10px}th{text-align:left;padding:2px 14px 2px 0;color:#555;font-weight:normal}td{padding:2px 0}
-.users td{padding:2px 14px 2px 0;text-align:right}.users td:first-child{text-align:left}
+.users td{padding:2px 14px 2px 0;text-align:right}.users td:first-child{text-align:left}.scroll{overflow-x:auto}
 svg{display:block;margin:4px 0}.title{font-size:13px;font-weight:600;fill:#333}.axis{font-size:11px;fill:#666}
 .grid{stroke:#e4e4e4;stroke-width:1}.reference{stroke:#7b3fb5;stroke-dasharray:5 4;stroke-width:1}
 </style></head><body>
