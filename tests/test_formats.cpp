@@ -1,5 +1,6 @@
 #include "formats/formats.hpp"
 #include "formats/prometheus_metrics.hpp"
+#include "nvsmi/xml_reader.hpp"
 #include "observed_process.hpp"
 #include "support.hpp"
 
@@ -389,4 +390,14 @@ TEST_CASE("metrics: users, commands and containers of any bytes pass promtool") 
   test::Run check = test::run_shell("promtool check metrics <" + test::quote(file));
   INFO(m << check.out << check.err);
   CHECK(check.exit_code == 0);
+}
+
+TEST_CASE("json: each GPU says its state in one word, the views' definition") {
+  Snapshot s = read_xml(test::read_file(test::fixture_path("xml/h100-8gpu-states-v12.xml")));
+  auto gpus = nlohmann::json::parse(format_json(s))["gpus"];
+  std::vector<std::string> states;
+  for (const auto &gpu : gpus)
+    states.push_back(gpu["state"]);
+  CHECK(states == std::vector<std::string>{"free", "in_use", "hot", "idle_but_held", "free",
+                                           "at_power_limit", "in_use", "free"});
 }

@@ -1,5 +1,6 @@
 #include "formats/formats.hpp"
 
+#include "nvsmi/gpu_state.hpp"
 #include "nvsmi/timestamp.hpp"
 
 #include "formats/json_writer.hpp"
@@ -82,6 +83,8 @@ void write_gpu(JsonWriter &json, const Gpu &gpu) {
     field(json, "systemd_unit", process.systemd_unit);
   });
   field(json, "clock_event_reasons_active", gpu.clock_event_reasons_active);
+  // One word for what the GPU is doing (nvsmi/gpu_state.hpp), the same the views show.
+  field(json, "state", std::string(gpu_state_key(gpu_state(gpu))));
   for (const ExtraField &extra : gpu.extras)
     field(json, extra.name, extra.value);
 }

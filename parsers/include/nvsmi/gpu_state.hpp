@@ -1,0 +1,37 @@
+// What a GPU is doing, as one word people read at a glance and `pick` decides by: one definition
+// for the table, `top`, the dashboard, the JSON and (later) `pick`, so that they never disagree.
+#pragma once
+
+#include "nvsmi/snapshot.hpp"
+
+#include <string_view>
+
+namespace nvsmi {
+
+enum class GpuState {
+  free,           // no compute process and utilization under the idle threshold
+  in_use,         // utilization at or over the threshold, or compute processes and no reading
+  idle_held,      // compute processes hold it, utilization under the threshold
+  idle,           // utilization under the threshold, who holds it not known (no process list)
+  hot,            // temperature at or over the hot threshold (whatever else it is doing)
+  at_power_limit, // drawing at least the given fraction of its power limit
+  unknown,        // neither utilization nor processes known
+};
+
+struct GpuStateThresholds {
+  double idle_below_percent = 5; // utilization under this is idle
+  std::int64_t hot_at_c = 85;    // H100/A100 slow down from about 87 C
+  double power_limit_fraction = 0.95;
+};
+
+// Most serious first: hot, at power limit, idle but held, in use, idle, free, unknown. Graphics
+// processes (type "G" alone, such as a desktop's Xorg) do not hold a GPU for compute work.
+GpuState gpu_state(const Gpu &gpu, const GpuStateThresholds &thresholds = {});
+
+// "free", "in use", "idle but held", "idle", "hot", "at power limit", "unknown".
+std::string_view gpu_state_name(GpuState state);
+
+// The same words with underscores ("idle_but_held"), for labels, CSS classes and JSON consumers.
+std::string_view gpu_state_key(GpuState state);
+
+} // namespace nvsmi

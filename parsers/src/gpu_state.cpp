@@ -1,0 +1,76 @@
+#include "nvsmi/gpu_state.hpp"
+
+#include <algorithm>
+
+namespace nvsmi {
+namespace {
+
+// nullopt when nobody knows who holds the GPU (no process list from this source).
+std::optional<bool> held_for_compute(const Gpu &gpu) {
+  if (!gpu.processes)
+    return std::nullopt;
+  return std::any_of(gpu.processes->begin(), gpu.processes->end(),
+                     [](const Process &process) { return process.type != Text("G"); });
+}
+
+} // namespace
+
+GpuState gpu_state(const Gpu &gpu, const GpuStateThresholds &thresholds) {
+  if (gpu.temperature_c && *gpu.temperature_c >= thresholds.hot_at_c)
+    return GpuState::hot;
+  if (gpu.power_draw_w && gpu.power_limit_w && *gpu.power_limit_w > 0 &&
+      *gpu.power_draw_w >= thresholds.power_limit_fraction * *gpu.power_limit_w)
+    return GpuState::at_power_limit;
+  std::optional<bool> held = held_for_compute(gpu);
+  const Reading &utilization = gpu.utilization_gpu_percent;
+  if (!utilization) // a MIG-enabled GPU reports none: its processes say whether it is used
+    return held ? (*held ? GpuState::in_use : GpuState::free) : GpuState::unknown;
+  bool idle = static_cast<double>(*utilization) < thresholds.idle_below_percent;
+  if (!idle)
+    return GpuState::in_use;
+  if (!held)
+    return GpuState::idle;
+  return *held ? GpuState::idle_held : GpuState::free;
+}
+
+std::string_view gpu_state_name(GpuState state) {
+  switch (state) {
+  case GpuState::free:
+    return "free";
+  case GpuState::in_use:
+    return "in use";
+  case GpuState::idle_held:
+    return "idle but held";
+  case GpuState::idle:
+    return "idle";
+  case GpuState::hot:
+    return "hot";
+  case GpuState::at_power_limit:
+    return "at power limit";
+  case GpuState::unknown:
+    break;
+  }
+  return "unknown";
+}
+
+std::string_view gpu_state_key(GpuState state) {
+  switch (state) {
+  case GpuState::free:
+    return "free";
+  case GpuState::in_use:
+    return "in_use";
+  case GpuState::idle_held:
+    return "idle_but_held";
+  case GpuState::idle:
+    return "idle";
+  case GpuState::hot:
+    return "hot";
+  case GpuState::at_power_limit:
+    return "at_power_limit";
+  case GpuState::unknown:
+    break;
+  }
+  return "unknown";
+}
+
+} // namespace nvsmi

@@ -1,0 +1,81 @@
+#include "nvsmi/gpu_state.hpp"
+#include "nvsmi/xml_reader.hpp"
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace nvsmi;
+
+namespace {
+
+Gpu gpu_with(Reading utilization, std::optional<std::vector<Process>> processes) {
+  Gpu gpu;
+  gpu.utilization_gpu_percent = utilization;
+  gpu.processes = std::move(processes);
+  gpu.temperature_c = 40;
+  gpu.power_draw_w = 100;
+  gpu.power_limit_w = 700;
+  return gpu;
+}
+
+Process process_of_type(const char *type) {
+  Process process;
+  process.pid = 1;
+  process.type = type;
+  return process;
+}
+
+} // namespace
+
+TEST_CASE("the states fixture has one GPU in each state the views show") {
+  Snapshot s = read_xml(test::read_file(test::fixture_path("xml/h100-8gpu-states-v12.xml")));
+  std::vector<std::string> words;
+  for (const Gpu &gpu : s.gpus)
+    words.emplace_back(gpu_state_name(gpu_state(gpu)));
+  CHECK(words == std::vector<std::string>{"free", "in use", "hot", "idle but held", "free",
+                                          "at power limit", "in use", "free"});
+}
+
+TEST_CASE("free needs a known, empty process list and utilization under the threshold") {
+  CHECK(gpu_state(gpu_with(4, std::vector<Process>{})) == GpuState::free);
+  CHECK(gpu_state(gpu_with(5, std::vector<Process>{})) == GpuState::in_use);
+  CHECK(gpu_state(gpu_with(4, std::nullopt)) == GpuState::idle);
+  CHECK(gpu_state(gpu_with(4, std::vector<Process>{process_of_type("C")})) == GpuState::idle_held);
+  CHECK(gpu_state(gpu_with(4, std::vector<Process>{process_of_type("C+G")})) ==
+        GpuState::idle_held);
+  // A desktop's Xorg leaves the GPU free for compute work.
+  CHECK(gpu_state(gpu_with(0, std::vector<Process>{process_of_type("G")})) == GpuState::free);
+  GpuStateThresholds strict;
+  strict.idle_below_percent = 1;
+  CHECK(gpu_state(gpu_with(4, std::vector<Process>{}), strict) == GpuState::in_use);
+}
+
+TEST_CASE("without a utilization reading the processes decide, and nothing known is unknown") {
+  CHECK(gpu_state(gpu_with(std::nullopt, std::vector<Process>{})) == GpuState::free);
+  CHECK(gpu_state(gpu_with(std::nullopt, std::vector<Process>{process_of_type("C")})) ==
+        GpuState::in_use);
+  CHECK(gpu_state(gpu_with(std::nullopt, std::nullopt)) == GpuState::unknown);
+}
+
+TEST_CASE("hot and at power limit come before what the GPU is doing") {
+  Gpu hot = gpu_with(0, std::vector<Process>{});
+  hot.temperature_c = 85;
+  CHECK(gpu_state(hot) == GpuState::hot);
+  hot.temperature_c = 84;
+  CHECK(gpu_state(hot) == GpuState::free);
+  Gpu capped = gpu_with(90, std::vector<Process>{process_of_type("C")});
+  capped.power_draw_w = 665; // 95 % of 700
+  CHECK(gpu_state(capped) == GpuState::at_power_limit);
+  capped.power_limit_w.reset(); // no limit known: nothing to compare against
+  CHECK(gpu_state(capped) == GpuState::in_use);
+  capped.temperature_c = 90;
+  capped.power_limit_w = 700;
+  CHECK(gpu_state(capped) == GpuState::hot);
+}
+
+TEST_CASE("each state has a word for people and a key for machines") {
+  CHECK(gpu_state_name(GpuState::idle_held) == "idle but held");
+  CHECK(gpu_state_key(GpuState::idle_held) == "idle_but_held");
+  CHECK(gpu_state_key(GpuState::at_power_limit) == "at_power_limit");
+  CHECK(gpu_state_name(GpuState::unknown) == "unknown");
+}
