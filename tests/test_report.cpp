@@ -229,9 +229,9 @@ TEST_CASE("report: the README example") {
   CHECK(run.exit_code == 0);
   CHECK_THAT(run.out, Catch::Contains("8 min 30 s covered by 53 samples, every 10 s; 1 gap"));
   CHECK_THAT(run.out,
-             Catch::Contains("finding      starved 41% of the time while holding 30 GiB: check the "
-                             "data loader"));
-  CHECK_THAT(run.out, Catch::Contains("finding      idle 100% of the time"));
+             Catch::Contains("finding      warning: starved 41% of the time while holding 30 GiB: "
+                             "check the data loader"));
+  CHECK_THAT(run.out, Catch::Contains("finding      info: idle 100% of the time"));
 }
 
 TEST_CASE("report: rotated logs, given in any order") {
@@ -319,15 +319,19 @@ TEST_CASE("report: --output writes the file; html is self-contained") {
   CHECK(std::count(html.begin(), html.end(), '\n') > 5);
   CHECK_THAT(html, Catch::Contains("<svg"));
   CHECK_THAT(html, Catch::Contains("starved 41% of the time while holding 30 GiB"));
-  for (const char *remote : {"http:", "https:", "src=", "href=", "<script", "<link", "@import"})
+  for (const char *remote : {"http:", "https:", "src=", "<script", "<link", "@import"})
     CHECK(html.find(remote) == std::string::npos);
+  // Links only within the page: the summary's rows to the GPUs' sections.
+  for (std::size_t at = html.find("href="); at != std::string::npos;
+       at = html.find("href=", at + 1))
+    CHECK(html.compare(at, 7, "href=\"#") == 0);
 }
 
 TEST_CASE("report: the drawn series stays within its buckets however long the log") {
   nvsmi::Series series;
   series.start(0, 1);
   for (int i = 0; i < 1000000; ++i)
-    series.add(i, {double(i % 101), 1.0, std::nullopt, 40.0}, false);
+    series.add(i, {double(i % 101), 1.0, std::nullopt, 40.0, std::nullopt}, false);
   CHECK(series.buckets().size() <= nvsmi::Series::capacity);
   CHECK(series.buckets().size() > nvsmi::Series::capacity / 2);
   std::uint64_t samples = 0;
@@ -567,8 +571,9 @@ TEST_CASE("report: the Users table in the text report") {
   CHECK_THAT(run.out, Catch::Contains("  process lists for 12.00 of 12.00 GPU-hours covered; 70.00 "
                                       "Wh of shared GPUs not split (a share unknown); 30.00 Wh "
                                       "drawn with no process\n"));
-  CHECK_THAT(run.out, Catch::Contains("  finding      alice held 3 GPUs for 9.0 GPU-hours, 33% of "
-                                      "it idle: 3.0 idle GPU-hours\n"));
+  CHECK_THAT(run.out,
+             Catch::Contains("  finding      warning: alice held 3 GPUs for 9.0 GPU-hours, "
+                             "33% of it idle: 3.0 idle GPU-hours\n"));
   CHECK(run.out.find("* counts only") == std::string::npos); // no figure is partly known
 
   // A CSV log has no process lists: no Users section, and the JSON's list is empty.
@@ -787,9 +792,9 @@ TEST_CASE("report: names from a log are escaped in HTML and cannot break a text 
   CHECK_THAT(html, Catch::Contains("<td>&lt;b&gt;eve&lt;/b&gt; &amp; &quot;co&quot;</td><td>1</td>"
                                    "<td>0.17</td>"));
   CHECK(html.find("<b>eve") == std::string::npos);
-  CHECK_THAT(html,
-             Catch::Contains("<p class=\"finding\">&lt;b&gt;eve&lt;/b&gt; &amp; &quot;co&quot;"
-                             " held 1 GPU for 0.17 GPU-hours, 0% of it idle: in use</p>"));
+  CHECK_THAT(html, Catch::Contains("<p class=\"finding info\"><span class=\"severity\">info</span> "
+                                   "&lt;b&gt;eve&lt;/b&gt; &amp; &quot;co&quot;"
+                                   " held 1 GPU for 0.17 GPU-hours, 0% of it idle: in use</p>"));
 
   Run text = test::run_agent("report " + log);
   CHECK(text.out.find('\x1b') == std::string::npos);

@@ -127,12 +127,17 @@ Report make_report(const ReportOptions &options) {
     throw AgentError(exit_bad_output, message);
   }
   for (const auto &gpu : stats) {
-    report.gpus.push_back(gpu->finish());
-    report.gpus.back().finding = report_finding(report.gpus.back());
+    GpuSummary &gpu_summary = report.gpus.emplace_back(gpu->finish());
+    Finding finding = report_finding(gpu_summary);
+    gpu_summary.finding = finding.text;
+    gpu_summary.finding_severity = finding.severity;
   }
   report.users = ledger.finish();
-  for (UserSummary &user : report.users.users)
-    user.finding = report_user_finding(user);
+  for (UserSummary &user : report.users.users) {
+    Finding finding = report_user_finding(user);
+    user.finding = finding.text;
+    user.finding_severity = finding.severity;
+  }
   return report;
 }
 

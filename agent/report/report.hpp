@@ -36,8 +36,8 @@ Report make_report(const ReportOptions &options);
 
 // The one-line plain-language finding for a GPU, and for a user of the ledger (README "report"
 // has the rules).
-std::string report_finding(const GpuSummary &gpu);
-std::string report_user_finding(const UserSummary &user);
+Finding report_finding(const GpuSummary &gpu);
+Finding report_user_finding(const UserSummary &user);
 // What the host's CPUs did while the GPU was starved, the figures behind the CPU-bound rule, in
 // words; empty when the log has no host CPU reading for that time.
 std::string describe_starved_host_cpus(const GpuSummary &gpu);

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <string>
+#include <utility>
 
 namespace nvsmi {
 namespace {
@@ -33,6 +34,9 @@ std::string hours(double seconds) {
 }
 
 // The starved rule, told apart by what the host's CPUs did while the GPU waited.
+Finding warning(std::string text) { return {Severity::warning, std::move(text)}; }
+Finding info(std::string text) { return {Severity::info, std::move(text)}; }
+
 std::string starved_finding(const GpuSummary &gpu) {
   double starved = gpu.starved.seconds;
   double percent = *gpu.starved.percent();
@@ -52,46 +56,62 @@ std::string starved_finding(const GpuSummary &gpu) {
 
 } // namespace
 
-std::string report_finding(const GpuSummary &gpu) {
+const char *severity_name(Severity severity) {
+  switch (severity) {
+  case Severity::info:
+    return "info";
+  case Severity::warning:
+    return "warning";
+  case Severity::critical:
+    return "critical";
+  }
+  return "info";
+}
+
+// Wasted or slowed GPU time is a warning; heat and memory close to the end are critical, as the
+// job may fail; a GPU that is well used, free, or not known enough is info.
+Finding report_finding(const GpuSummary &gpu) {
   if (gpu.covered_seconds <= 0)
-    return printf_string("only %.0f sample(s) with no time between them: too little to judge",
-                         static_cast<double>(gpu.samples));
+    return info(printf_string("only %.0f sample(s) with no time between them: too little to judge",
+                              static_cast<double>(gpu.samples)));
   auto at_least = [](const TimeShare &share, double percent) {
     return share.percent() && *share.percent() >= percent;
   };
   if (at_least(gpu.starved, starved_finding_percent))
-    return starved_finding(gpu);
+    return warning(starved_finding(gpu));
   if (at_least(gpu.power_capped, throttled_finding_percent))
-    return printf_string("at its power limit %.0f%% of the time: power-bound; check the power cap "
-                         "and cooling",
-                         *gpu.power_capped.percent());
+    return warning(printf_string("at its power limit %.0f%% of the time: power-bound; check the "
+                                 "power cap and cooling",
+                                 *gpu.power_capped.percent()));
   if (at_least(gpu.slow_pstate, throttled_finding_percent))
-    return printf_string("busy in a slow pstate (P3 or lower) %.0f%% of the time: check clocks "
-                         "and thermal throttling",
-                         *gpu.slow_pstate.percent());
+    return warning(printf_string("busy in a slow pstate (P3 or lower) %.0f%% of the time: check "
+                                 "clocks and thermal throttling",
+                                 *gpu.slow_pstate.percent()));
   if (gpu.temperature_max_c && *gpu.temperature_max_c >= hot_celsius)
-    return printf_string("reached %.0f C: check cooling",
-                         static_cast<double>(*gpu.temperature_max_c));
+    return {Severity::critical, printf_string("reached %.0f C: check cooling",
+                                              static_cast<double>(*gpu.temperature_max_c))};
   if (gpu.memory_peak_mib && gpu.memory_total_mib && *gpu.memory_total_mib > 0) {
     double peak = static_cast<double>(*gpu.memory_peak_mib);
     double total = static_cast<double>(*gpu.memory_total_mib);
     double headroom = 100 * (total - peak) / total;
     if (headroom < tight_headroom_percent)
-      return printf_string("memory peaked at %.1f of %.1f GiB (%.1f%% headroom): close to out of "
-                           "memory",
-                           peak / 1024, total / 1024, headroom);
+      return {Severity::critical,
+              printf_string("memory peaked at %.1f of %.1f GiB (%.1f%% headroom): close to out "
+                            "of memory",
+                            peak / 1024, total / 1024, headroom)};
   }
   if (at_least(gpu.idle, idle_finding_percent))
-    return printf_string("idle %.0f%% of the time: free for other work, or its job does not use it",
-                         *gpu.idle.percent());
+    return info(
+        printf_string("idle %.0f%% of the time: free for other work, or its job does not use it",
+                      *gpu.idle.percent()));
   if (!gpu.utilization_mean)
-    return "no utilization readings: nothing to judge";
+    return info("no utilization readings: nothing to judge");
   if (*gpu.utilization_mean >= busy_mean_percent)
-    return printf_string("busy: mean utilization %.0f%%, p95 %.0f%%: well used",
-                         *gpu.utilization_mean,
-                         static_cast<double>(gpu.utilization_p95.value_or(0)));
-  return printf_string("mean utilization %.0f%%, idle %.0f%% of the time: room for more work",
-                       *gpu.utilization_mean, gpu.idle.percent().value_or(0));
+    return info(printf_string("busy: mean utilization %.0f%%, p95 %.0f%%: well used",
+                              *gpu.utilization_mean,
+                              static_cast<double>(gpu.utilization_p95.value_or(0))));
+  return info(printf_string("mean utilization %.0f%%, idle %.0f%% of the time: room for more work",
+                            *gpu.utilization_mean, gpu.idle.percent().value_or(0)));
 }
 
 std::string describe_starved_host_cpus(const GpuSummary &gpu) {
@@ -108,17 +128,18 @@ std::string describe_starved_host_cpus(const GpuSummary &gpu) {
                        100 * (1 - gpu.starved_host_known_seconds / starved));
 }
 
-std::string report_user_finding(const UserSummary &user) {
+// A user holding GPUs idle keeps them from others: a warning.
+Finding report_user_finding(const UserSummary &user) {
   std::string held = user_label(user.user) + " held " + std::to_string(user.gpus) +
                      (user.gpus == 1 ? " GPU" : " GPUs") + " for " + hours(user.held_seconds) +
                      " GPU-hours";
   std::optional<double> idle = user.idle_percent();
   if (!idle)
-    return held + "; its utilization is unknown: nothing to judge";
+    return info(held + "; its utilization is unknown: nothing to judge");
   if (*idle >= idle_user_finding_percent)
-    return held + printf_string(", %.0f%% of it idle: ", *idle) + hours(user.idle_seconds) +
-           " idle GPU-hours";
-  return held + printf_string(", %.0f%% of it idle: in use", *idle);
+    return warning(held + printf_string(", %.0f%% of it idle: ", *idle) + hours(user.idle_seconds) +
+                   " idle GPU-hours");
+  return info(held + printf_string(", %.0f%% of it idle: in use", *idle));
 }
 
 } // namespace nvsmi

@@ -1,18 +1,20 @@
 // `report --format html`: one self-contained page, the series drawn as inline SVG. Nothing is
 // fetched: no script, no stylesheet, no font, no image from anywhere.
 #include "report/report.hpp"
+#include "report/report_chart.hpp"
 
 #include "nvsmi/timestamp.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
+#include <optional>
+#include <utility>
+#include <vector>
 
 namespace nvsmi {
 namespace {
-
-constexpr double chart_width = 1100, chart_height = 170;
-constexpr double left = 64, right = 16, top = 26, bottom = 24;
 
 std::string escape(const std::string &text) {
   std::string out;
@@ -53,84 +55,110 @@ std::string elapsed(double seconds) {
   return number(seconds / 86400, "%.1f d");
 }
 
-// A round number at or above `value`, for the top of an axis.
-double nice_ceiling(double value) {
-  if (value <= 0)
-    return 1;
-  double magnitude = std::pow(10.0, std::floor(std::log10(value)));
-  for (double step : {1.0, 2.0, 2.5, 5.0, 10.0})
-    if (step * magnitude >= value)
-      return step * magnitude;
-  return 10 * magnitude;
+std::optional<double> real(const Reading &reading) {
+  return reading ? std::optional<double>(static_cast<double>(*reading)) : std::nullopt;
 }
 
-struct ChartSpec {
-  const char *title;
-  Series::Metric metric;
-  double y_max;
-  const char *unit;
-  const char *color;
-  double scale = 1;                // divides values for display (MiB -> GiB)
-  std::optional<double> reference; // a dashed line: the memory total
+void keep_max(std::optional<double> &top, const std::optional<double> &value) {
+  if (value && (!top || *value > *top))
+    top = value;
+}
+
+// The axes every GPU's charts share, so that GPUs can be compared at a glance.
+struct Scales {
+  TimeAxis time;
+  ValueAxis utilization, memory, power, temperature;
+  double memory_divisor = 1024; // MiB per unit of the memory axis
 };
 
-std::string polyline(const GpuSummary &gpu, const ChartSpec &spec, bool maxima) {
-  const Series &series = gpu.series;
-  double span = std::max(series.width() * static_cast<double>(series.buckets().size()), 1e-9);
-  double plot_w = chart_width - left - right, plot_h = chart_height - top - bottom;
-  std::string out, points;
-  auto flush = [&] {
-    if (!points.empty())
-      out += std::string("<polyline fill=\"none\" stroke=\"") + spec.color + "\" stroke-width=\"" +
-             (maxima ? "1\" stroke-opacity=\"0.35" : "1.6") + "\" points=\"" + points + "\"/>";
-    points.clear();
-  };
-  for (std::size_t i = 0; i < series.buckets().size(); ++i) {
-    const Series::Bucket &bucket = series.buckets()[i];
-    const Series::Stat &stat = bucket.stats[spec.metric];
-    if (bucket.gap_before)
-      flush();
-    if (stat.count == 0)
-      continue;
-    double value = (maxima ? stat.max : *stat.mean()) / spec.scale;
-    double x = left + plot_w * (static_cast<double>(i) + 0.5) * series.width() / span;
-    double y = top + plot_h * (1 - std::clamp(value / spec.y_max, 0.0, 1.0));
-    points += number(x) + "," + number(y) + " ";
+Scales shared_scales(const std::vector<GpuSummary> &gpus) {
+  Scales out;
+  std::optional<double> start, end, memory, limit, draw, temperature;
+  for (const GpuSummary &gpu : gpus) {
+    double first = gpu.series.origin(), last = instant_seconds(gpu.last);
+    start = start ? std::min(*start, first) : first;
+    end = end ? std::max(*end, last) : last;
+    keep_max(memory, real(gpu.memory_total_mib));
+    keep_max(memory, real(gpu.memory_peak_mib));
+    keep_max(limit, gpu.power_limit_max_w);
+    keep_max(draw, gpu.power_max_w);
+    keep_max(temperature, real(gpu.temperature_max_c));
   }
-  flush();
+  out.time.start = start.value_or(0);
+  out.time.end = end.value_or(0);
+  // A single instant still gets a minute of axis around it.
+  if (out.time.end - out.time.start < 1) {
+    out.time.start -= 30;
+    out.time.end += 30;
+  }
+  // The log's times are local times with an offset: shown as the log says, in its first offset.
+  if (!gpus.empty())
+    out.time.offset_minutes = gpus.front().first.utc_offset_minutes.value_or(0);
+  out.utilization = value_axis(100, "%");
+  if (memory.value_or(0) < 2048) {
+    out.memory_divisor = 1;
+    out.memory = value_axis(memory.value_or(1024), "MiB");
+  } else {
+    out.memory = value_axis(*memory / 1024, "GiB");
+  }
+  // A draw above the limit (a spike) still fits.
+  keep_max(limit, draw);
+  out.power = value_axis(limit.value_or(100), "W");
+  out.temperature = value_axis(temperature.value_or(100), "\u00b0C");
   return out;
 }
 
-std::string chart(const GpuSummary &gpu, const ChartSpec &spec) {
+using Runs = std::vector<std::vector<std::pair<double, double>>>;
+
+// The buckets' means (or maxima) as lines broken at gaps, each at the middle of its bucket.
+Runs series_runs(const GpuSummary &gpu, Series::Metric metric, bool maxima, double divisor) {
   const Series &series = gpu.series;
-  double span = series.width() * static_cast<double>(series.buckets().size());
-  double plot_w = chart_width - left - right, plot_h = chart_height - top - bottom;
-  std::string out = "<svg width=\"" + number(chart_width, "%.0f") + "\" height=\"" +
-                    number(chart_height, "%.0f") + "\" role=\"img\">";
-  out += "<text x=\"" + number(left) + "\" y=\"16\" class=\"title\">" + spec.title + " (" +
-         spec.unit + "; line: mean, faint: max)</text>";
-  for (int tick = 0; tick <= 4; ++tick) {
-    double y = top + plot_h * (1 - tick / 4.0);
-    out += "<line x1=\"" + number(left) + "\" x2=\"" + number(chart_width - right) + "\" y1=\"" +
-           number(y) + "\" y2=\"" + number(y) + "\" class=\"grid\"/>";
-    out += "<text x=\"" + number(left - 6) + "\" y=\"" + number(y + 4) +
-           "\" class=\"axis\" text-anchor=\"end\">" + number(spec.y_max * tick / 4, "%.4g") +
-           "</text>";
+  double last = instant_seconds(gpu.last);
+  Runs runs(1);
+  for (std::size_t i = 0; i < series.buckets().size(); ++i) {
+    const Series::Bucket &bucket = series.buckets()[i];
+    const Series::Stat &stat = bucket.stats[metric];
+    if (bucket.gap_before && !runs.back().empty())
+      runs.emplace_back();
+    if (stat.count == 0)
+      continue;
+    double time = std::min(last, series.origin() + (static_cast<double>(i) + 0.5) * series.width());
+    runs.back().emplace_back(time, (maxima ? stat.max : *stat.mean()) / divisor);
   }
-  for (int tick = 0; tick <= 6; ++tick) {
-    double x = left + plot_w * tick / 6.0;
-    out += "<text x=\"" + number(x) + "\" y=\"" + number(chart_height - 6) +
-           "\" class=\"axis\" text-anchor=\"" + (tick == 6 ? "end" : "middle") + "\">" +
-           (tick == 0 ? std::string("start") : "+" + elapsed(span * tick / 6.0)) + "</text>";
+  return runs;
+}
+
+std::vector<ChartLine> mean_and_max(const GpuSummary &gpu, Series::Metric metric, const char *color,
+                                    double divisor = 1) {
+  return {{"max", color, ChartLine::maximum, series_runs(gpu, metric, true, divisor)},
+          {"mean", color, ChartLine::mean, series_runs(gpu, metric, false, divisor)}};
+}
+
+void charts(std::string &out, const GpuSummary &gpu, const Scales &scales) {
+  out += draw_chart({"utilization", "GPU utilization", scales.time, scales.utilization,
+                     mean_and_max(gpu, Series::utilization, "#1f6fd1")});
+  std::vector<ChartLine> memory =
+      mean_and_max(gpu, Series::memory, "#7b3fb5", scales.memory_divisor);
+  if (gpu.memory_total_mib) {
+    double total = static_cast<double>(*gpu.memory_total_mib) / scales.memory_divisor;
+    memory.insert(memory.begin(),
+                  {"memory total", "#7b3fb5", ChartLine::reference,
+                   Runs{{{gpu.series.origin(), total}, {instant_seconds(gpu.last), total}}}});
   }
-  if (spec.reference) {
-    double y = top + plot_h * (1 - std::clamp(*spec.reference / spec.y_max, 0.0, 1.0));
-    out += "<line x1=\"" + number(left) + "\" x2=\"" + number(chart_width - right) + "\" y1=\"" +
-           number(y) + "\" y2=\"" + number(y) + "\" class=\"reference\"/>";
-  }
-  out += polyline(gpu, spec, true) + polyline(gpu, spec, false);
-  out += "</svg>\n";
-  return out;
+  out += draw_chart({"memory", "Memory used", scales.time, scales.memory, memory});
+  std::vector<ChartLine> power = mean_and_max(gpu, Series::power, "#d1661f");
+  if (gpu.power_limit_max_w)
+    power.insert(power.begin(), {"power limit", "#444", ChartLine::reference,
+                                 series_runs(gpu, Series::power_limit, false, 1)});
+  out += draw_chart({"power", "Power draw", scales.time, scales.power, power});
+  out += draw_chart({"temperature", "Temperature", scales.time, scales.temperature,
+                     mean_and_max(gpu, Series::temperature, "#c62828")});
+}
+
+std::string finding_paragraph(Severity severity, const std::string &text) {
+  std::string name = severity_name(severity);
+  return "<p class=\"finding " + name + "\"><span class=\"severity\">" + name + "</span> " +
+         escape(text) + "</p>\n";
 }
 
 void row(std::string &out, const char *label, const std::string &value) {
@@ -141,13 +169,15 @@ std::string or_unknown(const std::optional<double> &value, const char *format) {
   return value ? number(*value, format) : "unknown";
 }
 
-void gpu_section(std::string &out, const GpuSummary &gpu) {
-  out += "<section><h2>GPU " + std::to_string(gpu.index);
+void gpu_section(std::string &out, const GpuSummary &gpu, std::size_t position,
+                 const Scales &scales) {
+  out +=
+      "<section id=\"gpu-" + std::to_string(position) + "\"><h2>GPU " + std::to_string(gpu.index);
   if (gpu.name)
     out += " &middot; " + escape(*gpu.name);
   if (gpu.uuid)
     out += " <small>" + escape(*gpu.uuid) + "</small>";
-  out += "</h2>\n<p class=\"finding\">" + escape(gpu.finding) + "</p>\n<table>";
+  out += "</h2>\n" + finding_paragraph(gpu.finding_severity, gpu.finding) + "<table>";
   row(out, "time",
       to_iso8601(gpu.first) + " to " + to_iso8601(gpu.last) + ": " + elapsed(gpu.covered_seconds) +
           " covered, " + std::to_string(gpu.samples) + " samples, " + std::to_string(gpu.gaps) +
@@ -172,14 +202,15 @@ void gpu_section(std::string &out, const GpuSummary &gpu) {
   row(out, "memory", memory);
   row(out, "power",
       "mean " + or_unknown(gpu.power_mean_w, "%.1f W") + ", max " +
-          or_unknown(gpu.power_max_w, "%.1f W") + ", energy " +
+          or_unknown(gpu.power_max_w, "%.1f W") + ", limit " +
+          or_unknown(gpu.power_limit_max_w, "%.0f W") + ", energy " +
           or_unknown(gpu.energy_wh, "%.2f Wh"));
   std::optional<double> temperature_max;
   if (gpu.temperature_max_c)
     temperature_max = static_cast<double>(*gpu.temperature_max_c);
   row(out, "temperature",
-      "mean " + or_unknown(gpu.temperature_mean_c, "%.1f C") + ", max " +
-          or_unknown(temperature_max, "%.0f C"));
+      "mean " + or_unknown(gpu.temperature_mean_c, "%.1f \u00b0C") + ", max " +
+          or_unknown(temperature_max, "%.0f \u00b0C"));
   row(out, "throttling",
       "at the power limit " + or_unknown(gpu.power_capped.percent(), "%.1f%%") +
           ", busy in a slow pstate " + or_unknown(gpu.slow_pstate.percent(), "%.1f%%"));
@@ -188,20 +219,50 @@ void gpu_section(std::string &out, const GpuSummary &gpu) {
     row(out, "host CPUs", host_cpus);
   out += "</table>\n";
 
-  std::optional<double> total_gib;
-  if (gpu.memory_total_mib)
-    total_gib = static_cast<double>(*gpu.memory_total_mib) / 1024;
-  double memory_top = nice_ceiling(
-      total_gib.value_or(static_cast<double>(gpu.memory_peak_mib.value_or(1024)) / 1024));
-  double power_top = nice_ceiling(gpu.power_max_w.value_or(100) * 1.05);
-  double temperature_top =
-      nice_ceiling(std::max<double>(100, static_cast<double>(gpu.temperature_max_c.value_or(0))));
-  out += chart(gpu, {"GPU utilization", Series::utilization, 100, "%", "#1f6fd1", 1, std::nullopt});
-  out += chart(gpu, {"Memory used", Series::memory, memory_top, "GiB", "#7b3fb5", 1024, total_gib});
-  out += chart(gpu, {"Power draw", Series::power, power_top, "W", "#d1661f", 1, std::nullopt});
-  out += chart(
-      gpu, {"Temperature", Series::temperature, temperature_top, "C", "#c62828", 1, std::nullopt});
+  charts(out, gpu, scales);
   out += "</section>\n";
+}
+
+// A cell of the summary: "-" for a figure the log does not have.
+std::string cell(const std::optional<double> &value, const char *format) {
+  return "<td>" + (value ? number(*value, format) : std::string("-")) + "</td>";
+}
+
+// Figures that share a unit, "419 / 612 W"; "-" for each one unknown, "-" alone when none is known.
+std::string cell(std::initializer_list<std::optional<double>> values, const char *format,
+                 const char *unit) {
+  std::string text;
+  bool any = false;
+  for (const std::optional<double> &value : values) {
+    text += (text.empty() ? "" : " / ") + (value ? number(*value, format) : std::string("-"));
+    any = any || value;
+  }
+  return "<td>" + (any ? text + unit : std::string("-")) + "</td>";
+}
+
+void summary_table(std::string &out, const std::vector<GpuSummary> &gpus) {
+  // Nine columns are wider than a phone: the table scrolls in its own box, not the page.
+  out += "<section><h2>All GPUs</h2>\n<div class=\"scroll\"><table class=\"summary\">"
+         "<tr><th>GPU</th><th>name</th><th>samples</th><th>utilization<br>mean / max</th>"
+         "<th>memory<br>peak / total</th><th>power<br>mean / max / limit</th>"
+         "<th>temperature<br>max</th><th>energy</th><th>finding</th></tr>\n";
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    const GpuSummary &gpu = gpus[i];
+    auto gib = [](const Reading &mib) {
+      return mib ? std::optional<double>(static_cast<double>(*mib) / 1024) : std::nullopt;
+    };
+    std::string severity = severity_name(gpu.finding_severity);
+    out += "<tr><td><a href=\"#gpu-" + std::to_string(i) + "\">" + std::to_string(gpu.index) +
+           "</a></td><td>" + escape(gpu.name.value_or("-")) + "</td><td>" +
+           std::to_string(gpu.samples) + "</td>" +
+           cell({gpu.utilization_mean, real(gpu.utilization_max)}, "%.0f", " %") +
+           cell({gib(gpu.memory_peak_mib), gib(gpu.memory_total_mib)}, "%.1f", " GiB") +
+           cell({gpu.power_mean_w, gpu.power_max_w, gpu.power_limit_max_w}, "%.0f", " W") +
+           cell(real(gpu.temperature_max_c), "%.0f \u00b0C") + cell(gpu.energy_wh, "%.1f Wh") +
+           "<td class=\"finding " + severity + "\"><span class=\"severity\">" + severity +
+           "</span> " + escape(gpu.finding) + "</td></tr>\n";
+  }
+  out += "</table></div>\n</section>\n";
 }
 
 // A figure of the ledger, with `*` when it counts only part of the user's time.
@@ -218,7 +279,7 @@ void users_section(std::string &out, const UserLedgerSummary &ledger) {
          number(ledger.no_process_joules / 3600, "%.2f") +
          " Wh were drawn with no process. * counts only the time when it was known.</p>\n";
   for (const UserSummary &user : ledger.users)
-    out += "<p class=\"finding\">" + escape(user.finding) + "</p>\n";
+    out += finding_paragraph(user.finding_severity, user.finding);
   // Seven columns are wider than a phone: the table scrolls in its own box, not the page.
   out += "<div class=\"scroll\"><table class=\"users\"><tr><th>user</th><th>GPUs</th><th>held "
          "GPU-h</th>"
@@ -243,13 +304,29 @@ std::string format_report_html(const Report &report) {
   std::string out = R"(<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>nvsmi-agent GPU report</title>
 <style>
-body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;background:#fff}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 6px}small{color:#777;font-weight:normal}
-.meta{color:#555;margin:2px 0}.finding{font-weight:600;background:#fff5d6;border-left:4px solid #e0a800;padding:6px 10px;margin:6px 0}
-table{border-collapse:collapse;margin:6px 0 10px}th{text-align:left;padding:2px 14px 2px 0;color:#555;font-weight:normal}td{padding:2px 0}
-.users td{padding:2px 14px 2px 0;text-align:right}.users td:first-child{text-align:left}.scroll{overflow-x:auto}
-svg{display:block;margin:4px 0}.title{font-size:13px;font-weight:600;fill:#333}.axis{font-size:11px;fill:#666}
-.grid{stroke:#e4e4e4;stroke-width:1}.reference{stroke:#7b3fb5;stroke-dasharray:5 4;stroke-width:1}
+body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;background:#fff;overflow-wrap:break-word}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 6px}small{color:#666;font-weight:normal;font-size:12px}
+.meta{color:#555;margin:2px 0}
+.finding{font-weight:600;border-left:4px solid;padding:6px 10px;margin:6px 0}
+.finding.info{background:#eaf2fc;border-color:#1f6fd1}.finding.warning{background:#fff5d6;border-color:#e0a800}
+.finding.critical{background:#fde6e6;border-color:#c62828}
+.severity{display:inline-block;font-size:12px;font-weight:700;text-transform:uppercase;letter-spacing:.04em;padding:0 6px;border-radius:3px;margin-right:4px;color:#fff}
+.info .severity{background:#1f6fd1}.warning .severity{background:#e0a800;color:#222}.critical .severity{background:#c62828}
+table{border-collapse:collapse;margin:6px 0 10px}th{text-align:left;padding:2px 14px 2px 0;color:#555;font-weight:normal;vertical-align:top}td{padding:2px 0}
+.scroll{overflow-x:auto}.users td,.summary td{padding:3px 14px 3px 0;text-align:right;white-space:nowrap}
+.users td:first-child,.summary td:nth-child(2){text-align:left}
+.summary th{white-space:nowrap;border-bottom:1px solid #ccc;padding-right:14px}.summary td{border-bottom:1px solid #eee}.summary td.finding{text-align:left;white-space:normal;min-width:18em;font-weight:normal;border-left-width:4px;padding:3px 8px}
+.chart{margin:12px 0 20px}figcaption{font-weight:600;margin:0 0 22px}.unit-name{font-weight:normal;color:#555}
+.plot{position:relative;height:150px;margin:0 36px 36px 48px}.plot svg{display:block;width:100%;height:100%;overflow:visible}
+.grid{stroke:#e4e4e4;stroke-width:1;vector-effect:non-scaling-stroke}
+.line{fill:none;stroke-width:1.8;stroke-linejoin:round;stroke-linecap:round;vector-effect:non-scaling-stroke}
+.line.max{stroke-width:1.2;stroke-opacity:.4}.line.ref{stroke-width:1.5;stroke-dasharray:6 4;stroke-linecap:butt}
+.y-tick,.x-tick,.unit{position:absolute;font-size:12px;line-height:1.2;color:#555;white-space:nowrap}
+.y-tick{right:100%;padding-right:6px;transform:translateY(-50%)}.unit{right:100%;padding-right:6px;bottom:100%;margin-bottom:8px;font-weight:600}
+.x-tick{top:100%;padding-top:4px;transform:translateX(-50%);text-align:center}.x-tick small{display:block}
+.legend{list-style:none;display:flex;flex-wrap:wrap;gap:4px 16px;margin:0;padding:0 0 0 48px;font-size:12px;color:#444}
+.legend li{display:flex;align-items:center;gap:6px}.key{width:24px;height:10px;overflow:visible}
+@media (max-width:600px){body{margin:10px}.x-tick.minor{display:none}.legend{padding-left:0}}
 </style></head><body>
 <h1>GPU report</h1>
 )";
@@ -259,8 +336,13 @@ svg{display:block;margin:4px 0}.title{font-size:13px;font-weight:600;fill:#333}.
   out += "<p class=\"meta\">" + escape(files) + "</p>\n<p class=\"meta\">" +
          std::to_string(report.rows_read) + " rows read, " + std::to_string(report.rows_used) +
          " used, " + std::to_string(report.bad.total()) + " bad</p>\n";
-  for (const GpuSummary &gpu : report.gpus)
-    gpu_section(out, gpu);
+  Scales scales = shared_scales(report.gpus);
+  out += "<p class=\"meta\">Times as the log gives them (" +
+         utc_offset_name(scales.time.offset_minutes) +
+         "). Every GPU's charts share their axes.</p>\n";
+  summary_table(out, report.gpus);
+  for (std::size_t i = 0; i < report.gpus.size(); ++i)
+    gpu_section(out, report.gpus[i], i, scales);
   if (report.users.listed_seconds > 0)
     users_section(out, report.users);
   out += "</body></html>\n";

@@ -76,6 +76,7 @@ Json gpu_json(const GpuSummary &gpu) {
     out["starved_host_cpu"] = nullptr;
   }
   out["finding"] = gpu.finding;
+  out["severity"] = severity_name(gpu.finding_severity);
   return out;
 }
 
@@ -98,6 +99,7 @@ Json user_json(const UserSummary &user) {
   out["energy_unknown_gpu_hours"] =
       rounded(gpu_hours(user.held_seconds - user.energy_known_seconds), 3);
   out["finding"] = user.finding;
+  out["severity"] = severity_name(user.finding_severity);
   return out;
 }
 

@@ -14,7 +14,8 @@ namespace nvsmi {
 class Series {
 public:
   static constexpr std::size_t capacity = 512;
-  enum Metric { utilization, memory, power, temperature, metric_count };
+  // power_limit: drawn as a dashed line where the log has it.
+  enum Metric { utilization, memory, power, temperature, power_limit, metric_count };
   using Values = std::array<std::optional<double>, metric_count>;
 
   struct Stat {

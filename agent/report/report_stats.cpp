@@ -163,12 +163,16 @@ void GpuStats::take(const Sample &x) {
   if (x.power && (!s_.power_max_w || *x.power > *s_.power_max_w))
     s_.power_max_w = x.power;
   keep_max(s_.temperature_max_c, x.temperature);
+  if (x.power_limit && (!s_.power_limit_max_w || *x.power_limit > *s_.power_limit_max_w))
+    s_.power_limit_max_w = x.power_limit;
 
   auto real = [](const Reading &r) -> std::optional<double> {
     return r ? std::optional<double>(static_cast<double>(*r)) : std::nullopt;
   };
-  s_.series.add(x.time, {real(x.utilization), real(x.memory_used), x.power, real(x.temperature)},
-                after_gap);
+  s_.series.add(
+      x.time,
+      {real(x.utilization), real(x.memory_used), x.power, real(x.temperature), x.power_limit},
+      after_gap);
 }
 
 GpuSummary GpuStats::finish() {

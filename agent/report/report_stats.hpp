@@ -3,6 +3,7 @@
 #pragma once
 
 #include "report/report_series.hpp"
+#include "report/report_severity.hpp"
 #include "report/report_users.hpp"
 
 #include "nvsmi/snapshot.hpp"
@@ -77,7 +78,9 @@ struct GpuSummary {
   Reading temperature_max_c;
   TimeShare throttled, power_capped, slow_pstate;
 
+  RealReading power_limit_max_w; // the largest limit the log gives
   std::string finding;
+  Severity finding_severity = Severity::info;
   Series series;
 };
 

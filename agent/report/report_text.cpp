@@ -140,7 +140,7 @@ void gpu_section(std::string &out, const GpuSummary &gpu) {
   std::string host_cpus = describe_starved_host_cpus(gpu);
   if (!host_cpus.empty())
     line(out, "host CPUs", host_cpus);
-  line(out, "finding", gpu.finding);
+  line(out, "finding", std::string(severity_name(gpu.finding_severity)) + ": " + gpu.finding);
 }
 
 // A figure of the ledger's table, right-aligned in `width`, with `*` when it counts only part of
@@ -188,7 +188,7 @@ void users_section(std::string &out, const UserLedgerSummary &ledger) {
         std::to_string(report_max_users) + " left out";
   out += '\n';
   for (const UserSummary &user : ledger.users)
-    line(out, "finding", user.finding);
+    line(out, "finding", std::string(severity_name(user.finding_severity)) + ": " + user.finding);
 }
 
 } // namespace

@@ -3,6 +3,8 @@
 // memory grows with the number of users (at most report_max_users), never with the log.
 #pragma once
 
+#include "report/report_severity.hpp"
+
 #include "nvsmi/snapshot.hpp"
 
 #include <bitset>
@@ -50,6 +52,7 @@ struct UserSummary {
                                                                // known, unknown (both may hold)
   double energy_joules = 0, energy_known_seconds = 0; // the user's share; held with it known
   std::string finding;
+  Severity finding_severity = Severity::info;
 
   std::optional<double> idle_percent() const;     // of the held time whose utilization is known
   std::optional<double> memory_gib_hours() const; // nullopt when no process had a reading
