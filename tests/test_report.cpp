@@ -9,7 +9,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <regex>
 #include <vector>
 
 using nlohmann::json;
@@ -814,4 +816,153 @@ TEST_CASE("report: names from a log are escaped in HTML and cannot break a text 
   CHECK_THAT(named.out, Catch::Contains("GPU 0  H100\xEF\xBF\xBDGPU 9\xEF\xBF\xBD"
                                         "2J  GPU-0"));
   CHECK(named.out.find("\xC2\x9B") == std::string::npos);
+}
+
+namespace {
+
+std::string report_html_of(const std::string &arguments) {
+  std::string out = test::temporary_folder() + "/page.html";
+  Run run = test::run_agent("report --format html --output " + quote(out) + " " + arguments);
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  return test::read_file(out);
+}
+
+std::size_t occurrences(const std::string &text, const std::string &part) {
+  std::size_t count = 0;
+  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
+    ++count;
+  return count;
+}
+
+// The text of every match of `pattern`'s first group, in order.
+std::vector<std::string> all_of(const std::string &text, const std::string &pattern) {
+  std::vector<std::string> out;
+  std::regex expression(pattern);
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), expression);
+       it != std::sregex_iterator(); ++it)
+    out.push_back((*it)[1]);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("report: the HTML page starts with a summary row for every GPU") {
+  std::string html = report_html_of(fixture("two-limits-midnight.csv"));
+  std::size_t summary = html.find("<table class=\"summary\">");
+  REQUIRE(summary != std::string::npos);
+  CHECK(summary < html.find("<section id=\"gpu-0\">"));
+  CHECK(occurrences(html, "<tr><td><a href=\"#gpu-") == 2);
+  CHECK_THAT(html, Catch::Contains("<td>NVIDIA L4</td><td>41</td><td>95 / 95 %</td><td>20.0 / "
+                                   "22.5 GiB</td><td>72 / 72 / 72 W</td><td>70 \u00b0C</td>"));
+  // A log without a power limit: "-" in its place, never 0.
+  CHECK_THAT(report_html_of(fixture("training-2gpu.csv")),
+             Catch::Contains("<td>419 / 612 / - W</td><td>64 \u00b0C</td><td>59.4 Wh</td>"));
+}
+
+TEST_CASE("report: the HTML time axis shows the log's clock times at round intervals") {
+  // The log's own offset (-05:00), whatever the reader's zone; over midnight, with the dates.
+  std::string page = test::temporary_folder() + "/tz.html";
+  Run run =
+      test::run_shell("TZ=Asia/Tokyo " + quote(AGENT_BIN) + " report --format html --output " +
+                      quote(page) + " " + fixture("two-limits-midnight.csv"));
+  REQUIRE(run.exit_code == 0);
+  std::string html = test::read_file(page);
+  std::vector<std::string> ticks = all_of(html, "class=\"x-tick[^\"]*\" style=\"[^\"]*\">([^<]*)");
+  REQUIRE(ticks.size() == 8 * 9); // 2 GPUs x 4 charts, 9 ticks each
+  CHECK(std::vector<std::string>(ticks.begin(), ticks.begin() + 9) ==
+        std::vector<std::string>{"23:40", "23:45", "23:50", "23:55", "00:00", "00:05", "00:10",
+                                 "00:15", "00:20"});
+  CHECK(all_of(html, "<small>(\\d{4}-\\d\\d-\\d\\d)</small>").at(0) == "2024-03-14");
+  CHECK(all_of(html, "<small>(\\d{4}-\\d\\d-\\d\\d)</small>").at(1) == "2024-03-15");
+  CHECK_THAT(html, Catch::Contains("(UTC-05:00)"));
+
+  // Ten minutes at +01:00: every 2 min, no date; 21 s: every 5 s with seconds.
+  std::vector<std::string> short_ticks = all_of(report_html_of(fixture("training-2gpu.csv")),
+                                                "class=\"x-tick[^\"]*\" style=\"[^\"]*\">([^<]*)");
+  CHECK(std::vector<std::string>(short_ticks.begin(), short_ticks.begin() + 6) ==
+        std::vector<std::string>{"10:00", "10:02", "10:04", "10:06", "10:08", "10:10"});
+  std::string seconds = report_html_of(fixture("nvidia-smi-units.csv"));
+  CHECK_THAT(all_of(seconds, "class=\"x-tick[^\"]*\" style=\"[^\"]*\">([^<]*)").at(1),
+             Catch::Matches("10:21:(35|40)"));
+  CHECK(seconds.find("<small>20") == std::string::npos);
+}
+
+TEST_CASE("report: every GPU's chart of a quantity shares one value axis") {
+  std::string html = report_html_of(fixture("two-limits-midnight.csv"));
+  CHECK(occurrences(html, "data-quantity=\"utilization\" data-axis-max=\"100\"") == 2);
+  // Power: up to the largest limit (the H100's 700 W) on the L4's 72 W chart too.
+  CHECK(occurrences(html, "data-quantity=\"power\" data-axis-max=\"700\"") == 2);
+  CHECK(occurrences(html, "data-quantity=\"memory\" data-axis-max=\"80\"") == 2);
+  CHECK(occurrences(html, "data-quantity=\"temperature\" data-axis-max=\"100\"") == 2);
+  // Round ticks with the unit on the axis: 0, 100, ..., 700 W; °C.
+  std::size_t power = html.find("data-quantity=\"power\"");
+  std::string chart = html.substr(power, html.find("</figure>", power) - power);
+  CHECK(all_of(chart, "class=\"y-tick\" style=\"[^\"]*\">([^<]*)") ==
+        std::vector<std::string>{"0", "100", "200", "300", "400", "500", "600", "700"});
+  CHECK_THAT(chart, Catch::Contains("<span class=\"unit\">W</span>"));
+  CHECK_THAT(html, Catch::Contains("<span class=\"unit\">\u00b0C</span>"));
+  CHECK_THAT(html, Catch::Contains("max 93 \u00b0C"));
+}
+
+TEST_CASE("report: the power limit is drawn, with its legend entry, where the log has it") {
+  std::string with_limit = report_html_of(fixture("two-limits-midnight.csv"));
+  CHECK(occurrences(with_limit, "</svg>power limit</li>") == 2);
+  CHECK(occurrences(with_limit, "<polyline class=\"line ref\" stroke=\"#444\"") == 2);
+  std::string without = report_html_of(fixture("training-2gpu.csv"));
+  CHECK(without.find("power limit</li>") == std::string::npos);
+  CHECK(without.find("stroke=\"#444\"") == std::string::npos);
+  // No limit: the axis ends above the largest draw (612.4 W).
+  CHECK(occurrences(without, "data-quantity=\"power\" data-axis-max=\"700\"") == 2);
+}
+
+TEST_CASE("report: every line drawn in an HTML chart has a legend entry") {
+  for (const char *log : {"two-limits-midnight.csv", "training-2gpu.csv", "shared-3users.jsonl"}) {
+    std::string html = report_html_of(fixture(log));
+    std::size_t charts = 0;
+    for (std::size_t at = html.find("<figure"); at != std::string::npos;
+         at = html.find("<figure", at + 1), ++charts) {
+      std::string figure = html.substr(at, html.find("</figure>", at) - at);
+      std::size_t legend = figure.find("<ul class=\"legend\">");
+      REQUIRE(legend != std::string::npos);
+      std::string pattern = "<(?:polyline|line) (class=\"line[^\"]*\" stroke=\"[^\"]*\")";
+      std::vector<std::string> drawn = all_of(figure.substr(0, legend), pattern);
+      std::vector<std::string> keys = all_of(figure.substr(legend), pattern);
+      INFO(log << ": " << figure.substr(0, 60));
+      CHECK(!drawn.empty());
+      for (const std::string &line : drawn)
+        CHECK(std::find(keys.begin(), keys.end(), line) != keys.end());
+    }
+    CHECK(charts > 0);
+  }
+}
+
+TEST_CASE("report: findings carry their severity in HTML, JSON and text") {
+  std::string html = report_html_of(fixture("two-limits-midnight.csv"));
+  CHECK_THAT(html, Catch::Contains("<p class=\"finding warning\"><span "
+                                   "class=\"severity\">warning</span> at its power limit 100%"));
+  CHECK_THAT(html, Catch::Contains("<p class=\"finding critical\"><span "
+                                   "class=\"severity\">critical</span> reached 93 \u00b0C"));
+  CHECK_THAT(html, Catch::Contains("<td class=\"finding critical\"><span "
+                                   "class=\"severity\">critical</span> reached 93 \u00b0C"));
+  CHECK_THAT(
+      report_html_of(fixture("training-2gpu.csv")),
+      Catch::Contains("<p class=\"finding info\"><span class=\"severity\">info</span> idle"));
+
+  json report = report_json(fixture("two-limits-midnight.csv"));
+  CHECK(report["gpus"][0]["severity"] == "warning");
+  CHECK(report["gpus"][1]["severity"] == "critical");
+  CHECK(report["gpus"][1]["finding"] == "reached 93 \u00b0C: check cooling");
+  json users = report_json(fixture("shared-3users.jsonl"));
+  for (const json &user : users["users"]) {
+    if (user["user"] == "alice") // a third of her GPU time idle
+      CHECK(user["severity"] == "warning");
+    if (user["user"] == "bob") // in use
+      CHECK(user["severity"] == "info");
+  }
+
+  Run text = test::run_agent("report " + fixture("two-limits-midnight.csv"));
+  CHECK_THAT(text.out, Catch::Contains("  finding      warning: at its power limit 100%"));
+  CHECK_THAT(text.out,
+             Catch::Contains("  finding      critical: reached 93 \u00b0C: check cooling"));
 }

@@ -88,7 +88,7 @@ Finding report_finding(const GpuSummary &gpu) {
                                  "clocks and thermal throttling",
                                  *gpu.slow_pstate.percent()));
   if (gpu.temperature_max_c && *gpu.temperature_max_c >= hot_celsius)
-    return {Severity::critical, printf_string("reached %.0f C: check cooling",
+    return {Severity::critical, printf_string("reached %.0f \u00b0C: check cooling",
                                               static_cast<double>(*gpu.temperature_max_c))};
   if (gpu.memory_peak_mib && gpu.memory_total_mib && *gpu.memory_total_mib > 0) {
     double peak = static_cast<double>(*gpu.memory_peak_mib);

@@ -84,8 +84,9 @@ Scales shared_scales(const std::vector<GpuSummary> &gpus) {
     keep_max(draw, gpu.power_max_w);
     keep_max(temperature, real(gpu.temperature_max_c));
   }
-  out.time.start = start.value_or(0);
-  out.time.end = end.value_or(0);
+  // Whole seconds, so that a log starting at 10:00:00.012 has its 10:00 tick.
+  out.time.start = std::floor(start.value_or(0));
+  out.time.end = std::ceil(end.value_or(0));
   // A single instant still gets a minute of axis around it.
   if (out.time.end - out.time.start < 1) {
     out.time.start -= 30;
