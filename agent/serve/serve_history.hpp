@@ -30,6 +30,13 @@ public:
   // sent are left out of it.
   BodyProducer stream(double after, bool exclusive, double interval_seconds) const;
 
+  // Calls `visit` with each sample received at or after `after`, oldest first, and returns
+  // when it has seen them all: for a body bounded by its caller (the series), not by the history.
+  void
+  visit_since(double after,
+              const std::function<void(double received, const CompactSnapshot &)> &visit) const;
+  double seconds() const { return seconds_; }
+
 private:
   struct Entry {
     std::uint64_t sequence;
