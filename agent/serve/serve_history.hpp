@@ -9,6 +9,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 
 namespace nvsmi {
 
@@ -36,6 +37,10 @@ public:
   visit_since(double after,
               const std::function<void(double received, const CompactSnapshot &)> &visit) const;
   double seconds() const { return seconds_; }
+  // When the oldest sample it holds was received; nullopt when it holds none.
+  std::optional<double> oldest_received() const {
+    return samples_.empty() ? std::nullopt : std::optional<double>(samples_.front().received);
+  }
 
 private:
   struct Entry {

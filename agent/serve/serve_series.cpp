@@ -128,7 +128,7 @@ struct Request {
 };
 
 std::optional<Request> parse(std::string_view query, double interval, double history_seconds,
-                             double now, std::string &problem) {
+                             std::optional<double> held_since, double now, std::string &problem) {
   Request request;
   auto seconds = number_parameter(query, "seconds", 0, true, problem);
   auto points = number_parameter(query, "points", 1, false, problem);
@@ -141,9 +141,13 @@ std::optional<Request> parse(std::string_view query, double interval, double his
   if (!problem.empty())
     return std::nullopt;
   request.points = points ? static_cast<std::size_t>(*points) : default_points;
-  // Asking for more than the history is asking for all of it.
+  // Asking for more than the history is asking for all of it, and all of it is what it holds:
+  // a young history is cut in buckets of its own length, not in those of --history.
   request.seconds = std::min(seconds.value_or(history_seconds), history_seconds);
-  request.since = since ? std::max(*since, now - history_seconds) : now - request.seconds;
+  if (held_since)
+    request.seconds = std::min(request.seconds, std::max(now - *held_since, 0.0));
+  request.since = since ? std::max(*since, now - history_seconds)
+                        : now - std::min(seconds.value_or(history_seconds), history_seconds);
   request.step =
       step ? *step : series_step(interval, request.seconds, static_cast<double>(request.points));
   return request;
@@ -166,7 +170,8 @@ HttpResponse series_response(std::string_view query, const ServeHistory &history
                              const SeriesContext &context) {
   std::string problem;
   double now = context.now_unix_seconds;
-  auto request = parse(query, context.interval_seconds, history.seconds(), now, problem);
+  auto request = parse(query, context.interval_seconds, history.seconds(),
+                       history.oldest_received(), now, problem);
   if (!request)
     return bad_parameter(problem);
   const double step = request->step;
