@@ -31,6 +31,31 @@ struct CompactProcess {
   std::array<SharedText, 9> texts;
 };
 
+// Where each reading sits in CompactGpu::numbers and CompactHost::numbers and reals (the order
+// compact_snapshot.cpp packs them in), for readers of the packed samples such as the series.
+enum CompactGpuNumber : std::size_t {
+  gpu_temperature_c,
+  gpu_memory_total_mib,
+  gpu_memory_used_mib,
+  gpu_memory_free_mib,
+  gpu_utilization_percent,
+};
+enum CompactGpuPower : std::size_t { gpu_power_draw_w, gpu_power_limit_w };
+enum CompactHostNumber : std::size_t {
+  host_cpu_count,
+  host_memory_total_mib,
+  host_memory_used_mib
+};
+enum CompactHostReal : std::size_t { host_cpu_percent, host_load1 };
+
+// The reading at `i`, or nullopt where it is not known.
+template <std::size_t N>
+std::optional<std::int64_t> packed_reading(const PackedReadings<N> &packed, std::size_t i) {
+  if (packed.known & (1u << i))
+    return packed.values[i];
+  return std::nullopt;
+}
+
 struct CompactGpu {
   int index = 0;
   SharedText uuid, name, pci_bus_id, pstate;

@@ -3,6 +3,8 @@
 #include "formats/formats.hpp"
 #include "formats/json_writer.hpp"
 
+#include <algorithm>
+
 namespace nvsmi {
 namespace {
 
@@ -43,6 +45,15 @@ const ServeHistory::Entry *ServeHistory::find(std::uint64_t sequence) const {
     return nullptr;
   std::uint64_t offset = sequence - samples_.front().sequence;
   return offset < samples_.size() ? &samples_[static_cast<std::size_t>(offset)] : nullptr;
+}
+
+void ServeHistory::visit_since(
+    double after,
+    const std::function<void(double received, const CompactSnapshot &)> &visit) const {
+  auto first = std::lower_bound(samples_.begin(), samples_.end(), after,
+                                [](const Entry &entry, double t) { return entry.received < t; });
+  for (auto entry = first; entry != samples_.end(); ++entry)
+    visit(entry->received, entry->sample);
 }
 
 BodyProducer ServeHistory::stream(double after, bool exclusive, double interval_seconds) const {

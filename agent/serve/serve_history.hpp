@@ -9,6 +9,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 
 namespace nvsmi {
 
@@ -29,6 +30,17 @@ public:
   // later samples are not added to a response under way, and samples that age out while it is
   // sent are left out of it.
   BodyProducer stream(double after, bool exclusive, double interval_seconds) const;
+
+  // Calls `visit` with each sample received at or after `after`, oldest first, and returns
+  // when it has seen them all: for a body bounded by its caller (the series), not by the history.
+  void
+  visit_since(double after,
+              const std::function<void(double received, const CompactSnapshot &)> &visit) const;
+  double seconds() const { return seconds_; }
+  // When the oldest sample it holds was received; nullopt when it holds none.
+  std::optional<double> oldest_received() const {
+    return samples_.empty() ? std::nullopt : std::optional<double>(samples_.front().received);
+  }
 
 private:
   struct Entry {

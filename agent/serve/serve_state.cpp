@@ -2,10 +2,13 @@
 
 #include "formats/formats.hpp"
 #include "formats/json_writer.hpp"
-#include "serve/dashboard_page.hpp"
+#include "serve/embedded_files.hpp"
+#include "serve/serve_series.hpp"
 
 #include <charconv>
+#include <climits>
 #include <cmath>
+#include <unistd.h>
 
 namespace nvsmi {
 namespace {
@@ -35,6 +38,19 @@ std::string seconds_text(double seconds) {
   return buffer;
 }
 
+// This machine's name, for the dashboard where the samples carry none (a --fixture replay).
+std::string machine_hostname() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (::gethostname(name, sizeof name - 1) != 0)
+    return std::string();
+  return valid_utf8(name);
+}
+
+// The chart library changes only with the agent: a reload need not fetch it again.
+HttpResponse asset(const char *content_type, std::shared_ptr<const std::string> body) {
+  return {200, content_type, std::move(body), {{"Cache-Control", "public, max-age=86400"}}, {}};
+}
+
 } // namespace
 
 ServeClock ServeClock::now() {
@@ -45,12 +61,15 @@ ServeClock ServeClock::now() {
 ServeState::ServeState(std::chrono::milliseconds interval, double history_seconds,
                        std::size_t history_max_bytes)
     : interval_(interval), history_seconds_(history_seconds),
-      history_(std::make_shared<ServeHistory>(history_seconds, history_max_bytes)) {}
+      history_(std::make_shared<ServeHistory>(history_seconds, history_max_bytes)),
+      hostname_(machine_hostname()) {}
 
 void ServeState::add(const Snapshot &snapshot, const ServeClock &at) {
   Sample sample{at.unix_seconds, at.steady, shared(format_json(snapshot) + "\n"),
                 shared(format_legacy(snapshot) + "\n"), shared(format_snapshot_metrics(snapshot))};
   latest_ = std::move(sample);
+  if (snapshot.host && snapshot.host->hostname)
+    hostname_ = valid_utf8(*snapshot.host->hostname);
   last_error_.clear();
   history_->add(snapshot, at.unix_seconds);
 }
@@ -122,6 +141,20 @@ HttpResponse ServeState::answer(std::string_view path, std::string_view query, c
     return metrics(at, sampling);
   if (path == "/" || path == "/index.html")
     return {200, "text/html; charset=utf-8", dashboard_page(), {}, {}};
+  if (path == "/assets/dygraph.min.js")
+    return asset("text/javascript; charset=utf-8", dygraph_script());
+  if (path == "/assets/dygraph.min.css")
+    return asset("text/css; charset=utf-8", dygraph_style());
+  if (path == "/api/v1/series") {
+    // Stale data stays on the charts under the page's banner: only no sample at all is a 503.
+    if (!latest_)
+      return unavailable(at);
+    bool is_fresh = fresh(at);
+    return series_response(query, *history_,
+                           {at.unix_seconds, duration<double>(interval_).count(), hostname_,
+                            latest_->json, latest_->unix_seconds, is_fresh,
+                            is_fresh ? std::string() : stale_reason(at)});
+  }
   if (path == "/api/v1/snapshot" || path == "/api/v1/legacy" || path == "/api/v1/history") {
     if (!fresh(at))
       return unavailable(at);

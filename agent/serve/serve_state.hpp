@@ -54,6 +54,7 @@ private:
   std::optional<Sample> latest_;
   std::shared_ptr<ServeHistory> history_;
   std::string last_error_;
+  std::string hostname_; // the samples' host, else this machine's
 };
 
 } // namespace nvsmi

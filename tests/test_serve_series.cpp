@@ -1,0 +1,232 @@
+// /api/v1/series through ServeState::answer, on samples with readings chosen so that each bucket's
+// min, mean and max are known: bucketing aligned to the step, nulls where nothing was known, the
+// bounds and the 400s, an outage answered 200 with fresh:false, and since/step.
+#include "nvidia_smi/source.hpp"
+#include "observed_process.hpp"
+#include "serve/serve_series.hpp"
+#include "serve/serve_state.hpp"
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace nvsmi;
+using json = nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+namespace {
+
+const std::chrono::steady_clock::time_point start{};
+constexpr double t0 = 1'800'000'000; // a multiple of every step used here
+
+Snapshot states_fixture() {
+  std::string name = "xml/h100-8gpu-states-v12.xml";
+  Snapshot snapshot = parse_output(test::read_file(test::fixture_path(name)), name);
+  snapshot.host = test::observed_host();
+  return snapshot;
+}
+
+// A sample at `offset` seconds after t0 (and as long after `start` on the steady clock).
+ServeClock clock_at(double offset) {
+  return {start + milliseconds(static_cast<long long>(offset * 1000)), t0 + offset};
+}
+
+HttpResponse get(const ServeState &state, const std::string &query, double offset) {
+  return state.answer("/api/v1/series", query, clock_at(offset), {});
+}
+
+json body(const HttpResponse &response) {
+  REQUIRE(response.body);
+  return json::parse(*response.body);
+}
+
+// One sample a second for `count` seconds, GPU 0's utilization the second's number (0, 1, ...).
+ServeState filled(int count, double history_seconds = 3600) {
+  ServeState state(milliseconds(1000), history_seconds);
+  Snapshot snapshot = states_fixture();
+  for (int i = 0; i < count; ++i) {
+    snapshot.gpus[0].utilization_gpu_percent = i;
+    state.add(snapshot, clock_at(i));
+  }
+  return state;
+}
+
+} // namespace
+
+TEST_CASE("series: buckets aligned to the step hold the min, mean and max of their samples") {
+  ServeState state = filled(10);
+  json series = body(get(state, "seconds=10&points=5", 9.5));
+  CHECK(series["schema"] == "nvsmi-agent.series/1");
+  CHECK(series["step"] == 2.0);
+  CHECK(series["fresh"] == true);
+  CHECK(series["problem"].is_null());
+  CHECK(series["hostname"] == "gpu07");
+  CHECK(series["interval_seconds"] == 1.0);
+  CHECK(series["received"] == t0 + 9);
+  // Buckets [t0, t0+2), ..., [t0+8, t0+10), named by their start, multiples of 2 in Unix time.
+  CHECK(series["times"] == json({t0, t0 + 2, t0 + 4, t0 + 6, t0 + 8}));
+  REQUIRE(series["gpus"].size() == 8);
+  const json &gpu0 = series["gpus"][0];
+  CHECK(gpu0["index"] == 0);
+  CHECK(gpu0["uuid"] == "GPU-00000000-0000-0000-0000-000000000000");
+  CHECK(gpu0["name"] == "NVIDIA H100 80GB HBM3");
+  CHECK(gpu0["utilization_percent"]["min"] == json({0, 2, 4, 6, 8}));
+  CHECK(gpu0["utilization_percent"]["mean"] == json({0.5, 2.5, 4.5, 6.5, 8.5}));
+  CHECK(gpu0["utilization_percent"]["max"] == json({1, 3, 5, 7, 9}));
+  const json &gpu5 = series["gpus"][5];
+  CHECK(gpu5["power_draw_w"]["mean"][0] == 697.5);
+  CHECK(gpu5["power_limit_w"][0] == 700);
+  CHECK(series["gpus"][2]["temperature_c"]["max"][4] == 89);
+  CHECK(gpu0["memory_total_mib"][0] == 81559);
+  CHECK(series["host"]["cpu_percent"]["mean"][0] == 12.5);
+  CHECK(series["host"]["memory_total_mib"][0] == 515000);
+  // The newest sample whole, with each GPU's state and its processes.
+  CHECK(series["latest"]["gpus"][2]["state"] == "hot");
+  CHECK(series["latest"]["gpus"][3]["state"] == "idle_but_held");
+  CHECK(series["latest"]["gpus"][3]["processes"].size() == 2);
+  CHECK(series["latest"]["gpus"][0]["utilization_gpu_percent"] == 9);
+}
+
+TEST_CASE("series: a reading no sample of a bucket knew is null, never 0") {
+  ServeState state(milliseconds(1000), 3600);
+  Snapshot snapshot = states_fixture();
+  snapshot.gpus[1].utilization_gpu_percent = std::nullopt;
+  snapshot.gpus[1].power_draw_w = std::nullopt;
+  state.add(snapshot, clock_at(0));
+  snapshot.gpus[1].utilization_gpu_percent = 40;
+  state.add(snapshot, clock_at(1));
+  snapshot.gpus[1].utilization_gpu_percent = std::nullopt;
+  state.add(snapshot, clock_at(2));
+  snapshot.host = std::nullopt;
+  state.add(snapshot, clock_at(3));
+  json series = body(get(state, "seconds=4&points=4", 3.5));
+  REQUIRE(series["step"] == 1.0);
+  const json &gpu1 = series["gpus"][1];
+  CHECK(gpu1["utilization_percent"]["mean"] == json({nullptr, 40, nullptr, nullptr}));
+  CHECK(gpu1["utilization_percent"]["min"] == json({nullptr, 40, nullptr, nullptr}));
+  CHECK(gpu1["power_draw_w"]["max"] == json({nullptr, nullptr, nullptr, nullptr}));
+  CHECK(series["host"]["cpu_percent"]["mean"] == json({12.5, 12.5, 12.5, nullptr}));
+
+  SECTION("a recording has no host at all") {
+    ServeState replay(milliseconds(1000), 3600);
+    replay.add(parse_output(test::read_file(test::fixture_path("xml/h100-8gpu-v12.xml")), "x"),
+               clock_at(0));
+    CHECK(body(get(replay, "", 0.5))["host"].is_null());
+  }
+}
+
+TEST_CASE("series: buckets without samples are left out; their gap shows in the times") {
+  ServeState state(milliseconds(1000), 3600);
+  Snapshot snapshot = states_fixture();
+  for (double at : {0.0, 1.0, 7.0, 8.0})
+    state.add(snapshot, clock_at(at));
+  json series = body(get(state, "seconds=10&points=10", 8.5));
+  CHECK(series["times"] == json({t0, t0 + 1, t0 + 7, t0 + 8}));
+  CHECK(series["gpus"][0]["temperature_c"]["mean"].size() == 4);
+}
+
+TEST_CASE("series: the step is round, at least the interval, and the body stays bounded") {
+  CHECK(series_step(1, 3600, 300) == 15);
+  CHECK(series_step(1, 300, 300) == 1);
+  CHECK(series_step(0.05, 10, 300) == 0.05);
+  CHECK(series_step(0.2, 60, 300) == 0.2);
+  CHECK(series_step(0.3, 60, 300) == 0.5);
+  CHECK(series_step(5, 600, 300) == 5);
+  CHECK(series_step(1, 86400 * 3, 2) == 86400 * 2);
+
+  ServeState state = filled(1000);
+  json all = body(get(state, "points=10", 999.5));
+  CHECK(all["times"].size() <= 10);
+  CHECK(all["step"] == 120.0); // 1000 s held, in at most 10 buckets: 100 s, rounded up
+  CHECK(all["gpus"][0]["utilization_percent"]["max"].back() == 999);
+  CHECK(all["gpus"][0]["utilization_percent"]["min"][0] == 0);
+  // The default: 300 buckets at most, however long the history.
+  json whole = body(get(state, "", 999.5));
+  CHECK(whole["times"].size() <= 300);
+  CHECK(whole["times"].size() >= 200);
+  // More seconds than the history holds is all of it.
+  CHECK(body(get(state, "seconds=99999999&points=10", 999.5))["times"] == all["times"]);
+  std::size_t small = get(state, "points=10", 999.5).body->size();
+  // Three times the samples: as many buckets, a body as large (its numbers a digit longer).
+  ServeState longer = filled(3000, 7200);
+  HttpResponse three_times = get(longer, "points=10", 2999.5);
+  CHECK(body(three_times)["times"].size() <= 10);
+  CHECK(three_times.body->size() < small * 11 / 10);
+}
+
+TEST_CASE("series: a bad or too large parameter is a 400 that names it") {
+  ServeState state = filled(5);
+  for (const auto &[query, named] :
+       std::vector<std::pair<std::string, std::string>>{{"points=0", "points"},
+                                                        {"points=2001", "points"},
+                                                        {"points=1.5", "points"},
+                                                        {"points=many", "points"},
+                                                        {"seconds=-1", "seconds"},
+                                                        {"seconds=0", "seconds"},
+                                                        {"seconds=abc", "seconds"},
+                                                        {"seconds=inf", "seconds"},
+                                                        {"step=0", "step"},
+                                                        {"step=1&since=x", "since"},
+                                                        {"since=5", "since"}}) {
+    HttpResponse response = get(state, query, 4.5);
+    INFO(query);
+    CHECK(response.status == 400);
+    CHECK_THAT(body(response)["error"].get<std::string>(), Catch::StartsWith(named));
+  }
+  CHECK(get(state, "points=2000", 4.5).status == 200);
+}
+
+TEST_CASE("series: an outage is answered 200 with the history and fresh:false; 503 before any "
+          "sample") {
+  ServeState empty(milliseconds(1000), 3600);
+  HttpResponse before = get(empty, "", 0);
+  CHECK(before.status == 503);
+
+  ServeState state = filled(5);
+  state.note_error("nvidia-smi exited with code 9");
+  HttpResponse response = get(state, "", 60);
+  CHECK(response.status == 200);
+  json series = body(response);
+  CHECK(series["fresh"] == false);
+  CHECK_THAT(series["problem"].get<std::string>(),
+             Catch::StartsWith("no sample for 56 s") && Catch::Contains("exited with code 9"));
+  CHECK(series["received"] == t0 + 4);
+  CHECK(series["times"].size() >= 1);
+  CHECK(series["latest"]["gpus"].size() == 8);
+  // The other JSON endpoints still refuse stale data.
+  CHECK(state.answer("/api/v1/snapshot", "", clock_at(60), {}).status == 503);
+}
+
+TEST_CASE("series: since=T with the step gives the buckets from T on, aligned as before") {
+  ServeState state = filled(10);
+  json first = body(get(state, "seconds=10&points=5", 9.5));
+  REQUIRE(first["step"] == 2.0);
+  Snapshot snapshot = states_fixture();
+  snapshot.gpus[0].utilization_gpu_percent = 50;
+  state.add(snapshot, clock_at(10));
+  state.add(snapshot, clock_at(11));
+  state.add(snapshot, clock_at(12));
+  json later = body(get(state, "step=2&since=" + std::to_string(t0 + 8), 12.5));
+  CHECK(later["step"] == 2.0);
+  // The bucket at t0+8 again (the client's is replaced), then the new ones.
+  CHECK(later["times"] == json({t0 + 8, t0 + 10, t0 + 12}));
+  CHECK(later["gpus"][0]["utilization_percent"]["max"] == json({9, 50, 50}));
+}
+
+TEST_CASE("serve: the chart library is served from the binary, cached for a day") {
+  ServeState state(milliseconds(1000), 3600);
+  HttpResponse script = state.answer("/assets/dygraph.min.js", "", clock_at(0), {});
+  CHECK(script.status == 200);
+  CHECK(script.content_type == "text/javascript; charset=utf-8");
+  CHECK(script.body->size() > 100000);
+  CHECK(*script.body == test::read_file("/usr/share/javascript/dygraphs/dygraph.min.js"));
+  CHECK(script.headers == std::vector<std::pair<std::string, std::string>>{
+                              {"Cache-Control", "public, max-age=86400"}});
+  HttpResponse style = state.answer("/assets/dygraph.min.css", "", clock_at(0), {});
+  CHECK(style.status == 200);
+  CHECK(*style.body == test::read_file("/usr/share/javascript/dygraphs/dygraph.min.css"));
+  HttpResponse page = state.answer("/", "", clock_at(0), {});
+  CHECK_THAT(*page.body, Catch::Contains("<script src=\"/assets/dygraph.min.js\"></script>"));
+  CHECK(state.answer("/assets/other.js", "", clock_at(0), {}).status == 404);
+}
