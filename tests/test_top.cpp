@@ -174,7 +174,7 @@ TEST_CASE("top on a fixture: every GPU with its state, the processes, keys, resi
   CHECK_FALSE(tmux.shows("q quit"));
 }
 
-TEST_CASE("top says a sample is late and stops showing its readings as the present") {
+TEST_CASE("top says a sample is late, stops showing its readings as the present, ends on Ctrl-C") {
   if (!have_tmux())
     return;
   Tmux tmux(80, 24);
@@ -189,8 +189,10 @@ TEST_CASE("top says a sample is late and stops showing its readings as the prese
   CHECK(screen.find("at power limit") == std::string::npos);
   CHECK(screen.find(" 5  stale") != std::string::npos);
   CHECK(screen.find("processes hidden") != std::string::npos);
-  tmux.keys("q");
+  // Ctrl-C is a stop asked for, as for watch: exit 0, the shell's screen back.
+  tmux.key("C-c");
   CHECK(tmux.wait_for("top-exit=0"));
+  CHECK_FALSE(tmux.shows("LATE"));
 }
 
 TEST_CASE("top shows hostile process names as text, and filters the table to one user") {

@@ -220,7 +220,7 @@ TEST_CASE("screen text drops control characters and cuts by columns, not bytes")
   CHECK(printable_text("\x1b[2Jevil\x07\tname\x9b", true) == "[2Jevil name\xEF\xBF\xBD");
   CHECK(printable_text("caf\xC3\xA9 \xC2\x9B", true) == "caf\xC3\xA9 ");
   CHECK(printable_text("caf\xC3\xA9", false) == "caf?");
-  CHECK(text_columns("\xE6\x97\xA5\xE6\x9C\xAC") == 4); // two wide characters
+  CHECK(text_columns("\xE6\x97\xA5\xE6\x9C\xAC") == 4);              // two wide characters
   CHECK(fit_text("\xE6\x97\xA5\xE6\x9C\xAC", 3) == "\xE6\x97\xA5 "); // the second would split
   CHECK(fit_text("abc", 5, Align::right) == "  abc");
   CHECK(fit_text("abcdef", 4) == "abcd");
