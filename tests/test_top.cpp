@@ -63,9 +63,13 @@ private:
   std::string name_;
 };
 
-// The command line that runs top in the pane and then says how it ended.
+// The command line that runs top in the pane and then says how it ended, and whether it left the
+// terminal's input blocking as it found it (O_NONBLOCK, 04000, left on would break the shell).
 std::string top_command(const std::string &arguments, const std::string &environment = "") {
-  return environment + "LC_ALL=C.UTF-8 " AGENT_BIN " top " + arguments + "; echo top-exit=$?";
+  return environment + "LC_ALL=C.UTF-8 " AGENT_BIN " top " + arguments +
+         "; echo top-exit=$? stdin-blocking=$(awk '/^flags/ { digit = substr($2, length($2) - 3, "
+         "1);"
+         " print ((digit % 8 >= 4) ? \"no\" : \"yes\") }' /proc/$$/fdinfo/0)";
 }
 
 std::vector<std::string> lines_of(const std::string &screen) {
@@ -169,7 +173,7 @@ TEST_CASE("top on a fixture: every GPU with its state, the processes, keys, resi
   }));
 
   tmux.keys("q");
-  CHECK(tmux.wait_for("top-exit=0"));
+  CHECK(tmux.wait_for("top-exit=0 stdin-blocking=yes"));
   // The shell's own screen is back: top's screen was the alternate one.
   CHECK_FALSE(tmux.shows("q quit"));
 }
@@ -191,7 +195,7 @@ TEST_CASE("top says a sample is late, stops showing its readings as the present,
   CHECK(screen.find("processes hidden") != std::string::npos);
   // Ctrl-C is a stop asked for, as for watch: exit 0, the shell's screen back.
   tmux.key("C-c");
-  CHECK(tmux.wait_for("top-exit=0"));
+  CHECK(tmux.wait_for("top-exit=0 stdin-blocking=yes"));
   CHECK_FALSE(tmux.shows("LATE"));
 }
 
@@ -237,7 +241,7 @@ TEST_CASE("top shows hostile process names as text, and filters the table to one
   tmux.keys("a");
   CHECK(tmux.wait_for([](const std::string &s) { return process_rows(s).size() == 2; }));
   tmux.keys("q");
-  CHECK(tmux.wait_for("top-exit=0"));
+  CHECK(tmux.wait_for("top-exit=0 stdin-blocking=yes"));
 }
 
 TEST_CASE("top refuses to start without a terminal, with one line and the usage exit code") {

@@ -15,6 +15,7 @@
 #include <clocale>
 #include <csignal>
 #include <deque>
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace nvsmi {
@@ -25,6 +26,23 @@ using std::chrono::milliseconds;
 
 // Messages kept while the screen is up, written to stderr once it is given back.
 constexpr std::size_t max_kept_messages = 20;
+
+// Asio makes the keyboard's descriptor non-blocking, and the flag belongs to the terminal's open
+// file, which the shell shares: it is put back as it was, however the run ends, or the shell
+// that started top would find its input non-blocking.
+class InputFlags {
+public:
+  InputFlags() : flags_(::fcntl(STDIN_FILENO, F_GETFL)) {}
+  ~InputFlags() {
+    if (flags_ >= 0)
+      ::fcntl(STDIN_FILENO, F_SETFL, flags_);
+  }
+  InputFlags(const InputFlags &) = delete;
+  InputFlags &operator=(const InputFlags &) = delete;
+
+private:
+  int flags_;
+};
 
 class Top {
 public:
@@ -189,6 +207,7 @@ private:
     sampler_.stop([this] { signals_.cancel(); });
   }
 
+  InputFlags input_flags_; // destroyed after the keyboard's descriptor and the view
   asio::io_context context_;
   asio::signal_set signals_, resize_signal_;
   asio::steady_timer tick_;
