@@ -31,10 +31,8 @@ int main(int argc, char **argv) {
   app.require_subcommand(1);
 
   std::vector<Subcommand> subcommands = {
-      add_snapshot_command(app),
-      add_watch_command(app),
-      add_report_command(app),
-      add_serve_command(app),
+      add_snapshot_command(app), add_watch_command(app), add_report_command(app),
+      add_serve_command(app),    add_top_command(app),
   };
 
   try {

@@ -1,0 +1,236 @@
+#include "commands/top_command.hpp"
+
+#include "core/exit_codes.hpp"
+#include "core/log_line.hpp"
+#include "nvidia_smi/stop_signals.hpp"
+#include "terminal/top_layout.hpp"
+#include "terminal/top_model.hpp"
+#include "terminal/top_view.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <clocale>
+#include <csignal>
+#include <deque>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace nvsmi {
+namespace {
+
+namespace asio = boost::asio;
+using std::chrono::milliseconds;
+
+// Messages kept while the screen is up, written to stderr once it is given back.
+constexpr std::size_t max_kept_messages = 20;
+
+// Asio makes the keyboard's descriptor non-blocking, and the flag belongs to the terminal's open
+// file, which the shell shares: it is put back as it was, however the run ends, or the shell
+// that started top would find its input non-blocking.
+class InputFlags {
+public:
+  InputFlags() : flags_(::fcntl(STDIN_FILENO, F_GETFL)) {}
+  ~InputFlags() {
+    if (flags_ >= 0)
+      ::fcntl(STDIN_FILENO, F_SETFL, flags_);
+  }
+  InputFlags(const InputFlags &) = delete;
+  InputFlags &operator=(const InputFlags &) = delete;
+
+private:
+  int flags_;
+};
+
+class Top {
+public:
+  explicit Top(const TopOptions &options)
+      : signals_(context_), resize_signal_(context_, SIGWINCH), tick_(context_),
+        keyboard_(context_),
+        sampler_(
+            context_, options.sampling, [this](Snapshot s) { deliver(std::move(s)); },
+            [this](int code) { stop(code); },
+            [this](LogKind, const std::string &message) { keep_message(message); }),
+        model_(sampler_.interval()) {}
+
+  int run() {
+    add_stop_signals(signals_);
+    wait_for_signal();
+    // SIGWINCH is caught before ncurses starts, so that ncurses leaves it to this loop.
+    wait_for_resize();
+    view_.emplace();
+    int input = ::dup(STDIN_FILENO);
+    if (input < 0)
+      throw AgentError(exit_io, "cannot read the keyboard");
+    keyboard_.assign(input);
+    wait_for_key();
+    sampler_.start();
+    tick();
+    draw();
+    context_.run();
+    view_.reset(); // the terminal as it was, before anything more is written to it
+    for (const std::string &message : messages_)
+      log_line(message);
+    return exit_code_;
+  }
+
+private:
+  void wait_for_signal() {
+    signals_.async_wait([this](boost::system::error_code error, int signal) {
+      if (!error)
+        stop(exit_code_for_stop(signal));
+    });
+  }
+
+  void wait_for_resize() {
+    resize_signal_.async_wait([this](boost::system::error_code error, int) {
+      if (error)
+        return;
+      if (view_) {
+        view_->resize();
+        draw();
+      }
+      wait_for_resize();
+    });
+  }
+
+  void wait_for_key() {
+    keyboard_.async_wait(asio::posix::stream_descriptor::wait_read,
+                         [this](boost::system::error_code error) {
+                           if (error || stopping_)
+                             return;
+                           read_keys();
+                           if (!stopping_)
+                             wait_for_key();
+                         });
+  }
+
+  void read_keys() {
+    bool changed = false;
+    int page = std::max(1, view_->size().lines / 2);
+    while (std::optional<TopKey> key = view_->read_key()) {
+      changed = true;
+      switch (*key) {
+      case TopKey::quit:
+        stop(exit_ok);
+        return;
+      case TopKey::sort_memory:
+        model_.sort_by(SortKey::gpu_memory);
+        break;
+      case TopKey::sort_cpu:
+        model_.sort_by(SortKey::cpu);
+        break;
+      case TopKey::sort_sm:
+        model_.sort_by(SortKey::sm);
+        break;
+      case TopKey::sort_pid:
+        model_.sort_by(SortKey::pid);
+        break;
+      case TopKey::sort_user:
+        model_.sort_by(SortKey::user);
+        break;
+      case TopKey::cycle_gpu:
+        model_.cycle_gpu_filter();
+        break;
+      case TopKey::cycle_user:
+        model_.cycle_user_filter();
+        break;
+      case TopKey::clear_filters:
+        model_.clear_filters();
+        break;
+      case TopKey::scroll_up:
+        model_.scroll(-1);
+        break;
+      case TopKey::scroll_down:
+        model_.scroll(1);
+        break;
+      case TopKey::page_up:
+        model_.scroll(-page);
+        break;
+      case TopKey::page_down:
+        model_.scroll(page);
+        break;
+      case TopKey::resize:
+        view_->resize();
+        break;
+      case TopKey::none:
+        break;
+      }
+    }
+    if (changed)
+      draw();
+  }
+
+  // Once a second, so that a sample that stops coming shows as late without a new one.
+  void tick() {
+    tick_.expires_after(milliseconds(1000));
+    tick_.async_wait([this](boost::system::error_code error) {
+      if (error || stopping_)
+        return;
+      draw();
+      tick();
+    });
+  }
+
+  void deliver(Snapshot snapshot) {
+    if (stopping_)
+      return;
+    model_.add_sample(std::move(snapshot), TopClock::now());
+    draw();
+  }
+
+  void keep_message(const std::string &message) {
+    messages_.push_back(message);
+    while (messages_.size() > max_kept_messages)
+      messages_.pop_front();
+    model_.set_message(message);
+    if (view_ && !stopping_)
+      draw();
+  }
+
+  void draw() {
+    if (view_)
+      view_->draw(layout_screen(model_, TopClock::now(), view_->size(), view_->unicode()));
+  }
+
+  void stop(int code) {
+    if (stopping_)
+      return;
+    stopping_ = true;
+    exit_code_ = code;
+    tick_.cancel();
+    boost::system::error_code ignored;
+    keyboard_.cancel(ignored);
+    resize_signal_.cancel();
+    sampler_.stop([this] { signals_.cancel(); });
+  }
+
+  InputFlags input_flags_; // destroyed after the keyboard's descriptor and the view
+  asio::io_context context_;
+  asio::signal_set signals_, resize_signal_;
+  asio::steady_timer tick_;
+  asio::posix::stream_descriptor keyboard_;
+  Sampler sampler_;
+  TopModel model_;
+  std::optional<TopView> view_;
+  std::deque<std::string> messages_;
+  bool stopping_ = false;
+  int exit_code_ = exit_ok;
+};
+
+} // namespace
+
+int run_top(const TopOptions &options) {
+  std::setlocale(LC_ALL, "");
+  // Before the sampler reads a fixture or starts nvidia-smi: a pipe gets one clear line at once.
+  TopView::check_terminal();
+  ignore_write_signals();
+  Top top(options);
+  int code = top.run();
+  finish_log();
+  return code;
+}
+
+} // namespace nvsmi

@@ -1,0 +1,160 @@
+#include "terminal/top_view.hpp"
+
+#include "core/exit_codes.hpp"
+
+#include <curses.h>
+#include <term.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <langinfo.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+namespace nvsmi {
+namespace {
+
+// Colour pairs, numbered by Style.
+short pair_of(Style style) { return static_cast<short>(static_cast<int>(style) + 1); }
+
+attr_t attributes(Style style, bool colour) {
+  switch (style) {
+  case Style::normal:
+    return A_NORMAL;
+  case Style::heading:
+    return A_BOLD;
+  case Style::dim:
+    return colour ? A_DIM | COLOR_PAIR(pair_of(style)) : A_DIM;
+  case Style::good:
+  case Style::warning:
+  case Style::busy:
+    return colour ? COLOR_PAIR(pair_of(style)) : A_NORMAL;
+  case Style::alarm:
+    return colour ? A_BOLD | COLOR_PAIR(pair_of(style)) : A_BOLD | A_REVERSE;
+  }
+  return A_NORMAL;
+}
+
+} // namespace
+
+void TopView::check_terminal() {
+  if (!::isatty(STDIN_FILENO) || !::isatty(STDOUT_FILENO))
+    throw AgentError(exit_usage, "top needs a terminal: standard input and output must be one "
+                                 "(use watch to sample into a pipe or a file)");
+  const char *term = std::getenv("TERM");
+  int error = 0;
+  if (!term || !*term || ::setupterm(term, STDOUT_FILENO, &error) != OK)
+    throw AgentError(exit_usage, std::string("top cannot drive this terminal: TERM=") +
+                                     (term ? term : "(unset)") +
+                                     " is not in this machine's terminfo");
+  // setupterm leaves a terminal description behind; newterm makes its own.
+  ::del_curterm(cur_term);
+}
+
+TopView::TopView() {
+  check_terminal();
+  unicode_ = std::strcmp(::nl_langinfo(CODESET), "UTF-8") == 0;
+  // Esc alone clears the filters: ncurses waits this long for the rest of an escape sequence.
+  ::set_escdelay(25);
+  SCREEN *screen = ::newterm(nullptr, stdout, stdin);
+  if (!screen)
+    throw AgentError(exit_usage, "top cannot open the terminal");
+  screen_ = screen;
+  ::cbreak(); // Ctrl-C still interrupts (SIGINT), which the run catches
+  ::noecho();
+  ::nonl();
+  ::keypad(stdscr, TRUE);
+  ::nodelay(stdscr, TRUE);
+  ::curs_set(0);
+  if (::has_colors()) {
+    ::start_color();
+    ::use_default_colors();
+    ::init_pair(pair_of(Style::dim), COLOR_WHITE, -1);
+    ::init_pair(pair_of(Style::good), COLOR_GREEN, -1);
+    ::init_pair(pair_of(Style::warning), COLOR_YELLOW, -1);
+    ::init_pair(pair_of(Style::alarm), COLOR_RED, -1);
+    ::init_pair(pair_of(Style::busy), COLOR_CYAN, -1);
+  }
+}
+
+TopView::~TopView() {
+  ::endwin();
+  ::delscreen(static_cast<SCREEN *>(screen_));
+}
+
+ScreenSize TopView::size() const { return {COLS, LINES}; }
+
+void TopView::resize() {
+  winsize size{};
+  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_row > 0 && size.ws_col > 0)
+    ::resize_term(size.ws_row, size.ws_col);
+}
+
+void TopView::draw(const std::vector<ScreenLine> &screen) {
+  bool colour = ::has_colors();
+  // erase(), not clear(): clear() would repaint every cell of the terminal on each frame.
+  ::werase(stdscr);
+  int row = 0;
+  for (const ScreenLine &line : screen) {
+    if (row >= LINES)
+      break;
+    ::wmove(stdscr, row, 0);
+    for (const Span &span : line) {
+      attr_t attrs = attributes(span.style, colour);
+      ::wattron(stdscr, attrs);
+      // The last cell of the last line cannot be written without scrolling: waddstr then returns
+      // ERR after drawing the rest, which is what is wanted.
+      ::waddstr(stdscr, span.text.c_str());
+      ::wattroff(stdscr, attrs);
+    }
+    ++row;
+  }
+  ::wnoutrefresh(stdscr);
+  ::doupdate();
+}
+
+std::optional<TopKey> TopView::read_key() {
+  int key = ::wgetch(stdscr);
+  switch (key) {
+  case ERR:
+    return std::nullopt;
+  case 'q':
+  case 'Q':
+    return TopKey::quit;
+  case 'm':
+    return TopKey::sort_memory;
+  case 'c':
+    return TopKey::sort_cpu;
+  case 's':
+    return TopKey::sort_sm;
+  case 'p':
+    return TopKey::sort_pid;
+  case 'u':
+    return TopKey::sort_user;
+  case 'g':
+    return TopKey::cycle_gpu;
+  case 'f':
+    return TopKey::cycle_user;
+  case 'a':
+  case 27: // Esc
+    return TopKey::clear_filters;
+  case KEY_UP:
+  case 'k':
+    return TopKey::scroll_up;
+  case KEY_DOWN:
+  case 'j':
+    return TopKey::scroll_down;
+  case KEY_PPAGE:
+    return TopKey::page_up;
+  case KEY_NPAGE:
+  case ' ':
+    return TopKey::page_down;
+  case KEY_RESIZE:
+    return TopKey::resize;
+  default:
+    return TopKey::none;
+  }
+}
+
+} // namespace nvsmi

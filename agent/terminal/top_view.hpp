@@ -1,0 +1,57 @@
+// The terminal `top` draws on, through ncurses: opened on construction (alternate screen, no
+// echo, keys one at a time), given back as it was on destruction, whatever ended the run.
+#pragma once
+
+#include "terminal/top_layout.hpp"
+
+#include <optional>
+
+namespace nvsmi {
+
+// A key as `top` understands it.
+enum class TopKey {
+  none,
+  quit,
+  sort_memory,
+  sort_cpu,
+  sort_sm,
+  sort_pid,
+  sort_user,
+  cycle_gpu,
+  cycle_user,
+  clear_filters,
+  scroll_up,
+  scroll_down,
+  page_up,
+  page_down,
+  resize
+};
+
+class TopView {
+public:
+  // Throws AgentError(exit_usage) when stdin or stdout is not a terminal or TERM names none
+  // this machine knows. Call setlocale first: ncurses reads the locale when it starts.
+  TopView();
+  ~TopView();
+  TopView(const TopView &) = delete;
+  TopView &operator=(const TopView &) = delete;
+
+  // Whether the locale is UTF-8 (block characters can be drawn).
+  bool unicode() const { return unicode_; }
+  ScreenSize size() const;
+  // Takes the terminal's new size (after SIGWINCH) from the kernel.
+  void resize();
+  // Paints `screen`; ncurses sends the terminal only the cells that differ from the last frame.
+  void draw(const std::vector<ScreenLine> &screen);
+  // The next key typed, without waiting: nullopt when none is waiting.
+  std::optional<TopKey> read_key();
+
+  // The checks of the constructor, without opening the screen: throws as it does.
+  static void check_terminal();
+
+private:
+  bool unicode_ = false;
+  void *screen_ = nullptr; // ncurses' SCREEN, kept out of this header
+};
+
+} // namespace nvsmi

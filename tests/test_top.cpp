@@ -1,0 +1,261 @@
+// `nvsmi-agent top` through the real binary, in a private tmux server per test: what the screen
+// shows at 80x24 and 200x50, what the keys change, a late sample, a hostile process name, and the
+// terminal given back on `q`.
+#include "process_support.hpp"
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <sstream>
+#include <unistd.h>
+
+using test::quote;
+using test::run_shell;
+
+namespace {
+
+const std::string states_fixture = test::fixture_path("xml/h100-8gpu-states-v12.xml");
+const std::string fake = quote(SCRIPTS_DIR "/fake-nvidia-smi");
+const std::string gpu0 = "GPU-00000000-0000-0000-0000-000000000000";
+const std::string gpu1 = "GPU-00000000-0000-0000-0000-000000000001";
+
+// A tmux server of this test's own (its own socket), with one window running a shell of the given
+// size; killed with everything in it when the test ends, passed or failed.
+class Tmux {
+public:
+  Tmux(int columns, int lines) {
+    static std::atomic<int> count{0};
+    name_ = "nvsmi-top-" + std::to_string(::getpid()) + "-" + std::to_string(++count);
+    test::Run run = tmux("new-session -d -x " + std::to_string(columns) + " -y " +
+                         std::to_string(lines) + " " + quote("env PS1='$ ' sh"));
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+  }
+  ~Tmux() { tmux("kill-server"); }
+  Tmux(const Tmux &) = delete;
+  Tmux &operator=(const Tmux &) = delete;
+
+  test::Run tmux(const std::string &arguments) {
+    return run_shell("LC_ALL=C.UTF-8 tmux -u -L " + name_ + " -f /dev/null " + arguments);
+  }
+  // What the pane shows now, one line per row.
+  std::string screen() { return tmux("capture-pane -p").out; }
+  bool shows(const std::string &text) { return screen().find(text) != std::string::npos; }
+  bool wait_for(const std::string &text) {
+    return test::wait_until([&] { return shows(text); });
+  }
+  bool wait_for(const std::function<bool(const std::string &)> &condition) {
+    return test::wait_until([&] { return condition(screen()); });
+  }
+  // Types `line` into the shell and presses Enter.
+  void run(const std::string &line) {
+    tmux("send-keys -l " + quote(line));
+    tmux("send-keys Enter");
+  }
+  void keys(const std::string &literal) { tmux("send-keys -l " + quote(literal)); }
+  void key(const std::string &name) { tmux("send-keys " + name); }
+  void resize(int columns, int lines) {
+    tmux("resize-window -x " + std::to_string(columns) + " -y " + std::to_string(lines));
+  }
+
+private:
+  std::string name_;
+};
+
+// The command line that runs top in the pane and then says how it ended, and whether it left the
+// terminal's input blocking as it found it (O_NONBLOCK, 04000, left on would break the shell).
+std::string top_command(const std::string &arguments, const std::string &environment = "") {
+  return environment + "LC_ALL=C.UTF-8 " AGENT_BIN " top " + arguments +
+         "; echo top-exit=$? stdin-blocking=$(awk '/^flags/ { digit = substr($2, length($2) - 3, "
+         "1);"
+         " print ((digit % 8 >= 4) ? \"no\" : \"yes\") }' /proc/$$/fdinfo/0)";
+}
+
+std::vector<std::string> lines_of(const std::string &screen) {
+  std::vector<std::string> lines;
+  std::istringstream in(screen);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  return lines;
+}
+
+// The rows of the process table: the lines after its heading, up to the first blank one.
+std::vector<std::string> process_rows(const std::string &screen) {
+  std::vector<std::string> rows;
+  bool in_table = false;
+  for (const std::string &line : lines_of(screen)) {
+    if (in_table && (line.empty() || line.find("q quit") != std::string::npos))
+      break;
+    if (in_table)
+      rows.push_back(line);
+    if (line.find("COMMAND") != std::string::npos)
+      in_table = true;
+  }
+  return rows;
+}
+
+bool pid_order(const std::string &screen, const std::vector<std::string> &pids) {
+  std::vector<std::string> rows = process_rows(screen);
+  if (rows.size() != pids.size())
+    return false;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].find(" " + pids[i] + " ") == std::string::npos)
+      return false;
+  return true;
+}
+
+void save_artifact(const std::string &name, const std::string &screen) {
+  run_shell("mkdir -p " + quote(ARTIFACTS_DIR));
+  test::write_file(std::string(ARTIFACTS_DIR) + "/" + name, screen);
+}
+
+bool have_tmux() {
+  if (test::installed("tmux"))
+    return true;
+  WARN("tmux is not installed (scripts/install-deps installs it): top's screen is not tested");
+  return false;
+}
+
+} // namespace
+
+TEST_CASE("top on a fixture: every GPU with its state, the processes, keys, resize and q") {
+  if (!have_tmux())
+    return;
+  Tmux tmux(80, 24);
+  tmux.run(top_command("--interval 1 --fixture " + quote(states_fixture)));
+  REQUIRE(tmux.wait_for("vllm serve"));
+  std::string screen = tmux.screen();
+  save_artifact("top-80x24.txt", screen);
+  INFO(screen);
+  std::vector<std::string> lines = lines_of(screen);
+  REQUIRE(lines.size() >= 24);
+  CHECK(lines[0].find("nvsmi-agent top") == 0);
+  CHECK(lines[0].find("driver 550.54.15") != std::string::npos);
+  const char *states[] = {"free", "in use",         "hot",    "idle but held",
+                          "free", "at power limit", "in use", "free"};
+  for (int gpu = 0; gpu < 8; ++gpu) {
+    const std::string &row = lines[static_cast<std::size_t>(gpu + 2)];
+    CHECK(row.find(" " + std::to_string(gpu) + "  " + states[gpu]) == 0);
+  }
+  CHECK(lines[7].find("698/700W") != std::string::npos); // GPU 5's row
+  CHECK(screen.find("CONTAINER") == std::string::npos);
+  CHECK(lines[23].find("q quit") == 0);
+  // Largest GPU memory first, as the table starts.
+  CHECK(pid_order(screen, {"6006", "5002", "4242", "5001"}));
+
+  tmux.keys("p");
+  CHECK(tmux.wait_for([](const std::string &s) {
+    return pid_order(s, {"4242", "5001", "5002", "6006"});
+  }));
+  tmux.keys("p"); // again: reversed
+  CHECK(tmux.wait_for([](const std::string &s) {
+    return pid_order(s, {"6006", "5002", "5001", "4242"});
+  }));
+  tmux.keys("ggg"); // all -> 0 -> 1 -> 2
+  CHECK(tmux.wait_for([](const std::string &s) {
+    return pid_order(s, {"4242"}) && s.find("g GPU:2") != std::string::npos;
+  }));
+  tmux.key("Escape");
+  CHECK(tmux.wait_for([](const std::string &s) { return process_rows(s).size() == 4; }));
+
+  tmux.resize(200, 50);
+  CHECK(tmux.wait_for("CONTAINER"));
+  CHECK(tmux.wait_for("NVIDIA H100 80GB HBM3"));
+  std::string wide = tmux.screen();
+  save_artifact("top-200x50.txt", wide);
+  CHECK(lines_of(wide).at(49).find("q quit") == 0);
+
+  tmux.resize(80, 24);
+  CHECK(tmux.wait_for([](const std::string &s) {
+    return s.find("CONTAINER") == std::string::npos && lines_of(s).size() >= 24 &&
+           lines_of(s)[23].find("q quit") == 0;
+  }));
+
+  tmux.keys("q");
+  CHECK(tmux.wait_for("top-exit=0 stdin-blocking=yes"));
+  // The shell's own screen is back: top's screen was the alternate one.
+  CHECK_FALSE(tmux.shows("q quit"));
+}
+
+TEST_CASE("top says a sample is late, stops showing its readings as the present, ends on Ctrl-C") {
+  if (!have_tmux())
+    return;
+  Tmux tmux(80, 24);
+  tmux.run(top_command("--interval 0.5 --stall-timeout 120 --source xml --nvidia-smi " + fake,
+                       "FAKE_NVSMI_HANG_AFTER=1 FAKE_NVSMI_XML=" + quote(states_fixture) + " "));
+  REQUIRE(tmux.wait_for("at power limit"));
+  CHECK(tmux.shows("698/700W"));
+  REQUIRE(tmux.wait_for("LATE: no sample for"));
+  std::string screen = tmux.screen();
+  INFO(screen);
+  CHECK(screen.find("698/700W") == std::string::npos);
+  CHECK(screen.find("at power limit") == std::string::npos);
+  CHECK(screen.find(" 5  stale") != std::string::npos);
+  CHECK(screen.find("processes hidden") != std::string::npos);
+  // Ctrl-C is a stop asked for, as for watch: exit 0, the shell's screen back.
+  tmux.key("C-c");
+  CHECK(tmux.wait_for("top-exit=0 stdin-blocking=yes"));
+  CHECK_FALSE(tmux.shows("LATE"));
+}
+
+TEST_CASE("top shows hostile process names as text, and filters the table to one user") {
+  if (!have_tmux())
+    return;
+  // A root process whose command line is an escape sequence that would clear the screen, and a
+  // process of nobody's; nvidia-smi's own name for the first is hostile too.
+  test::Background hostile(
+      "exec bash -c 'exec -a \"$(printf \"\\033[2J\\033[31mEVIL\\a\")\" sleep 300'");
+  test::Background nobody("exec setpriv --reuid=nobody --regid=nogroup --clear-groups sleep 300");
+  std::string folder = test::temporary_folder();
+  std::ostringstream apps;
+  apps << gpu0 << ", " << hostile.pid() << ", 1024 MiB, \x1b[H\x1b[2Jname\n"
+       << gpu1 << ", " << nobody.pid() << ", 2048 MiB, sleep\n";
+  test::write_file(folder + "/apps", apps.str());
+
+  Tmux tmux(80, 24);
+  tmux.run(top_command("--interval 0.5 --nvidia-smi " + fake,
+                       "FAKE_NVSMI_APPS=" + quote(folder + "/apps") + " "));
+  REQUIRE(tmux.wait_for("[2J[31mEVIL"));
+  REQUIRE(tmux.wait_for("nobody"));
+  std::string screen = tmux.screen();
+  INFO(screen);
+  std::vector<std::string> lines = lines_of(screen);
+  REQUIRE(lines.size() >= 24);
+  CHECK(lines[0].find("nvsmi-agent top") == 0);
+  CHECK(lines[23].find("q quit") == 0);
+  for (const std::string &line : lines)
+    CHECK(line.size() <= 80 * 3);
+
+  tmux.keys("f"); // the first user by name: nobody
+  CHECK(tmux.wait_for([](const std::string &s) {
+    std::vector<std::string> rows = process_rows(s);
+    return rows.size() == 1 && rows[0].find("nobody") != std::string::npos &&
+           s.find("f user:nobody") != std::string::npos;
+  }));
+  tmux.keys("f");
+  CHECK(tmux.wait_for([](const std::string &s) {
+    std::vector<std::string> rows = process_rows(s);
+    return rows.size() == 1 && rows[0].find("root") != std::string::npos;
+  }));
+  tmux.keys("a");
+  CHECK(tmux.wait_for([](const std::string &s) { return process_rows(s).size() == 2; }));
+  tmux.keys("q");
+  CHECK(tmux.wait_for("top-exit=0 stdin-blocking=yes"));
+}
+
+TEST_CASE("top refuses to start without a terminal, with one line and the usage exit code") {
+  test::Run run = run_shell(AGENT_BIN " top --fixture " + quote(states_fixture) + " </dev/null");
+  CHECK(run.exit_code == 2);
+  CHECK(run.err.find("top needs a terminal") != std::string::npos);
+  CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+  CHECK(run.out.empty());
+
+  if (!have_tmux())
+    return;
+  Tmux tmux(80, 24);
+  tmux.run(top_command("--fixture " + quote(states_fixture), "TERM=no-such-terminal "));
+  CHECK(tmux.wait_for("top-exit=2"));
+  CHECK(tmux.shows("TERM=no-such-terminal"));
+  CHECK(tmux.shows("terminfo"));
+}
