@@ -196,3 +196,13 @@ TEST_CASE("snapshot's table names who runs each process and its program", "[tabl
   CHECK_THAT(lines[0], !Catch::Contains("recording"));
   check_width(run.out, 120);
 }
+
+TEST_CASE("the README's table is what the agent prints", "[table]") {
+  std::string readme = test::read_file(SCRIPTS_DIR "/../README.md");
+  std::string start = "```\nrecording  2024-03-12 14:03:27";
+  std::size_t begin = readme.find(start);
+  REQUIRE(begin != std::string::npos);
+  begin += 4;
+  std::string shown = readme.substr(begin, readme.find("```", begin) - begin);
+  CHECK(run_agent("snapshot --format table --fixture " + states).out == shown);
+}
