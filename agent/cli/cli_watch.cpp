@@ -22,7 +22,8 @@ Subcommand add_watch_command(CLI::App &app) {
   command
       ->add_option("--format", settings->format,
                    "What stdout gets per sample: legacy, json (one line each) or csv. Default: "
-                   "legacy, or nothing when --csv-log or --json-log is given")
+                   "legacy, or nothing when --csv-log or --json-log is given. (table is refused: "
+                   "`nvsmi-agent top` is the table that refreshes)")
       ->check(CLI::IsMember({"legacy", "json", "csv", "table"}));
   command->add_option("--csv-log", options.csv_log,
                       "Append each sample's rows to this CSV file (header when new)");

@@ -345,13 +345,6 @@ std::string shown_name(const std::string &name, std::size_t columns) {
   return cut_to_columns(rest, columns);
 }
 
-std::size_t widest_name(const std::vector<GpuRow> &rows) {
-  std::size_t widest = 0;
-  for (const GpuRow &row : rows)
-    widest = std::max(widest, screen_columns(row.name));
-  return widest;
-}
-
 // Host (or `recording`) and time always; the driver, CUDA, the host's CPU, memory and load while
 // they fit.
 std::string header(const Snapshot &snapshot, const TableStyle &style) {
@@ -472,18 +465,17 @@ std::string format_table(const Snapshot &snapshot, const TableStyle &style) {
                                         (after > 0 ? 2 + more_text(after).size() : 0));
     }
   }
-  // The readings and the state always, then the first process of each GPU: the name gives way to
-  // them (shown_name), down to 8 columns.
+  // The readings and the state always, then the first process of each GPU: the names give way to
+  // them (shown_name), down to least_name_columns.
   std::size_t readings_w =
       index_w + 1 + 2 + temperature_w + 1 + utilization_w + 2 + memory_w + 2 + power_w;
   std::size_t taken = readings_w + 2 + state_w + first_process_w;
-  std::size_t name_room = style.width > taken ? style.width - taken : 0;
-  std::size_t name_w = widest_name(rows);
-  if (name_w > name_room) {
-    std::size_t room = std::max(name_room, least_name_columns);
-    name_w = 0;
-    for (const GpuRow &row : rows)
-      name_w = std::max(name_w, screen_columns(shown_name(row.name, room)));
+  std::size_t name_room =
+      std::max(style.width > taken ? style.width - taken : 0, least_name_columns);
+  std::size_t name_w = 0;
+  for (GpuRow &row : rows) {
+    row.name = shown_name(row.name, name_room);
+    name_w = std::max(name_w, screen_columns(row.name));
   }
 
   for (const GpuRow &row : rows) {
@@ -491,7 +483,7 @@ std::string format_table(const Snapshot &snapshot, const TableStyle &style) {
     Line line;
     line.add_left_aligned(row.index, index_w, Tone::plain);
     line.gap(1);
-    line.add_left_aligned(shown_name(row.name, name_w), name_w, Tone::bold);
+    line.add_left_aligned(row.name, name_w, Tone::bold);
     line.gap(2);
     line.add_right_aligned(row.temperature, temperature_w, temperature_tone(gpu.temperature_c));
     line.gap(1);
