@@ -10,6 +10,8 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "nvsmi/utf8.hpp"
+
 using test::quote;
 using test::Run;
 using test::run_agent;
@@ -205,4 +207,55 @@ TEST_CASE("the README's table is what the agent prints", "[table]") {
   begin += 4;
   std::string shown = readme.substr(begin, readme.find("```", begin) - begin);
   CHECK(run_agent("snapshot --format table --fixture " + states).out == shown);
+}
+
+TEST_CASE(
+    "snapshot's table fits 80 columns with a 60-character GPU name and a hostile 300-character "
+    "command",
+    "[table]") {
+  // A recording whose GPUs carry a 60-character name.
+  std::string folder = test::temporary_folder();
+  std::string xml = test::read_file(test::fixture_path("xml/h100-8gpu-states-v12.xml"));
+  std::string long_name = "NVIDIA " + std::string(53, 'L');
+  for (std::size_t at = xml.find("NVIDIA H100 80GB HBM3"); at != std::string::npos;
+       at = xml.find("NVIDIA H100 80GB HBM3", at))
+    xml.replace(at, 21, long_name);
+  test::write_file(folder + "/long-name.xml", xml);
+  Run recording =
+      run_agent("snapshot --format table --fixture " + quote(folder + "/long-name.xml"));
+  REQUIRE(recording.exit_code == 0);
+  REQUIRE(lines_of(recording.out).size() == 9);
+  check_width(recording.out, 80);
+  CHECK_THAT(recording.out, Catch::Contains("[5] LLLLLLLLLLL\u2026"));
+
+  // A real process whose command line (argv[0] first) is 300 characters of escapes, bytes that
+  // are not UTF-8 and a right-to-left override.
+  std::string argv0 = "/opt/\x1b[2J\x1b]0;owned\x07\xff\xe2\x80\xae" + std::string(300, 'y');
+  test::write_file(folder + "/argv0", argv0);
+  test::Background hostile("exec bash -c 'exec -a \"$(cat " + quote(folder + "/argv0") +
+                           ")\" sleep 300'");
+  REQUIRE(test::wait_until([&] {
+    return test::read_file("/proc/" + std::to_string(hostile.pid()) + "/cmdline")
+               .rfind("/opt/", 0) == 0;
+  }));
+  test::write_file(folder + "/apps", "GPU-00000000-0000-0000-0000-000000000000, " +
+                                         std::to_string(hostile.pid()) + ", 1024 MiB, sleep\n");
+  for (int columns : {80, 200}) {
+    INFO("columns " << columns);
+    Run live = on_terminal("FAKE_NVSMI_APPS=" + quote(folder + "/apps") + " " AGENT_BIN +
+                               " snapshot --source csv --nvidia-smi " + fake,
+                           columns);
+    INFO(live.out << live.err);
+    REQUIRE(live.exit_code == 0);
+    std::vector<std::string> lines = lines_of(live.out);
+    REQUIRE(lines.size() == 9);
+    check_width(live.out, static_cast<std::size_t>(columns));
+    CHECK(nvsmi::is_valid_utf8(live.out));
+    // Colour escapes only: no other control character, and none of the process's own.
+    for (char c : live.out)
+      CHECK((static_cast<unsigned char>(c) >= 0x20 || c == '\n' || c == '\x1b'));
+    CHECK(live.out.find("\x1b[2J") == std::string::npos);
+    CHECK(live.out.find("\x1b]") == std::string::npos);
+    CHECK(live.out.find("\xe2\x80\xae") == std::string::npos);
+  }
 }
