@@ -146,6 +146,13 @@ TEST_CASE("snapshot --format table on a pipe: the table, no colour, 80 columns",
                       quote(test::fixture_path("xml/a100-mig-v12.xml")));
   CHECK_THAT(mig.out,
              Catch::Contains("\n    MIG 1  GI 2 CI 0  4020/19968MiB  ?:python(4000MiB)\n"));
+  // Into --output from a terminal: the same 80 columns without colour, not the terminal's.
+  if (!terminal_available())
+    return;
+  std::string file = test::temporary_folder() + "/table.txt";
+  on_terminal(AGENT_BIN " snapshot --format table --output " + quote(file) + " --fixture " + states,
+              132);
+  CHECK(test::read_file(file) == run.out);
 }
 
 TEST_CASE("snapshot --help tells when the table is the default", "[table]") {
