@@ -173,17 +173,20 @@ TEST_CASE("snapshot's table names who runs each process and its program", "[tabl
   if (!terminal_available())
     return;
   test::Background sleeper("exec sleep 300");
-  test::Background shell("exec setpriv --reuid=nobody --regid=nogroup --clear-groups sh -c "
-                         "'sleep 300'");
+  // One process each (exec all the way), so that killing it at the end leaves nothing behind.
+  test::Background other("exec setpriv --reuid=nobody --regid=nogroup --clear-groups "
+                         "tail -f /dev/null");
   std::string folder = test::temporary_folder();
+  // nvidia-smi's name for the second is not its program: the command line wins.
   test::write_file(folder + "/apps", "GPU-00000000-0000-0000-0000-000000000000, " +
                                          std::to_string(sleeper.pid()) +
                                          ", 1024 MiB, /usr/bin/sleep\n" +
                                          "GPU-00000000-0000-0000-0000-000000000001, " +
-                                         std::to_string(shell.pid()) + ", 2048 MiB, sh\n");
-  // The command line (sleep 300, then sh -c 'sleep 300') is visible once the processes run it.
+                                         std::to_string(other.pid()) + ", 2048 MiB, python3\n");
+  // The command line is tail's once setpriv has run it.
   REQUIRE(test::wait_until([&] {
-    return test::read_file("/proc/" + std::to_string(shell.pid()) + "/cmdline").rfind("sh", 0) == 0;
+    return test::read_file("/proc/" + std::to_string(other.pid()) + "/cmdline").rfind("tail", 0) ==
+           0;
   }));
   // 120 columns: room for the entries beside the readings (80 is tested on the formatter).
   Run run = on_terminal("NO_COLOR=1 FAKE_NVSMI_APPS=" + quote(folder + "/apps") + " " AGENT_BIN +
@@ -196,7 +199,7 @@ TEST_CASE("snapshot's table names who runs each process and its program", "[tabl
   const passwd *me = ::getpwuid(::getuid());
   REQUIRE(me);
   CHECK_THAT(lines[1], Catch::Contains("  " + std::string(me->pw_name) + ":sleep(1024MiB)"));
-  CHECK_THAT(lines[2], Catch::Contains("  nobody:sh(2048MiB)"));
+  CHECK_THAT(lines[2], Catch::Contains("  nobody:tail(2048MiB)"));
   // A live sample: the host's name and memory, not `recording`.
   char hostname[256] = {};
   ::gethostname(hostname, sizeof hostname - 1);
