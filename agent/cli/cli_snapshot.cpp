@@ -3,14 +3,33 @@
 #include "core/exit_codes.hpp"
 #include "files/file_io.hpp"
 
+#include <algorithm>
+#include <cstdlib>
 #include <memory>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 namespace nvsmi {
+namespace {
+
+// The terminal's width (at least 40 columns), else 80; colour on a terminal unless NO_COLOR is
+// set and not empty (https://no-color.org).
+TableStyle table_style(bool to_terminal) {
+  TableStyle style;
+  winsize size{};
+  if (to_terminal && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0)
+    style.width = std::max<std::size_t>(40, size.ws_col);
+  const char *no_color = std::getenv("NO_COLOR");
+  style.colour = to_terminal && (no_color == nullptr || *no_color == '\0');
+  return style;
+}
+
+} // namespace
 
 Subcommand add_snapshot_command(CLI::App &app) {
   struct Settings {
     SnapshotOptions options;
-    std::string source = "xml", format = "legacy";
+    std::string source = "xml", format; // format empty: not given
   };
   auto settings = std::make_shared<Settings>();
   SnapshotOptions &options = settings->options;
@@ -19,9 +38,12 @@ Subcommand add_snapshot_command(CLI::App &app) {
   add_source_option(command, settings->source,
                     "What to ask nvidia-smi for: xml (-q -x) or csv (--query-gpu); a fixture is "
                     "told apart by content");
-  command->add_option("--format", settings->format, "legacy (the UI's document), json or csv")
-      ->check(CLI::IsMember({"legacy", "json", "csv"}))
-      ->capture_default_str();
+  command
+      ->add_option("--format", settings->format,
+                   "table (one screen for people: a line per GPU, coloured on a terminal unless "
+                   "NO_COLOR is set), legacy (the UI's document), json or csv. Default: table "
+                   "when stdout is a terminal and there is no --output, else legacy")
+      ->check(CLI::IsMember({"table", "legacy", "json", "csv"}));
   CLI::Option *fixture = command->add_option(
       "--fixture", options.fixture,
       "Read this recorded nvidia-smi output (XML or CSV) instead of running it; - for stdin");
@@ -46,7 +68,14 @@ Subcommand add_snapshot_command(CLI::App &app) {
   return {command, [settings] {
             settings->options.source =
                 settings->source == "csv" ? SourceKind::csv : SourceKind::xml;
-            settings->options.format = *format_from_name(settings->format);
+            bool to_terminal = ::isatty(STDOUT_FILENO) == 1 && !settings->options.output;
+            // The table for people at a terminal; a pipe, a file and --output keep the legacy
+            // document that the UI and cron read, byte for byte as before the table existed.
+            if (settings->format.empty())
+              settings->options.format = to_terminal ? Format::table : Format::legacy;
+            else
+              settings->options.format = *format_from_name(settings->format);
+            settings->options.table_style = table_style(to_terminal);
             if (settings->options.output) // refuse a device or a FIFO before nvidia-smi runs
               output_target(*settings->options.output);
             run_snapshot(settings->options);

@@ -22,8 +22,9 @@ Subcommand add_watch_command(CLI::App &app) {
   command
       ->add_option("--format", settings->format,
                    "What stdout gets per sample: legacy, json (one line each) or csv. Default: "
-                   "legacy, or nothing when --csv-log or --json-log is given")
-      ->check(CLI::IsMember({"legacy", "json", "csv"}));
+                   "legacy, or nothing when --csv-log or --json-log is given. (table is refused: "
+                   "`nvsmi-agent top` is the table that refreshes)")
+      ->check(CLI::IsMember({"legacy", "json", "csv", "table"}));
   command->add_option("--csv-log", options.csv_log,
                       "Append each sample's rows to this CSV file (header when new)");
   command->add_option("--csv-max-bytes", options.csv_rotation.max_bytes,
@@ -47,6 +48,11 @@ Subcommand add_watch_command(CLI::App &app) {
             const WatchOptions &o = settings->options;
             if (o.csv_log && o.json_log && *o.csv_log == *o.json_log)
               throw AgentError(exit_usage, "--csv-log and --json-log name the same file");
+            if (settings->format == "table") // accepted by the check only to say where it is
+              throw AgentError(exit_usage,
+                               "watch --format table: watch writes a line per sample for "
+                               "programs (legacy, json or csv); for a table that refreshes, run "
+                               "`nvsmi-agent top`");
             if (!settings->format.empty())
               settings->options.format = format_from_name(settings->format);
             return run_watch(settings->options);

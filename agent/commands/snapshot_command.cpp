@@ -121,7 +121,7 @@ void run_snapshot(const SnapshotOptions &options) {
       HostObserver().observe(snapshot);
   }
   attach_local_offset(snapshot);
-  std::string text = format_snapshot(snapshot, options.format);
+  std::string text = format_snapshot(snapshot, options.format, options.table_style);
   if (options.output)
     replace_file_atomically(*options.output, text);
   else

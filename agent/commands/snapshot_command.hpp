@@ -12,6 +12,7 @@ namespace nvsmi {
 struct SnapshotOptions {
   SourceKind source = SourceKind::xml;
   Format format = Format::legacy;
+  TableStyle table_style;                // for Format::table: the screen the caller found
   std::optional<std::string> fixture;    // a recorded output to read instead; "-" is stdin
   std::optional<std::string> nvidia_smi; // command (with arguments) to run instead of nvidia-smi
   double timeout_seconds = 10;

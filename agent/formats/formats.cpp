@@ -9,10 +9,12 @@ std::optional<Format> format_from_name(std::string_view name) {
     return Format::json;
   if (name == "csv")
     return Format::csv;
+  if (name == "table")
+    return Format::table;
   return std::nullopt;
 }
 
-std::string format_snapshot(const Snapshot &snapshot, Format format) {
+std::string format_snapshot(const Snapshot &snapshot, Format format, const TableStyle &style) {
   switch (format) {
   case Format::legacy:
     return format_legacy(snapshot) + "\n";
@@ -20,6 +22,8 @@ std::string format_snapshot(const Snapshot &snapshot, Format format) {
     return format_json(snapshot) + "\n";
   case Format::csv:
     return format_csv(snapshot);
+  case Format::table:
+    return format_table(snapshot, style);
   }
   return {};
 }

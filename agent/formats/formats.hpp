@@ -1,6 +1,7 @@
 // Output formats: each a pure function of a Snapshot.
 #pragma once
 
+#include "formats/format_table.hpp"
 #include "nvsmi/snapshot.hpp"
 
 #include <optional>
@@ -10,7 +11,7 @@
 
 namespace nvsmi {
 
-enum class Format { legacy, json, csv };
+enum class Format { legacy, json, csv, table };
 
 std::optional<Format> format_from_name(std::string_view name);
 
@@ -30,7 +31,7 @@ std::vector<std::string> extra_field_names(const Snapshot &snapshot);
 // fields last.
 std::string format_csv(const Snapshot &snapshot, bool header = true);
 
-// Any of the above, newline-terminated.
-std::string format_snapshot(const Snapshot &snapshot, Format format);
+// Any of the above, newline-terminated; `table` (format_table.hpp) drawn in `style`.
+std::string format_snapshot(const Snapshot &snapshot, Format format, const TableStyle &style = {});
 
 } // namespace nvsmi

@@ -1,0 +1,509 @@
+#include "formats/format_table.hpp"
+
+#include "nvsmi/gpu_state.hpp"
+#include "nvsmi/utf8.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+namespace nvsmi {
+namespace {
+
+// The colours follow the state's own thresholds where there is one, so that a red temperature
+// and the word `hot` never disagree.
+const GpuStateThresholds state_thresholds;
+constexpr std::int64_t temperature_yellow_c = 70;
+constexpr std::int64_t utilization_high_percent = 50;
+constexpr double memory_red_percent = 90, memory_yellow_percent = 75;
+constexpr double power_yellow_fraction = 0.80;
+// Longest shown parts of a process entry, so that one long name leaves room for the others.
+constexpr std::size_t user_columns = 12, program_columns = 20;
+// A GPU name is not cut shorter than this to make room: "H100 80GB", "GTX 1080 Ti" fit.
+constexpr std::size_t least_name_columns = 12;
+
+struct CodePoint {
+  char32_t value;
+  std::size_t bytes;
+};
+
+// The code point at `at` of text that is valid UTF-8.
+CodePoint decode(std::string_view text, std::size_t at) {
+  auto lead = static_cast<unsigned char>(text[at]);
+  if (lead < 0x80)
+    return {lead, 1};
+  std::size_t bytes = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+  bytes = std::min(bytes, text.size() - at);
+  char32_t value = lead & (0x7Fu >> bytes);
+  for (std::size_t i = 1; i < bytes; ++i)
+    value = (value << 6) | (static_cast<unsigned char>(text[at + i]) & 0x3Fu);
+  return {value, bytes};
+}
+
+// Controls move the cursor, ring, clear or start an escape; the bidi controls reverse what
+// follows them on the line.
+bool hidden_control(char32_t c) {
+  return c < 0x20 || (c >= 0x7F && c <= 0x9F) || c == 0x200E || c == 0x200F ||
+         (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
+}
+
+// Two for East Asian wide and fullwidth characters and the emoji blocks, one for the rest: a
+// combining mark counted as one makes a line shorter on screen, never longer.
+std::size_t columns_of(char32_t c) {
+  bool wide = (c >= 0x1100 && c <= 0x115F) || (c >= 0x2E80 && c <= 0xA4CF) ||
+              (c >= 0xAC00 && c <= 0xD7A3) || (c >= 0xF900 && c <= 0xFAFF) ||
+              (c >= 0xFE30 && c <= 0xFE4F) || (c >= 0xFF00 && c <= 0xFF60) ||
+              (c >= 0xFFE0 && c <= 0xFFE6) || (c >= 0x1F000 && c <= 0x1FAFF) ||
+              (c >= 0x20000 && c <= 0x3FFFD);
+  return wide ? 2 : 1;
+}
+
+enum class Tone { plain, bold, dim, red, yellow, green };
+
+const char *sgr(Tone tone) {
+  switch (tone) {
+  case Tone::plain:
+    return "";
+  case Tone::bold:
+    return "\x1b[1m";
+  case Tone::dim:
+    return "\x1b[2m";
+  case Tone::red:
+    return "\x1b[31m";
+  case Tone::yellow:
+    return "\x1b[33m";
+  case Tone::green:
+    return "\x1b[32m";
+  }
+  return "";
+}
+
+// A line as pieces of screen text, each in one tone: measured and cut before any escape is in it.
+class Line {
+public:
+  void add(std::string text, Tone tone = Tone::plain) {
+    columns_ += screen_columns(text);
+    pieces_.push_back({std::move(text), tone});
+  }
+  void gap(std::size_t columns) { add(std::string(columns, ' ')); }
+  void add_right_aligned(std::string text, std::size_t width, Tone tone) {
+    std::size_t columns = screen_columns(text);
+    gap(width > columns ? width - columns : 0);
+    add(std::move(text), tone);
+  }
+  void add_left_aligned(std::string text, std::size_t width, Tone tone) {
+    std::size_t columns = screen_columns(text);
+    add(std::move(text), tone);
+    gap(width > columns ? width - columns : 0);
+  }
+  std::size_t columns() const { return columns_; }
+
+  // Newline-terminated, no blanks at its end, cut with `…` where it would pass style.width.
+  std::string render(const TableStyle &style) const {
+    std::vector<Piece> pieces = pieces_;
+    while (!pieces.empty()) {
+      std::string &last = pieces.back().text;
+      last.erase(last.find_last_not_of(' ') + 1);
+      if (!last.empty())
+        break;
+      pieces.pop_back();
+    }
+    std::string out;
+    std::size_t used = 0;
+    for (const Piece &piece : pieces) {
+      std::size_t left = style.width > used ? style.width - used : 0;
+      std::string text = cut_to_columns(piece.text, left);
+      used += screen_columns(text);
+      if (style.colour && piece.tone != Tone::plain && !text.empty())
+        out += sgr(piece.tone) + text + "\x1b[0m";
+      else
+        out += text;
+      if (text.size() < piece.text.size())
+        break;
+    }
+    return out + "\n";
+  }
+
+private:
+  struct Piece {
+    std::string text;
+    Tone tone;
+  };
+  std::vector<Piece> pieces_;
+  std::size_t columns_ = 0;
+};
+
+std::string or_dash(const Reading &reading, const char *unit = "") {
+  return reading ? std::to_string(*reading) + unit : "-";
+}
+
+std::string whole_or_dash(const RealReading &reading) {
+  return reading ? std::to_string(std::llround(*reading)) : "-";
+}
+
+// "used/total unit", or "-" when neither is known.
+std::string used_of(const std::string &used, const std::string &total, const char *unit) {
+  return used == "-" && total == "-" ? "-" : used + "/" + total + unit;
+}
+
+std::string fixed(double value, int decimals) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+  return buffer;
+}
+
+std::string time_text(const std::optional<Timestamp> &timestamp) {
+  if (!timestamp)
+    return "-";
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02d %02d:%02d:%02d", timestamp->year,
+                timestamp->month, timestamp->day, timestamp->hour, timestamp->minute,
+                timestamp->second);
+  return buffer;
+}
+
+RealReading used_percent(const Reading &used, const Reading &total) {
+  if (!used || !total || *total <= 0)
+    return std::nullopt;
+  return static_cast<double>(*used) * 100.0 / static_cast<double>(*total);
+}
+
+Tone temperature_tone(const Reading &celsius) {
+  if (!celsius)
+    return Tone::plain;
+  if (*celsius >= state_thresholds.hot_at_c)
+    return Tone::red;
+  return *celsius >= temperature_yellow_c ? Tone::yellow : Tone::plain;
+}
+
+Tone utilization_tone(const Reading &percent) {
+  if (!percent)
+    return Tone::plain;
+  if (*percent >= utilization_high_percent)
+    return Tone::green;
+  return static_cast<double>(*percent) < state_thresholds.idle_below_percent ? Tone::dim
+                                                                             : Tone::plain;
+}
+
+Tone memory_tone(const RealReading &percent) {
+  if (!percent)
+    return Tone::plain;
+  if (*percent >= memory_red_percent)
+    return Tone::red;
+  return *percent >= memory_yellow_percent ? Tone::yellow : Tone::plain;
+}
+
+Tone power_tone(const Gpu &gpu) {
+  if (!gpu.power_draw_w || !gpu.power_limit_w || *gpu.power_limit_w <= 0)
+    return Tone::plain;
+  double fraction = *gpu.power_draw_w / *gpu.power_limit_w;
+  if (fraction >= state_thresholds.power_limit_fraction)
+    return Tone::red;
+  return fraction >= power_yellow_fraction ? Tone::yellow : Tone::plain;
+}
+
+Tone state_tone(GpuState state) {
+  switch (state) {
+  case GpuState::hot:
+  case GpuState::at_power_limit:
+    return Tone::red;
+  case GpuState::idle_held:
+    return Tone::yellow;
+  case GpuState::in_use:
+    return Tone::green;
+  case GpuState::unknown:
+    return Tone::dim;
+  case GpuState::free:
+  case GpuState::idle:
+    return Tone::plain;
+  }
+  return Tone::plain;
+}
+
+// nvidia-smi on Windows names a process by its path with backslashes.
+std::string_view basename_of(std::string_view path) {
+  std::size_t slash = path.find_last_of("/\\");
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// A process entry's parts, `user:program(MiB)`: the user, else the uid, else `?`; the program the
+// command's first word names, else nvidia-smi's name for the process.
+struct ProcessEntry {
+  std::string user, program, memory;
+
+  std::string text(std::size_t program_room = program_columns) const {
+    return user + ":" + cut_to_columns(program, program_room) + "(" + memory + ")";
+  }
+};
+
+ProcessEntry process_entry(const Process &process) {
+  std::string user = process.user  ? screen_text(*process.user)
+                     : process.uid ? std::to_string(*process.uid)
+                                   : "";
+  std::string program;
+  if (process.command) {
+    std::string_view command = *process.command;
+    program = screen_text(basename_of(command.substr(0, command.find(' '))));
+  }
+  if (program.empty() && process.name)
+    program = screen_text(basename_of(*process.name));
+  return {cut_to_columns(user.empty() ? "?" : user, user_columns), program.empty() ? "?" : program,
+          or_dash(process.used_memory_mib, "MiB")};
+}
+
+std::string more_text(std::size_t count) { return "+" + std::to_string(count) + " more"; }
+
+// Those holding the most GPU memory first, those of unknown size last.
+std::vector<const Process *> by_memory(std::vector<const Process *> processes) {
+  std::stable_sort(processes.begin(), processes.end(), [](const Process *a, const Process *b) {
+    return a->used_memory_mib.value_or(-1) > b->used_memory_mib.value_or(-1);
+  });
+  return processes;
+}
+
+// As many entries as fit in what is left of the line, a program's name cut (to no fewer than
+// four columns) where that makes one fit, then `+N more` for the rest.
+void add_processes(Line &line, const std::vector<const Process *> &processes, std::size_t width) {
+  for (std::size_t i = 0; i < processes.size(); ++i) {
+    ProcessEntry entry = process_entry(*processes[i]);
+    std::size_t after = processes.size() - i - 1;
+    std::size_t taken = line.columns() + 2 + (after > 0 ? 2 + more_text(after).size() : 0);
+    std::size_t room = width > taken ? width - taken : 0;
+    std::string text = entry.text();
+    std::size_t frame = screen_columns(entry.text(0)); // all but the program
+    if (screen_columns(text) > room && room >= frame + 4)
+      text = entry.text(room - frame);
+    if (screen_columns(text) > room) {
+      line.gap(2);
+      line.add(more_text(processes.size() - i), Tone::dim);
+      return;
+    }
+    line.gap(2);
+    line.add(std::move(text));
+  }
+}
+
+bool in_instance(const Process &process, const MigDevice &device) {
+  return process.gpu_instance_id && process.gpu_instance_id == device.gpu_instance_id &&
+         process.compute_instance_id && process.compute_instance_id == device.compute_instance_id;
+}
+
+bool in_any_instance(const Process &process, const Gpu &gpu) {
+  if (!gpu.mig_devices)
+    return false;
+  return std::any_of(gpu.mig_devices->begin(), gpu.mig_devices->end(),
+                     [&](const MigDevice &device) { return in_instance(process, device); });
+}
+
+// One GPU's cells, before the columns' widths are known.
+struct GpuRow {
+  const Gpu *gpu;
+  std::string index, name, temperature, utilization, memory, power;
+  GpuState state;
+  std::vector<const Process *> processes; // those not shown under one of its MIG instances
+};
+
+GpuRow gpu_row(const Gpu &gpu) {
+  GpuRow row{&gpu,
+             "[" + std::to_string(gpu.index) + "]",
+             screen_text(gpu.name.value_or("-")),
+             or_dash(gpu.temperature_c, "\u00b0C"),
+             or_dash(gpu.utilization_gpu_percent, "%"),
+             used_of(or_dash(gpu.memory_used_mib), or_dash(gpu.memory_total_mib), "MiB"),
+             used_of(whole_or_dash(gpu.power_draw_w), whole_or_dash(gpu.power_limit_w), "W"),
+             gpu_state(gpu),
+             {}};
+  std::vector<const Process *> processes;
+  if (gpu.processes)
+    for (const Process &process : *gpu.processes)
+      if (!in_any_instance(process, gpu))
+        processes.push_back(&process);
+  row.processes = by_memory(std::move(processes));
+  return row;
+}
+
+// The vendor's and brand's prefixes go first when a name does not fit ("NVIDIA GeForce RTX 4090"
+// to "RTX 4090"), then words at its end ("H100 80GB HBM3" to "H100 80GB"); only a first word too
+// long is cut.
+std::string shown_name(const std::string &name, std::size_t columns) {
+  if (screen_columns(name) <= columns)
+    return name;
+  std::string_view rest = name;
+  for (std::string_view prefix : {"NVIDIA ", "GeForce ", "Tesla ", "Quadro "})
+    if (rest.substr(0, prefix.size()) == prefix)
+      rest.remove_prefix(prefix.size());
+  if (screen_columns(rest) <= columns)
+    return std::string(rest);
+  std::size_t words_end = 0;
+  for (std::size_t space = rest.find(' '); space != std::string_view::npos;
+       space = rest.find(' ', space + 1))
+    if (space > 0 && screen_columns(rest.substr(0, space)) <= columns)
+      words_end = space;
+  if (words_end > 0)
+    return std::string(rest.substr(0, words_end));
+  return cut_to_columns(rest, columns);
+}
+
+// Host (or `recording`) and time always; the driver, CUDA, the host's CPU, memory and load while
+// they fit.
+std::string header(const Snapshot &snapshot, const TableStyle &style) {
+  Line line;
+  if (snapshot.host)
+    line.add(cut_to_columns(screen_text(snapshot.host->hostname.value_or("-")), 24), Tone::bold);
+  else
+    line.add("recording", Tone::bold); // another machine's output: no host readings to show
+  line.gap(2);
+  line.add(time_text(snapshot.timestamp));
+  std::vector<std::pair<std::string, Tone>> rest = {
+      {"driver " + cut_to_columns(screen_text(snapshot.driver_version.value_or("-")), 16),
+       Tone::plain},
+      {"CUDA " + cut_to_columns(screen_text(snapshot.cuda_version.value_or("-")), 8), Tone::plain}};
+  if (snapshot.host) {
+    const Host &host = *snapshot.host;
+    rest.emplace_back("CPU " +
+                          (host.cpu_percent ? fixed(*host.cpu_percent, 0) + "%" : std::string("-")),
+                      Tone::plain);
+    auto gib = [](const Reading &mib) {
+      return mib ? fixed(static_cast<double>(*mib) / 1024.0, 1) : std::string("-");
+    };
+    rest.emplace_back("mem " +
+                          used_of(gib(host.memory_used_mib), gib(host.memory_total_mib), " GiB"),
+                      memory_tone(used_percent(host.memory_used_mib, host.memory_total_mib)));
+    rest.emplace_back("load " + (host.load1 ? fixed(*host.load1, 2) : std::string("-")),
+                      Tone::plain);
+  }
+  for (auto &[text, tone] : rest)
+    if (line.columns() + 2 + screen_columns(text) <= style.width) {
+      line.gap(2);
+      line.add(std::move(text), tone);
+    }
+  return line.render(style);
+}
+
+void add_mig_lines(std::string &out, const Gpu &gpu, std::size_t indent, const TableStyle &style) {
+  if (!gpu.mig_devices)
+    return;
+  for (const MigDevice &device : *gpu.mig_devices) {
+    Line line;
+    line.gap(indent);
+    line.add("MIG " + or_dash(device.index) + "  GI " + or_dash(device.gpu_instance_id) + " CI " +
+             or_dash(device.compute_instance_id));
+    line.gap(2);
+    line.add(used_of(or_dash(device.memory_used_mib), or_dash(device.memory_total_mib), "MiB"),
+             memory_tone(used_percent(device.memory_used_mib, device.memory_total_mib)));
+    std::vector<const Process *> processes;
+    if (gpu.processes)
+      for (const Process &process : *gpu.processes)
+        if (in_instance(process, device))
+          processes.push_back(&process);
+    add_processes(line, by_memory(std::move(processes)), style.width);
+    out += line.render(style);
+  }
+}
+
+} // namespace
+
+std::string screen_text(std::string_view text) {
+  std::string valid = valid_utf8(text);
+  std::string out;
+  out.reserve(valid.size());
+  for (std::size_t at = 0; at < valid.size();) {
+    CodePoint c = decode(valid, at);
+    if (!hidden_control(c.value))
+      out.append(valid, at, c.bytes);
+    at += c.bytes;
+  }
+  return out;
+}
+
+std::size_t screen_columns(std::string_view text) {
+  std::size_t columns = 0;
+  for (std::size_t at = 0; at < text.size();) {
+    CodePoint c = decode(text, at);
+    columns += columns_of(c.value);
+    at += c.bytes;
+  }
+  return columns;
+}
+
+std::string cut_to_columns(std::string_view text, std::size_t columns) {
+  if (screen_columns(text) <= columns)
+    return std::string(text);
+  if (columns == 0)
+    return {};
+  std::size_t used = 0, at = 0;
+  while (at < text.size()) {
+    CodePoint c = decode(text, at);
+    if (used + columns_of(c.value) > columns - 1)
+      break;
+    used += columns_of(c.value);
+    at += c.bytes;
+  }
+  return std::string(text.substr(0, at)) + "\u2026";
+}
+
+std::string format_table(const Snapshot &snapshot, const TableStyle &style) {
+  std::string out = header(snapshot, style);
+  std::vector<GpuRow> rows;
+  for (const Gpu &gpu : snapshot.gpus)
+    rows.push_back(gpu_row(gpu));
+
+  std::size_t index_w = 0, temperature_w = 0, utilization_w = 0, memory_w = 0, power_w = 0,
+              state_w = 0, first_process_w = 0;
+  for (const GpuRow &row : rows) {
+    index_w = std::max(index_w, screen_columns(row.index));
+    temperature_w = std::max(temperature_w, screen_columns(row.temperature));
+    utilization_w = std::max(utilization_w, screen_columns(row.utilization));
+    memory_w = std::max(memory_w, screen_columns(row.memory));
+    power_w = std::max(power_w, screen_columns(row.power));
+    state_w = std::max(state_w, gpu_state_name(row.state).size());
+    if (!row.processes.empty()) {
+      std::size_t after = row.processes.size() - 1;
+      first_process_w =
+          std::max(first_process_w, 2 + screen_columns(process_entry(*row.processes[0]).text()) +
+                                        (after > 0 ? 2 + more_text(after).size() : 0));
+    }
+  }
+  // The readings and the state always, then the first process of each GPU: the names give way to
+  // them (shown_name), down to least_name_columns.
+  std::size_t readings_w =
+      index_w + 1 + 2 + temperature_w + 1 + utilization_w + 2 + memory_w + 2 + power_w;
+  std::size_t taken = readings_w + 2 + state_w + first_process_w;
+  std::size_t name_room =
+      std::max(style.width > taken ? style.width - taken : 0, least_name_columns);
+  std::size_t name_w = 0;
+  for (GpuRow &row : rows) {
+    row.name = shown_name(row.name, name_room);
+    name_w = std::max(name_w, screen_columns(row.name));
+  }
+
+  for (const GpuRow &row : rows) {
+    const Gpu &gpu = *row.gpu;
+    Line line;
+    line.add_left_aligned(row.index, index_w, Tone::plain);
+    line.gap(1);
+    line.add_left_aligned(row.name, name_w, Tone::bold);
+    line.gap(2);
+    line.add_right_aligned(row.temperature, temperature_w, temperature_tone(gpu.temperature_c));
+    line.gap(1);
+    line.add_right_aligned(row.utilization, utilization_w,
+                           utilization_tone(gpu.utilization_gpu_percent));
+    line.gap(2);
+    line.add_right_aligned(row.memory, memory_w, memory_tone(gpu.memory_used_percent()));
+    line.gap(2);
+    line.add_right_aligned(row.power, power_w, power_tone(gpu));
+    std::string state(gpu_state_name(row.state));
+    std::size_t more_here = row.processes.empty() ? 0 : 2 + more_text(row.processes.size()).size();
+    if (line.columns() + 2 + state.size() + more_here <= style.width) {
+      line.gap(2);
+      line.add(state, state_tone(row.state));
+    }
+    add_processes(line, row.processes, style.width);
+    out += line.render(style);
+    add_mig_lines(out, gpu, index_w + 1, style);
+  }
+  return out;
+}
+
+} // namespace nvsmi

@@ -1,0 +1,42 @@
+// The `table` format: one screen for people, in the spirit of gpustat. A pure function of a
+// Snapshot: whether stdout is a terminal, how wide it is and whether colour is wanted are the
+// caller's to decide (TableStyle).
+#pragma once
+
+#include "nvsmi/snapshot.hpp"
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace nvsmi {
+
+struct TableStyle {
+  bool colour = false;    // ANSI colour escapes (SGR)
+  std::size_t width = 80; // no line takes more terminal columns than this
+};
+
+// A header line (host, time, driver, CUDA, host CPU and memory; `recording` for a recording), a
+// line per GPU (index, name, temperature, utilization, memory, power, state, `user:program(MiB)`
+// per process), its MIG instances under it. Every line is newline-terminated and at most
+// style.width columns. Colours: temperature red from the `hot` state's threshold (85 C), yellow
+// from 70 C; utilization green from 50 %, dim under the idle threshold (5 %); memory red from
+// 90 % used, yellow from 75 %; power red from the `at power limit` threshold (95 % of the limit),
+// yellow from 80 %; the state red when hot or at its power limit, yellow when idle but held,
+// green in use, dim unknown.
+std::string format_table(const Snapshot &snapshot, const TableStyle &style = {});
+
+// Text from outside (process names, commands, users, host and GPU names) as it may go on a
+// screen: valid UTF-8, without control characters (C0, DEL, C1) and the invisible ones that
+// reorder or hide what follows (bidi overrides and isolates, direction marks).
+std::string screen_text(std::string_view text);
+
+// The terminal columns valid UTF-8 `text` takes: one per code point, two for the wide ones (CJK,
+// Hangul, fullwidth forms, emoji). It never counts fewer than a terminal shows.
+std::size_t screen_columns(std::string_view text);
+
+// `text` (valid UTF-8) cut to at most `columns`, ending in `…` where it was cut; never in the
+// middle of a character.
+std::string cut_to_columns(std::string_view text, std::size_t columns);
+
+} // namespace nvsmi

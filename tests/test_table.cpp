@@ -1,0 +1,196 @@
+// The `table` format as a function: what each line says, its colours, and that hostile text and
+// long names never make a line longer than the width.
+#include "formats/formats.hpp"
+#include "nvsmi/utf8.hpp"
+#include "nvsmi/xml_reader.hpp"
+#include "observed_process.hpp"
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+using namespace nvsmi;
+
+namespace {
+
+Snapshot fixture(const std::string &name) {
+  return read_xml(test::read_file(test::fixture_path("xml/" + name)));
+}
+
+std::vector<std::string> lines_of(const std::string &text) {
+  REQUIRE(!text.empty());
+  REQUIRE(text.back() == '\n');
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  return lines;
+}
+
+bool has(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Every line fits `width`, is valid UTF-8 and holds no control character (but the colour escapes
+// when `colour`).
+void check_screen_safe(const std::string &table, std::size_t width, bool colour) {
+  for (const std::string &line : lines_of(table)) {
+    INFO(line);
+    CHECK(is_valid_utf8(line));
+    std::string visible;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      if (colour && line[i] == '\x1b') {
+        std::size_t end = line.find('m', i);
+        REQUIRE(end != std::string::npos);
+        i = end;
+        continue;
+      }
+      CHECK(static_cast<unsigned char>(line[i]) >= 0x20);
+      CHECK(line[i] != 0x7f);
+      visible += line[i];
+    }
+    CHECK(screen_columns(visible) <= width);
+  }
+}
+
+} // namespace
+
+TEST_CASE("table: a header, then one line per GPU with its readings and state word", "[table]") {
+  std::string table = format_table(fixture("h100-8gpu-states-v12.xml"));
+  std::vector<std::string> lines = lines_of(table);
+  REQUIRE(lines.size() == 9);
+  // A recording has no host: it says so, with no host readings (never zeros).
+  CHECK(lines[0] == "recording  2024-03-12 14:03:27  driver 550.54.15  CUDA 12.4");
+  const char *states[] = {"free", "in use",         "hot",    "idle but held",
+                          "free", "at power limit", "in use", "free"};
+  for (int gpu = 0; gpu < 8; ++gpu) {
+    const std::string &line = lines[static_cast<std::size_t>(gpu) + 1];
+    INFO(line);
+    CHECK_THAT(line, Catch::StartsWith("[" + std::to_string(gpu) + "] "));
+    CHECK_THAT(line, Catch::StartsWith("[" + std::to_string(gpu) + "] H100 80GB  ")); // shortened
+    CHECK(has(line, std::string("  ") + states[gpu]));
+    CHECK(has(line, "/81559MiB"));
+    CHECK(has(line, "/700W"));
+  }
+  CHECK(has(lines[3], "89\u00b0C 95%  40960/81559MiB  148/700W  hot  ?:python3(40950MiB)"));
+  CHECK(has(lines[4], "idle but held"));
+  CHECK(has(lines[4], "81000/81559MiB"));
+  CHECK(has(lines[6], "698/700W  at power limit"));
+  check_screen_safe(table, 80, false);
+}
+
+TEST_CASE("table: unknown readings are -, never 0", "[table]") {
+  std::vector<std::string> lines = lines_of(format_table(fixture("rtx4090-all-unknown-v13.xml")));
+  REQUIRE(lines.size() == 2);
+  INFO(lines[1]);
+  CHECK_THAT(lines[1], Catch::StartsWith("[0] NVIDIA GeForce RTX 4090  - -  -  -  free"));
+  CHECK_FALSE(has(lines[1], "0%"));
+  CHECK_FALSE(has(lines[1], "0\u00b0C"));
+  CHECK_FALSE(has(lines[1], "MiB"));
+  CHECK_FALSE(has(lines[1], "W"));
+}
+
+TEST_CASE("table: MIG instances under their GPU, each with its own processes", "[table]") {
+  std::vector<std::string> lines = lines_of(format_table(fixture("a100-mig-v12.xml")));
+  REQUIRE(lines.size() == 4);
+  CHECK_THAT(lines[1], Catch::StartsWith("[0] NVIDIA A100-SXM4-80GB"));
+  CHECK(has(lines[1], "4033/81920MiB"));
+  CHECK_FALSE(has(lines[1], "python")); // shown under its instance instead
+  CHECK(lines[2] == "    MIG 0  GI 1 CI 0  13/40192MiB");
+  CHECK(lines[3] == "    MIG 1  GI 2 CI 0  4020/19968MiB  ?:python(4000MiB)");
+}
+
+TEST_CASE("table: colours by threshold only when asked", "[table]") {
+  Snapshot snapshot = fixture("h100-8gpu-states-v12.xml");
+  std::string plain = format_table(snapshot, {false, 80});
+  CHECK_FALSE(has(plain, "\x1b"));
+  std::string coloured = format_table(snapshot, {true, 80});
+  std::vector<std::string> lines = lines_of(coloured);
+  CHECK(has(lines[3], "\x1b[31m89\u00b0C\x1b[0m")); // hot: red
+  CHECK(has(lines[3], "\x1b[31mhot\x1b[0m"));
+  CHECK(has(lines[4], "\x1b[31m81000/81559MiB\x1b[0m")); // 99 % of memory: red
+  CHECK(has(lines[4], "\x1b[33midle but held\x1b[0m"));  // held, not used: yellow
+  CHECK(has(lines[6], "\x1b[31m698/700W\x1b[0m"));       // at its power limit: red
+  CHECK(has(lines[6], "\x1b[31mat power limit\x1b[0m"));
+  CHECK(has(lines[7], "\x1b[32m99%\x1b[0m")); // busy: green
+  CHECK(has(lines[8], "\x1b[2m0%\x1b[0m"));   // idle: dim
+  CHECK(has(lines[1], "30\u00b0C"));          // cool: no colour
+  CHECK_FALSE(has(lines[1], "\x1b[31m"));
+  check_screen_safe(coloured, 80, true);
+}
+
+TEST_CASE("table: who runs each process, as user:program(MiB), biggest first", "[table]") {
+  Snapshot snapshot = fixture("h100-8gpu-states-v12.xml");
+  Gpu &gpu = snapshot.gpus[0];
+  gpu.processes = std::vector<Process>{
+      test::observed_process(11, "alice", 100, "/opt/conda/bin/python3 train.py --epochs 90"),
+      test::observed_process(12, "bob", 2000, "torchrun --nproc 8 x.py")};
+  Process by_uid = test::observed_process(13, "carol", 50);
+  by_uid.user.reset();
+  by_uid.uid = 1234;
+  by_uid.command.reset();
+  by_uid.name = "/usr/bin/ollama";
+  Process unseen; // another machine's, or gone: nvidia-smi's name alone, no size
+  unseen.pid = 14;
+  unseen.name = "python3";
+  gpu.processes->push_back(by_uid);
+  gpu.processes->push_back(unseen);
+  snapshot.host = test::observed_host();
+  std::vector<std::string> lines = lines_of(format_table(snapshot, {false, 200}));
+  CHECK(lines[0] ==
+        "gpu07  2024-03-12 14:03:27  driver 550.54.15  CUDA 12.4  CPU 12%  mem 120.6/502.9 GiB  "
+        "load 3.25");
+  CHECK(has(lines[1], "idle but held  bob:torchrun(2000MiB)  alice:python3(100MiB)  "
+                      "1234:ollama(50MiB)  ?:python3(-)"));
+  // At 80 columns what does not fit is counted, and the line still fits.
+  std::vector<std::string> narrow = lines_of(format_table(snapshot, {false, 80}));
+  INFO(narrow[1]);
+  CHECK_THAT(narrow[1], Catch::EndsWith(" more"));
+  CHECK(screen_columns(narrow[1]) <= 80);
+}
+
+TEST_CASE("table: hostile names and commands never break the screen", "[table]") {
+  Snapshot snapshot = fixture("h100-8gpu-states-v12.xml");
+  std::string long_command = "/usr/bin/" + std::string(280, 'x') + "\x1b[2J\x07\xff\xfe" +
+                             "\xe6\xbc\xa2\xe5\xad\x97 --flag";
+  snapshot.gpus[1].name = std::string(60, 'N');
+  snapshot.gpus[2].name = "GPU \x1b]0;owned\x07 \xe2\x80\xae" + std::string(40, 'R');
+  Process hostile = test::observed_process(7,
+                                           "m\xe2\x80\xae"
+                                           "allory\x1b[31m",
+                                           10, long_command);
+  Process wide = test::observed_process(8, "\xe7\x94\xb0\xe4\xb8\xad", 20,
+                                        std::string(30, '\xe5') + " x"); // broken bytes
+  snapshot.gpus[1].processes = std::vector<Process>{hostile, wide, hostile, hostile};
+  snapshot.host = test::observed_host();
+  snapshot.host->hostname = std::string(70, 'h') + "\x1b[H";
+  for (std::size_t width : {40, 60, 79, 80, 81, 100, 132, 300}) {
+    INFO("width " << width);
+    check_screen_safe(format_table(snapshot, {false, width}), width, false);
+    check_screen_safe(format_table(snapshot, {true, width}), width, true);
+  }
+  std::vector<std::string> lines = lines_of(format_table(snapshot, {false, 300}));
+  CHECK_FALSE(has(lines[2], "\x1b"));
+  CHECK(has(lines[2], "mallory"));
+  CHECK_FALSE(has(lines[2], "\xe2\x80\xae")); // the right-to-left override is gone
+}
+
+TEST_CASE("table: columns of text are counted in characters, cut between them", "[table]") {
+  CHECK(screen_columns("abc") == 3);
+  CHECK(screen_columns("\u00b0C") == 2);
+  CHECK(screen_columns("\u6f22\u5b57") == 4); // wide
+  CHECK(screen_text("a\x1b[31mb\tc\xff") == "a[31mbc\ufffd");
+  CHECK(cut_to_columns("abcdef", 4) == "abc\u2026");
+  CHECK(cut_to_columns("abcdef", 6) == "abcdef");
+  // A wide character that does not fit whole is left out, never cut in half.
+  CHECK(cut_to_columns("a\u6f22\u5b57", 4) == "a\u6f22\u2026");
+  CHECK(cut_to_columns("a\u6f22\u5b57", 3) == "a\u2026");
+  CHECK(cut_to_columns("\u00e9\u00e9\u00e9", 2) == "\u00e9\u2026");
+}
+
+TEST_CASE("table is a format by name", "[table]") {
+  CHECK(format_from_name("table") == Format::table);
+  Snapshot snapshot = fixture("h100-8gpu-states-v12.xml");
+  CHECK(format_snapshot(snapshot, Format::table, {true, 90}) == format_table(snapshot, {true, 90}));
+}

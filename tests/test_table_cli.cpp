@@ -1,0 +1,271 @@
+// `snapshot`'s table through the built agent: the default on a real terminal (a pseudo-terminal
+// from util-linux `script`), the legacy document unchanged on a pipe and with --output, colour
+// and NO_COLOR, the terminal's width, and real processes' users through the stand-in.
+#include "process_support.hpp"
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <pwd.h>
+#include <sstream>
+#include <unistd.h>
+
+#include "nvsmi/utf8.hpp"
+
+using test::quote;
+using test::Run;
+using test::run_agent;
+using test::run_shell;
+
+namespace {
+
+const std::string states = quote(test::fixture_path("xml/h100-8gpu-states-v12.xml"));
+const std::string fake = quote(SCRIPTS_DIR "/fake-nvidia-smi");
+
+// `command` (a shell command line) run with its stdout on a pseudo-terminal of `columns` (0: as
+// `script` makes it, no size), the terminal's CR LF made LF again.
+Run on_terminal(const std::string &command, int columns = 0) {
+  std::string inner = (columns > 0 ? "stty cols " + std::to_string(columns) + "; " : "") + command;
+  Run run = run_shell("script -qec " + quote(inner) + " /dev/null </dev/null");
+  std::string out;
+  for (char c : run.out)
+    if (c != '\r')
+      out += c;
+  run.out = out;
+  return run;
+}
+
+bool terminal_available() {
+  if (test::installed("script"))
+    return true;
+  WARN("no `script` (util-linux) here: the terminal tests are skipped");
+  return false;
+}
+
+std::vector<std::string> lines_of(const std::string &text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  return lines;
+}
+
+// Columns on screen: escapes take none, every other code point one (the tables here have no
+// wide characters).
+std::size_t columns(const std::string &line) {
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    if (line[i] == '\x1b') {
+      i = line.find('m', i);
+      continue;
+    }
+    if ((static_cast<unsigned char>(line[i]) & 0xC0) != 0x80)
+      ++count;
+  }
+  return count;
+}
+
+void check_width(const std::string &table, std::size_t width) {
+  for (const std::string &line : lines_of(table)) {
+    INFO(line);
+    CHECK(columns(line) <= width);
+  }
+}
+
+} // namespace
+
+TEST_CASE("snapshot on a terminal prints the table, coloured unless NO_COLOR", "[table]") {
+  if (!terminal_available())
+    return;
+  Run run = on_terminal(AGENT_BIN " snapshot --fixture " + states);
+  INFO(run.out << run.err);
+  REQUIRE(run.exit_code == 0);
+  std::vector<std::string> lines = lines_of(run.out);
+  REQUIRE(lines.size() == 9);
+  CHECK_THAT(lines[0], Catch::Contains("recording"));
+  CHECK_THAT(lines[3], Catch::Contains("\x1b[31mhot\x1b[0m"));
+  CHECK_THAT(lines[6], Catch::Contains("at power limit"));
+  check_width(run.out, 80); // `script` gives its terminal no size: 80
+
+  Run no_colour = on_terminal("NO_COLOR=1 " AGENT_BIN " snapshot --fixture " + states);
+  CHECK(no_colour.out.find('\x1b') == std::string::npos);
+  CHECK(lines_of(no_colour.out).size() == 9);
+  // NO_COLOR set but empty asks for nothing (https://no-color.org).
+  Run empty = on_terminal("NO_COLOR= " AGENT_BIN " snapshot --fixture " + states);
+  CHECK(empty.out.find("\x1b[31m") != std::string::npos);
+}
+
+TEST_CASE("snapshot's table takes the terminal's width, at least 40 columns", "[table]") {
+  if (!terminal_available())
+    return;
+  Run wide = on_terminal(AGENT_BIN " snapshot --fixture " + states, 160);
+  REQUIRE(wide.exit_code == 0);
+  // Room for the whole name and the processes' entries.
+  CHECK_THAT(wide.out, Catch::Contains("NVIDIA H100 80GB HBM3"));
+  CHECK_THAT(wide.out, Catch::Contains("?:torchrun(40990MiB)  ?:python3(40000MiB)"));
+  check_width(wide.out, 160);
+  Run narrow = on_terminal(AGENT_BIN " snapshot --fixture " + states, 50);
+  REQUIRE(lines_of(narrow.out).size() == 9);
+  check_width(narrow.out, 50);
+  Run tiny = on_terminal(AGENT_BIN " snapshot --fixture " + states, 20);
+  REQUIRE(lines_of(tiny.out).size() == 9);
+  check_width(tiny.out, 40);
+}
+
+TEST_CASE("snapshot on a pipe, to a file or with --output keeps the legacy document", "[table]") {
+  Run legacy = run_agent("snapshot --format legacy --fixture " + states);
+  REQUIRE(legacy.exit_code == 0);
+  CHECK_THAT(legacy.out, Catch::StartsWith("{\"temp\":"));
+  Run piped = run_agent("snapshot --fixture " + states);
+  CHECK(piped.out == legacy.out);
+  if (!terminal_available())
+    return;
+  std::string file = test::temporary_folder() + "/gpus.json";
+  Run to_output =
+      on_terminal(AGENT_BIN " snapshot --output " + quote(file) + " --fixture " + states);
+  REQUIRE(to_output.exit_code == 0);
+  CHECK(to_output.out.empty());
+  CHECK(test::read_file(file) == legacy.out);
+  std::string redirected = test::temporary_folder() + "/gpus.json";
+  on_terminal(AGENT_BIN " snapshot --fixture " + states + " >" + quote(redirected));
+  CHECK(test::read_file(redirected) == legacy.out);
+}
+
+TEST_CASE("snapshot --format table on a pipe: the table, no colour, 80 columns", "[table]") {
+  Run run = run_agent("snapshot --format table --fixture " + states);
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.out.find('\x1b') == std::string::npos);
+  std::vector<std::string> lines = lines_of(run.out);
+  REQUIRE(lines.size() == 9);
+  CHECK(lines[0] == "recording  2024-03-12 14:03:27  driver 550.54.15  CUDA 12.4");
+  check_width(run.out, 80);
+  Run unknown = run_agent("snapshot --format table --fixture " +
+                          quote(test::fixture_path("xml/rtx4090-all-unknown-v13.xml")));
+  CHECK_THAT(unknown.out, Catch::Contains("[0] NVIDIA GeForce RTX 4090  - -  -  -  free"));
+  Run mig = run_agent("snapshot --format table --fixture " +
+                      quote(test::fixture_path("xml/a100-mig-v12.xml")));
+  CHECK_THAT(mig.out,
+             Catch::Contains("\n    MIG 1  GI 2 CI 0  4020/19968MiB  ?:python(4000MiB)\n"));
+  // Into --output from a terminal: the same 80 columns without colour, not the terminal's.
+  if (!terminal_available())
+    return;
+  std::string file = test::temporary_folder() + "/table.txt";
+  on_terminal(AGENT_BIN " snapshot --format table --output " + quote(file) + " --fixture " + states,
+              132);
+  CHECK(test::read_file(file) == run.out);
+}
+
+TEST_CASE("snapshot --help tells when the table is the default", "[table]") {
+  Run help = run_agent("snapshot --help");
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.out, Catch::Contains("table") && Catch::Contains("NO_COLOR") &&
+                           Catch::Contains("Default: table"));
+}
+
+TEST_CASE("watch --format table is refused, pointing to top", "[table]") {
+  Run run = run_agent("watch --format table --fixture " + states);
+  CHECK(run.exit_code == 2);
+  CHECK(run.out.empty());
+  CHECK_THAT(run.err, Catch::Contains("nvsmi-agent top"));
+}
+
+TEST_CASE("snapshot's table names who runs each process and its program", "[table]") {
+  if (!terminal_available())
+    return;
+  test::Background sleeper("exec sleep 300");
+  // One process each (exec all the way), so that killing it at the end leaves nothing behind.
+  test::Background other("exec setpriv --reuid=nobody --regid=nogroup --clear-groups "
+                         "tail -f /dev/null");
+  std::string folder = test::temporary_folder();
+  // nvidia-smi's name for the second is not its program: the command line wins.
+  test::write_file(folder + "/apps", "GPU-00000000-0000-0000-0000-000000000000, " +
+                                         std::to_string(sleeper.pid()) +
+                                         ", 1024 MiB, /usr/bin/sleep\n" +
+                                         "GPU-00000000-0000-0000-0000-000000000001, " +
+                                         std::to_string(other.pid()) + ", 2048 MiB, python3\n");
+  // The command line is tail's once setpriv has run it.
+  REQUIRE(test::wait_until([&] {
+    return test::read_file("/proc/" + std::to_string(other.pid()) + "/cmdline").rfind("tail", 0) ==
+           0;
+  }));
+  // 120 columns: room for the entries beside the readings (80 is tested on the formatter).
+  Run run = on_terminal("NO_COLOR=1 FAKE_NVSMI_APPS=" + quote(folder + "/apps") + " " AGENT_BIN +
+                            " snapshot --source csv --nvidia-smi " + fake,
+                        120);
+  INFO(run.out << run.err);
+  REQUIRE(run.exit_code == 0);
+  std::vector<std::string> lines = lines_of(run.out);
+  REQUIRE(lines.size() == 9);
+  const passwd *me = ::getpwuid(::getuid());
+  REQUIRE(me);
+  CHECK_THAT(lines[1], Catch::Contains("  " + std::string(me->pw_name) + ":sleep(1024MiB)"));
+  CHECK_THAT(lines[2], Catch::Contains("  nobody:tail(2048MiB)"));
+  // A live sample: the host's name and memory, not `recording`.
+  char hostname[256] = {};
+  ::gethostname(hostname, sizeof hostname - 1);
+  CHECK_THAT(lines[0], Catch::StartsWith(std::string(hostname).substr(0, 20)) &&
+                           Catch::Contains(" mem ") && Catch::Contains(" GiB"));
+  CHECK_THAT(lines[0], !Catch::Contains("recording"));
+  check_width(run.out, 120);
+}
+
+TEST_CASE("the README's table is what the agent prints", "[table]") {
+  std::string readme = test::read_file(SCRIPTS_DIR "/../README.md");
+  std::string start = "```\nrecording  2024-03-12 14:03:27";
+  std::size_t begin = readme.find(start);
+  REQUIRE(begin != std::string::npos);
+  begin += 4;
+  std::string shown = readme.substr(begin, readme.find("```", begin) - begin);
+  CHECK(run_agent("snapshot --format table --fixture " + states).out == shown);
+}
+
+TEST_CASE(
+    "snapshot's table fits 80 columns with a 60-character GPU name and a hostile 300-character "
+    "command",
+    "[table]") {
+  // A recording whose GPUs carry a 60-character name.
+  std::string folder = test::temporary_folder();
+  std::string xml = test::read_file(test::fixture_path("xml/h100-8gpu-states-v12.xml"));
+  std::string long_name = "NVIDIA " + std::string(53, 'L');
+  for (std::size_t at = xml.find("NVIDIA H100 80GB HBM3"); at != std::string::npos;
+       at = xml.find("NVIDIA H100 80GB HBM3", at))
+    xml.replace(at, 21, long_name);
+  test::write_file(folder + "/long-name.xml", xml);
+  Run recording =
+      run_agent("snapshot --format table --fixture " + quote(folder + "/long-name.xml"));
+  REQUIRE(recording.exit_code == 0);
+  REQUIRE(lines_of(recording.out).size() == 9);
+  check_width(recording.out, 80);
+  CHECK_THAT(recording.out, Catch::Contains("[5] LLLLLLLLLLL\u2026"));
+
+  // A real process whose command line (argv[0] first) is 300 characters of escapes, bytes that
+  // are not UTF-8 and a right-to-left override.
+  std::string argv0 = "/opt/\x1b[2J\x1b]0;owned\x07\xff\xe2\x80\xae" + std::string(300, 'y');
+  test::write_file(folder + "/argv0", argv0);
+  test::Background hostile("exec bash -c 'exec -a \"$(cat " + quote(folder + "/argv0") +
+                           ")\" sleep 300'");
+  REQUIRE(test::wait_until([&] {
+    return test::read_file("/proc/" + std::to_string(hostile.pid()) + "/cmdline")
+               .rfind("/opt/", 0) == 0;
+  }));
+  test::write_file(folder + "/apps", "GPU-00000000-0000-0000-0000-000000000000, " +
+                                         std::to_string(hostile.pid()) + ", 1024 MiB, sleep\n");
+  for (int columns : {80, 200}) {
+    INFO("columns " << columns);
+    Run live = on_terminal("FAKE_NVSMI_APPS=" + quote(folder + "/apps") + " " AGENT_BIN +
+                               " snapshot --source csv --nvidia-smi " + fake,
+                           columns);
+    INFO(live.out << live.err);
+    REQUIRE(live.exit_code == 0);
+    std::vector<std::string> lines = lines_of(live.out);
+    REQUIRE(lines.size() == 9);
+    check_width(live.out, static_cast<std::size_t>(columns));
+    CHECK(nvsmi::is_valid_utf8(live.out));
+    // Colour escapes only: no other control character, and none of the process's own.
+    for (char c : live.out)
+      CHECK((static_cast<unsigned char>(c) >= 0x20 || c == '\n' || c == '\x1b'));
+    CHECK(live.out.find("\x1b[2J") == std::string::npos);
+    CHECK(live.out.find("\x1b]") == std::string::npos);
+    CHECK(live.out.find("\xe2\x80\xae") == std::string::npos);
+  }
+}
