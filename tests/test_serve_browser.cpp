@@ -137,7 +137,7 @@ TEST_CASE("serve: the dashboard shows each GPU's state, who holds it and clock-t
     REQUIRE(drawn.size() == 1);
     CHECK(std::stoi(drawn[0][1]) >= 2);
   }
-  CHECK(matches(page, R"re(dygraph-axis-label-x">\d\d:\d\d(:\d\d)?<)re").size() >= 2);
+  CHECK(matches(page, R"re(dygraph-axis-label-x">\d\d:\d\d(:\d\d(\.\d)?)?<)re").size() >= 2);
   CHECK(matches(page, R"re(dygraph-axis-label-y">\d+ %<)re").size() >= 2);
   CHECK(matches(page, R"re(dygraph-axis-label-y">\d+ W<)re").size() >= 2);
   CHECK(matches(page, "dygraph-axis-label-y\">\\d+ \xc2\xb0"
@@ -179,7 +179,7 @@ TEST_CASE("serve: the dashboard keeps the history under the banner when sampling
   auto drawn = matches(page, "data-chart=\"gpu-utilization_percent\" data-points=\"(\\d+)\"");
   REQUIRE(drawn.size() == 1);
   CHECK(std::stoi(drawn[0][1]) >= 1);
-  CHECK(matches(page, R"re(dygraph-axis-label-x">\d\d:\d\d(:\d\d)?<)re").size() >= 1);
+  CHECK(matches(page, R"re(dygraph-axis-label-x">\d\d:\d\d(:\d\d(\.\d)?)?<)re").size() >= 1);
 }
 
 TEST_CASE("serve: the dashboard says so when the agent has no sample yet") {
