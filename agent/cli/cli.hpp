@@ -1,6 +1,7 @@
 // Each subcommand registers its options on the CLI11 app and returns what runs it once parsed.
 #pragma once
 
+#include "jobs/gpu_choice.hpp"
 #include "nvidia_smi/sampler.hpp"
 
 #include <CLI/CLI.hpp>
@@ -36,5 +37,15 @@ struct SamplingCli {
   void finish(); // throws AgentError for --fields with --source xml
 };
 void add_sampling_options(CLI::App *command, SamplingCli &sampling);
+
+// The options that say which GPUs a job may have, shared by pick and run: --min-free-mib,
+// --max-utilization, --wait, --uuid, --lock-dir.
+struct PickCli {
+  PickCriteria criteria;
+  std::optional<double> wait_seconds; // sample until enough are free, at most this long
+  bool uuid = false;                  // name GPUs by UUID instead of index
+  std::optional<std::string> lock_dir;
+};
+void add_pick_options(CLI::App *command, PickCli &pick);
 
 } // namespace nvsmi

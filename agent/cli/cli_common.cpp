@@ -88,4 +88,27 @@ void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
       "this machine's /proc, so host and the processes' users and commands stay null");
 }
 
+void add_pick_options(CLI::App *command, PickCli &pick) {
+  command
+      ->add_option("--min-free-mib", pick.criteria.min_free_mib,
+                   "Only GPUs with at least this much memory free")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  command
+      ->add_option("--max-utilization", pick.criteria.max_utilization_percent,
+                   "Only GPUs whose utilization is under this percentage (and no compute process)")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  command
+      ->add_option("--wait", pick.wait_seconds,
+                   "Sample until enough GPUs are free, at most this many seconds (default: decide "
+                   "on one sample)")
+      ->check(CLI::Range(0.0, 31.0 * 86400));
+  command->add_flag("--uuid", pick.uuid,
+                    "Name GPUs by UUID (they survive a reordering) instead of by index");
+  command->add_option("--lock-dir", pick.lock_dir,
+                      "Folder of the claims run holds (default: $NVSMI_LOCK_DIR, else "
+                      "/run/lock/nvsmi-agent)");
+}
+
 } // namespace nvsmi
