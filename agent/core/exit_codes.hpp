@@ -8,14 +8,16 @@ namespace nvsmi {
 
 enum ExitCode : int {
   exit_ok = 0,
-  exit_internal = 1,   // a bug: please report it
-  exit_usage = 2,      // bad command line
-  exit_not_found = 3,  // nvidia-smi missing or not executable
-  exit_smi_failed = 4, // nvidia-smi exited non-zero or was killed by a signal
-  exit_timeout = 5,    // nvidia-smi did not finish before --timeout
-  exit_bad_output = 6, // output empty, too large, or not parseable
-  exit_io = 7,         // a fixture, a log or --output could not be read or written
-  exit_locked = 8,     // --lock is held by another run
+  exit_internal = 1,            // a bug: please report it
+  exit_usage = 2,               // bad command line
+  exit_not_found = 3,           // nvidia-smi missing or not executable
+  exit_smi_failed = 4,          // nvidia-smi exited non-zero or was killed by a signal
+  exit_timeout = 5,             // nvidia-smi did not finish before --timeout
+  exit_bad_output = 6,          // output empty, too large, or not parseable
+  exit_io = 7,                  // a fixture, a log or --output could not be read or written
+  exit_locked = 8,              // --lock is held by another run
+  exit_not_enough = 9,          // pick, run: fewer free GPUs than asked for, now (no --wait)
+  exit_not_enough_in_time = 10, // pick, run: still fewer when --wait's time was up
 };
 
 // Stopped by signal N (nvidia-smi and its process group were killed first): 128 + N, what a
