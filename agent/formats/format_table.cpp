@@ -204,21 +204,19 @@ Tone power_tone(const Gpu &gpu) {
 }
 
 Tone state_tone(GpuState state) {
-  switch (state) {
-  case GpuState::hot:
-  case GpuState::at_power_limit:
+  switch (gpu_state_concern(state)) {
+  case StateConcern::alarm:
     return Tone::red;
-  case GpuState::idle_held:
+  case StateConcern::warning:
     return Tone::yellow;
-  case GpuState::in_use:
+  case StateConcern::good:
     return Tone::green;
-  case GpuState::unknown:
-    return Tone::dim;
-  case GpuState::free:
-  case GpuState::idle:
+  case StateConcern::busy:
     return Tone::plain;
+  case StateConcern::none:
+    break;
   }
-  return Tone::plain;
+  return Tone::dim;
 }
 
 // nvidia-smi on Windows names a process by its path with backslashes.

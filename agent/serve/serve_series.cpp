@@ -1,5 +1,7 @@
 #include "serve/serve_series.hpp"
 
+#include "serve/json_error.hpp"
+
 #include "formats/json_writer.hpp"
 
 #include <algorithm>
@@ -97,16 +99,6 @@ void add_reading(Column &column, std::size_t bucket, double value) {
     column[bucket].add(value);
 }
 
-HttpResponse bad_parameter(const std::string &message) {
-  std::string body;
-  JsonWriter json(body);
-  json.begin_object();
-  json.key("error");
-  json.value(message);
-  json.end_object();
-  return {400, "application/json", std::make_shared<const std::string>(body + "\n"), {}, {}};
-}
-
 // A finite number at least `least` (exclusive when `above`), or a message naming `name`.
 std::optional<double> number_parameter(std::string_view query, std::string_view name, double least,
                                        bool above, std::string &problem) {
@@ -173,7 +165,7 @@ HttpResponse series_response(std::string_view query, const ServeHistory &history
   auto request = parse(query, context.interval_seconds, history.seconds(),
                        history.oldest_received(), now, problem);
   if (!request)
-    return bad_parameter(problem);
+    return json_error(400, problem);
   const double step = request->step;
   // Buckets are aligned to multiples of the step in Unix time, so that the buckets of a later
   // request (since=T) line up with those the client has; at most `points` of them, the newest.

@@ -3,6 +3,7 @@
 #include "formats/formats.hpp"
 #include "formats/json_writer.hpp"
 #include "serve/embedded_files.hpp"
+#include "serve/json_error.hpp"
 #include "serve/serve_series.hpp"
 
 #include <charconv>
@@ -20,16 +21,6 @@ constexpr const char *json_type = "application/json";
 
 std::shared_ptr<const std::string> shared(std::string text) {
   return std::make_shared<const std::string>(std::move(text));
-}
-
-HttpResponse json_error(unsigned status, const std::string &message) {
-  std::string body;
-  JsonWriter json(body);
-  json.begin_object();
-  json.key("error");
-  json.value(message);
-  json.end_object();
-  return {status, json_type, shared(std::move(body) + "\n"), {}, {}};
 }
 
 std::string seconds_text(double seconds) {

@@ -120,18 +120,16 @@ std::string sparkline(const std::deque<Reading> &history, int width, bool unicod
 }
 
 Style state_style(GpuState state) {
-  switch (state) {
-  case GpuState::hot:
-  case GpuState::at_power_limit:
+  switch (gpu_state_concern(state)) {
+  case StateConcern::alarm:
     return Style::alarm;
-  case GpuState::idle_held:
+  case StateConcern::warning:
     return Style::warning;
-  case GpuState::free:
+  case StateConcern::good:
     return Style::good;
-  case GpuState::in_use:
+  case StateConcern::busy:
     return Style::busy;
-  case GpuState::idle:
-  case GpuState::unknown:
+  case StateConcern::none:
     break;
   }
   return Style::normal;

@@ -53,6 +53,24 @@ std::string_view gpu_state_name(GpuState state) {
   return "unknown";
 }
 
+StateConcern gpu_state_concern(GpuState state) {
+  switch (state) {
+  case GpuState::hot:
+  case GpuState::at_power_limit:
+    return StateConcern::alarm;
+  case GpuState::idle_held:
+    return StateConcern::warning;
+  case GpuState::free:
+    return StateConcern::good;
+  case GpuState::in_use:
+    return StateConcern::busy;
+  case GpuState::idle:
+  case GpuState::unknown:
+    break;
+  }
+  return StateConcern::none;
+}
+
 std::string_view gpu_state_key(GpuState state) {
   switch (state) {
   case GpuState::free:

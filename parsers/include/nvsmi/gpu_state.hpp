@@ -31,6 +31,12 @@ GpuState gpu_state(const Gpu &gpu, const GpuStateThresholds &thresholds = {});
 // "free", "in use", "idle but held", "idle", "hot", "at power limit", "unknown".
 std::string_view gpu_state_name(GpuState state);
 
+// How much a state asks for attention, so that every view colours a state alike: alarm (hot, at
+// power limit) red, warning (idle but held) yellow, good (free) green, busy (in use) the view's
+// plain or busy colour, none (idle, unknown) dim.
+enum class StateConcern { none, good, busy, warning, alarm };
+StateConcern gpu_state_concern(GpuState state);
+
 // The same words with underscores ("idle_but_held"), for labels, CSS classes and JSON consumers.
 std::string_view gpu_state_key(GpuState state);
 
