@@ -183,3 +183,16 @@ TEST_CASE("pick: a failing nvidia-smi exits with its code at once, and is retrie
   CHECK(run.exit_code == 0);
   CHECK(run.out == "0,7,4\n");
 }
+
+TEST_CASE("pick: a GPU with MIG on is never offered whole") {
+  // The A100 recording with its MIG instances' processes gone: free by every other test.
+  std::string xml = test::read_file(test::fixture_path("xml/a100-mig-v12.xml"));
+  std::size_t start = xml.find("<processes>"), end = xml.find("</processes>");
+  REQUIRE(end != std::string::npos);
+  xml.replace(start, end - start, "<processes>");
+  std::string folder = test::temporary_folder();
+  test::write_file(folder + "/idle-mig.xml", xml);
+  Run run = test::run_agent("pick --fixture " + quote(folder + "/idle-mig.xml") + " --lock-dir " +
+                            quote(folder));
+  check_not_enough(run, 9, "0 of 1 GPUs free: GPU 0 has MIG on\n");
+}
