@@ -196,3 +196,33 @@ TEST_CASE("pick: a GPU with MIG on is never offered whole") {
                             quote(folder));
   check_not_enough(run, 9, "0 of 1 GPUs free: GPU 0 has MIG on\n");
 }
+
+TEST_CASE("pick: the README's session is what the agent prints") {
+  std::string readme = test::read_file(SCRIPTS_DIR "/../README.md");
+  std::size_t begin = readme.find("```console\n$ nvsmi-agent pick 2\n");
+  REQUIRE(begin != std::string::npos);
+  begin += 11;
+  std::string session = readme.substr(begin, readme.find("```", begin) - begin);
+  // Its commands run in one shell on the recording; the rest is what they print.
+  std::string folder = test::temporary_folder();
+  std::string agent_on_states =
+      agent() + " pick --fixture " + states + " --lock-dir " + quote(folder);
+  std::string script, printed;
+  std::size_t start = 0;
+  while (start < session.size()) {
+    std::size_t end = session.find('\n', start);
+    std::string line = session.substr(start, end - start);
+    start = end + 1;
+    if (line.rfind("$ ", 0) != 0) {
+      printed += line + "\n";
+      continue;
+    }
+    std::string command = line.substr(2);
+    for (std::size_t at = command.find("nvsmi-agent pick"); at != std::string::npos;
+         at = command.find("nvsmi-agent pick", at + agent_on_states.size()))
+      command.replace(at, 16, agent_on_states);
+    script += command + "\n";
+  }
+  Run run = test::run_shell("exec 2>&1\n" + script);
+  CHECK(run.out == printed);
+}
