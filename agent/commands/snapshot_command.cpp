@@ -20,7 +20,7 @@
 namespace nvsmi {
 namespace {
 
-std::vector<std::string> nvidia_smi_command(const SnapshotOptions &options) {
+std::vector<std::string> nvidia_smi_command(const OneSampleOptions &options) {
   std::vector<std::string> argv = nvidia_smi_argv(options.nvidia_smi);
   if (options.source == SourceKind::xml) {
     argv.insert(argv.end(), {"-q", "-x"});
@@ -54,7 +54,7 @@ std::string first_message_line(const CommandResult &result) {
   return "(no message)";
 }
 
-std::string run_nvidia_smi(const std::vector<std::string> &argv, const SnapshotOptions &options) {
+std::string run_nvidia_smi(const std::vector<std::string> &argv, const OneSampleOptions &options) {
   CommandLimits limits;
   limits.timeout = std::chrono::milliseconds(std::llround(options.timeout_seconds * 1000));
   limits.max_output_bytes = max_input_bytes;
@@ -77,7 +77,7 @@ std::string run_nvidia_smi(const std::vector<std::string> &argv, const SnapshotO
 
 // The CSV query has no processes: a second, cheap run asks for them. Its failure leaves them
 // unknown (said on stderr), not the snapshot unprinted.
-void attach_processes(Snapshot &snapshot, const SnapshotOptions &options) {
+void attach_processes(Snapshot &snapshot, const OneSampleOptions &options) {
   std::vector<std::string> argv = nvidia_smi_argv(options.nvidia_smi);
   for (std::string &argument : compute_apps_arguments())
     argv.push_back(std::move(argument));
@@ -90,23 +90,9 @@ void attach_processes(Snapshot &snapshot, const SnapshotOptions &options) {
   }
 }
 
-void write_stdout(const std::string &text) {
-  if (std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0)
-    return;
-  // The reader left (`| head -c 10`, `| grep -q`): it took what it wanted, as for `watch`.
-  if (errno == EPIPE)
-    return;
-  throw AgentError(exit_io,
-                   std::string("cannot write to standard output: ") + std::strerror(errno));
-}
-
 } // namespace
 
-void run_snapshot(const SnapshotOptions &options) {
-  ignore_write_signals();
-  std::optional<FileLock> lock;
-  if (options.lock)
-    lock.emplace(*options.lock);
+Snapshot read_one_sample(const OneSampleOptions &options) {
   Snapshot snapshot;
   if (options.fixture) {
     std::string origin = *options.fixture == "-" ? "standard input" : *options.fixture;
@@ -121,6 +107,25 @@ void run_snapshot(const SnapshotOptions &options) {
       HostObserver().observe(snapshot);
   }
   attach_local_offset(snapshot);
+  return snapshot;
+}
+
+void write_stdout(const std::string &text) {
+  if (std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0)
+    return;
+  // The reader left (`| head -c 10`, `| grep -q`): it took what it wanted, as for `watch`.
+  if (errno == EPIPE)
+    return;
+  throw AgentError(exit_io,
+                   std::string("cannot write to standard output: ") + std::strerror(errno));
+}
+
+void run_snapshot(const SnapshotOptions &options) {
+  ignore_write_signals();
+  std::optional<FileLock> lock;
+  if (options.lock)
+    lock.emplace(*options.lock);
+  Snapshot snapshot = read_one_sample(options);
   std::string text = format_snapshot(snapshot, options.format, options.table_style);
   if (options.output)
     replace_file_atomically(*options.output, text);

@@ -9,18 +9,31 @@
 
 namespace nvsmi {
 
-struct SnapshotOptions {
+// Where one sample comes from: what `snapshot` prints, what `pick` decides on.
+struct OneSampleOptions {
   SourceKind source = SourceKind::xml;
-  Format format = Format::legacy;
-  TableStyle table_style;                // for Format::table: the screen the caller found
   std::optional<std::string> fixture;    // a recorded output to read instead; "-" is stdin
   std::optional<std::string> nvidia_smi; // command (with arguments) to run instead of nvidia-smi
   double timeout_seconds = 10;
+  bool processes = true; // csv source: ask --query-compute-apps too
+  bool host = true;      // read this machine's /proc: not when nvidia-smi is remote
+};
+
+// One sample: the fixture, or nvidia-smi run once (and, for the csv source, once more for the
+// processes, whose failure only leaves them unknown). Throws AgentError with the snapshot
+// command's codes (3 to 7) when there is none.
+Snapshot read_one_sample(const OneSampleOptions &options);
+
+struct SnapshotOptions : OneSampleOptions {
+  Format format = Format::legacy;
+  TableStyle table_style;            // for Format::table: the screen the caller found
   std::optional<std::string> output; // replaced atomically instead of printing
   std::optional<std::string> lock;   // leave at once (exit_locked) if another run holds it
-  bool processes = true;             // csv source: ask --query-compute-apps too
-  bool host = true;                  // read this machine's /proc: not when nvidia-smi is remote
 };
+
+// Writes `text` to stdout and flushes it; a reader that left (EPIPE) took what it wanted. Throws
+// AgentError(exit_io) for any other failure.
+void write_stdout(const std::string &text);
 
 // Reads nvidia-smi (or the fixture), and prints or writes the snapshot. Throws AgentError.
 void run_snapshot(const SnapshotOptions &options);

@@ -1,0 +1,66 @@
+#include "cli/cli.hpp"
+#include "commands/pick_command.hpp"
+#include "core/exit_codes.hpp"
+#include "jobs/gpu_claims.hpp"
+
+#include <memory>
+
+namespace nvsmi {
+
+Subcommand add_pick_command(CLI::App &app) {
+  struct Settings {
+    PickOptions options;
+    PickCli pick;
+    std::string source = "xml", format = "list";
+  };
+  auto settings = std::make_shared<Settings>();
+  PickOptions &options = settings->options;
+
+  CLI::App *command = app.add_subcommand(
+      "pick", "Print N free GPUs (no process, idle, enough memory, not claimed by run), most free "
+              "memory first, then coolest, for CUDA_VISIBLE_DEVICES. MIG instances are not picked "
+              "yet: a GPU with MIG on is never offered.");
+  command->add_option("N", options.count, "How many GPUs")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  add_pick_options(command, settings->pick);
+  command->add_option("--interval", options.interval_seconds, "Seconds between samples with --wait")
+      ->check(CLI::Range(0.01, 86400.0))
+      ->capture_default_str();
+  command
+      ->add_option("--format", settings->format,
+                   "list (0,3), env (export CUDA_DEVICE_ORDER=PCI_BUS_ID "
+                   "CUDA_VISIBLE_DEVICES=0,3, for eval) or json")
+      ->check(CLI::IsMember({"list", "env", "json"}))
+      ->capture_default_str();
+  add_source_option(command, settings->source,
+                    "What to ask nvidia-smi for: xml (-q -x) or csv (--query-gpu, then "
+                    "--query-compute-apps)");
+  CLI::Option *fixture = command->add_option(
+      "--fixture", options.sample.fixture,
+      "Decide on this recorded nvidia-smi output (XML or CSV) instead of running it");
+  add_nvidia_smi_option(command, options.sample.nvidia_smi, fixture);
+  command
+      ->add_option("--timeout", options.sample.timeout_seconds,
+                   "Seconds nvidia-smi may take before it is killed")
+      ->check(CLI::Range(0.001, 86400.0))
+      ->default_str("10");
+
+  return {command, [settings] {
+            PickOptions &run_options = settings->options;
+            run_options.sample.source =
+                settings->source == "csv" ? SourceKind::csv : SourceKind::xml;
+            run_options.sample.host = false; // who runs the processes does not decide
+            run_options.criteria = settings->pick.criteria;
+            run_options.wait_seconds = settings->pick.wait_seconds;
+            run_options.uuid = settings->pick.uuid;
+            run_options.claims_folder = claims_folder(settings->pick.lock_dir);
+            run_options.format = settings->format == "json"  ? PickFormat::json
+                                 : settings->format == "env" ? PickFormat::env
+                                                             : PickFormat::list;
+            run_pick(run_options);
+            return exit_ok;
+          }};
+}
+
+} // namespace nvsmi

@@ -1,0 +1,202 @@
+#include "commands/pick_command.hpp"
+
+#include "core/exit_codes.hpp"
+#include "core/log_line.hpp"
+#include "formats/json_writer.hpp"
+#include "jobs/gpu_claims.hpp"
+#include "nvidia_smi/stop_signals.hpp"
+
+#include "nvsmi/gpu_state.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+namespace nvsmi {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Decision {
+  std::vector<GpuChoice> available; // free and unclaimed, best first
+  std::vector<std::string> reasons; // why each other GPU is not, in index order
+};
+
+// 1.5 as "1.5", 2 as "2", then `unit`.
+std::string number_text(double value, const char *unit) {
+  std::string text = std::to_string(value);
+  text.erase(text.find_last_not_of('0') + 1);
+  if (text.back() == '.')
+    text.pop_back();
+  return text + unit;
+}
+
+bool mig_on(const Gpu &gpu) { return gpu.mig_enabled.value_or(false); }
+
+// Why free_gpus did not offer `gpu`: the same tests in the same order.
+std::string why_not_free(const Gpu &gpu, const PickCriteria &criteria) {
+  std::string name = "GPU " + std::to_string(gpu.index);
+  if (!gpu.uuid || !plain_uuid(*gpu.uuid))
+    return name + " has no usable UUID";
+  GpuStateThresholds thresholds;
+  thresholds.idle_below_percent = criteria.max_utilization_percent;
+  switch (GpuState state = gpu_state(gpu, thresholds)) {
+  case GpuState::free:
+    break;
+  case GpuState::idle:
+    return name + " has no process list";
+  case GpuState::unknown:
+    return name + " has neither utilization nor processes";
+  case GpuState::in_use:
+    if (gpu.utilization_gpu_percent) // else a compute process holds it
+      return name + " in use (" + std::to_string(*gpu.utilization_gpu_percent) +
+             "% >= " + number_text(criteria.max_utilization_percent, "%") + ")";
+    return name + " in use";
+  default:
+    return name + " " + std::string(gpu_state_name(state));
+  }
+  Reading free_mib = gpu.memory_free_mib;
+  if (!free_mib && gpu.memory_total_mib && gpu.memory_used_mib)
+    free_mib = *gpu.memory_total_mib - *gpu.memory_used_mib;
+  if (!free_mib)
+    return name + " free memory unknown";
+  return name + " has " + std::to_string(*free_mib) + " MiB free < " +
+         std::to_string(criteria.min_free_mib);
+}
+
+Decision decide(const Snapshot &snapshot, const PickOptions &options) {
+  std::vector<GpuChoice> offered = free_gpus(snapshot, options.criteria);
+  std::vector<std::string> usable; // UUIDs
+  Decision decision;
+  for (const Gpu &gpu : snapshot.gpus) {
+    auto choice = std::find_if(offered.begin(), offered.end(), [&](const GpuChoice &c) {
+      return c.index == gpu.index && gpu.uuid && c.uuid == *gpu.uuid;
+    });
+    std::string name = "GPU " + std::to_string(gpu.index);
+    if (choice == offered.end())
+      decision.reasons.push_back(why_not_free(gpu, options.criteria));
+    else if (mig_on(gpu)) // its instances have no UUIDs in a Snapshot: never the whole GPU
+      decision.reasons.push_back(name + " has MIG on");
+    else if (std::optional<pid_t> holder = claim_holder(options.claims_folder, choice->uuid))
+      decision.reasons.push_back(name + " claimed by pid " + std::to_string(*holder));
+    else
+      usable.push_back(choice->uuid);
+  }
+  for (const GpuChoice &choice : offered)
+    if (std::find(usable.begin(), usable.end(), choice.uuid) != usable.end())
+      decision.available.push_back(choice);
+  return decision;
+}
+
+AgentError not_enough(const Decision &decision, const PickOptions &options) {
+  std::string message = std::to_string(decision.available.size()) + " of " +
+                        std::to_string(options.count) + " GPUs free";
+  if (options.wait_seconds)
+    message += " when --wait's " + number_text(*options.wait_seconds, " s") + " were up";
+  if (decision.reasons.empty()) {
+    message += ": nvidia-smi lists no other GPU";
+  } else {
+    message += ": ";
+    for (std::size_t i = 0; i < decision.reasons.size(); ++i)
+      message += (i == 0 ? "" : ", ") + decision.reasons[i];
+  }
+  return AgentError(options.wait_seconds ? exit_not_enough_in_time : exit_not_enough, message);
+}
+
+// UUIDs are plain_uuid and indices digits: nothing here needs quoting for a shell.
+std::string output_text(const std::vector<GpuChoice> &chosen, const PickOptions &options) {
+  std::string devices;
+  for (const GpuChoice &choice : chosen)
+    devices +=
+        (devices.empty() ? "" : ",") + (options.uuid ? choice.uuid : std::to_string(choice.index));
+  switch (options.format) {
+  case PickFormat::list:
+    return devices + "\n";
+  case PickFormat::env:
+    // Exported, so that the job `eval` is followed by sees it. CUDA numbers GPUs fastest first
+    // unless told PCI_BUS_ID, the order of nvidia-smi's indices; UUIDs need no order.
+    return std::string("export ") + (options.uuid ? "" : "CUDA_DEVICE_ORDER=PCI_BUS_ID ") +
+           "CUDA_VISIBLE_DEVICES=" + devices + "\n";
+  case PickFormat::json:
+    break;
+  }
+  std::string text;
+  JsonWriter json(text);
+  json.begin_object();
+  json.key("gpus");
+  json.begin_array();
+  for (const GpuChoice &choice : chosen) {
+    json.begin_object();
+    json.key("index");
+    json.value(choice.index);
+    json.key("uuid");
+    json.value(choice.uuid);
+    json.key("free_mib");
+    json.value(choice.free_mib);
+    json.key("temperature_c");
+    json.value(choice.temperature_c);
+    json.end_object();
+  }
+  json.end_array();
+  json.key("cuda_visible_devices");
+  json.value(devices);
+  json.end_object();
+  return text + "\n";
+}
+
+// Worth sampling again before the deadline: nvidia-smi failed, or did not answer in time. A
+// fixture does not change, and a signal stops the agent.
+bool retry_later(const AgentError &error, const PickOptions &options) {
+  return !options.sample.fixture && error.code() >= exit_not_found &&
+         error.code() <= exit_bad_output;
+}
+
+Clock::duration seconds(double value) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(value));
+}
+
+} // namespace
+
+void run_pick(const PickOptions &options) {
+  ignore_write_signals();
+  std::optional<Clock::time_point> deadline;
+  if (options.wait_seconds)
+    deadline = Clock::now() + seconds(*options.wait_seconds);
+  Decision decision;
+  std::optional<AgentError> failure; // of the latest sample
+  bool failure_said = false;         // once: a failing nvidia-smi may fail at every sample
+  for (;;) {
+    Clock::time_point sampled_at = Clock::now();
+    try {
+      decision = decide(read_one_sample(options.sample), options);
+      failure.reset();
+    } catch (const AgentError &error) {
+      if (!deadline || !retry_later(error, options))
+        throw;
+      if (!failure_said)
+        log_line(std::string("sampling again until --wait's time is up: ") + error.what());
+      failure_said = true;
+      failure = error;
+    }
+    if (!failure && decision.available.size() >= options.count) {
+      decision.available.resize(options.count);
+      write_stdout(output_text(decision.available, options));
+      return;
+    }
+    if (!deadline)
+      throw not_enough(decision, options);
+    // The last sample starts before the deadline, and the agent leaves at it, never later.
+    Clock::time_point next = sampled_at + seconds(options.interval_seconds);
+    if (next >= *deadline) {
+      std::this_thread::sleep_until(*deadline);
+      break;
+    }
+    std::this_thread::sleep_until(next);
+  }
+  if (failure)
+    throw *failure;
+  throw not_enough(decision, options);
+}
+
+} // namespace nvsmi

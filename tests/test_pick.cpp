@@ -1,0 +1,228 @@
+// `pick` through the built agent: the free GPUs of the states fixture (0, 7, 4 best first), the
+// claims `run` holds, --wait, and the shell that evals its output.
+#include "jobs/gpu_claims.hpp"
+#include "process_support.hpp"
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <thread>
+
+using test::quote;
+using test::Run;
+
+namespace {
+
+const std::string states = quote(test::fixture_path("xml/h100-8gpu-states-v12.xml"));
+const std::string gpu0 = "GPU-00000000-0000-0000-0000-000000000000";
+const std::string gpu4 = "GPU-00000000-0000-0000-0000-000000000004";
+const std::string gpu7 = "GPU-00000000-0000-0000-0000-000000000007";
+
+std::string agent() { return quote(AGENT_BIN); }
+std::string fake() { return quote(std::string(SCRIPTS_DIR) + "/fake-nvidia-smi"); }
+
+// pick on the states fixture, with claims in `folder`.
+Run pick(const std::string &folder, const std::string &arguments) {
+  return test::run_agent("pick --fixture " + states + " --lock-dir " + quote(folder) + " " +
+                         arguments);
+}
+
+// Holds the claim on `uuid` in `folder` from another process, as `run` would, until killed.
+// util-linux flock(1) takes the same lock; the shell then becomes the sleep that holds it.
+struct ClaimHolder {
+  ClaimHolder(const std::string &folder, const std::string &uuid)
+      : process("exec 9<>" + quote(folder + "/" + uuid + ".lock") +
+                " && flock -n 9 && exec sleep 300") {
+    REQUIRE(test::wait_until([&] { return nvsmi::claimed(folder, uuid); }));
+  }
+  void release() {
+    ::kill(process.pid(), SIGKILL);
+    process.wait();
+  }
+  test::Background process;
+};
+
+void check_not_enough(const Run &run, int exit_code, const std::string &start) {
+  INFO("stderr: " << run.err);
+  CHECK(run.exit_code == exit_code);
+  CHECK(run.out.empty());
+  CHECK_THAT(run.err, Catch::StartsWith("nvsmi-agent: " + start));
+  CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+}
+
+} // namespace
+
+TEST_CASE("pick: the best free GPUs, most free memory first, as a list by default") {
+  std::string folder = test::temporary_folder();
+  Run one = pick(folder, "");
+  CHECK(one.exit_code == 0);
+  CHECK(one.out == "0\n");
+  CHECK(one.err.empty());
+  Run two = pick(folder, "2");
+  CHECK(two.exit_code == 0);
+  CHECK(two.out == "0,7\n");
+  CHECK(pick(folder, "3").out == "0,7,4\n");
+  CHECK(pick(folder, "2 --uuid").out == gpu0 + "," + gpu7 + "\n");
+}
+
+TEST_CASE("pick: --format env exports for eval, --format json names each GPU") {
+  std::string folder = test::temporary_folder();
+  CHECK(pick(folder, "2 --format env").out ==
+        "export CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=0,7\n");
+  // UUIDs name a GPU whatever CUDA's order.
+  CHECK(pick(folder, "2 --format env --uuid").out ==
+        "export CUDA_VISIBLE_DEVICES=" + gpu0 + "," + gpu7 + "\n");
+  Run json = pick(folder, "2 --format json");
+  CHECK(json.exit_code == 0);
+  CHECK(json.out == R"({"gpus":[{"index":0,"uuid":")" + gpu0 +
+                        R"(","free_mib":81230,"temperature_c":30},{"index":7,"uuid":")" + gpu7 +
+                        R"(","free_mib":81223,"temperature_c":37}],"cuda_visible_devices":"0,7"})"
+                        "\n");
+  CHECK(nlohmann::json::parse(pick(folder, "1 --format json --uuid").out)["cuda_visible_devices"] ==
+        gpu0);
+}
+
+TEST_CASE("pick: the shell's eval exports CUDA_VISIBLE_DEVICES to the job") {
+  std::string folder = test::temporary_folder();
+  Run run = test::run_shell("eval \"$(" + agent() + " pick 2 --format env --fixture " + states +
+                            " --lock-dir " + quote(folder) +
+                            ")\" && sh -c 'echo $CUDA_VISIBLE_DEVICES $CUDA_DEVICE_ORDER'");
+  CHECK(run.exit_code == 0);
+  CHECK(run.out == "0,7 PCI_BUS_ID\n");
+}
+
+TEST_CASE("pick: --min-free-mib and --max-utilization change the answer") {
+  std::string folder = test::temporary_folder();
+  // GPU 4 has 81218 MiB free and 3% utilization; 0 and 7 have more and 0%.
+  CHECK(pick(folder, "3 --min-free-mib 81220").exit_code == 9);
+  CHECK(pick(folder, "2 --min-free-mib 81220").out == "0,7\n");
+  CHECK(pick(folder, "3 --max-utilization 3").exit_code == 9);
+  CHECK(pick(folder, "3 --max-utilization 3.5").out == "0,7,4\n");
+  // GPU 1 (10%, no process) counts as free under 11%, with the least free memory of them.
+  CHECK(pick(folder, "4 --max-utilization 11").out == "0,7,4,1\n");
+  check_not_enough(pick(folder, "3 --min-free-mib 81220"), 9,
+                   "2 of 3 GPUs free: GPU 1 in use (10% >= 5%), GPU 2 hot, GPU 3 idle but held, "
+                   "GPU 4 has 81218 MiB free < 81220, GPU 5 at power limit, GPU 6 in use (99% >= "
+                   "5%)\n");
+}
+
+TEST_CASE("pick: more GPUs than are free exits 9, prints nothing and says why") {
+  std::string folder = test::temporary_folder();
+  check_not_enough(pick(folder, "4"), 9,
+                   "3 of 4 GPUs free: GPU 1 in use (10% >= 5%), GPU 2 hot, GPU 3 idle but held, "
+                   "GPU 5 at power limit, GPU 6 in use (99% >= 5%)\n");
+}
+
+TEST_CASE("pick: a GPU another process claims is skipped, and offered again when it is let go") {
+  std::string folder = test::temporary_folder();
+  ClaimHolder holder(folder, gpu0);
+  Run run = pick(folder, "2");
+  CHECK(run.exit_code == 0);
+  CHECK(run.out == "7,4\n");
+  // The pid is the one that took the lock (/proc/locks): here flock(1), which has left since.
+  Run three = pick(folder, "3");
+  check_not_enough(three, 9, "2 of 3 GPUs free: GPU 0 claimed by pid ");
+  CHECK_THAT(three.err, Catch::Contains(", GPU 1 in use"));
+  // The folder also comes from NVSMI_LOCK_DIR.
+  CHECK(test::run_shell("NVSMI_LOCK_DIR=" + quote(folder) + " " + agent() + " pick --fixture " +
+                        states)
+            .out == "7\n");
+  holder.release();
+  CHECK(pick(folder, "2").out == "0,7\n");
+}
+
+TEST_CASE("pick --wait times out on time with exit 10") {
+  std::string folder = test::temporary_folder();
+  auto start = std::chrono::steady_clock::now();
+  Run run = pick(folder, "4 --wait 2");
+  auto took = std::chrono::steady_clock::now() - start;
+  check_not_enough(run, 10, "3 of 4 GPUs free when --wait's 2 s were up: GPU 1 in use");
+  CHECK(took >= std::chrono::seconds(2));
+  CHECK(took < test::promptly);
+}
+
+TEST_CASE("pick --wait answers once enough GPUs come free while it waits") {
+  std::string folder = test::temporary_folder();
+  ClaimHolder holder(folder, gpu0);
+  test::Background waiting(agent() + " pick 3 --wait 60 --interval 0.1 --fixture " + states +
+                           " --lock-dir " + quote(folder));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK_FALSE(waiting.exit_code().has_value()); // still waiting: only 7 and 4 are free
+  holder.release();
+  CHECK(waiting.wait(test::promptly) == 0);
+  CHECK(waiting.out() == "0,7,4\n");
+  CHECK(waiting.err().empty());
+}
+
+TEST_CASE("pick: a failing nvidia-smi exits with its code at once, and is retried under --wait") {
+  std::string folder = test::temporary_folder();
+  std::string lock_dir = " --lock-dir " + quote(folder);
+  Run run = test::run_shell("FAKE_NVSMI_MODE=exit9 " + agent() + " pick --nvidia-smi " + fake() +
+                            lock_dir);
+  CHECK(run.exit_code == 4);
+  CHECK(run.out.empty());
+  CHECK_THAT(run.err, Catch::Contains("exited with code 9: NVIDIA-SMI has failed"));
+
+  // Said once on stderr while it tries again, then its failure when the time is up.
+  std::string calls = folder + "/calls";
+  run = test::run_shell("FAKE_NVSMI_MODE=exit9 FAKE_NVSMI_ARGS=" + quote(calls) + " " + agent() +
+                        " pick --wait 1 --interval 0.2 --nvidia-smi " + fake() + lock_dir);
+  CHECK(run.exit_code == 4);
+  CHECK(run.out.empty());
+  CHECK_THAT(run.err, Catch::Contains("sampling again until --wait's time is up"));
+  CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 2);
+  std::string asked = test::read_file(calls);
+  CHECK(std::count(asked.begin(), asked.end(), '\n') >= 2);
+
+  // The stand-in answers with the states fixture: pick reads it as it reads the recording.
+  run = test::run_shell("FAKE_NVSMI_XML=" + states + " " + agent() + " pick 3 --nvidia-smi " +
+                        fake() + lock_dir);
+  CHECK(run.exit_code == 0);
+  CHECK(run.out == "0,7,4\n");
+}
+
+TEST_CASE("pick: a GPU with MIG on is never offered whole") {
+  // The A100 recording with its MIG instances' processes gone: free by every other test.
+  std::string xml = test::read_file(test::fixture_path("xml/a100-mig-v12.xml"));
+  std::size_t start = xml.find("<processes>"), end = xml.find("</processes>");
+  REQUIRE(end != std::string::npos);
+  xml.replace(start, end - start, "<processes>");
+  std::string folder = test::temporary_folder();
+  test::write_file(folder + "/idle-mig.xml", xml);
+  Run run = test::run_agent("pick --fixture " + quote(folder + "/idle-mig.xml") + " --lock-dir " +
+                            quote(folder));
+  check_not_enough(run, 9, "0 of 1 GPUs free: GPU 0 has MIG on\n");
+}
+
+TEST_CASE("pick: the README's session is what the agent prints") {
+  std::string readme = test::read_file(SCRIPTS_DIR "/../README.md");
+  std::size_t begin = readme.find("```console\n$ nvsmi-agent pick 2\n");
+  REQUIRE(begin != std::string::npos);
+  begin += 11;
+  std::string session = readme.substr(begin, readme.find("```", begin) - begin);
+  // Its commands run in one shell on the recording; the rest is what they print.
+  std::string folder = test::temporary_folder();
+  std::string agent_on_states =
+      agent() + " pick --fixture " + states + " --lock-dir " + quote(folder);
+  std::string script, printed;
+  std::size_t start = 0;
+  while (start < session.size()) {
+    std::size_t end = session.find('\n', start);
+    std::string line = session.substr(start, end - start);
+    start = end + 1;
+    if (line.rfind("$ ", 0) != 0) {
+      printed += line + "\n";
+      continue;
+    }
+    std::string command = line.substr(2);
+    for (std::size_t at = command.find("nvsmi-agent pick"); at != std::string::npos;
+         at = command.find("nvsmi-agent pick", at + agent_on_states.size()))
+      command.replace(at, 16, agent_on_states);
+    script += command + "\n";
+  }
+  Run run = test::run_shell("exec 2>&1\n" + script);
+  CHECK(run.out == printed);
+}
