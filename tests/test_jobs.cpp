@@ -114,3 +114,25 @@ TEST_CASE("jobs: the claims folder comes from the option, then NVSMI_LOCK_DIR, t
   CHECK(claims_folder(std::nullopt) == "/run/lock/nvsmi-agent");
   CHECK_THROWS_AS(GpuClaim::try_take("/proc/no-such-folder/claims", "GPU-1"), AgentError);
 }
+
+TEST_CASE("jobs: every GPU is offered or has its reason, in the sample's order") {
+  std::vector<GpuVerdict> verdicts = judge_gpus(states(), {});
+  REQUIRE(verdicts.size() == 8);
+  std::vector<std::string> reasons;
+  for (const GpuVerdict &verdict : verdicts) {
+    CHECK(verdict.choice.has_value() == verdict.reason.empty());
+    reasons.push_back(verdict.reason);
+  }
+  CHECK(reasons == std::vector<std::string>{"", "GPU 1 in use (10% >= 5%)", "GPU 2 hot",
+                                            "GPU 3 idle but held", "", "GPU 5 at power limit",
+                                            "GPU 6 in use (99% >= 5%)", ""});
+  PickCriteria lenient;
+  lenient.max_utilization_percent = 12.5;
+  CHECK(judge_gpus(states(), lenient)[1].reason.empty());
+
+  Snapshot mig = read_xml(test::read_file(test::fixture_path("xml/a100-mig-v12.xml")));
+  mig.gpus[0].processes = std::vector<Process>{}; // even with nothing running on it
+  REQUIRE(judge_gpus(mig, {}).size() == 1);
+  CHECK(judge_gpus(mig, {})[0].reason == "GPU 0 has MIG on");
+  CHECK(free_gpus(mig, {}).empty());
+}

@@ -32,58 +32,20 @@ std::string number_text(double value, const char *unit) {
   return text + unit;
 }
 
-bool mig_on(const Gpu &gpu) { return gpu.mig_enabled.value_or(false); }
-
-// Why free_gpus did not offer `gpu`: the same tests in the same order.
-std::string why_not_free(const Gpu &gpu, const PickCriteria &criteria) {
-  std::string name = "GPU " + std::to_string(gpu.index);
-  if (!gpu.uuid || !plain_uuid(*gpu.uuid))
-    return name + " has no usable UUID";
-  GpuStateThresholds thresholds;
-  thresholds.idle_below_percent = criteria.max_utilization_percent;
-  switch (GpuState state = gpu_state(gpu, thresholds)) {
-  case GpuState::free:
-    break;
-  case GpuState::idle:
-    return name + " has no process list";
-  case GpuState::unknown:
-    return name + " has neither utilization nor processes";
-  case GpuState::in_use:
-    if (gpu.utilization_gpu_percent) // else a compute process holds it
-      return name + " in use (" + std::to_string(*gpu.utilization_gpu_percent) +
-             "% >= " + number_text(criteria.max_utilization_percent, "%") + ")";
-    return name + " in use";
-  default:
-    return name + " " + std::string(gpu_state_name(state));
-  }
-  Reading free_mib = gpu.memory_free_mib;
-  if (!free_mib && gpu.memory_total_mib && gpu.memory_used_mib)
-    free_mib = *gpu.memory_total_mib - *gpu.memory_used_mib;
-  if (!free_mib)
-    return name + " free memory unknown";
-  return name + " has " + std::to_string(*free_mib) + " MiB free < " +
-         std::to_string(criteria.min_free_mib);
-}
-
 Decision decide(const Snapshot &snapshot, const PickOptions &options) {
-  std::vector<GpuChoice> offered = free_gpus(snapshot, options.criteria);
-  std::vector<std::string> usable; // UUIDs
   Decision decision;
-  for (const Gpu &gpu : snapshot.gpus) {
-    auto choice = std::find_if(offered.begin(), offered.end(), [&](const GpuChoice &c) {
-      return c.index == gpu.index && gpu.uuid && c.uuid == *gpu.uuid;
-    });
-    std::string name = "GPU " + std::to_string(gpu.index);
-    if (choice == offered.end())
-      decision.reasons.push_back(why_not_free(gpu, options.criteria));
-    else if (mig_on(gpu)) // its instances have no UUIDs in a Snapshot: never the whole GPU
-      decision.reasons.push_back(name + " has MIG on");
-    else if (std::optional<pid_t> holder = claim_holder(options.claims_folder, choice->uuid))
-      decision.reasons.push_back(name + " claimed by pid " + std::to_string(*holder));
+  std::vector<std::string> usable; // UUIDs
+  for (const GpuVerdict &verdict : judge_gpus(snapshot, options.criteria)) {
+    if (!verdict.choice)
+      decision.reasons.push_back(verdict.reason);
+    else if (std::optional<pid_t> holder =
+                 claim_holder(options.claims_folder, verdict.choice->uuid))
+      decision.reasons.push_back("GPU " + std::to_string(verdict.index) + " claimed by pid " +
+                                 std::to_string(*holder));
     else
-      usable.push_back(choice->uuid);
+      usable.push_back(verdict.choice->uuid);
   }
-  for (const GpuChoice &choice : offered)
+  for (const GpuChoice &choice : free_gpus(snapshot, options.criteria))
     if (std::find(usable.begin(), usable.end(), choice.uuid) != usable.end())
       decision.available.push_back(choice);
   return decision;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 
 namespace nvsmi {
 
@@ -13,21 +14,73 @@ bool plain_uuid(const std::string &uuid) {
   });
 }
 
-std::vector<GpuChoice> free_gpus(const Snapshot &snapshot, const PickCriteria &criteria) {
+namespace {
+
+// 1.5 as "1.5%", 5 as "5%".
+std::string percent_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g%%", value);
+  return text;
+}
+
+// Why `gpu` is not offered, or empty when it is (its free memory then in `free_mib`).
+std::string why_not(const Gpu &gpu, const PickCriteria &criteria, std::int64_t &free_mib) {
+  std::string name = "GPU " + std::to_string(gpu.index);
+  if (!gpu.uuid || !plain_uuid(*gpu.uuid))
+    return name + " has no usable UUID";
+  if (gpu.mig_enabled.value_or(false))
+    return name + " has MIG on";
   GpuStateThresholds thresholds;
   thresholds.idle_below_percent = criteria.max_utilization_percent;
-  std::vector<GpuChoice> choices;
-  for (const Gpu &gpu : snapshot.gpus) {
-    if (!gpu.uuid || !plain_uuid(*gpu.uuid) || gpu_state(gpu, thresholds) != GpuState::free)
-      continue;
-    // Free memory as nvidia-smi counts it; total - used where it printed no free figure.
-    std::optional<std::int64_t> free_mib = gpu.memory_free_mib;
-    if (!free_mib && gpu.memory_total_mib && gpu.memory_used_mib)
-      free_mib = *gpu.memory_total_mib - *gpu.memory_used_mib;
-    if (!free_mib || *free_mib < criteria.min_free_mib)
-      continue;
-    choices.push_back({gpu.index, *gpu.uuid, *free_mib, gpu.temperature_c});
+  switch (GpuState state = gpu_state(gpu, thresholds)) {
+  case GpuState::free:
+    break;
+  case GpuState::idle:
+    return name + " has no process list";
+  case GpuState::unknown:
+    return name + " has neither utilization nor processes";
+  case GpuState::in_use:
+    if (gpu.utilization_gpu_percent) // else a compute process holds it
+      return name + " in use (" + std::to_string(*gpu.utilization_gpu_percent) +
+             "% >= " + percent_text(criteria.max_utilization_percent) + ")";
+    return name + " in use";
+  default:
+    return name + " " + std::string(gpu_state_name(state));
   }
+  // Free memory as nvidia-smi counts it; total - used where it printed no free figure.
+  Reading free = gpu.memory_free_mib;
+  if (!free && gpu.memory_total_mib && gpu.memory_used_mib)
+    free = *gpu.memory_total_mib - *gpu.memory_used_mib;
+  if (!free)
+    return name + " free memory unknown";
+  if (*free < criteria.min_free_mib)
+    return name + " has " + std::to_string(*free) + " MiB free < " +
+           std::to_string(criteria.min_free_mib);
+  free_mib = *free;
+  return "";
+}
+
+} // namespace
+
+std::vector<GpuVerdict> judge_gpus(const Snapshot &snapshot, const PickCriteria &criteria) {
+  std::vector<GpuVerdict> verdicts;
+  for (const Gpu &gpu : snapshot.gpus) {
+    GpuVerdict verdict;
+    verdict.index = gpu.index;
+    std::int64_t free_mib = 0;
+    verdict.reason = why_not(gpu, criteria, free_mib);
+    if (verdict.reason.empty())
+      verdict.choice = GpuChoice{gpu.index, *gpu.uuid, free_mib, gpu.temperature_c};
+    verdicts.push_back(std::move(verdict));
+  }
+  return verdicts;
+}
+
+std::vector<GpuChoice> free_gpus(const Snapshot &snapshot, const PickCriteria &criteria) {
+  std::vector<GpuChoice> choices;
+  for (GpuVerdict &verdict : judge_gpus(snapshot, criteria))
+    if (verdict.choice)
+      choices.push_back(std::move(*verdict.choice));
   std::stable_sort(choices.begin(), choices.end(), [](const GpuChoice &a, const GpuChoice &b) {
     if (a.free_mib != b.free_mib)
       return a.free_mib > b.free_mib;

@@ -23,11 +23,23 @@ struct GpuChoice {
   std::optional<std::int64_t> temperature_c;
 };
 
-// The GPUs of `snapshot` that are free (gpu_state free with `max_utilization_percent` as the idle
-// threshold, so no compute process; not hot, not at the power limit) with a known free memory of
-// at least `min_free_mib`, best first: most free memory, then coolest (unknown last), then lowest
-// index. A GPU whose UUID is unknown or not a plain UUID is never offered: claims are files named
-// by it.
+// For one GPU of a sample: offered to a job (`choice`), or why not, in words for the one line a
+// command prints when there are not enough ("GPU 1 in use (10% >= 5%)").
+struct GpuVerdict {
+  int index = 0;
+  std::optional<GpuChoice> choice;
+  std::string reason; // empty when offered
+};
+
+// Every GPU of `snapshot`, in its order. Offered: free (gpu_state free with
+// `max_utilization_percent` as the idle threshold, so no compute process; not hot, not at the power
+// limit), a known free memory of at least `min_free_mib`, MIG off (its instances have no UUIDs in
+// a Snapshot, so a MIG GPU is never handed out whole), and a plain UUID (claims are files named by
+// it).
+std::vector<GpuVerdict> judge_gpus(const Snapshot &snapshot, const PickCriteria &criteria);
+
+// The offered GPUs of judge_gpus, best first: most free memory, then coolest (unknown last), then
+// lowest index.
 std::vector<GpuChoice> free_gpus(const Snapshot &snapshot, const PickCriteria &criteria);
 
 // Whether `uuid` may name a claim file: letters, digits and '-' only, 1 to 96 of them.
