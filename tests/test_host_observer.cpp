@@ -293,25 +293,25 @@ TEST_CASE("CPU shares: since the previous sample, of the same process only") {
   ProcessCpuShares shares(100); // 100 ticks a second
   Clock::time_point t0 = Clock::now();
 
-  auto one = [&](ProcessTicks process, Clock::time_point at) {
-    return shares.update({process}, at).at(0);
+  auto one = [&](int pid, std::uint64_t start, std::uint64_t cpu, Clock::time_point at) {
+    return shares.update({{pid, start, cpu, at}}).at(0);
   };
-  CHECK_FALSE(one({42, 500, 10}, t0)); // first seen
-  CHECK(one({42, 500, 60}, t0 + 1s) == Approx(50.0));
-  CHECK(one({42, 500, 310}, t0 + 2s) == Approx(250.0)); // three threads: more than one core
+  CHECK_FALSE(one(42, 500, 10, t0)); // first seen
+  CHECK(one(42, 500, 60, t0 + 1s) == Approx(50.0));
+  CHECK(one(42, 500, 310, t0 + 2s) == Approx(250.0)); // three threads: more than one core
   // Same pid, another start: the pid was reused by another process.
-  CHECK_FALSE(one({42, 900, 400}, t0 + 3s));
-  CHECK(one({42, 900, 420}, t0 + 4s) == Approx(20.0)); // the new one's baseline was kept
+  CHECK_FALSE(one(42, 900, 400, t0 + 3s));
+  CHECK(one(42, 900, 420, t0 + 4s) == Approx(20.0)); // the new one's baseline was kept
   // A counter that goes back, or a clock that does not move, gives no share.
-  CHECK_FALSE(one({42, 900, 419}, t0 + 5s));
-  CHECK_FALSE(one({42, 900, 430}, t0 + 5s));
+  CHECK_FALSE(one(42, 900, 419, t0 + 5s));
+  CHECK_FALSE(one(42, 900, 430, t0 + 5s));
 
   // Pids not in a sample are forgotten: the map holds one sample's processes.
-  CHECK(shares.update({}, t0 + 6s).empty());
-  CHECK_FALSE(one({42, 900, 440}, t0 + 7s));
+  CHECK(shares.update({}).empty());
+  CHECK_FALSE(one(42, 900, 440, t0 + 7s));
 
   std::vector<std::optional<double>> many =
-      shares.update({{42, 900, 540}, {7, 1, 0}}, t0 + 8s); // in the order given
+      shares.update({{42, 900, 540, t0 + 8s}, {7, 1, 0, t0 + 8s}}); // in the order given
   REQUIRE(many.size() == 2);
   CHECK(many[0] == Approx(100.0));
   CHECK_FALSE(many[1]);

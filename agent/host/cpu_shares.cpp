@@ -12,7 +12,7 @@ double percent(double share) { return std::round(share * 10000.0) / 100.0; }
 } // namespace
 
 std::vector<std::optional<double>>
-ProcessCpuShares::update(const std::vector<ProcessTicks> &now_read, Clock::time_point now) {
+ProcessCpuShares::update(const std::vector<ProcessTicks> &now_read) {
   std::vector<std::optional<double>> shares;
   shares.reserve(now_read.size());
   std::unordered_map<int, Previous> seen;
@@ -20,15 +20,15 @@ ProcessCpuShares::update(const std::vector<ProcessTicks> &now_read, Clock::time_
     std::optional<double> share;
     auto before = previous_.find(process.pid);
     if (before != previous_.end() && before->second.start_ticks == process.start_ticks &&
-        process.cpu_ticks >= before->second.cpu_ticks && now > before->second.at &&
+        process.cpu_ticks >= before->second.cpu_ticks && process.at > before->second.at &&
         ticks_per_second_ > 0) {
-      double seconds = std::chrono::duration<double>(now - before->second.at).count();
+      double seconds = std::chrono::duration<double>(process.at - before->second.at).count();
       double used = static_cast<double>(process.cpu_ticks - before->second.cpu_ticks) /
                     static_cast<double>(ticks_per_second_);
       share = percent(used / seconds);
     }
     shares.push_back(share);
-    seen[process.pid] = {process.start_ticks, process.cpu_ticks, now};
+    seen[process.pid] = {process.start_ticks, process.cpu_ticks, process.at};
   }
   previous_ = std::move(seen); // forget the pids not read now
   return shares;

@@ -16,6 +16,10 @@ struct ProcessTicks {
   int pid = 0;
   std::uint64_t start_ticks = 0;
   std::uint64_t cpu_ticks = 0;
+  // When the counter was read. Per process, not per sample: on a loaded machine the reader can be
+  // held up between one read and the next, and a share over the sample's instant would count those
+  // seconds of the process's work against a shorter time (over 1000 % for one thread was seen).
+  std::chrono::steady_clock::time_point at;
 };
 
 // Each process's share of one core (100 = one core busy, more for several threads) since the
@@ -29,8 +33,7 @@ public:
   // One share per entry of `now_read`, in its order: nullopt for a pid not in the previous
   // update, or in it with another start (the pid was reused: another process), or when the
   // clock or the counter did not move forward.
-  std::vector<std::optional<double>> update(const std::vector<ProcessTicks> &now_read,
-                                            Clock::time_point now);
+  std::vector<std::optional<double>> update(const std::vector<ProcessTicks> &now_read);
 
 private:
   struct Previous {

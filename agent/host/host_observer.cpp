@@ -84,17 +84,15 @@ void HostObserver::observe(Snapshot &snapshot) {
         if (process.pid && *process.pid > 0 && *process.pid <= INT32_MAX)
           pids.push_back(static_cast<int>(*process.pid));
       }
-  // The instant of the counters: taken before the reads, which are quick, rather than after them.
-  auto now = ProcessCpuShares::Clock::now();
   std::vector<ProcessFacts> read = state_->processes.read(pids);
 
   std::vector<ProcessTicks> ticks;
   std::vector<unsigned> uids;
   for (const ProcessFacts &process : read) {
-    ticks.push_back({process.pid, process.start_ticks, process.cpu_ticks});
+    ticks.push_back({process.pid, process.start_ticks, process.cpu_ticks, process.read_at});
     uids.push_back(process.uid);
   }
-  std::vector<std::optional<double>> shares = state_->process_cpu.update(ticks, now);
+  std::vector<std::optional<double>> shares = state_->process_cpu.update(ticks);
   std::unordered_map<unsigned, std::string> names = state_->users.names(uids);
 
   struct Found {

@@ -97,8 +97,10 @@ std::vector<ProcessFacts> ProcessReader::read(const std::vector<int> &pids) {
     std::vector<unsigned> chunk(open_pids.begin() + static_cast<std::ptrdiff_t>(first),
                                 open_pids.begin() + static_cast<std::ptrdiff_t>(std::min(
                                                         open_pids.size(), first + select_at_most)));
+    auto before = std::chrono::steady_clock::now();
     pids_fetch *fetched =
         procps_pids_select(info_, chunk.data(), static_cast<int>(chunk.size()), PIDS_SELECT_PID);
+    auto read_at = before + (std::chrono::steady_clock::now() - before) / 2;
     if (!fetched || !fetched->counts)
       continue;
     for (int i = 0; i < fetched->counts->total; ++i) {
@@ -108,6 +110,7 @@ std::vector<ProcessFacts> ProcessReader::read(const std::vector<int> &pids) {
       facts.uid = PIDS_VAL(ruid_item, u_int, stack, info_);
       facts.start_ticks = PIDS_VAL(began_item, ull_int, stack, info_);
       facts.cpu_ticks = PIDS_VAL(ticks_item, ull_int, stack, info_);
+      facts.read_at = read_at;
       facts.rss_kib = PIDS_VAL(rss_item, ul_int, stack, info_);
       if (const char *name = PIDS_VAL(name_item, str, stack, info_))
         facts.command = name; // for now; the command line replaces it below

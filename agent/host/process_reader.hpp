@@ -2,6 +2,7 @@
 // top) and checked to be one and the same process from the first read to the last.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -23,6 +24,8 @@ struct ProcessFacts {
   std::string command;           // arguments joined by spaces, at most max_command_bytes, raw bytes
   std::uint64_t start_ticks = 0; // clock ticks after boot
   std::uint64_t cpu_ticks = 0;   // user + system
+  // The middle of the read that fetched the counters: they were taken somewhere inside it.
+  std::chrono::steady_clock::time_point read_at;
   std::uint64_t rss_kib = 0;
   std::string cgroup; // the text of /proc/PID/cgroup
 };
