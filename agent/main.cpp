@@ -33,6 +33,7 @@ int main(int argc, char **argv) {
   std::vector<Subcommand> subcommands = {
       add_snapshot_command(app), add_watch_command(app), add_report_command(app),
       add_serve_command(app),    add_top_command(app),   add_pick_command(app),
+      add_run_command(app),
   };
 
   try {

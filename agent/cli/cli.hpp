@@ -23,6 +23,7 @@ Subcommand add_report_command(CLI::App &app);
 Subcommand add_serve_command(CLI::App &app);
 Subcommand add_top_command(CLI::App &app);
 Subcommand add_pick_command(CLI::App &app);
+Subcommand add_run_command(CLI::App &app);
 
 // --nvidia-smi, which every sampling subcommand has; it cannot go with --fixture.
 void add_nvidia_smi_option(CLI::App *command, std::optional<std::string> &target,

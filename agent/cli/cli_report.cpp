@@ -33,7 +33,7 @@ Subcommand add_report_command(CLI::App &app) {
   struct Settings {
     ReportOptions options;
     std::string from, to, format = "text";
-    std::optional<std::string> output;
+    std::optional<std::string> output, gpu;
   };
   auto settings = std::make_shared<Settings>();
   ReportOptions &options = settings->options;
@@ -51,7 +51,7 @@ Subcommand add_report_command(CLI::App &app) {
       ->check(time_validator);
   command->add_option("--to", settings->to, "Leave out rows after this time")
       ->check(time_validator);
-  command->add_option("--gpu", options.gpu, "Only this GPU: its index or its UUID");
+  command->add_option("--gpu", settings->gpu, "Only this GPU: its index or its UUID");
   command->add_option("--format", settings->format, "text, json (one line) or html (one page)")
       ->check(CLI::IsMember({"text", "json", "html"}))
       ->capture_default_str();
@@ -63,6 +63,8 @@ Subcommand add_report_command(CLI::App &app) {
       ->check(CLI::Range(0.001, 86400.0));
 
   return {command, [settings] {
+            if (settings->gpu)
+              settings->options.gpus = {*settings->gpu};
             if (!settings->from.empty())
               settings->options.from = parse_time(settings->from);
             if (!settings->to.empty())

@@ -31,19 +31,27 @@ std::string gpu_key(const Gpu &gpu) {
   return "index " + std::to_string(gpu.index);
 }
 
-bool wanted_gpu(const std::optional<std::string> &wanted, const Gpu &gpu) {
-  if (!wanted)
+bool names_gpu(const std::string &wanted, const Gpu &gpu) {
+  if (gpu.uuid && *gpu.uuid == wanted)
     return true;
-  if (gpu.uuid && *gpu.uuid == *wanted)
+  return wanted.find_first_not_of("0123456789") == std::string::npos &&
+         std::to_string(gpu.index) == wanted;
+}
+
+bool wanted_gpu(const std::vector<std::string> &wanted, const Gpu &gpu) {
+  if (wanted.empty())
     return true;
-  return wanted->find_first_not_of("0123456789") == std::string::npos &&
-         std::to_string(gpu.index) == *wanted;
+  for (const std::string &name : wanted)
+    if (names_gpu(name, gpu))
+      return true;
+  return false;
 }
 
 std::string describe_filters(const ReportOptions &options) {
   std::string out;
-  if (options.gpu)
-    out += " for GPU " + *options.gpu;
+  for (std::size_t i = 0; i < options.gpus.size(); ++i)
+    out +=
+        (i == 0 ? (options.gpus.size() == 1 ? " for GPU " : " for GPUs ") : ", ") + options.gpus[i];
   if (options.from || options.to)
     out += " in the time asked for (--from/--to)";
   return out;
@@ -66,7 +74,7 @@ Report make_report(const ReportOptions &options) {
       ++report.rows_outside_time;
       return;
     }
-    if (!wanted_gpu(options.gpu, log.gpu)) {
+    if (!wanted_gpu(options.gpus, log.gpu)) {
       ++report.rows_other_gpus;
       return;
     }

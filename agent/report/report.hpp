@@ -15,7 +15,7 @@ namespace nvsmi {
 struct ReportOptions {
   std::vector<std::string> files;
   std::optional<Timestamp> from, to; // rows outside are left out
-  std::optional<std::string> gpu;    // an index or a uuid
+  std::vector<std::string> gpus;     // only these (each an index or a uuid); empty: every GPU
   std::optional<double> interval;    // seconds between samples; inferred when not given
 };
 

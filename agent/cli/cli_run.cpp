@@ -1,0 +1,59 @@
+#include "cli/cli.hpp"
+#include "commands/run_command.hpp"
+#include "core/exit_codes.hpp"
+#include "files/file_io.hpp"
+
+#include <memory>
+
+namespace nvsmi {
+
+Subcommand add_run_command(CLI::App &app) {
+  struct Settings {
+    RunOptions options;
+    SamplingCli sampling;
+    PickCli pick;
+  };
+  auto settings = std::make_shared<Settings>();
+  RunOptions &options = settings->options;
+
+  CLI::App *command = app.add_subcommand(
+      "run", "Claim free GPUs (or the ones named), run COMMAND on them with CUDA_VISIBLE_DEVICES "
+             "set, sample while it runs, and report what it did there; exits with its exit code. "
+             "Usage: nvsmi-agent run [OPTIONS] -- COMMAND [ARGS...]");
+  add_sampling_options(command, settings->sampling);
+  add_pick_options(command, settings->pick);
+  CLI::Option *count =
+      command->add_option("--gpus", options.gpu_count, "How many free GPUs the job gets")
+          ->check(CLI::Range(1, 64))
+          ->capture_default_str();
+  command
+      ->add_option("--gpu-ids", options.gpu_ids,
+                   "These GPUs, by index or UUID, comma-separated (free or not; claimed by "
+                   "another run: exit 9, or wait with --wait)")
+      ->delimiter(',')
+      ->excludes(count);
+  command->add_option("--report", options.report_file,
+                      "Replace this file atomically with the end-of-run report (default: stderr)");
+  command->add_option("--format", options.format, "Of the end-of-run report: text, json or html")
+      ->check(CLI::IsMember({"text", "json", "html"}))
+      ->capture_default_str();
+  command->add_option("--log", options.log_file,
+                      "Keep the job's samples in this JSON log (watch --json-log's format), for "
+                      "`nvsmi-agent report` later");
+  command->add_option("command", options.command, "The job: COMMAND [ARGS...], after --")
+      ->required();
+  return {command, [settings] {
+            settings->sampling.finish();
+            RunOptions &o = settings->options;
+            o.sampling = settings->sampling.options;
+            o.criteria = settings->pick.criteria;
+            o.wait_seconds = settings->pick.wait_seconds;
+            o.uuid = settings->pick.uuid;
+            o.lock_dir = settings->pick.lock_dir;
+            if (o.report_file) // refuse a device or a FIFO before the job runs
+              output_target(*o.report_file);
+            return run_job(o);
+          }};
+}
+
+} // namespace nvsmi

@@ -1,0 +1,500 @@
+#include "commands/run_command.hpp"
+
+#include "commands/run_report.hpp"
+#include "core/exit_codes.hpp"
+#include "core/local_time.hpp"
+#include "core/log_line.hpp"
+#include "files/file_io.hpp"
+#include "files/json_log.hpp"
+#include "host/process_tree.hpp"
+#include "jobs/gpu_claims.hpp"
+#include "jobs/job_ledger.hpp"
+#include "nvidia_smi/nvidia_smi_stream.hpp"
+#include "nvidia_smi/sampler.hpp"
+#include "nvidia_smi/stop_signals.hpp"
+#include "report/report.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace nvsmi {
+namespace {
+
+namespace asio = boost::asio;
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+milliseconds to_ms(double seconds) { return milliseconds(static_cast<long>(seconds * 1000)); }
+
+std::string joined(const std::vector<std::string> &words, const std::string &separator) {
+  std::string out;
+  for (const std::string &word : words)
+    out += (out.empty() ? "" : separator) + word;
+  return out;
+}
+
+bool processes_known(const Snapshot &snapshot) {
+  return std::all_of(snapshot.gpus.begin(), snapshot.gpus.end(),
+                     [](const Gpu &gpu) { return gpu.processes.has_value(); });
+}
+
+const Gpu *named_gpu(const Snapshot &snapshot, const std::string &name) {
+  bool digits = !name.empty() && name.find_first_not_of("0123456789") == std::string::npos;
+  for (const Gpu &gpu : snapshot.gpus)
+    if ((gpu.uuid && *gpu.uuid == name) || (digits && std::to_string(gpu.index) == name))
+      return &gpu;
+  return nullptr;
+}
+
+// Our environment with the job's GPUs named in it.
+std::vector<std::string> job_environment(const std::vector<JobGpu> &gpus, bool by_uuid) {
+  std::vector<std::string> names, uuids;
+  for (const JobGpu &gpu : gpus) {
+    names.push_back(by_uuid ? gpu.uuid : std::to_string(gpu.index));
+    uuids.push_back(gpu.uuid);
+  }
+  std::vector<std::string> environment;
+  for (char **entry = environ; entry && *entry; ++entry) {
+    std::string variable = *entry;
+    std::string name = variable.substr(0, variable.find('='));
+    if (name != "CUDA_VISIBLE_DEVICES" && name != "CUDA_DEVICE_ORDER" && name != "NVSMI_RUN_GPUS")
+      environment.push_back(std::move(variable));
+  }
+  environment.push_back("CUDA_VISIBLE_DEVICES=" + joined(names, ","));
+  // nvidia-smi numbers GPUs in PCI bus order; CUDA's default order is fastest first.
+  if (!by_uuid)
+    environment.push_back("CUDA_DEVICE_ORDER=PCI_BUS_ID");
+  environment.push_back("NVSMI_RUN_GPUS=" + joined(uuids, ","));
+  return environment;
+}
+
+std::string temporary_log_folder() {
+  const char *base = std::getenv("TMPDIR");
+  std::string pattern = std::string(base && *base ? base : "/tmp") + "/nvsmi-run.XXXXXX";
+  if (!::mkdtemp(pattern.data()))
+    io_failure("cannot make a folder for the samples", pattern);
+  return pattern;
+}
+
+enum class Phase { choosing, running, finishing, failed };
+
+class Job {
+public:
+  explicit Job(const RunOptions &options)
+      : options_(options), folder_(claims_folder(options.lock_dir)), signals_(context_),
+        wait_deadline_(context_), job_poll_(context_),
+        sampler_(
+            context_, options.sampling, [this](Snapshot s) { deliver(std::move(s)); },
+            [this](int code) { sampler_failed(code); }, log_stream_message) {
+    attribute_ = options.sampling.host && !options.sampling.fixture;
+  }
+
+  int run() {
+    add_stop_signals(signals_);
+    wait_for_signal();
+    started_choosing_ = steady_clock::now();
+    // Without --wait, the choice is made on the first samples, but a sample must come.
+    milliseconds deadline =
+        options_.wait_seconds
+            ? to_ms(*options_.wait_seconds)
+            : std::max(3 * sampler_.interval(), milliseconds(10000)) + process_grace();
+    wait_deadline_.expires_after(deadline);
+    wait_deadline_.async_wait([this](boost::system::error_code error) {
+      if (error || phase_ != Phase::choosing)
+        return;
+      if (options_.wait_seconds)
+        fail(exit_not_enough_in_time, not_enough_ + " after waiting " +
+                                          std::to_string(std::lround(*options_.wait_seconds)) +
+                                          " s (--wait)");
+      else
+        fail(exit_not_enough,
+             not_enough_.empty() ? "no sample from nvidia-smi to choose GPUs by" : not_enough_);
+    });
+    sampler_.start();
+    context_.run();
+    if (failure_)
+      throw AgentError(failure_->first, failure_->second);
+    return finish();
+  }
+
+private:
+  // How long to wait for the first sample that lists the processes (compute-apps runs beside
+  // the GPU query, and a GPU whose processes are unknown is never free).
+  milliseconds process_grace() const {
+    return 2 * process_interval(options_.sampling) + milliseconds(5000);
+  }
+
+  void wait_for_signal() {
+    signals_.async_wait([this](boost::system::error_code error, int signal) {
+      if (error)
+        return;
+      if (phase_ == Phase::choosing) {
+        fail(exit_for_signal(signal),
+             std::string("stopped by ") + strsignal(signal) + " before the job started");
+        return;
+      }
+      if (phase_ == Phase::running)
+        ::kill(job_pid_, signal); // the job decides what the signal means
+      wait_for_signal();
+    });
+  }
+
+  void fail(ExitCode code, const std::string &message) {
+    if (phase_ != Phase::choosing)
+      return;
+    phase_ = Phase::failed;
+    failure_.emplace(code, message);
+    wait_deadline_.cancel();
+    stop_sampler([this] { signals_.cancel(); });
+  }
+
+  void stop_sampler(std::function<void()> done) {
+    if (sampler_stopped_) {
+      done();
+      return;
+    }
+    sampler_stopped_ = true;
+    sampler_.stop(std::move(done));
+  }
+
+  void sampler_failed(int code) {
+    if (phase_ == Phase::choosing) {
+      fail(static_cast<ExitCode>(code), "nvidia-smi failed before the job started");
+      return;
+    }
+    if (phase_ != Phase::running)
+      return;
+    std::string note = "sampling stopped while the job ran (nvidia-smi failed); the report covers "
+                       "what was sampled before";
+    log_line(note + "; the job goes on");
+    notes_.push_back(note);
+    stop_sampler([] {});
+  }
+
+  void deliver(Snapshot snapshot) {
+    if (phase_ == Phase::choosing)
+      choose(snapshot);
+    else if (phase_ == Phase::running)
+      record(std::move(snapshot));
+  }
+
+  void choose(const Snapshot &snapshot) {
+    bool decisive = !options_.gpu_ids.empty() || processes_known(snapshot) ||
+                    steady_clock::now() - started_choosing_ >= process_grace();
+    if (!decisive)
+      return;
+    std::vector<JobGpu> gpus;
+    std::string shortage =
+        options_.gpu_ids.empty() ? claim_free(snapshot, gpus) : claim_named(snapshot, gpus);
+    if (phase_ != Phase::choosing)
+      return; // claim_named found a name that is no GPU
+    if (!shortage.empty()) {
+      claims_.clear();
+      not_enough_ = shortage;
+      if (!options_.wait_seconds)
+        fail(exit_not_enough, shortage);
+      return;
+    }
+    start_job(std::move(gpus));
+  }
+
+  std::string claim_free(const Snapshot &snapshot, std::vector<JobGpu> &gpus) {
+    std::vector<GpuChoice> free = free_gpus(snapshot, options_.criteria);
+    claims_ = take_claims(folder_, free, options_.gpu_count);
+    if (claims_.size() < options_.gpu_count)
+      return "asked for " + std::to_string(options_.gpu_count) + " GPU(s); " +
+             std::to_string(claims_.size()) + " free and unclaimed (" +
+             std::to_string(free.size()) + " free by nvidia-smi, claims in " + folder_ + ")";
+    for (const GpuClaim &claim : claims_)
+      for (const GpuChoice &choice : free)
+        if (choice.uuid == claim.uuid())
+          gpus.push_back({choice.index, choice.uuid});
+    return "";
+  }
+
+  std::string claim_named(const Snapshot &snapshot, std::vector<JobGpu> &gpus) {
+    for (const std::string &name : options_.gpu_ids) {
+      const Gpu *gpu = named_gpu(snapshot, name);
+      if (!gpu) {
+        fail(exit_usage, "--gpu-ids: nvidia-smi lists no GPU " + name);
+        return "";
+      }
+      if (!gpu->uuid || !plain_uuid(*gpu->uuid)) {
+        fail(exit_usage, "--gpu-ids: GPU " + name + " has no UUID to claim it by");
+        return "";
+      }
+      if (std::any_of(gpus.begin(), gpus.end(),
+                      [&](const JobGpu &taken) { return taken.uuid == *gpu->uuid; }))
+        continue;
+      std::optional<GpuClaim> claim = GpuClaim::try_take(folder_, *gpu->uuid);
+      if (!claim) {
+        std::optional<pid_t> holder = claim_holder(folder_, *gpu->uuid);
+        return "GPU " + std::to_string(gpu->index) + " is claimed" +
+               (holder ? " by process " + std::to_string(*holder) : std::string()) + " (" +
+               folder_ + ")";
+      }
+      claims_.push_back(std::move(*claim));
+      gpus.push_back({gpu->index, *gpu->uuid});
+    }
+    return "";
+  }
+
+  void start_job(std::vector<JobGpu> gpus) {
+    wait_deadline_.cancel();
+    try {
+      if (options_.log_file) {
+        log_path_ = *options_.log_file;
+      } else {
+        temporary_folder_ = temporary_log_folder();
+        log_path_ = *temporary_folder_ + "/samples.json";
+      }
+      json_log_.emplace(log_path_, RotationSettings{});
+    } catch (const AgentError &error) {
+      claims_.clear();
+      fail(error.code(), error.what());
+      return;
+    }
+    std::vector<std::string> environment = job_environment(gpus, options_.uuid);
+    std::vector<char *> argv, envp;
+    for (const std::string &word : options_.command)
+      argv.push_back(const_cast<char *>(word.c_str()));
+    argv.push_back(nullptr);
+    for (const std::string &variable : environment)
+      envp.push_back(const_cast<char *>(variable.c_str()));
+    envp.push_back(nullptr);
+
+    // The job starts as if from a shell: no signal blocked, and SIGPIPE and SIGXFSZ (which this
+    // process ignores, and an ignored signal stays ignored through exec) back to their default.
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGPIPE);
+    sigaddset(&defaults, SIGXFSZ);
+    posix_spawnattr_setsigmask(&attributes, &none);
+    posix_spawnattr_setsigdefault(&attributes, &defaults);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    pid_t pid = 0;
+    int error = ::posix_spawnp(&pid, argv[0], nullptr, &attributes, argv.data(), envp.data());
+    posix_spawnattr_destroy(&attributes);
+    if (error != 0) {
+      claims_.clear();
+      fail(static_cast<ExitCode>(error == ENOENT ? 127 : 126),
+           options_.command[0] + ": " +
+               (error == ENOENT ? "command not found" : std::strerror(error)));
+      return;
+    }
+    job_pid_ = pid;
+    phase_ = Phase::running;
+    job_started_ = steady_clock::now();
+    gpus_ = gpus;
+    ledger_.emplace(std::move(gpus));
+    if (attribute_) {
+      own_cgroup_ = process_cgroup(::getpid());
+      job_cgroup_ = process_cgroup(job_pid_);
+    }
+    watch_job();
+  }
+
+  // The job's end: a pidfd that becomes readable when it exits, else a look every 100 ms.
+  void watch_job() {
+    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, job_pid_, 0));
+    if (pidfd >= 0) {
+      job_end_.emplace(context_, pidfd);
+      job_end_->async_wait(asio::posix::stream_descriptor::wait_read,
+                           [this](boost::system::error_code) { reap_job(); });
+      return;
+    }
+    poll_job();
+  }
+
+  void poll_job() {
+    job_poll_.expires_after(milliseconds(100));
+    job_poll_.async_wait([this](boost::system::error_code error) {
+      if (!error && !reap_job(WNOHANG))
+        poll_job();
+    });
+  }
+
+  bool reap_job(int flags = 0) {
+    int status = 0;
+    struct rusage usage {};
+    pid_t reaped;
+    do
+      reaped = ::wait4(job_pid_, &status, flags, &usage);
+    while (reaped < 0 && errno == EINTR);
+    if (reaped == 0)
+      return false;
+    job_seconds_ = std::chrono::duration<double>(steady_clock::now() - job_started_).count();
+    if (reaped > 0) {
+      if (WIFSIGNALED(status)) {
+        job_signal_ = WTERMSIG(status);
+        exit_code_ = exit_for_signal(*job_signal_);
+      } else {
+        exit_code_ = WEXITSTATUS(status);
+      }
+      cpu_seconds_ = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                     static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+    } else {
+      exit_code_ = exit_internal;
+      notes_.push_back(std::string("the job's end could not be read: ") + std::strerror(errno));
+    }
+    phase_ = Phase::finishing;
+    job_end_.reset();
+    stop_sampler([this] { signals_.cancel(); });
+    return true;
+  }
+
+  bool is_job_process(const Process &process) const {
+    if (!attribute_ || !process.pid)
+      return false;
+    pid_t pid = static_cast<pid_t>(*process.pid);
+    if (descends_from(pid, job_pid_))
+      return true;
+    // Its cgroup tells only when the job has one of its own: in ours, everyone beside us is too.
+    return job_cgroup_ && job_cgroup_ != own_cgroup_ && process_cgroup(pid) == job_cgroup_;
+  }
+
+  void record(Snapshot snapshot) {
+    offsets_.attach(snapshot);
+    if (attribute_)
+      if (std::optional<std::string> cgroup = process_cgroup(job_pid_))
+        job_cgroup_ = cgroup; // the job may have moved itself
+    ledger_->add(snapshot, [this](const Process &process) { return is_job_process(process); });
+    if (!json_log_)
+      return;
+    try {
+      json_log_->append(snapshot);
+      if (snapshot.timestamp) {
+        if (!first_sample_)
+          first_sample_ = snapshot.timestamp;
+        last_sample_ = snapshot.timestamp;
+      }
+    } catch (const AgentError &error) {
+      log_line(error.what());
+      notes_.push_back(std::string("the samples stopped being logged: ") + error.what());
+      json_log_.reset();
+    }
+  }
+
+  int finish() {
+    json_log_.reset();
+    JobSummary job;
+    job.command = options_.command;
+    job.exit_code = exit_code_;
+    job.signal = job_signal_;
+    job.seconds = job_seconds_;
+    job.cpu_seconds = cpu_seconds_;
+    job.gpus = ledger_->gpus();
+    job.gpu_process_cpu_mean = ledger_->mean_cpu_percent();
+    job.gpu_process_cpu_peak = ledger_->peak_cpu_percent();
+    job.notes = notes_;
+    if (!attribute_)
+      job.notes.push_back("processes are not told apart: the samples are not of this machine");
+    try {
+      write_report(job);
+    } catch (const AgentError &error) {
+      log_line(std::string("no end-of-run report: ") + error.what());
+    }
+    if (temporary_folder_) {
+      std::remove(log_path_.c_str());
+      ::rmdir(temporary_folder_->c_str());
+    }
+    claims_.clear(); // only now: the job and its report are done with the GPUs
+    return exit_code_;
+  }
+
+  void write_report(JobSummary &job) {
+    std::string text;
+    try {
+      ReportOptions report_options;
+      report_options.files = {log_path_};
+      for (const JobGpu &gpu : gpus_)
+        report_options.gpus.push_back(gpu.uuid);
+      if (options_.log_file) { // it may hold samples of earlier runs
+        report_options.from = first_sample_;
+        report_options.to = last_sample_;
+      }
+      Report report = make_report(report_options);
+      if (options_.format == "json")
+        text = add_job_to_json(format_report_json(report), job);
+      else if (options_.format == "html")
+        text = add_job_to_html(format_report_html(report), job);
+      else
+        text = format_report_text(report) + job_text(job);
+    } catch (const AgentError &error) {
+      if (error.code() != exit_bad_output)
+        throw;
+      job.notes.push_back("no sample of the job's GPUs was taken while it ran");
+      if (options_.format == "json")
+        text = add_job_to_json("{\"schema\":\"nvsmi-agent.report/1\"}", job);
+      else if (options_.format == "html")
+        text = add_job_to_html("<!DOCTYPE html><html><body></body></html>\n", job);
+      else
+        text = job_text(job);
+    }
+    if (options_.report_file) {
+      replace_file_atomically(*options_.report_file, text);
+      return;
+    }
+    if (std::fwrite(text.data(), 1, text.size(), stderr) != text.size() || std::fflush(stderr))
+      throw AgentError(exit_io,
+                       std::string("cannot write to standard error: ") + std::strerror(errno));
+  }
+
+  RunOptions options_;
+  std::string folder_;
+  asio::io_context context_;
+  asio::signal_set signals_;
+  asio::steady_timer wait_deadline_, job_poll_;
+  Sampler sampler_;
+  bool sampler_stopped_ = false, attribute_ = true;
+  Phase phase_ = Phase::choosing;
+  steady_clock::time_point started_choosing_, job_started_;
+  std::string not_enough_;
+  std::optional<std::pair<ExitCode, std::string>> failure_;
+  std::vector<GpuClaim> claims_;
+  std::vector<JobGpu> gpus_;
+  pid_t job_pid_ = 0;
+  std::optional<asio::posix::stream_descriptor> job_end_;
+  std::optional<std::string> own_cgroup_, job_cgroup_;
+  std::optional<JobLedger> ledger_;
+  std::optional<JsonLog> json_log_;
+  std::string log_path_;
+  std::optional<std::string> temporary_folder_;
+  std::optional<Timestamp> first_sample_, last_sample_;
+  LocalOffsets offsets_;
+  std::vector<std::string> notes_;
+  int exit_code_ = exit_ok;
+  std::optional<int> job_signal_;
+  double job_seconds_ = 0;
+  std::optional<double> cpu_seconds_;
+};
+
+} // namespace
+
+int run_job(const RunOptions &options) {
+  ignore_write_signals();
+  Job job(options);
+  int code = job.run();
+  finish_log();
+  return code;
+}
+
+} // namespace nvsmi

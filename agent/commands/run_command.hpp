@@ -1,0 +1,33 @@
+// `nvsmi-agent run`: claims GPUs, runs a command on them while sampling, and reports what the
+// command did there.
+#pragma once
+
+#include "jobs/gpu_choice.hpp"
+#include "nvidia_smi/sampler.hpp"
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nvsmi {
+
+struct RunOptions {
+  SamplerOptions sampling;
+  PickCriteria criteria;
+  std::size_t gpu_count = 1;          // --gpus, when no --gpu-ids
+  std::vector<std::string> gpu_ids;   // --gpu-ids: these GPUs, by index or UUID
+  std::optional<double> wait_seconds; // keep sampling until enough are free, at most this long
+  bool uuid = false;                  // CUDA_VISIBLE_DEVICES holds UUIDs
+  std::optional<std::string> lock_dir;
+  std::optional<std::string> report_file, log_file;
+  std::string format = "text"; // of the end-of-run report: text, json or html
+  std::vector<std::string> command;
+};
+
+// Runs the job and returns its exit code (128 + N when signal N ended it). Throws AgentError for
+// what stops it before the job starts: not enough GPUs (exit 9, or 10 past --wait), a command not
+// found (127) or not executable (126), a log that cannot be written.
+int run_job(const RunOptions &options);
+
+} // namespace nvsmi

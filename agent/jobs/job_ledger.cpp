@@ -1,0 +1,100 @@
+#include "jobs/job_ledger.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace nvsmi {
+namespace {
+
+std::string base_name(const std::string &path) {
+  std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string program_of(const Process &process) {
+  if (process.name && !process.name->empty())
+    return base_name(*process.name);
+  if (process.command && !process.command->empty())
+    return base_name(process.command->substr(0, process.command->find(' ')));
+  return process.pid ? "pid " + std::to_string(*process.pid) : "an unknown program";
+}
+
+} // namespace
+
+std::string stranger_label(const Process &process) {
+  std::string user = process.user && !process.user->empty() ? *process.user : "someone";
+  return user + "'s " + program_of(process);
+}
+
+JobLedger::JobLedger(std::vector<JobGpu> gpus) {
+  for (JobGpu &gpu : gpus)
+    gpus_.push_back(JobGpuTally{std::move(gpu), 0, 0, std::nullopt, std::nullopt, {}});
+}
+
+void JobLedger::add(const Snapshot &snapshot, const IsJobProcess &is_job) {
+  std::set<std::int64_t> job_pids;
+  double cpu = 0;
+  bool cpu_known = false;
+  for (JobGpuTally &tally : gpus_) {
+    auto found = std::find_if(snapshot.gpus.begin(), snapshot.gpus.end(), [&](const Gpu &gpu) {
+      return gpu.uuid && *gpu.uuid == tally.gpu.uuid;
+    });
+    if (found == snapshot.gpus.end())
+      continue;
+    ++tally.samples;
+    if (found->memory_total_mib)
+      tally.memory_total_mib = found->memory_total_mib;
+    if (!found->processes)
+      continue;
+    bool job_here = false;
+    Reading job_memory;
+    std::set<std::string> strangers_here; // one program with several processes counts once
+    for (const Process &process : *found->processes) {
+      if (is_job(process)) {
+        job_here = true;
+        if (process.used_memory_mib)
+          job_memory = job_memory.value_or(0) + *process.used_memory_mib;
+        if (process.pid && job_pids.insert(*process.pid).second && process.cpu_percent) {
+          cpu += *process.cpu_percent;
+          cpu_known = true;
+        }
+      } else {
+        strangers_here.insert(stranger_label(process));
+      }
+    }
+    if (job_here)
+      ++tally.samples_with_job;
+    if (job_memory && (!tally.peak_job_memory_mib || *job_memory > *tally.peak_job_memory_mib))
+      tally.peak_job_memory_mib = job_memory;
+    for (const std::string &label : strangers_here) {
+      auto known = std::find_if(tally.strangers.begin(), tally.strangers.end(),
+                                [&](const StrangerTally &s) { return s.label == label; });
+      if (known == tally.strangers.end())
+        tally.strangers.push_back({label, 1});
+      else
+        ++known->samples;
+    }
+  }
+  if (cpu_known) {
+    cpu_sum_ += cpu;
+    ++cpu_samples_;
+    peak_cpu_ = std::max(peak_cpu_.value_or(cpu), cpu);
+  }
+}
+
+RealReading JobLedger::mean_cpu_percent() const {
+  if (cpu_samples_ == 0)
+    return std::nullopt;
+  return cpu_sum_ / static_cast<double>(cpu_samples_);
+}
+
+RealReading batch_growth_estimate(const JobGpuTally &gpu) {
+  if (!gpu.memory_total_mib || !gpu.peak_job_memory_mib || *gpu.peak_job_memory_mib <= 0)
+    return std::nullopt;
+  double ratio =
+      static_cast<double>(*gpu.memory_total_mib) / static_cast<double>(*gpu.peak_job_memory_mib);
+  return std::floor(ratio * 10) / 10;
+}
+
+} // namespace nvsmi

@@ -1,0 +1,263 @@
+// `nvsmi-agent run` end to end through the built agent and the stand-in nvidia-smi: the job's
+// exit code passed through, signals forwarded, claims that keep concurrent runs on different GPUs
+// and die with their holder, the job's GPU processes told from a stranger's, and the end-of-run
+// report's figures.
+#include "process_support.hpp"
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <csignal>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+
+using test::Background;
+using test::quote;
+using test::run_shell;
+using json = nlohmann::json;
+
+namespace {
+
+const std::string fake = SCRIPTS_DIR "/fake-nvidia-smi";
+const std::string gpu0 = "GPU-00000000-0000-0000-0000-000000000000";
+
+// The stand-in repeats its fixture's timestamp; this wrapper stamps each CSV row with the time it
+// is printed, so that a report has a span of time to measure.
+std::string stamping_stand_in(const std::string &folder) {
+  std::string path = folder + "/now-nvidia-smi";
+  test::write_file(path, "#!/usr/bin/env bash\n" + quote(fake) +
+                             " \"$@\" | while IFS= read -r line; do\n"
+                             "  case \"$line\" in\n"
+                             "  2024/03/12\\ *)\n"
+                             "    now=$EPOCHREALTIME; fraction=${now#*.}\n"
+                             "    printf '%(%Y/%m/%d %H:%M:%S)T.%s%s\\n' \"${now%.*}\" "
+                             "\"${fraction:0:3}\" \"${line:23}\" ;;\n"
+                             "  *) printf '%s\\n' \"$line\" ;;\n"
+                             "  esac\n"
+                             "done\n");
+  run_shell("chmod +x " + quote(path));
+  return path;
+}
+
+// `run` with a lock folder of its own and quick samples from the stand-in.
+std::string run_command(const std::string &locks, const std::string &options,
+                        const std::string &smi = fake) {
+  return std::string(AGENT_BIN) + " run --nvidia-smi " + quote(smi) +
+         " --interval 0.2 --lock-dir " + quote(locks) + " " + options;
+}
+
+// Kills a process the test started (through its job) when the test ends, however it ends.
+struct KillAtEnd {
+  std::string pid_file;
+  ~KillAtEnd() {
+    if (int pid = test::pid_in_file(pid_file); pid > 0)
+      ::kill(pid, SIGKILL);
+  }
+};
+
+std::vector<std::string> lines_of(const std::string &text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty())
+      lines.push_back(line);
+  return lines;
+}
+
+} // namespace
+
+TEST_CASE("run exits with the job's exit code, 128 + N when signal N ended it") {
+  std::string folder = test::temporary_folder();
+  std::string locks = folder + "/locks", report = " --report " + quote(folder + "/report");
+  CHECK(run_shell(run_command(locks, report + " -- true")).exit_code == 0);
+  CHECK(run_shell(run_command(locks, report + " -- sh -c 'exit 3'")).exit_code == 3);
+  CHECK(run_shell(run_command(locks, report + " -- sh -c 'kill -TERM $$'")).exit_code == 143);
+  CHECK(test::read_file(folder + "/report").find("killed by signal 15") != std::string::npos);
+}
+
+TEST_CASE("run says why when the job cannot start: 127 not found, 126 not executable") {
+  std::string folder = test::temporary_folder();
+  test::write_file(folder + "/not-executable", "#!/bin/sh\n");
+  test::Run missing = run_shell(run_command(folder + "/locks", "-- no-such-program-here"));
+  CHECK(missing.exit_code == 127);
+  CHECK(missing.err.find("no-such-program-here: command not found") != std::string::npos);
+  test::Run denied =
+      run_shell(run_command(folder + "/locks", "-- " + quote(folder + "/not-executable")));
+  CHECK(denied.exit_code == 126);
+}
+
+TEST_CASE("run forwards SIGTERM to the job and exits with what the job made of it") {
+  std::string folder = test::temporary_folder();
+  std::string started = folder + "/started", got = folder + "/got";
+  Background run("exec " +
+                 run_command(folder + "/locks", "--report " + quote(folder + "/report") +
+                                                    " -- sh -c 'trap \"echo TERM >" + got +
+                                                    "; exit 5\" TERM; touch " + started +
+                                                    "; for i in $(seq 600); do sleep 0.1; done'"));
+  REQUIRE(test::wait_until([&] { return std::ifstream(started).good(); }));
+  ::kill(run.pid(), SIGTERM);
+  CHECK(run.wait() == 5);
+  CHECK(test::read_file(got) == "TERM\n");
+}
+
+TEST_CASE("run sets CUDA_VISIBLE_DEVICES in PCI order, and NVSMI_RUN_GPUS to the UUIDs") {
+  std::string folder = test::temporary_folder();
+  test::Run run =
+      run_shell(run_command(folder + "/locks", "--gpus 2 --report " + quote(folder + "/report") +
+                                                   " -- sh -c 'echo $CUDA_VISIBLE_DEVICES "
+                                                   "$CUDA_DEVICE_ORDER $NVSMI_RUN_GPUS'"));
+  REQUIRE(run.exit_code == 0);
+  // The stand-in's free GPUs, most free memory first: 0, then 7.
+  CHECK(run.out == "0,7 PCI_BUS_ID " + gpu0 + ",GPU-00000000-0000-0000-0000-000000000007\n");
+  test::Run by_uuid = run_shell(
+      run_command(folder + "/locks", "--gpu-ids 4 --uuid --report " + quote(folder + "/report") +
+                                         " -- sh -c 'echo $CUDA_VISIBLE_DEVICES'"));
+  CHECK(by_uuid.exit_code == 0);
+  CHECK(by_uuid.out == "GPU-00000000-0000-0000-0000-000000000004\n");
+}
+
+TEST_CASE("eight runs at once on four free GPUs: four run on four different GPUs") {
+  std::string folder = test::temporary_folder();
+  std::string locks = folder + "/locks", xml = folder + "/four-free.xml";
+  // The states fixture has GPUs 0, 4 and 7 free; GPU 1 at 0% makes four.
+  REQUIRE(run_shell("sed '0,/<gpu_util>10 %/s//<gpu_util>0 %/' " +
+                    quote(test::fixture_path("xml/h100-8gpu-states-v12.xml")) + " >" + quote(xml))
+              .exit_code == 0);
+  std::string environment = "FAKE_NVSMI_XML=" + quote(xml) + " ";
+
+  SECTION("without --wait the other four exit 9") {
+    std::string release = folder + "/release";
+    std::vector<std::unique_ptr<Background>> runs;
+    for (int i = 0; i < 8; ++i)
+      runs.push_back(std::make_unique<Background>(
+          environment + "exec " +
+          run_command(locks, "--source xml --gpus 1 --report " + quote(folder + "/report") +
+                                 " -- sh -c 'echo "
+                                 "$CUDA_VISIBLE_DEVICES $NVSMI_RUN_GPUS >" +
+                                 folder + "/job.$$; for i in $(seq 1200); do [ -e " + release +
+                                 " ] && exit 0; sleep 0.1; done; exit 1'")));
+    auto ended = [&] {
+      return std::count_if(runs.begin(), runs.end(),
+                           [](const auto &run) { return run->exit_code().has_value(); });
+    };
+    REQUIRE(test::wait_until([&] { return ended() == 4; }));
+    for (const auto &run : runs)
+      if (run->exit_code()) {
+        CHECK(*run->exit_code() == 9);
+        CHECK(run->err_contains("asked for 1 GPU(s); 0 free and unclaimed"));
+      }
+    std::set<std::string> gpus;
+    test::Run jobs = run_shell("cat " + quote(folder) + "/job.*");
+    for (const std::string &line : lines_of(jobs.out))
+      gpus.insert(line.substr(0, line.find(' ')));
+    CHECK(gpus == std::set<std::string>{"0", "1", "4", "7"});
+    test::write_file(release, "");
+    for (const auto &run : runs)
+      if (!run->exit_code() || *run->exit_code() != 9)
+        CHECK(run->wait(test::patience) == 0);
+  }
+
+  SECTION("with --wait they all run, never two at once on one GPU") {
+    std::vector<std::unique_ptr<Background>> runs;
+    for (int i = 0; i < 8; ++i)
+      runs.push_back(std::make_unique<Background>(
+          environment + "exec " +
+          run_command(locks, "--source xml --gpus 1 --wait 120 --report " +
+                                 quote(folder + "/report") +
+                                 " -- sh -c 's=$(date "
+                                 "+%s%N); sleep 1; echo \"$s $(date +%s%N)\" >>" +
+                                 folder + "/gpu.$CUDA_VISIBLE_DEVICES'")));
+    for (const auto &run : runs) {
+      CHECK(run->wait(std::chrono::seconds(150)) == 0);
+      INFO(run->err());
+    }
+    int jobs = 0;
+    for (const char *gpu : {"0", "1", "4", "7"}) {
+      std::vector<std::pair<long long, long long>> spans;
+      std::ifstream file(folder + "/gpu." + std::string(gpu));
+      for (long long start = 0, end = 0; file >> start >> end;)
+        spans.emplace_back(start, end);
+      std::sort(spans.begin(), spans.end());
+      for (std::size_t i = 1; i < spans.size(); ++i)
+        CHECK(spans[i].first >= spans[i - 1].second);
+      jobs += static_cast<int>(spans.size());
+    }
+    CHECK(jobs == 8);
+  }
+}
+
+TEST_CASE("a run killed with SIGKILL releases its claims; the job goes on") {
+  std::string folder = test::temporary_folder();
+  std::string locks = folder + "/locks";
+  KillAtEnd job{folder + "/job.pid"};
+  Background run("exec " + run_command(locks, "--gpu-ids 0 --report " + quote(folder + "/report") +
+                                                  " -- sh -c 'echo $$ >" + job.pid_file +
+                                                  "; exec sleep 300'"));
+  REQUIRE(test::wait_until([&] { return test::pid_in_file(job.pid_file) > 0; }));
+  test::Run refused = run_shell(run_command(locks, "--gpu-ids 0 -- true"));
+  CHECK(refused.exit_code == 9);
+  CHECK(refused.err.find("GPU 0 is claimed by process " + std::to_string(run.pid())) !=
+        std::string::npos);
+  ::kill(run.pid(), SIGKILL);
+  CHECK(run.wait() == 137);
+  CHECK(run_shell(
+            run_command(locks, "--gpu-ids 0 --report " + quote(folder + "/report") + " -- true"))
+            .exit_code == 0);
+  CHECK(!test::process_ended(test::pid_in_file(job.pid_file)));
+}
+
+TEST_CASE("run tells the job's GPU processes from a stranger's, and reports what the job held") {
+  std::string folder = test::temporary_folder();
+  std::string smi = stamping_stand_in(folder), apps = folder + "/apps";
+  Background stranger("exec setpriv --reuid=nobody --regid=nogroup --clear-groups sleep 300");
+  test::write_file(apps, gpu0 + ", " + std::to_string(stranger.pid()) + ", 2048 MiB, sleep\n");
+  KillAtEnd child{folder + "/child.pid"};
+  // The job starts a child that the stand-in lists as a GPU process with 20480 MiB on GPU 0.
+  std::string job = "sh -c 'sleep 300 & echo $! >" + child.pid_file + "; echo \"" + gpu0 +
+                    ", $!, 20480 MiB, python\" >>" + apps + "; sleep 4; kill $!'";
+  std::string report = folder + "/report", log = folder + "/samples.json";
+  test::Run run = run_shell("FAKE_NVSMI_APPS=" + quote(apps) + " " +
+                            run_command(folder + "/locks",
+                                        "--gpu-ids 0 --process-interval 0.2 --report " +
+                                            quote(report) + " --log " + quote(log) + " -- " + job,
+                                        smi));
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  CHECK(run.err.empty()); // the report went to its file
+  std::string text = test::read_file(report);
+  INFO(text);
+  CHECK(text.find("peak memory 20480 MiB of 81559 MiB (25.1%)") != std::string::npos);
+  CHECK(text.find("a batch about 3.9 times as large might fit (an estimate") != std::string::npos);
+  CHECK(text.find("GPU 0 was shared with nobody's sleep for ") != std::string::npos);
+  CHECK(text.find("shared with root's python") == std::string::npos); // the job's child
+  CHECK(text.find("energy ") != std::string::npos);
+  CHECK(text.find(" Wh") != std::string::npos);
+  CHECK(text.find("ended        exit code 0") != std::string::npos);
+  // Only the job's GPU.
+  CHECK(text.find("GPU-00000000-0000-0000-0000-000000000001") == std::string::npos);
+  // The log is report's to read later.
+  test::Run later = test::run_agent("report --gpu 0 " + quote(log));
+  CHECK(later.exit_code == 0);
+  CHECK(later.out.find("GPU 0 ") != std::string::npos);
+}
+
+TEST_CASE("run --format json adds the job to report's JSON") {
+  std::string folder = test::temporary_folder();
+  std::string report = folder + "/report.json";
+  test::Run run = run_shell(run_command(folder + "/locks",
+                                        "--gpus 1 --format json --report " + quote(report) +
+                                            " -- sh -c 'sleep 1; exit 3'",
+                                        stamping_stand_in(folder)));
+  CHECK(run.exit_code == 3);
+  json document = json::parse(test::read_file(report));
+  CHECK(document["schema"] == "nvsmi-agent.report/1");
+  CHECK(document["job"]["exit_code"] == 3);
+  CHECK(document["job"]["gpus"][0]["uuid"] == gpu0);
+  CHECK(document["job"]["gpus"][0]["peak_job_memory_mib"].is_null());
+  CHECK(document["job"]["gpus"][0]["batch_growth_estimate"].is_null());
+}
