@@ -3,10 +3,10 @@
 // terminal given back on `q`.
 #include "process_support.hpp"
 #include "support.hpp"
+#include "tmux_session.hpp"
 
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <sstream>
 #include <unistd.h>
 
@@ -19,49 +19,6 @@ const std::string states_fixture = test::fixture_path("xml/h100-8gpu-states-v12.
 const std::string fake = quote(SCRIPTS_DIR "/fake-nvidia-smi");
 const std::string gpu0 = "GPU-00000000-0000-0000-0000-000000000000";
 const std::string gpu1 = "GPU-00000000-0000-0000-0000-000000000001";
-
-// A tmux server of this test's own (its own socket), with one window running a shell of the given
-// size; killed with everything in it when the test ends, passed or failed.
-class Tmux {
-public:
-  Tmux(int columns, int lines) {
-    static std::atomic<int> count{0};
-    name_ = "nvsmi-top-" + std::to_string(::getpid()) + "-" + std::to_string(++count);
-    test::Run run = tmux("new-session -d -x " + std::to_string(columns) + " -y " +
-                         std::to_string(lines) + " " + quote("env PS1='$ ' sh"));
-    INFO(run.err);
-    REQUIRE(run.exit_code == 0);
-  }
-  ~Tmux() { tmux("kill-server"); }
-  Tmux(const Tmux &) = delete;
-  Tmux &operator=(const Tmux &) = delete;
-
-  test::Run tmux(const std::string &arguments) {
-    return run_shell("LC_ALL=C.UTF-8 tmux -u -L " + name_ + " -f /dev/null " + arguments);
-  }
-  // What the pane shows now, one line per row.
-  std::string screen() { return tmux("capture-pane -p").out; }
-  bool shows(const std::string &text) { return screen().find(text) != std::string::npos; }
-  bool wait_for(const std::string &text) {
-    return test::wait_until([&] { return shows(text); });
-  }
-  bool wait_for(const std::function<bool(const std::string &)> &condition) {
-    return test::wait_until([&] { return condition(screen()); });
-  }
-  // Types `line` into the shell and presses Enter.
-  void run(const std::string &line) {
-    tmux("send-keys -l " + quote(line));
-    tmux("send-keys Enter");
-  }
-  void keys(const std::string &literal) { tmux("send-keys -l " + quote(literal)); }
-  void key(const std::string &name) { tmux("send-keys " + name); }
-  void resize(int columns, int lines) {
-    tmux("resize-window -x " + std::to_string(columns) + " -y " + std::to_string(lines));
-  }
-
-private:
-  std::string name_;
-};
 
 // The command line that runs top in the pane and then says how it ended, and whether it left the
 // terminal's input blocking as it found it (O_NONBLOCK, 04000, left on would break the shell).
@@ -122,7 +79,7 @@ bool have_tmux() {
 TEST_CASE("top on a fixture: every GPU with its state, the processes, keys, resize and q") {
   if (!have_tmux())
     return;
-  Tmux tmux(80, 24);
+  test::Tmux tmux(80, 24);
   tmux.run(top_command("--interval 1 --fixture " + quote(states_fixture)));
   REQUIRE(tmux.wait_for("vllm serve"));
   std::string screen = tmux.screen();
@@ -181,7 +138,7 @@ TEST_CASE("top on a fixture: every GPU with its state, the processes, keys, resi
 TEST_CASE("top says a sample is late, stops showing its readings as the present, ends on Ctrl-C") {
   if (!have_tmux())
     return;
-  Tmux tmux(80, 24);
+  test::Tmux tmux(80, 24);
   tmux.run(top_command("--interval 0.5 --stall-timeout 120 --source xml --nvidia-smi " + fake,
                        "FAKE_NVSMI_HANG_AFTER=1 FAKE_NVSMI_XML=" + quote(states_fixture) + " "));
   REQUIRE(tmux.wait_for("at power limit"));
@@ -213,7 +170,7 @@ TEST_CASE("top shows hostile process names as text, and filters the table to one
        << gpu1 << ", " << nobody.pid() << ", 2048 MiB, sleep\n";
   test::write_file(folder + "/apps", apps.str());
 
-  Tmux tmux(80, 24);
+  test::Tmux tmux(80, 24);
   tmux.run(top_command("--interval 0.5 --nvidia-smi " + fake,
                        "FAKE_NVSMI_APPS=" + quote(folder + "/apps") + " "));
   REQUIRE(tmux.wait_for("[2J[31mEVIL"));
@@ -253,7 +210,7 @@ TEST_CASE("top refuses to start without a terminal, with one line and the usage 
 
   if (!have_tmux())
     return;
-  Tmux tmux(80, 24);
+  test::Tmux tmux(80, 24);
   tmux.run(top_command("--fixture " + quote(states_fixture), "TERM=no-such-terminal "));
   CHECK(tmux.wait_for("top-exit=2"));
   CHECK(tmux.shows("TERM=no-such-terminal"));

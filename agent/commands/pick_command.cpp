@@ -18,11 +18,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct Decision {
-  std::vector<GpuChoice> available; // free and unclaimed, best first
-  std::vector<std::string> reasons; // why each other GPU is not, in index order
-};
-
 // 1.5 as "1.5", 2 as "2", then `unit`.
 std::string number_text(double value, const char *unit) {
   std::string text = std::to_string(value);
@@ -32,38 +27,12 @@ std::string number_text(double value, const char *unit) {
   return text + unit;
 }
 
-Decision decide(const Snapshot &snapshot, const PickOptions &options) {
-  Decision decision;
-  std::vector<std::string> usable; // UUIDs
-  for (const GpuVerdict &verdict : judge_gpus(snapshot, options.criteria)) {
-    if (!verdict.choice)
-      decision.reasons.push_back(verdict.reason);
-    else if (std::optional<pid_t> holder =
-                 claim_holder(options.claims_folder, verdict.choice->uuid))
-      decision.reasons.push_back("GPU " + std::to_string(verdict.index) + " claimed by pid " +
-                                 std::to_string(*holder));
-    else
-      usable.push_back(verdict.choice->uuid);
-  }
-  for (const GpuChoice &choice : free_gpus(snapshot, options.criteria))
-    if (std::find(usable.begin(), usable.end(), choice.uuid) != usable.end())
-      decision.available.push_back(choice);
-  return decision;
-}
-
-AgentError not_enough(const Decision &decision, const PickOptions &options) {
-  std::string message = std::to_string(decision.available.size()) + " of " +
-                        std::to_string(options.count) + " GPUs free";
-  if (options.wait_seconds)
-    message += " when --wait's " + number_text(*options.wait_seconds, " s") + " were up";
-  if (decision.reasons.empty()) {
-    message += ": nvidia-smi lists no other GPU";
-  } else {
-    message += ": ";
-    for (std::size_t i = 0; i < decision.reasons.size(); ++i)
-      message += (i == 0 ? "" : ", ") + decision.reasons[i];
-  }
-  return AgentError(options.wait_seconds ? exit_not_enough_in_time : exit_not_enough, message);
+AgentError not_enough(const GpuAvailability &availability, const PickOptions &options) {
+  std::string when = options.wait_seconds
+                         ? " when --wait's " + number_text(*options.wait_seconds, " s") + " were up"
+                         : "";
+  return AgentError(options.wait_seconds ? exit_not_enough_in_time : exit_not_enough,
+                    availability.shortage(options.count, when));
 }
 
 // UUIDs are plain_uuid and indices digits: nothing here needs quoting for a shell.
@@ -125,13 +94,14 @@ void run_pick(const PickOptions &options) {
   std::optional<Clock::time_point> deadline;
   if (options.wait_seconds)
     deadline = Clock::now() + seconds(*options.wait_seconds);
-  Decision decision;
+  GpuAvailability decision;
   std::optional<AgentError> failure; // of the latest sample
   bool failure_said = false;         // once: a failing nvidia-smi may fail at every sample
   for (;;) {
     Clock::time_point sampled_at = Clock::now();
     try {
-      decision = decide(read_one_sample(options.sample), options);
+      decision =
+          available_gpus(read_one_sample(options.sample), options.criteria, options.claims_folder);
       failure.reset();
     } catch (const AgentError &error) {
       if (!deadline || !retry_later(error, options))

@@ -148,10 +148,18 @@ private:
              std::string("stopped by ") + strsignal(signal) + " before the job started");
         return;
       }
-      if (phase_ == Phase::running)
+      if (phase_ == Phase::running && !sent_by_our_terminal(signal))
         ::kill(job_pid_, signal); // the job decides what the signal means
       wait_for_signal();
     });
+  }
+
+  // Ctrl-C at the terminal where run is in the foreground reaches the whole foreground process
+  // group, the job included: sent again, the job would see two, and a Python job takes a second
+  // KeyboardInterrupt in the middle of its clean-up. (A `kill -INT` of run from elsewhere while it
+  // is in a terminal's foreground is then not passed on; SIGTERM always is.)
+  static bool sent_by_our_terminal(int signal) {
+    return signal == SIGINT && ::isatty(STDIN_FILENO) && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
   }
 
   void fail(ExitCode code, const std::string &message) {
@@ -214,14 +222,15 @@ private:
   }
 
   std::string claim_free(const Snapshot &snapshot, std::vector<JobGpu> &gpus) {
-    std::vector<GpuChoice> free = free_gpus(snapshot, options_.criteria);
-    claims_ = take_claims(folder_, free, options_.gpu_count);
-    if (claims_.size() < options_.gpu_count)
-      return "asked for " + std::to_string(options_.gpu_count) + " GPU(s); " +
-             std::to_string(claims_.size()) + " free and unclaimed (" +
-             std::to_string(free.size()) + " free by nvidia-smi, claims in " + folder_ + ")";
+    GpuAvailability availability = available_gpus(snapshot, options_.criteria, folder_);
+    // Another run may take one of them between the look and the claim: the claim decides.
+    claims_ = take_claims(folder_, availability.available, options_.gpu_count);
+    if (claims_.size() < options_.gpu_count) {
+      availability.available.resize(claims_.size());
+      return availability.shortage(options_.gpu_count);
+    }
     for (const GpuClaim &claim : claims_)
-      for (const GpuChoice &choice : free)
+      for (const GpuChoice &choice : availability.available)
         if (choice.uuid == claim.uuid())
           gpus.push_back({choice.index, choice.uuid});
     return "";

@@ -3,6 +3,7 @@
 #include "core/exit_codes.hpp"
 #include "files/file_lock.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -77,6 +78,36 @@ std::optional<pid_t> claim_holder(const std::string &folder, const std::string &
 
 bool claimed(const std::string &folder, const std::string &uuid) {
   return claim_holder(folder, uuid).has_value();
+}
+
+GpuAvailability available_gpus(const Snapshot &snapshot, const PickCriteria &criteria,
+                               const std::string &folder) {
+  GpuAvailability result;
+  std::vector<std::string> unclaimed; // UUIDs
+  for (const GpuVerdict &verdict : judge_gpus(snapshot, criteria)) {
+    if (!verdict.choice)
+      result.reasons.push_back(verdict.reason);
+    else if (std::optional<pid_t> holder = claim_holder(folder, verdict.choice->uuid))
+      result.reasons.push_back("GPU " + std::to_string(verdict.index) + " claimed by pid " +
+                               std::to_string(*holder));
+    else
+      unclaimed.push_back(verdict.choice->uuid);
+  }
+  for (const GpuChoice &choice : free_gpus(snapshot, criteria))
+    if (std::find(unclaimed.begin(), unclaimed.end(), choice.uuid) != unclaimed.end())
+      result.available.push_back(choice);
+  return result;
+}
+
+std::string GpuAvailability::shortage(std::size_t asked, const std::string &when) const {
+  std::string message =
+      std::to_string(available.size()) + " of " + std::to_string(asked) + " GPUs free" + when;
+  if (reasons.empty())
+    return message + ": nvidia-smi lists no other GPU";
+  message += ": ";
+  for (std::size_t i = 0; i < reasons.size(); ++i)
+    message += (i == 0 ? "" : ", ") + reasons[i];
+  return message;
 }
 
 std::vector<GpuClaim> take_claims(const std::string &folder, const std::vector<GpuChoice> &choices,

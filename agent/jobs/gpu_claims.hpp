@@ -43,6 +43,17 @@ std::optional<pid_t> claim_holder(const std::string &folder, const std::string &
 // Whether another process holds the claim on `uuid` now. Never makes the folder or the file.
 bool claimed(const std::string &folder, const std::string &uuid);
 
+// The GPUs a job may have now: free by judge_gpus and claimed by nobody, best first, and why each
+// other GPU of the sample is not ("GPU 3 claimed by pid 4242"), in the sample's order.
+struct GpuAvailability {
+  std::vector<GpuChoice> available;
+  std::vector<std::string> reasons;
+  // "3 of 4 GPUs free<when>: GPU 1 in use (10% >= 5%), GPU 3 claimed by pid 4242"
+  std::string shortage(std::size_t asked, const std::string &when = "") const;
+};
+GpuAvailability available_gpus(const Snapshot &snapshot, const PickCriteria &criteria,
+                               const std::string &folder);
+
 // Claims on the first `count` of `choices` (best first) that nobody holds, in their order; fewer
 // when fewer can be had (the caller decides whether that is enough, and lets go by dropping them).
 std::vector<GpuClaim> take_claims(const std::string &folder, const std::vector<GpuChoice> &choices,
