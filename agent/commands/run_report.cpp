@@ -1,5 +1,7 @@
 #include "commands/run_report.hpp"
 
+#include "report/report.hpp"
+
 #include "nvsmi/utf8.hpp"
 
 #include <nlohmann/json.hpp>
@@ -84,29 +86,6 @@ std::string cpu_line(const JobSummary &job) {
   return out;
 }
 
-std::string escaped(const std::string &text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-    case '<':
-      out += "&lt;";
-      break;
-    case '>':
-      out += "&gt;";
-      break;
-    case '&':
-      out += "&amp;";
-      break;
-    case '"':
-      out += "&quot;";
-      break;
-    default:
-      out += c;
-    }
-  }
-  return out;
-}
-
 nlohmann::json optional_number(const RealReading &value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
@@ -169,19 +148,19 @@ std::string add_job_to_json(const std::string &report_json, const JobSummary &jo
 }
 
 std::string add_job_to_html(const std::string &report_html, const JobSummary &job) {
-  std::string section = "<section class=\"job\"><h2>Job: " + escaped(joined_command(job.command)) +
-                        "</h2>\n<p>" + escaped(ending(job)) + " after " + fixed(job.seconds, 1) +
-                        " s</p>\n";
+  std::string section =
+      "<section class=\"job\"><h2>Job: " + html_escape(joined_command(job.command)) + "</h2>\n<p>" +
+      html_escape(ending(job)) + " after " + fixed(job.seconds, 1) + " s</p>\n";
   for (const JobGpuTally &gpu : job.gpus) {
-    section +=
-        "<h3>GPU " + std::to_string(gpu.gpu.index) + " " + escaped(gpu.gpu.uuid) + "</h3>\n<ul>\n";
+    section += "<h3>GPU " + std::to_string(gpu.gpu.index) + " " + html_escape(gpu.gpu.uuid) +
+               "</h3>\n<ul>\n";
     for (const std::string &line : gpu_lines(gpu))
-      section += "<li>" + escaped(line) + "</li>\n";
+      section += "<li>" + html_escape(line) + "</li>\n";
     section += "</ul>\n";
   }
-  section += "<p>CPU: " + escaped(cpu_line(job)) + "</p>\n";
+  section += "<p>CPU: " + html_escape(cpu_line(job)) + "</p>\n";
   for (const std::string &note : job.notes)
-    section += "<p>Note: " + escaped(valid_utf8(note)) + "</p>\n";
+    section += "<p>Note: " + html_escape(valid_utf8(note)) + "</p>\n";
   section += "</section>\n";
   std::size_t end = report_html.rfind("</body>");
   if (end == std::string::npos)

@@ -47,5 +47,7 @@ std::string describe_starved_host_cpus(const GpuSummary &gpu);
 std::string format_report_text(const Report &report);
 std::string format_report_json(const Report &report);
 std::string format_report_html(const Report &report);
+// `text` safe inside HTML text and double-quoted attributes (& < > " escaped).
+std::string html_escape(const std::string &text);
 
 } // namespace nvsmi

@@ -16,29 +16,6 @@
 namespace nvsmi {
 namespace {
 
-std::string escape(const std::string &text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-    case '&':
-      out += "&amp;";
-      break;
-    case '<':
-      out += "&lt;";
-      break;
-    case '>':
-      out += "&gt;";
-      break;
-    case '"':
-      out += "&quot;";
-      break;
-    default:
-      out += c;
-    }
-  }
-  return out;
-}
-
 std::string number(double value, const char *format = "%.1f") {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, format, value);
@@ -159,11 +136,11 @@ void charts(std::string &out, const GpuSummary &gpu, const Scales &scales) {
 std::string finding_paragraph(Severity severity, const std::string &text) {
   std::string name = severity_name(severity);
   return "<p class=\"finding " + name + "\"><span class=\"severity\">" + name + "</span> " +
-         escape(text) + "</p>\n";
+         html_escape(text) + "</p>\n";
 }
 
 void row(std::string &out, const char *label, const std::string &value) {
-  out += std::string("<tr><th>") + label + "</th><td>" + escape(value) + "</td></tr>";
+  out += std::string("<tr><th>") + label + "</th><td>" + html_escape(value) + "</td></tr>";
 }
 
 std::string or_unknown(const std::optional<double> &value, const char *format) {
@@ -175,9 +152,9 @@ void gpu_section(std::string &out, const GpuSummary &gpu, std::size_t position,
   out +=
       "<section id=\"gpu-" + std::to_string(position) + "\"><h2>GPU " + std::to_string(gpu.index);
   if (gpu.name)
-    out += " &middot; " + escape(*gpu.name);
+    out += " &middot; " + html_escape(*gpu.name);
   if (gpu.uuid)
-    out += " <small>" + escape(*gpu.uuid) + "</small>";
+    out += " <small>" + html_escape(*gpu.uuid) + "</small>";
   out += "</h2>\n" + finding_paragraph(gpu.finding_severity, gpu.finding) + "<table>";
   row(out, "time",
       to_iso8601(gpu.first) + " to " + to_iso8601(gpu.last) + ": " + elapsed(gpu.covered_seconds) +
@@ -254,14 +231,14 @@ void summary_table(std::string &out, const std::vector<GpuSummary> &gpus) {
     };
     std::string severity = severity_name(gpu.finding_severity);
     out += "<tr><td><a href=\"#gpu-" + std::to_string(i) + "\">" + std::to_string(gpu.index) +
-           "</a></td><td>" + escape(gpu.name.value_or("-")) + "</td><td>" +
+           "</a></td><td>" + html_escape(gpu.name.value_or("-")) + "</td><td>" +
            std::to_string(gpu.samples) + "</td>" +
            cell({gpu.utilization_mean, real(gpu.utilization_max)}, "%.0f", " %") +
            cell({gib(gpu.memory_peak_mib), gib(gpu.memory_total_mib)}, "%.1f", " GiB") +
            cell({gpu.power_mean_w, gpu.power_max_w, gpu.power_limit_max_w}, "%.0f", " W") +
            cell(real(gpu.temperature_max_c), "%.0f \u00b0C") + cell(gpu.energy_wh, "%.1f Wh") +
            "<td class=\"finding " + severity + "\"><span class=\"severity\">" + severity +
-           "</span> " + escape(gpu.finding) + "</td></tr>\n";
+           "</span> " + html_escape(gpu.finding) + "</td></tr>\n";
   }
   out += "</table></div>\n</section>\n";
 }
@@ -289,9 +266,9 @@ void users_section(std::string &out, const UserLedgerSummary &ledger) {
     std::optional<double> idle_hours;
     if (user.idle_known_seconds > 0)
       idle_hours = user.idle_seconds / 3600;
-    out += "<tr><td>" + escape(user_label(user.user)) + "</td><td>" + std::to_string(user.gpus) +
-           "</td><td>" + number(user.held_seconds / 3600, "%.2f") + "</td><td>" +
-           figure(idle_hours, "%.2f", user.idle_partly_unknown()) + "</td><td>" +
+    out += "<tr><td>" + html_escape(user_label(user.user)) + "</td><td>" +
+           std::to_string(user.gpus) + "</td><td>" + number(user.held_seconds / 3600, "%.2f") +
+           "</td><td>" + figure(idle_hours, "%.2f", user.idle_partly_unknown()) + "</td><td>" +
            figure(user.idle_percent(), "%.1f%%", user.idle_partly_unknown()) + "</td><td>" +
            figure(user.memory_gib_hours(), "%.2f", user.memory_partly_unknown()) + "</td><td>" +
            figure(user.energy_wh(), "%.2f", user.energy_partly_unknown()) + "</td></tr>\n";
@@ -334,7 +311,7 @@ table{border-collapse:collapse;margin:6px 0 10px}th{text-align:left;padding:2px 
   std::string files;
   for (std::size_t i = 0; i < report.files.size(); ++i)
     files += (i ? ", " : "") + report.files[i];
-  out += "<p class=\"meta\">" + escape(files) + "</p>\n<p class=\"meta\">" +
+  out += "<p class=\"meta\">" + html_escape(files) + "</p>\n<p class=\"meta\">" +
          std::to_string(report.rows_read) + " rows read, " + std::to_string(report.rows_used) +
          " used, " + std::to_string(report.bad.total()) + " bad</p>\n";
   Scales scales = shared_scales(report.gpus);
@@ -347,6 +324,29 @@ table{border-collapse:collapse;margin:6px 0 10px}th{text-align:left;padding:2px 
   if (report.users.listed_seconds > 0)
     users_section(out, report.users);
   out += "</body></html>\n";
+  return out;
+}
+
+std::string html_escape(const std::string &text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+    case '&':
+      out += "&amp;";
+      break;
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    default:
+      out += c;
+    }
+  }
   return out;
 }
 
