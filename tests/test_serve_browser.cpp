@@ -118,7 +118,8 @@ TEST_CASE("serve: the dashboard shows each GPU's state, who holds it and clock-t
                                                           {7, "free"}});
   CHECK_THAT(page, Catch::Contains("<span class=\"state idle_but_held\">idle but held</span>"));
   CHECK_THAT(page, Catch::Contains("<span class=\"state at_power_limit\">at power limit</span>"));
-  CHECK_THAT(page, Catch::Contains("89 \xc2\xb0" "C"));
+  CHECK_THAT(page, Catch::Contains("89 \xc2\xb0"
+                                   "C"));
   CHECK_THAT(page, Catch::Contains("<div class=\"c-users\">nobody</div>"));
   // The processes table: a row per process, with its user.
   auto processes = matches(
