@@ -40,7 +40,7 @@ struct Workload {
 
   explicit Workload(bool busy_loop = false)
       : busy("exec setpriv --reuid=nobody --regid=nogroup --clear-groups sh -c " +
-             std::string(busy_loop ? "'while :; do :; done'" : "'sleep 300'")) {
+             std::string(busy_loop ? "'while :; do :; done'" : "'exec sleep 300'")) {
     std::ostringstream apps;
     apps << gpu0 << ", " << sleeper.pid() << ", 1024 MiB, /usr/bin/sleep\n"
          << gpu1 << ", " << busy.pid() << ", 2048 MiB, sh, with a comma\n"
