@@ -67,5 +67,8 @@ bool names_loopback(std::string_view host);
 
 // The value of `name` in a query string ("a=1&seconds=60"), or nullopt.
 std::optional<std::string> query_value(std::string_view query, std::string_view name);
+// `text` read whole as a decimal number ("inf" and "nan" included: the caller bounds it), or
+// nullopt when any of it is not.
+std::optional<double> whole_number(std::string_view text);
 
 } // namespace nvsmi

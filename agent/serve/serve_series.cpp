@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -105,10 +104,8 @@ std::optional<double> number_parameter(std::string_view query, std::string_view 
   auto text = query_value(query, name);
   if (!text || !problem.empty())
     return std::nullopt;
-  double value = 0;
-  auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
-  if (error != std::errc() || end != text->data() + text->size() || !std::isfinite(value) ||
-      (above ? !(value > least) : !(value >= least)))
+  double value = whole_number(*text).value_or(std::nan(""));
+  if (!std::isfinite(value) || (above ? !(value > least) : !(value >= least)))
     problem = std::string(name) + " must be a number " + (above ? "over " : "of at least ") +
               std::to_string(static_cast<long long>(least)) + ", not \"" + valid_utf8(*text) + "\"";
   return value;

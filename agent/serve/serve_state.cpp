@@ -6,7 +6,6 @@
 #include "serve/json_error.hpp"
 #include "serve/serve_series.hpp"
 
-#include <charconv>
 #include <climits>
 #include <cmath>
 #include <unistd.h>
@@ -104,11 +103,10 @@ static std::optional<double> seconds_parameter(std::string_view query, std::stri
   auto text = query_value(query, name);
   if (!text)
     return std::nullopt;
-  double value = 0;
-  auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
-  if (error != std::errc() || end != text->data() + text->size() || !(value >= 0))
+  std::optional<double> value = whole_number(*text);
+  if (!value || !(*value >= 0))
     problem = std::string(name) + " must be a number of seconds, not \"" + *text + "\"";
-  return value;
+  return value.value_or(0);
 }
 
 HttpResponse ServeState::history(std::string_view query, const ServeClock &at) const {
