@@ -23,24 +23,6 @@ constexpr std::size_t user_columns = 12, program_columns = 20;
 // A GPU name is not cut shorter than this to make room: "H100 80GB", "GTX 1080 Ti" fit.
 constexpr std::size_t least_name_columns = 12;
 
-struct CodePoint {
-  char32_t value;
-  std::size_t bytes;
-};
-
-// The code point at `at` of text that is valid UTF-8.
-CodePoint decode(std::string_view text, std::size_t at) {
-  auto lead = static_cast<unsigned char>(text[at]);
-  if (lead < 0x80)
-    return {lead, 1};
-  std::size_t bytes = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
-  bytes = std::min(bytes, text.size() - at);
-  char32_t value = lead & (0x7Fu >> bytes);
-  for (std::size_t i = 1; i < bytes; ++i)
-    value = (value << 6) | (static_cast<unsigned char>(text[at + i]) & 0x3Fu);
-  return {value, bytes};
-}
-
 // Controls move the cursor, ring, clear or start an escape; the bidi controls reverse what
 // follows them on the line.
 bool hidden_control(char32_t c) {
@@ -407,7 +389,7 @@ std::string screen_text(std::string_view text) {
   std::string out;
   out.reserve(valid.size());
   for (std::size_t at = 0; at < valid.size();) {
-    CodePoint c = decode(valid, at);
+    CodePoint c = code_point_at(valid, at);
     if (!hidden_control(c.value))
       out.append(valid, at, c.bytes);
     at += c.bytes;
@@ -418,7 +400,7 @@ std::string screen_text(std::string_view text) {
 std::size_t screen_columns(std::string_view text) {
   std::size_t columns = 0;
   for (std::size_t at = 0; at < text.size();) {
-    CodePoint c = decode(text, at);
+    CodePoint c = code_point_at(text, at);
     columns += columns_of(c.value);
     at += c.bytes;
   }
@@ -432,7 +414,7 @@ std::string cut_to_columns(std::string_view text, std::size_t columns) {
     return {};
   std::size_t used = 0, at = 0;
   while (at < text.size()) {
-    CodePoint c = decode(text, at);
+    CodePoint c = code_point_at(text, at);
     if (used + columns_of(c.value) > columns - 1)
       break;
     used += columns_of(c.value);

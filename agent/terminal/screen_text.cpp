@@ -7,21 +7,6 @@
 namespace nvsmi {
 namespace {
 
-// The code point that starts at `text[at]` (valid UTF-8) and its length in bytes.
-char32_t decode(std::string_view text, std::size_t at, std::size_t &length) {
-  auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[at + i]); };
-  unsigned char lead = byte(0);
-  if (lead < 0x80) {
-    length = 1;
-    return lead;
-  }
-  length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
-  char32_t point = lead & (0x7F >> length);
-  for (std::size_t i = 1; i < length; ++i)
-    point = (point << 6) | (byte(i) & 0x3F);
-  return point;
-}
-
 int point_columns(char32_t point) {
   if (point < 0x7F)
     return 1;
@@ -39,24 +24,26 @@ std::string printable_text(std::string_view raw, bool unicode) {
   std::string valid = valid_utf8(raw);
   std::string out;
   out.reserve(valid.size());
-  for (std::size_t at = 0, length = 0; at < valid.size(); at += length) {
-    char32_t point = decode(valid, at, length);
+  for (std::size_t at = 0; at < valid.size();) {
+    auto [point, bytes] = code_point_at(valid, at);
     if (point == '\t' || point == '\n' || point == '\r')
       out += ' ';
-    else if (is_control(point))
-      continue;
-    else if (point >= 0x80 && !unicode)
+    else if (point >= 0x80 && !unicode && !is_control(point))
       out += '?';
-    else
-      out.append(valid, at, length);
+    else if (!is_control(point))
+      out.append(valid, at, bytes);
+    at += bytes;
   }
   return out;
 }
 
 int text_columns(std::string_view text) {
   int columns = 0;
-  for (std::size_t at = 0, length = 0; at < text.size(); at += length)
-    columns += point_columns(decode(text, at, length));
+  for (std::size_t at = 0; at < text.size();) {
+    CodePoint point = code_point_at(text, at);
+    columns += point_columns(point.value);
+    at += point.bytes;
+  }
   return columns;
 }
 
@@ -65,13 +52,14 @@ std::string fit_text(std::string_view text, int columns, Align align) {
     return {};
   std::string cut;
   int used = 0;
-  for (std::size_t at = 0, length = 0; at < text.size(); at += length) {
-    char32_t point = decode(text, at, length);
+  for (std::size_t at = 0; at < text.size();) {
+    auto [point, bytes] = code_point_at(text, at);
     int width = point_columns(point);
     if (used + width > columns)
       break;
-    cut.append(text.substr(at, length));
+    cut.append(text.substr(at, bytes));
     used += width;
+    at += bytes;
   }
   std::string padding(static_cast<std::size_t>(columns - used), ' ');
   return align == Align::left ? cut + padding : padding + cut;

@@ -1,5 +1,6 @@
 #include "nvsmi/utf8.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace nvsmi {
@@ -67,6 +68,18 @@ std::string valid_utf8(std::string_view text) {
     text.remove_prefix(length);
   }
   return out;
+}
+
+CodePoint code_point_at(std::string_view text, std::size_t at) {
+  auto lead = static_cast<unsigned char>(text[at]);
+  if (lead < 0x80)
+    return {lead, 1};
+  std::size_t bytes = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+  bytes = std::min(bytes, text.size() - at);
+  char32_t value = lead & (0x7Fu >> bytes);
+  for (std::size_t i = 1; i < bytes; ++i)
+    value = (value << 6) | (static_cast<unsigned char>(text[at + i]) & 0x3Fu);
+  return {value, bytes};
 }
 
 } // namespace nvsmi

@@ -3,6 +3,7 @@
 // here rather than deciding on its own what to do with a bad byte.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -15,5 +16,14 @@ bool is_valid_utf8(std::string_view text);
 // `text` with each byte that does not begin a well-formed sequence replaced by U+FFFD, the way
 // browsers and nlohmann_json's `replace` handler do it; valid text comes back unchanged.
 std::string valid_utf8(std::string_view text);
+
+// One code point of text that is already valid UTF-8 (valid_utf8's output), and its length.
+struct CodePoint {
+  char32_t value;
+  std::size_t bytes;
+};
+// The code point that starts at byte `at` of valid UTF-8 `text`; a sequence cut short by the end
+// of `text` counts only the bytes there.
+CodePoint code_point_at(std::string_view text, std::size_t at);
 
 } // namespace nvsmi
