@@ -15,7 +15,27 @@ std::optional<bool> held_for_compute(const Gpu &gpu) {
 
 } // namespace
 
+std::optional<std::string> gpu_failure(const Gpu &gpu) {
+  const GpuHealth &health = gpu.health;
+  if (health.ecc_volatile.uncorrected && *health.ecc_volatile.uncorrected > 0)
+    return std::to_string(*health.ecc_volatile.uncorrected) + " uncorrectable ECC error" +
+           (*health.ecc_volatile.uncorrected == 1 ? "" : "s");
+  if (health.remapped_rows_failure.value_or(false))
+    return std::string("row remapping failed");
+  if (health.remapped_rows_pending.value_or(false))
+    return std::string("row remap pending");
+  if (health.retired_pages_pending.value_or(false))
+    return std::string("page retirement pending");
+  if (health.recovery_action && *health.recovery_action != "None")
+    return "recovery action: " + *health.recovery_action;
+  return std::nullopt;
+}
+
 GpuState gpu_state(const Gpu &gpu, const GpuStateThresholds &thresholds) {
+  if (gpu.lost_reason)
+    return GpuState::lost;
+  if (gpu_failure(gpu))
+    return GpuState::failing;
   if (gpu.temperature_c && *gpu.temperature_c >= thresholds.hot_at_c)
     return GpuState::hot;
   if (gpu.power_draw_w && gpu.power_limit_w && *gpu.power_limit_w > 0 &&
@@ -35,6 +55,10 @@ GpuState gpu_state(const Gpu &gpu, const GpuStateThresholds &thresholds) {
 
 std::string_view gpu_state_name(GpuState state) {
   switch (state) {
+  case GpuState::lost:
+    return "lost";
+  case GpuState::failing:
+    return "failing";
   case GpuState::free:
     return "free";
   case GpuState::in_use:
@@ -55,6 +79,8 @@ std::string_view gpu_state_name(GpuState state) {
 
 StateConcern gpu_state_concern(GpuState state) {
   switch (state) {
+  case GpuState::lost:
+  case GpuState::failing:
   case GpuState::hot:
   case GpuState::at_power_limit:
     return StateConcern::alarm;
@@ -73,6 +99,10 @@ StateConcern gpu_state_concern(GpuState state) {
 
 std::string_view gpu_state_key(GpuState state) {
   switch (state) {
+  case GpuState::lost:
+    return "lost";
+  case GpuState::failing:
+    return "failing";
   case GpuState::free:
     return "free";
   case GpuState::in_use:

@@ -4,11 +4,15 @@
 
 #include "nvsmi/snapshot.hpp"
 
+#include <optional>
+#include <string>
 #include <string_view>
 
 namespace nvsmi {
 
 enum class GpuState {
+  lost,           // nvidia-smi could not read it (Gpu::lost_reason)
+  failing,        // its health says it needs a reset or worse (gpu_failure below)
   free,           // no compute process and utilization under the idle threshold
   in_use,         // utilization at or over the threshold, or compute processes and no reading
   idle_held,      // compute processes hold it, utilization under the threshold
@@ -24,15 +28,21 @@ struct GpuStateThresholds {
   double power_limit_fraction = 0.95;
 };
 
-// Most serious first: hot, at power limit, idle but held, in use, idle, free, unknown. Graphics
+// Most serious first: lost, failing, hot, at power limit, idle but held, in use, idle, free, unknown. Graphics
 // processes (type "G" alone, such as a desktop's Xorg) do not hold a GPU for compute work.
 GpuState gpu_state(const Gpu &gpu, const GpuStateThresholds &thresholds = {});
 
-// "free", "in use", "idle but held", "idle", "hot", "at power limit", "unknown".
+// Why a readable GPU is failing, in words ("2 uncorrectable ECC errors", "row remap pending",
+// "recovery action: GPU Reset Required"), or nullopt when nothing says so: uncorrected volatile
+// ECC errors, a pending or failed row remap, a pending page retirement, a recovery action other
+// than "None". The first that applies.
+std::optional<std::string> gpu_failure(const Gpu &gpu);
+
+// "lost", "failing", "free", "in use", "idle but held", "idle", "hot", "at power limit", "unknown".
 std::string_view gpu_state_name(GpuState state);
 
-// How much a state asks for attention, so that every view colours a state alike: alarm (hot, at
-// power limit) red, warning (idle but held) yellow, good (free) green, busy (in use) the view's
+// How much a state asks for attention, so that every view colours a state alike: alarm (lost,
+// failing, hot, at power limit) red, warning (idle but held) yellow, good (free) green, busy (in use) the view's
 // plain or busy colour, none (idle, unknown) dim.
 enum class StateConcern { none, good, busy, warning, alarm };
 StateConcern gpu_state_concern(GpuState state);

@@ -66,6 +66,40 @@ struct ExtraField {
   Text value;
 };
 
+// Fleet health: what says a GPU is failing before a job dies of it. Every reading nullopt where
+// this driver, GPU or source does not report it (`N/A`, absent element, field not queried).
+struct EccErrorCounts {
+  // Summed over every location the driver lists (SRAM and DRAM, or the old per-unit list);
+  // nullopt when none of them is known. Uncorrected = SRAM (parity + SEC-DED) + DRAM.
+  Reading corrected, uncorrected;
+};
+
+struct GpuHealth {
+  std::optional<bool> ecc_enabled;         // ecc_mode/current_ecc, ecc.mode.current
+  std::optional<bool> ecc_pending_enabled; // ecc_mode/pending_ecc (after the next reboot)
+  EccErrorCounts ecc_volatile;             // since the driver was loaded
+  EccErrorCounts ecc_aggregate;            // over the GPU's life
+  // Dynamic page retirement (before Ampere).
+  Reading retired_pages_single_bit, retired_pages_double_bit;
+  std::optional<bool> retired_pages_pending; // a retirement waits for a reboot or reset
+  // Row remapping (Ampere and later).
+  Reading remapped_rows_correctable, remapped_rows_uncorrectable;
+  std::optional<bool> remapped_rows_pending; // a remap waits for a GPU reset
+  std::optional<bool> remapped_rows_failure; // a remap failed: the GPU should be replaced
+  // PCIe link: current against the most the GPU can train at.
+  Reading pcie_link_gen, pcie_link_gen_max;
+  Reading pcie_link_width, pcie_link_width_max;   // lanes: "16x" is 16
+  Reading pcie_tx_kib_per_s, pcie_rx_kib_per_s;   // XML tx_util/rx_util ("KB/s", read as KiB/s)
+  // Absolute thresholds (temperature/gpu_temp_slow_threshold, gpu_temp_max_threshold); nullopt
+  // where the driver gives them only relative to T.Limit.
+  Reading temperature_slowdown_c, temperature_shutdown_c;
+  // What the driver asks an operator to do: "None", "GPU Reset Required", "Node Reboot Required",
+  // "Drain P2P", "Drain and Reset", ... as printed (gpu_recovery_action). Older drivers' 
+  // gpu_reset_status reads as "GPU Reset Required" (reset_required Yes), "Drain and Reset"
+  // (drain_and_reset_recommended Yes) or "None" (both No).
+  Text recovery_action;
+};
+
 struct Gpu {
   int index = 0; // position in nvidia-smi's XML, or its `index` column
   Text uuid, name, pci_bus_id, pstate;
@@ -81,6 +115,14 @@ struct Gpu {
   std::optional<std::vector<Process>> processes;
   // Short names ("gpu_idle", "sw_power_cap") of the clock event (throttle) reasons now active.
   std::optional<std::vector<std::string>> clock_event_reasons_active;
+  // Every reason the driver reported, active or not, in its order (same short names); nullopt
+  // where it reports none.
+  std::optional<std::vector<std::string>> clock_event_reasons_reported;
+  GpuHealth health;
+  // Why nvidia-smi could not read this GPU ("GPU is lost", "Unknown Error", "GPU requires
+  // reset", as it said it); nullopt for a GPU it read. A lost GPU stays in the snapshot with
+  // what is known of it (at least its bus id or index), never silently dropped.
+  Text lost_reason;
   std::vector<ExtraField> extras; // in the order asked for
 
   // used / total * 100, rounded to two decimals; nullopt when either is unknown or total is 0.
@@ -97,6 +139,23 @@ struct Host {
   Reading memory_used_mib;  // MemTotal - MemAvailable (what `free` calls used)
 };
 
+// One kind of NVIDIA Xid error seen in the kernel log for one PCI device.
+struct XidTally {
+  std::string pci_device; // as the kernel prints it, lower case: "0000:3b:00" (no function)
+  int xid = 0;
+  std::int64_t count = 0;
+  std::string last_message; // the text after the code of the latest one: valid UTF-8, capped
+  Text last_seen;           // ISO 8601 with the local offset, where the log says when
+};
+
+// What the agent read of the kernel log for Xid errors.
+struct KernelLog {
+  std::string source;         // "/dev/kmsg" or the file given with --kernel-log
+  bool readable = false;      // false: the agent may not read it (its Xid counts are unknown)
+  Text error;                 // why not: "Permission denied"
+  std::vector<XidTally> xids; // by pci_device, then xid
+};
+
 enum class Source { xml, csv };
 
 struct Snapshot {
@@ -106,6 +165,8 @@ struct Snapshot {
   std::vector<Gpu> gpus;
   // nullopt for a recording (--fixture): it was not taken on this machine.
   std::optional<Host> host;
+  // nullopt where the kernel log was not asked for (a recording without --kernel-log).
+  std::optional<KernelLog> kernel_log;
 };
 
 } // namespace nvsmi

@@ -1,0 +1,49 @@
+// The kernel log, read for NVIDIA Xid errors: /dev/kmsg (every record the ring buffer still holds,
+// then each new one), or a file that another program appends to (a forwarded syslog, a test's),
+// followed as it grows, is truncated or replaced. Reads never block and are bounded per poll; the
+// tallies are bounded (max_tallies distinct GPU/Xid pairs; past that, new pairs are counted in
+// `dropped` and said once).
+#pragma once
+
+#include "nvsmi/snapshot.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace nvsmi {
+
+constexpr const char *default_kernel_log = "/dev/kmsg";
+
+class XidLog {
+public:
+  using Say = std::function<void(const std::string &line)>; // a problem, said once per cause
+
+  // Opens `path` ("/dev/kmsg" is read as records; anything else as lines). A failure does not
+  // throw: the log is then not readable, `say` is told why once, and every attach says so.
+  XidLog(std::string path, Say say);
+  ~XidLog();
+  XidLog(const XidLog &) = delete;
+  XidLog &operator=(const XidLog &) = delete;
+
+  // Reads what is new, at most `max_bytes_per_poll`, without blocking; retries a log that could
+  // not be opened at most once a minute.
+  void poll();
+  // Copies the source, readability and tallies into snapshot.kernel_log.
+  void attach(Snapshot &snapshot) const;
+
+  bool readable() const;
+  std::uint64_t dropped() const;
+
+  static constexpr std::size_t max_tallies = 4096;
+  static constexpr std::size_t max_bytes_per_poll = 4u << 20;
+
+private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+} // namespace nvsmi
