@@ -31,6 +31,15 @@ void add_nvidia_smi_option(CLI::App *command, std::optional<std::string> &target
 // --source csv|xml into `target` ("csv" or "xml").
 void add_source_option(CLI::App *command, std::string &target, const std::string &help);
 
+// --kernel-log PATH|none into `target` once parsed: PATH, else /dev/kmsg when nvidia-smi runs
+// here, else (a recording, --fixture) none. `fixture` is the command's --fixture option.
+struct KernelLogCli {
+  std::optional<std::string> path; // as given
+  // The log to read, given whether the command reads a recording.
+  std::optional<std::string> resolve(bool recording) const;
+};
+void add_kernel_log_option(CLI::App *command, KernelLogCli &target);
+
 // The options of a long-running sampler (watch, serve): --interval, --source, --fields,
 // --fixture, --nvidia-smi, --stall-timeout. `finish` completes `options` once parsed.
 struct SamplingCli {

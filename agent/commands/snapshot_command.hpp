@@ -17,6 +17,9 @@ struct OneSampleOptions {
   double timeout_seconds = 10;
   bool processes = true; // csv source: ask --query-compute-apps too
   bool host = true;      // read this machine's /proc: not when nvidia-smi is remote
+  // The kernel log to count Xid errors in (read to its end once); nullopt: none (--kernel-log
+  // none, or a recording without --kernel-log).
+  std::optional<std::string> kernel_log;
 };
 
 // One sample: the fixture, or nvidia-smi run once (and, for the csv source, once more for the

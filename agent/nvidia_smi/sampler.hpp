@@ -29,6 +29,9 @@ struct SamplerOptions {
   bool processes = true;           // compute-apps and pmon beside the GPU query
   bool host = true; // this machine's /proc: false when nvidia-smi runs elsewhere (ssh)
   std::optional<double> process_interval_seconds; // default max(interval, 1 s)
+  // The kernel log followed for Xid errors (kernel_log/xid_log.hpp), attached to every sample;
+  // nullopt: none (--kernel-log none, or a recording without --kernel-log).
+  std::optional<std::string> kernel_log;
 };
 
 // How often processes are asked for: --process-interval, else max(interval, 1 s).
