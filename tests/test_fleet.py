@@ -65,7 +65,8 @@ LOST_GPU = 4
 # Kernel log lines per host: (GPU index in the fixture, Xid, message).
 XIDS = {
     "failing": [(3, 48, "An uncorrectable double bit error (DBE) has been reported on GPU"),
-                (1, 13, "Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0): Out Of Range Address")],
+                (1, 13, "Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0): Out Of Range "
+                 "Address")],
     "lost": [(LOST_GPU, 79, "GPU has fallen off the bus.")],
 }
 
@@ -200,9 +201,11 @@ def write_kernel_log(path, lines):
     """Xid lines as a forwarded syslog has them."""
     with open(path, "w") as out:
         for n, (pci, xid, message) in enumerate(lines):
-            pid = "pid='<unknown>', name=<unknown>" if xid == 79 else f"pid={4000 + n}, name=python3"
+            who = f"pid={4000 + n}, name=python3"
+            if xid == 79:  # no process is to blame
+                who = "pid='<unknown>', name=<unknown>"
             out.write(f"Nov 24 02:17:{n:02d} gpu-fleet-test kernel: [ {1234 + n}.567890] NVRM: Xid "
-                      f"(PCI:{pci}): {xid}, {pid}, {message}\n")
+                      f"(PCI:{pci}): {xid}, {who}, {message}\n")
 
 
 def with_live_pids(xml_text, processes):
@@ -234,7 +237,8 @@ class Fleet:
         """The agents' command lines and environments; raises Skip when a fixture is missing."""
         lost_stderr = next((self.fixture(n) for n in LOST_STDERR if self.fixture(n)), None)
         lost_values = self.fixture(LOST_VALUES)
-        missing = [FIXTURES[host] for host in ("healthy", "failing") if not self.fixture(FIXTURES[host])]
+        missing = [FIXTURES[host] for host in ("healthy", "failing")
+                   if not self.fixture(FIXTURES[host])]
         if not (self.fixture(FIXTURES["lost"]) and lost_stderr) and not lost_values:
             missing.append(f"{FIXTURES['lost']} with {LOST_STDERR[0]}, or {LOST_VALUES}")
         if missing:
@@ -256,7 +260,8 @@ class Fleet:
         failing = self.fixture(FIXTURES["failing"])
         buses = gpu_bus_ids(failing)
         write_kernel_log(self.folder / "failing-kern.log",
-                         [(kernel_pci(buses[gpu]), xid, text) for gpu, xid, text in XIDS["failing"]])
+                         [(kernel_pci(buses[gpu]), xid, text)
+                          for gpu, xid, text in XIDS["failing"]])
         plans["failing"] = (base + ["--fixture", str(failing),
                                     "--kernel-log", str(self.folder / "failing-kern.log")], {})
 
