@@ -1,0 +1,492 @@
+#!/usr/bin/env python3
+"""The fleet test (issue 17): three `nvsmi-agent serve` on loopback, each on other fixtures, and a
+fourth target where nothing listens, scraped by one real Prometheus server that loads the shipped
+rules (deploy/prometheus/nvsmi-rules.yml). Asks Prometheus's HTTP API for the free GPUs per host
+(the recording rule) and for the alerts firing or pending, and checks both exactly against the
+table below; then runs every query of the Grafana dashboard (deploy/grafana/nvsmi-fleet.json) and
+checks that each returns data.
+
+Nothing depends on timing: every check polls with a generous deadline, and a `pending` alert may
+be `firing` once its `for` has run out (a slow machine). Loopback only; every process this test
+starts is killed however it ends.
+
+Usage: tests/test_fleet.py [--agent PATH] [--fixtures DIR]
+Exits 0 when it passes, 1 when it fails, 77 (skipped) without prometheus or a fixture it needs.
+"""
+import argparse
+import json
+import os
+import pathlib
+import pwd
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+import xml.etree.ElementTree as ElementTree
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from fleet_dashboard import dashboard_queries, substitute  # noqa: E402
+
+SOURCE = pathlib.Path(__file__).resolve().parent.parent
+ME = pwd.getpwuid(os.getuid()).pw_name  # the user of the live processes the stand-in reports
+
+# ================================================================================================
+# The fleet and what it must show. Edit here when a fixture changes.
+#
+# healthy  the stand-in nvidia-smi (scripts/fake-nvidia-smi, XML source) replays
+#          h100-8gpu-states-v12.xml: GPUs 0, 4, 7 free; 1, 6 in use; 2 hot (89 C, slowdown at
+#          87 C); 3 idle but held; 5 at its power limit. Its processes' pids are replaced by live
+#          processes of this test, so they have a user (ME). Its --kernel-log names a file that
+#          does not exist: nvsmi_xid_readable 0.
+# failing  --fixture h100-8gpu-failing-v12.xml: GPU 3 with 2 volatile uncorrectable ECC errors and
+#          a pending row remap, GPU 5 busy on a x8 link of x16, GPU 6 in hw_thermal_slowdown.
+#          Kernel log: Xid 48 (needs a reset) on GPU 3, Xid 13 (the application's) on GPU 1.
+# lost     the stand-in on h100-8gpu-lost-v12.xml and its stderr (GPU 4 missing, nvidia-smi says
+#          it is lost), else --fixture h100-8gpu-lost-values-v12.xml. Kernel log: Xid 79 (fell
+#          off the bus) on the lost GPU's bus id.
+# down     a port nothing listens on.
+HOSTS = ("healthy", "failing", "lost", "down")
+
+FIXTURES = {
+    "healthy": "xml/h100-8gpu-states-v12.xml",
+    "failing": "xml/h100-8gpu-failing-v12.xml",
+    "lost": "xml/h100-8gpu-lost-v12.xml",
+}
+LOST_STDERR = ("xml/h100-8gpu-lost-v12.stderr", "xml/h100-8gpu-lost-v12.xml.stderr")
+LOST_VALUES = "xml/h100-8gpu-lost-values-v12.xml"  # used when the stderr file is not there
+LOST_GPU = 4
+
+# Kernel log lines per host: (GPU index in the fixture, Xid, message).
+XIDS = {
+    "failing": [(3, 48, "An uncorrectable double bit error (DBE) has been reported on GPU"),
+                (1, 13, "Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0): Out Of Range "
+                 "Address")],
+    "lost": [(LOST_GPU, 79, "GPU has fallen off the bus.")],
+}
+
+# instance:nvsmi_gpus_free:count per host (no series for the host that is down).
+EXPECTED_FREE_GPUS = {"healthy": 3, "failing": 3, "lost": 2}
+
+# Every alert firing or pending: (alertname, host, gpu label or "", state).
+EXPECTED_ALERTS = {
+    ("NvsmiAgentDown", "down", "", "pending"),          # for: 3m
+    ("XidUnreadable", "healthy", "", "pending"),        # for: 10m
+    ("GpuHot", "healthy", "2", "pending"),              # for: 5m
+    ("GpuIdleButHeld", "healthy", "3", "pending"),      # for: 1h, with user=ME
+    ("GpuUncorrectableEcc", "failing", "3", "firing"),
+    ("GpuRowRemapPending", "failing", "3", "firing"),
+    ("GpuXidNeedsReset", "failing", "3", "firing"),     # Xid 48
+    ("GpuPcieLinkDegraded", "failing", "5", "pending"),  # for: 5m
+    ("GpuThermalThrottled", "failing", "6", "pending"),  # for: 10m
+    ("GpuLost", "lost", str(LOST_GPU), "firing"),
+    ("GpuFellOffBus", "lost", str(LOST_GPU), "firing"),  # Xid 79
+}
+# Labels an alert must carry besides those above.
+EXPECTED_ALERT_LABELS = {("GpuIdleButHeld", "healthy", "3"): {"user": ME, "severity": "warning"},
+                         ("GpuUncorrectableEcc", "failing", "3"): {"severity": "critical"}}
+
+# The dashboard's variables, tried in turn: each query must return data for at least one (a
+# panel of Xids has data on the failing host, one of users on the healthy host).
+DASHBOARD_BINDINGS = [("failing", "3"), ("healthy", "3"), ("lost", str(LOST_GPU))]
+# ================================================================================================
+
+PATIENCE = 240  # seconds for any one condition; the machine may be busy
+RULES = SOURCE / "deploy" / "prometheus" / "nvsmi-rules.yml"
+DASHBOARD = SOURCE / "deploy" / "grafana" / "nvsmi-fleet.json"
+STAND_IN = SOURCE / "scripts" / "fake-nvidia-smi"
+
+
+class Skip(Exception):
+    pass
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url, timeout=10):
+    with urllib.request.urlopen(url, timeout=timeout) as answer:
+        return answer.status, answer.read().decode("utf-8", "replace")
+
+
+def wait_for(what, condition, patience=PATIENCE, every=0.5):
+    """condition() until it returns something true; its last value, or raises after patience."""
+    deadline = time.monotonic() + patience
+    last_error = None
+    while True:
+        try:
+            value = condition()
+            if value:
+                return value
+        except Exception as error:  # noqa: BLE001 (not up yet, connection refused, ...)
+            last_error = error
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {patience} s waiting for {what}"
+                                 + (f" (last error: {last_error})" if last_error else ""))
+        time.sleep(every)
+
+
+class Processes:
+    """Every process this test starts, each in its own process group, all killed at the end."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.started = []
+
+    def start(self, name, command, env=None):
+        log = open(self.folder / f"{name}.log", "wb")
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
+                                   stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                                   cwd=self.folder)
+        log.close()
+        self.started.append(process)
+        return process
+
+    def log(self, name):
+        try:
+            return (self.folder / f"{name}.log").read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self, process):
+        if process.poll() is None:
+            try:
+                os.killpg(process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                pass
+        try:  # whatever is left of its group (the stand-in's children)
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def stop_all(self):
+        for process in reversed(self.started):
+            self.stop(process)
+
+
+def gpu_bus_ids(xml_path):
+    """{index: pci_bus_id} of an nvidia-smi XML file, indices by position as nvidia-smi's."""
+    root = ElementTree.parse(xml_path).getroot()
+    return {index: (gpu.findtext("pci/pci_bus_id") or gpu.get("id") or "")
+            for index, gpu in enumerate(root.findall("gpu"))}
+
+
+def kernel_pci(bus_id):
+    """00000000:49:00.0 -> 0000:49:00, as the kernel prints it in an Xid line."""
+    found = re.fullmatch(r"(?:[0-9a-fA-F]*?)([0-9a-fA-F]{1,4}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})"
+                         r"(?:\.[0-7])?", bus_id.strip())
+    if not found:
+        raise ValueError(f"not a PCI bus id: {bus_id!r}")
+    domain, bus, device = found.groups()
+    return f"{int(domain, 16):04x}:{bus.lower()}:{device.lower()}"
+
+
+def write_kernel_log(path, lines):
+    """Xid lines as a forwarded syslog has them."""
+    with open(path, "w") as out:
+        for n, (pci, xid, message) in enumerate(lines):
+            who = f"pid={4000 + n}, name=python3"
+            if xid == 79:  # no process is to blame
+                who = "pid='<unknown>', name=<unknown>"
+            out.write(f"Nov 24 02:17:{n:02d} gpu-fleet-test kernel: [ {1234 + n}.567890] NVRM: Xid "
+                      f"(PCI:{pci}): {xid}, {who}, {message}\n")
+
+
+def with_live_pids(xml_text, processes):
+    """The XML with each process's pid replaced by a live `sleep` of this test (one per pid)."""
+    sleepers = {}
+
+    def live(found):
+        pid = found.group(1)
+        if pid not in sleepers:
+            sleepers[pid] = processes.start(f"sleep-{pid}", ["sleep", "3600"])
+        return f"<pid>{sleepers[pid].pid}</pid>"
+
+    return re.sub(r"<pid>\s*(\d+)\s*</pid>", live, xml_text)
+
+
+class Fleet:
+    def __init__(self, args, folder, processes):
+        self.args = args
+        self.folder = folder
+        self.processes = processes
+        self.instances = {}  # host -> "127.0.0.1:PORT"
+        self.fixtures = pathlib.Path(args.fixtures)
+
+    def fixture(self, relative):
+        path = self.fixtures / relative
+        return path if path.is_file() else None
+
+    def needed(self):
+        """The agents' command lines and environments; raises Skip when a fixture is missing."""
+        lost_stderr = next((self.fixture(n) for n in LOST_STDERR if self.fixture(n)), None)
+        lost_values = self.fixture(LOST_VALUES)
+        missing = [FIXTURES[host] for host in ("healthy", "failing")
+                   if not self.fixture(FIXTURES[host])]
+        if not (self.fixture(FIXTURES["lost"]) and lost_stderr) and not lost_values:
+            missing.append(f"{FIXTURES['lost']} with {LOST_STDERR[0]}, or {LOST_VALUES}")
+        if missing:
+            raise Skip("fixtures missing: " + ", ".join(missing))
+        agent = pathlib.Path(self.args.agent)
+        if not os.access(agent, os.X_OK):
+            raise Skip(f"no agent at {agent} (build it: cmake --build build --target nvsmi-agent)")
+
+        plans = {}
+        base = [str(agent), "serve", "--interval", "1"]
+        stand_in = ["--source", "xml", "--no-processes", "--nvidia-smi", str(STAND_IN)]
+
+        healthy_xml = self.folder / "healthy.xml"
+        healthy_xml.write_text(with_live_pids(self.fixture(FIXTURES["healthy"]).read_text(),
+                                              self.processes))
+        plans["healthy"] = (base + stand_in + ["--kernel-log", str(self.folder / "no-such.log")],
+                            {"FAKE_NVSMI_XML": str(healthy_xml)})
+
+        failing = self.fixture(FIXTURES["failing"])
+        buses = gpu_bus_ids(failing)
+        write_kernel_log(self.folder / "failing-kern.log",
+                         [(kernel_pci(buses[gpu]), xid, text)
+                          for gpu, xid, text in XIDS["failing"]])
+        plans["failing"] = (base + ["--fixture", str(failing),
+                                    "--kernel-log", str(self.folder / "failing-kern.log")], {})
+
+        if lost_stderr and self.fixture(FIXTURES["lost"]):
+            stderr_text = lost_stderr.read_text()
+            found = re.search(r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]", stderr_text)
+            if not found:
+                raise AssertionError(f"{lost_stderr} names no PCI bus id")
+            lost_bus = found.group(0)
+            lost_xml = self.folder / "lost.xml"
+            lost_xml.write_text(with_live_pids(self.fixture(FIXTURES["lost"]).read_text(),
+                                               self.processes))
+            command = base + stand_in
+            env = {"FAKE_NVSMI_XML": str(lost_xml), "FAKE_NVSMI_STDERR": str(lost_stderr)}
+        else:
+            lost_bus = gpu_bus_ids(lost_values)[LOST_GPU]
+            command, env = base + ["--fixture", str(lost_values)], {}
+        write_kernel_log(self.folder / "lost-kern.log",
+                         [(kernel_pci(lost_bus), xid, text) for _, xid, text in XIDS["lost"]])
+        plans["lost"] = (command + ["--kernel-log", str(self.folder / "lost-kern.log")], env)
+        return plans
+
+    def start_agents(self, plans):
+        for host, (command, extra_env) in plans.items():
+            for attempt in range(5):
+                port = free_port()
+                env = dict(os.environ)
+                env.update(extra_env)
+                process = self.processes.start(
+                    f"agent-{host}", command + ["--listen", f"127.0.0.1:{port}"], env)
+
+                def answers():
+                    if process.poll() is not None:
+                        return "exited"
+                    status, body = http_get(f"http://127.0.0.1:{port}/metrics")
+                    return status == 200 and "nvsmi_up" in body and "ok"
+
+                state = wait_for(f"the {host} agent's /metrics", answers)
+                if state == "ok":
+                    self.instances[host] = f"127.0.0.1:{port}"
+                    break
+                log = self.processes.log(f"agent-{host}")
+                if "in use" not in log or attempt == 4:
+                    raise AssertionError(f"the {host} agent exited:\n{log}")
+        self.instances["down"] = f"127.0.0.1:{free_port()}"
+
+    def start_prometheus(self):
+        targets = ", ".join(f"'{self.instances[host]}'" for host in HOSTS)
+        config = self.folder / "prometheus.yml"
+        config.write_text(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
+            f"rule_files: ['{RULES}']\n"
+            "scrape_configs:\n  - job_name: nvsmi-agent\n    static_configs:\n"
+            f"      - targets: [{targets}]\n")
+        for attempt in range(5):
+            self.prometheus_port = free_port()
+            process = self.processes.start("prometheus", [
+                "prometheus", f"--config.file={config}",
+                f"--storage.tsdb.path={self.folder / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.prometheus_port}"])
+
+            def ready():
+                if process.poll() is not None:
+                    return "exited"
+                return http_get(self.url("/-/ready"))[0] == 200 and "ok"
+
+            if wait_for("prometheus to be ready", ready) == "ok":
+                self.started = time.monotonic()
+                return
+            log = self.processes.log("prometheus")
+            if "address already in use" not in log or attempt == 4:
+                raise AssertionError(f"prometheus exited:\n{log}")
+
+    def url(self, path, **query):
+        return (f"http://127.0.0.1:{self.prometheus_port}{path}"
+                + ("?" + urllib.parse.urlencode(query) if query else ""))
+
+    def api(self, path, **query):
+        status, body = http_get(self.url(path, **query))
+        answer = json.loads(body)
+        if status != 200 or answer.get("status") != "success":
+            raise AssertionError(f"{path} {query}: {body}")
+        return answer["data"]
+
+    def query(self, promql):
+        return self.api("/api/v1/query", query=promql)["result"]
+
+    def host_of(self, instance):
+        return next((h for h, i in self.instances.items() if i == instance), instance)
+
+
+def check_free_gpus(fleet):
+    result = {}
+
+    def matches():
+        result.clear()
+        for series in fleet.query("instance:nvsmi_gpus_free:count"):
+            result[fleet.host_of(series["metric"].get("instance"))] = float(series["value"][1])
+        return result == EXPECTED_FREE_GPUS
+
+    try:
+        wait_for("the free GPUs per host", matches)
+    except AssertionError as error:
+        raise AssertionError(f"{error}\nfree GPUs per host: expected {EXPECTED_FREE_GPUS}, "
+                             f"got {result}") from None
+    print(f"test_fleet: free GPUs per host as expected: {result}")
+
+
+def check_alerts(fleet):
+    durations = {}
+    for group in fleet.api("/api/v1/rules")["groups"]:
+        for rule in group["rules"]:
+            if rule["type"] == "alerting":
+                durations[rule["name"]] = rule.get("duration", 0)
+    unknown = {name for name, *_ in EXPECTED_ALERTS} - set(durations)
+    if unknown:
+        raise AssertionError(f"alerts the rules do not have: {sorted(unknown)}")
+
+    seen = {}
+
+    def matches():
+        seen.clear()
+        for alert in fleet.api("/api/v1/alerts")["alerts"]:
+            labels = alert["labels"]
+            key = (labels["alertname"], fleet.host_of(labels.get("instance", "")),
+                   labels.get("gpu", ""))
+            seen.setdefault(key, []).append(alert)
+        got = set()
+        for key, alerts in seen.items():
+            for alert in alerts:
+                state = alert["state"]
+                # Pending for longer than its `for` on a slow machine: then firing is right too.
+                if state == "firing" and (*key, "pending") in EXPECTED_ALERTS \
+                        and durations.get(key[0], 0) > 0:
+                    state = "pending"
+                got.add((*key, state))
+        return got == EXPECTED_ALERTS
+
+    try:
+        wait_for("the alerts", matches)
+    except AssertionError as error:
+        got = {(*k, a["state"]) for k, alerts in seen.items() for a in alerts}
+        raise AssertionError(
+            f"{error}\nalerts expected and not seen: {sorted(EXPECTED_ALERTS - got)}\n"
+            f"alerts seen and not expected: {sorted(got - EXPECTED_ALERTS)}") from None
+    for key, labels in EXPECTED_ALERT_LABELS.items():
+        for alert in seen[key]:
+            wrong = {}
+            for name, value in labels.items():
+                if alert["labels"].get(name) != value:
+                    wrong[name] = alert["labels"].get(name)
+            if wrong:
+                raise AssertionError(f"{key}: labels {wrong}, expected {labels}")
+    for alerts in seen.values():
+        for alert in alerts:
+            annotations = alert.get("annotations", {})
+            host = alert["labels"].get("instance", "")
+            if host not in annotations.get("summary", "") or \
+                    host not in annotations.get("description", ""):
+                raise AssertionError(f"an alert that does not name its host: {alert}")
+    print(f"test_fleet: {len(EXPECTED_ALERTS)} alerts as expected")
+
+
+def check_dashboard(fleet):
+    queries = dashboard_queries(json.loads(DASHBOARD.read_text()))
+    empty = []
+
+    def every_query_has_data():
+        empty.clear()
+        for where, expr in queries:
+            for host, gpu in DASHBOARD_BINDINGS:
+                promql = substitute(expr, {"instance": fleet.instances[host], "gpu": gpu,
+                                           "user": ME, "datasource": "prometheus"})
+                if fleet.query(promql):
+                    break
+            else:
+                empty.append(f"{where}: {expr}")
+        return not empty
+
+    try:
+        wait_for("data for every dashboard query", every_query_has_data, patience=120, every=2)
+    except AssertionError as error:
+        raise AssertionError(f"{error}\nqueries with no data:\n  " + "\n  ".join(empty)) from None
+    print(f"test_fleet: the {len(queries)} dashboard queries return data")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--agent", default=str(SOURCE / "build" / "agent" / "nvsmi-agent"))
+    parser.add_argument("--fixtures", default=str(SOURCE / "fixtures"))
+    parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    args = parser.parse_args()
+    if not shutil.which("prometheus"):
+        print("test_fleet: SKIPPED: prometheus is not installed (scripts/install-deps installs it)")
+        return 77
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="nvsmi-fleet-"))
+    processes = Processes(folder)
+    fleet = Fleet(args, folder, processes)
+    try:
+        plans = fleet.needed()
+        fleet.start_agents(plans)
+        fleet.start_prometheus()
+        print(f"test_fleet: agents {fleet.instances}, prometheus on port {fleet.prometheus_port}")
+        check_free_gpus(fleet)
+        check_alerts(fleet)
+        check_dashboard(fleet)
+        print("test_fleet: PASSED")
+        return 0
+    except Skip as why:
+        print(f"test_fleet: SKIPPED: {why}")
+        return 77
+    except AssertionError as failure:
+        print(f"test_fleet: FAILED: {failure}")
+        print("--- prometheus log (end) ---\n" + processes.log("prometheus")[-4000:])
+        for host in ("healthy", "failing", "lost"):
+            print(f"--- {host} agent log (end) ---\n" + processes.log(f"agent-{host}")[-2000:])
+        return 1
+    finally:
+        processes.stop_all()
+        if args.keep:
+            print(f"test_fleet: scratch folder kept: {folder}")
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
