@@ -84,7 +84,8 @@ TEST_CASE("table: unknown readings are -, never 0", "[table]") {
   std::vector<std::string> lines = lines_of(format_table(fixture("rtx4090-all-unknown-v13.xml")));
   REQUIRE(lines.size() == 2);
   INFO(lines[1]);
-  CHECK_THAT(lines[1], Catch::StartsWith("[0] NVIDIA GeForce RTX 4090  - -  -  -  free"));
+  // Its readings include [GPU is lost]: nvidia-smi says the GPU is gone.
+  CHECK_THAT(lines[1], Catch::StartsWith("[0] NVIDIA GeForce RTX 4090  - -  -  -  lost"));
   CHECK_FALSE(has(lines[1], "0%"));
   CHECK_FALSE(has(lines[1], "0\u00b0C"));
   CHECK_FALSE(has(lines[1], "MiB"));

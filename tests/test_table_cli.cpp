@@ -141,7 +141,7 @@ TEST_CASE("snapshot --format table on a pipe: the table, no colour, 80 columns",
   check_width(run.out, 80);
   Run unknown = run_agent("snapshot --format table --fixture " +
                           quote(test::fixture_path("xml/rtx4090-all-unknown-v13.xml")));
-  CHECK_THAT(unknown.out, Catch::Contains("[0] NVIDIA GeForce RTX 4090  - -  -  -  free"));
+  CHECK_THAT(unknown.out, Catch::Contains("[0] NVIDIA GeForce RTX 4090  - -  -  -  lost"));
   Run mig = run_agent("snapshot --format table --fixture " +
                       quote(test::fixture_path("xml/a100-mig-v12.xml")));
   CHECK_THAT(mig.out,

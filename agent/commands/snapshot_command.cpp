@@ -11,7 +11,9 @@
 
 #include "nvsmi/compute_apps.hpp"
 #include "nvsmi/quantity.hpp"
+#include "nvsmi/unreadable_gpu.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -54,7 +56,8 @@ std::string first_message_line(const CommandResult &result) {
   return "(no message)";
 }
 
-std::string run_nvidia_smi(const std::vector<std::string> &argv, const OneSampleOptions &options) {
+// Runs it to its end, bounded; a signal is a failure whatever it printed.
+CommandResult run_to_end(const std::vector<std::string> &argv, const OneSampleOptions &options) {
   CommandLimits limits;
   limits.timeout = std::chrono::milliseconds(std::llround(options.timeout_seconds * 1000));
   limits.max_output_bytes = max_input_bytes;
@@ -68,11 +71,53 @@ std::string run_nvidia_smi(const std::vector<std::string> &argv, const OneSample
     throw AgentError(exit_smi_failed, argv[0] + " was killed by signal " +
                                           std::to_string(result.term_signal) + ": " +
                                           first_message_line(result));
+  return result;
+}
+
+AgentError exited_with(const std::vector<std::string> &argv, const CommandResult &result) {
+  return AgentError(exit_smi_failed, argv[0] + " exited with code " +
+                                         std::to_string(result.exit_code) + ": " +
+                                         first_message_line(result));
+}
+
+std::string run_nvidia_smi(const std::vector<std::string> &argv, const OneSampleOptions &options) {
+  CommandResult result = run_to_end(argv, options);
   if (result.exit_code != 0)
-    throw AgentError(exit_smi_failed, argv[0] + " exited with code " +
-                                          std::to_string(result.exit_code) + ": " +
-                                          first_message_line(result));
+    throw exited_with(argv, result);
   return std::move(result.out);
+}
+
+// nvidia-smi exits non-zero when it cannot read one of its GPUs, yet prints the others: that
+// sample is used, with the GPUs it named marked lost, since one GPU that cannot be read must not
+// take the others with it. A non-zero exit that names no GPU, or leaves none read, stays a
+// failure.
+Snapshot read_gpu_query(const OneSampleOptions &options) {
+  std::vector<std::string> argv = nvidia_smi_command(options);
+  CommandResult result = run_to_end(argv, options);
+  std::vector<UnreadableGpu> unreadable = find_unreadable_gpus(result.err);
+  for (UnreadableGpu &gpu : find_unreadable_gpus(result.out))
+    unreadable.push_back(std::move(gpu)); // add_unreadable_gpus marks a bus id once
+  Snapshot snapshot;
+  if (result.exit_code == 0) {
+    snapshot = parse_output(result.out, "nvidia-smi output");
+  } else {
+    if (unreadable.empty())
+      throw exited_with(argv, result);
+    try {
+      snapshot = parse_output(result.out, "nvidia-smi output");
+    } catch (const AgentError &) {
+      throw exited_with(argv, result);
+    }
+    if (std::none_of(snapshot.gpus.begin(), snapshot.gpus.end(),
+                     [](const Gpu &gpu) { return !gpu.lost_reason; }))
+      throw exited_with(argv, result);
+  }
+  add_unreadable_gpus(snapshot, unreadable);
+  for (const Gpu &gpu : snapshot.gpus)
+    if (gpu.lost_reason)
+      log_line("GPU " + gpu.pci_bus_id.value_or(std::to_string(gpu.index)) +
+               " cannot be read: " + *gpu.lost_reason);
+  return snapshot;
 }
 
 // The CSV query has no processes: a second, cheap run asks for them. Its failure leaves them
@@ -98,8 +143,7 @@ Snapshot read_one_sample(const OneSampleOptions &options) {
     std::string origin = *options.fixture == "-" ? "standard input" : *options.fixture;
     snapshot = parse_output(read_capped(*options.fixture, max_input_bytes), origin);
   } else {
-    snapshot =
-        parse_output(run_nvidia_smi(nvidia_smi_command(options), options), "nvidia-smi output");
+    snapshot = read_gpu_query(options);
     if (options.source == SourceKind::csv && options.processes)
       attach_processes(snapshot, options);
     // One look: CPU shares need two, so they stay unknown here.

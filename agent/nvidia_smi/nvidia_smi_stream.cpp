@@ -161,7 +161,9 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
                         [this, self, gen](bp::error_code error, std::size_t n) {
                           if (gen != generation)
                             return;
-                          remember_message(last_message, std::string_view(err_buffer.data(), n));
+                          std::string_view bytes(err_buffer.data(), n);
+                          remember_message(last_message, bytes);
+                          decoder->feed_stderr(bytes);
                           if (!error)
                             read_err(gen);
                         });

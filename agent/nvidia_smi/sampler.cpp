@@ -91,7 +91,7 @@ void Sampler::start() {
   stream_ = std::make_unique<NvidiaSmiStream>(
       context_, settings,
       snapshot_decoder(options_.source, options_.fields,
-                       [this](Snapshot s) { deliver(std::move(s)); }),
+                       [this](Snapshot s) { deliver(std::move(s)); }, interval()),
       log_, [this](const std::string &message) {
         log_(LogKind::problem, message);
         on_fatal_(exit_smi_failed);

@@ -1,20 +1,92 @@
 #include "nvidia_smi/stream_decoder.hpp"
 
 #include "nvsmi/csv_reader.hpp"
+#include "nvsmi/pci_address.hpp"
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/stream.hpp"
+#include "nvsmi/unreadable_gpu.hpp"
 #include "nvsmi/xml_reader.hpp"
+
+#include <algorithm>
+#include <chrono>
 
 namespace nvsmi {
 namespace {
 
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
 constexpr std::size_t max_line_bytes = 1u << 20;
 constexpr std::size_t max_document_bytes = 32u << 20;
 
+// The GPUs nvidia-smi said on stderr it cannot read, each with when it last said so. Its stderr
+// and stdout are two pipes read apart, so a message is matched to samples by time: within the
+// last 3 intervals (at least 3 s), long enough for the message of the sample now printed, short
+// enough that a GPU that came back is not called lost for long.
+class UnreadableMemory {
+public:
+  explicit UnreadableMemory(milliseconds interval)
+      : window_(std::max(3 * interval, milliseconds(3000))), lines_(64u << 10) {}
+
+  void feed(std::string_view bytes) {
+    StreamPieces pieces;
+    lines_.feed(bytes, pieces);
+    auto now = steady_clock::now();
+    for (const std::string &line : pieces.pieces)
+      if (auto gpu = parse_unreadable_gpu_line(line)) {
+        seen_.erase(std::remove_if(seen_.begin(), seen_.end(),
+                                   [&](const Seen &old) {
+                                     return same_pci_device(old.gpu.pci_bus_id, gpu->pci_bus_id);
+                                   }),
+                    seen_.end());
+        seen_.push_back({std::move(*gpu), now});
+      }
+    forget_old(now);
+  }
+
+  std::size_t count() {
+    forget_old(steady_clock::now());
+    return seen_.size();
+  }
+
+  // Those the sample does not hold itself, put in lost.
+  void add_to(Snapshot &snapshot) {
+    forget_old(steady_clock::now());
+    std::vector<UnreadableGpu> missing;
+    for (const Seen &seen : seen_) {
+      bool held = std::any_of(snapshot.gpus.begin(), snapshot.gpus.end(), [&](const Gpu &gpu) {
+        return gpu.pci_bus_id && same_pci_device(*gpu.pci_bus_id, seen.gpu.pci_bus_id);
+      });
+      if (!held)
+        missing.push_back(seen.gpu);
+    }
+    add_unreadable_gpus(snapshot, missing);
+  }
+
+  void end_of_run() { lines_.reset(); }
+
+private:
+  struct Seen {
+    UnreadableGpu gpu;
+    steady_clock::time_point at;
+  };
+  void forget_old(steady_clock::time_point now) {
+    seen_.erase(std::remove_if(seen_.begin(), seen_.end(),
+                               [&](const Seen &seen) { return now - seen.at > window_; }),
+                seen_.end());
+  }
+
+  milliseconds window_;
+  LineSplitter lines_;
+  std::vector<Seen> seen_;
+};
+
 class XmlDecoder final : public StreamDecoder {
 public:
-  explicit XmlDecoder(std::function<void(Snapshot)> on_sample)
-      : on_sample_(std::move(on_sample)), documents_(max_document_bytes) {}
+  XmlDecoder(std::function<void(Snapshot)> on_sample, milliseconds interval)
+      : on_sample_(std::move(on_sample)), documents_(max_document_bytes), unreadable_(interval) {}
+
+  void feed_stderr(std::string_view bytes) override { unreadable_.feed(bytes); }
 
   void feed(std::string_view bytes, const Events &events) override {
     StreamPieces pieces;
@@ -22,12 +94,16 @@ public:
     for (const std::string &error : pieces.errors)
       events.skipped("sample skipped: " + error, true);
     for (const std::string &piece : pieces.pieces) {
+      Snapshot sample;
       try {
-        on_sample_(read_xml(piece));
-        events.sample_done();
+        sample = read_xml(piece);
       } catch (const ParseError &error) {
         events.skipped(std::string("sample skipped: ") + error.what(), true);
+        continue;
       }
+      unreadable_.add_to(sample);
+      on_sample_(std::move(sample));
+      events.sample_done();
     }
   }
 
@@ -39,25 +115,34 @@ public:
     bool message_only = !rest.empty() && rest.find('<') == std::string_view::npos;
     if (message_only)
       events.message(rest);
+    unreadable_.end_of_run();
     return documents_.reset() && !message_only;
   }
 
 private:
   std::function<void(Snapshot)> on_sample_;
   XmlDocumentSplitter documents_;
+  UnreadableMemory unreadable_;
 };
 
 class CsvDecoder final : public StreamDecoder {
 public:
-  CsvDecoder(const std::vector<std::string> &extra_fields, std::function<void(Snapshot)> on_sample)
+  CsvDecoder(const std::vector<std::string> &extra_fields, std::function<void(Snapshot)> on_sample,
+             milliseconds interval)
       : on_sample_(std::move(on_sample)), lines_(max_line_bytes),
-        assembler_(CsvLayout::from_fields(query_fields(), extra_fields)) {}
+        assembler_(CsvLayout::from_fields(query_fields(), extra_fields)), unreadable_(interval) {}
+
+  void feed_stderr(std::string_view bytes) override {
+    unreadable_.feed(bytes);
+    assembler_.set_unreadable_elsewhere(unreadable_.count());
+  }
 
   void feed(std::string_view bytes, const Events &events) override {
     StreamPieces pieces;
     lines_.feed(bytes, pieces);
     for (const std::string &error : pieces.errors)
       events.skipped("sample skipped: " + error, true);
+    assembler_.set_unreadable_elsewhere(unreadable_.count());
     for (std::string &piece : pieces.pieces) {
       CsvSampleAssembler::Outcome outcome = assembler_.add_line(piece);
       if (outcome.error) {
@@ -69,28 +154,34 @@ public:
                        !message);
       }
       if (outcome.sample) {
+        unreadable_.add_to(*outcome.sample);
         on_sample_(std::move(*outcome.sample));
         events.sample_done();
       }
     }
   }
 
-  bool finish(const Events &, bool) override { return lines_.reset() | assembler_.reset(); }
+  bool finish(const Events &, bool) override {
+    unreadable_.end_of_run();
+    return lines_.reset() | assembler_.reset();
+  }
 
 private:
   std::function<void(Snapshot)> on_sample_;
   LineSplitter lines_;
   CsvSampleAssembler assembler_;
+  UnreadableMemory unreadable_;
 };
 
 } // namespace
 
 std::unique_ptr<StreamDecoder> snapshot_decoder(SourceKind source,
                                                 const std::vector<std::string> &extra_fields,
-                                                std::function<void(Snapshot)> on_sample) {
+                                                std::function<void(Snapshot)> on_sample,
+                                                milliseconds interval) {
   if (source == SourceKind::xml)
-    return std::make_unique<XmlDecoder>(std::move(on_sample));
-  return std::make_unique<CsvDecoder>(extra_fields, std::move(on_sample));
+    return std::make_unique<XmlDecoder>(std::move(on_sample), interval);
+  return std::make_unique<CsvDecoder>(extra_fields, std::move(on_sample), interval);
 }
 
 } // namespace nvsmi

@@ -6,6 +6,7 @@
 #include "nvsmi/compute_apps.hpp"
 #include "nvsmi/csv_reader.hpp"
 #include "nvsmi/quantity.hpp"
+#include "nvsmi/unreadable_gpu.hpp"
 #include "nvsmi/xml_reader.hpp"
 
 #include <cstdlib>
@@ -20,6 +21,25 @@ std::string comma_joined(const std::vector<std::string> &names) {
   for (const std::string &name : names)
     joined += (joined.empty() ? "" : ",") + name;
   return joined;
+}
+
+// nvidia-smi may say on stdout, before its XML, which GPUs it cannot read: the document is read,
+// and those GPUs are in it, lost. nullopt for any other output.
+std::optional<Snapshot> xml_after_unreadable_lines(std::string_view content) {
+  std::vector<UnreadableGpu> unreadable;
+  while (!content.empty() && content.front() != '<') {
+    std::size_t newline = content.find('\n');
+    auto gpu = parse_unreadable_gpu_line(content.substr(0, newline));
+    if (!gpu)
+      return std::nullopt;
+    unreadable.push_back(std::move(*gpu));
+    content = trim(content.substr(newline == std::string_view::npos ? content.size() : newline));
+  }
+  if (content.empty())
+    return std::nullopt;
+  Snapshot snapshot = read_xml(content);
+  add_unreadable_gpus(snapshot, unreadable);
+  return snapshot;
 }
 
 } // namespace
@@ -59,6 +79,9 @@ Snapshot parse_output(const std::string &bytes, const std::string &origin) {
   if (content.empty())
     throw AgentError(exit_bad_output, origin + ": empty output");
   try {
+    if (content.front() != '<')
+      if (auto xml = xml_after_unreadable_lines(content))
+        return *xml;
     return content.front() == '<' ? read_xml(content) : read_csv(content);
   } catch (const ParseError &error) {
     throw AgentError(exit_bad_output, origin + ": " + error.what());

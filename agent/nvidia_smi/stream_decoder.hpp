@@ -8,6 +8,7 @@
 #include "nvsmi/compute_apps.hpp"
 #include "nvsmi/pmon.hpp"
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -28,15 +29,20 @@ public:
 
   virtual ~StreamDecoder() = default;
   virtual void feed(std::string_view bytes, const Events &events) = 0;
+  // What the child printed on stderr, where nvidia-smi names the GPUs it cannot read.
+  virtual void feed_stderr(std::string_view) {}
   // At the end of a run (`clean`: it exited with code 0 by itself): forgets what was pending, and
   // says whether a partial sample was dropped.
   virtual bool finish(const Events &events, bool clean) = 0;
 };
 
-// `nvidia-smi -q -x` documents or `--query-gpu` CSV rows, as Snapshots.
-std::unique_ptr<StreamDecoder> snapshot_decoder(SourceKind source,
-                                                const std::vector<std::string> &extra_fields,
-                                                std::function<void(Snapshot)> on_sample);
+// `nvidia-smi -q -x` documents or `--query-gpu` CSV rows, as Snapshots. A GPU nvidia-smi named on
+// stderr as one it cannot read ("Unable to determine the device handle for GPU ...") within the
+// last 3 intervals (at least 3 s) is put into each sample that does not hold it, lost.
+std::unique_ptr<StreamDecoder>
+snapshot_decoder(SourceKind source, const std::vector<std::string> &extra_fields,
+                 std::function<void(Snapshot)> on_sample,
+                 std::chrono::milliseconds interval = std::chrono::milliseconds(1000));
 
 // One `--query-compute-apps` answer (a run that exits), as the list of compute processes.
 std::unique_ptr<StreamDecoder>

@@ -108,6 +108,7 @@ CompactGpu pack_gpu(const Gpu &gpu, const CompactGpu *before, Packer &packer) {
   out.name = packer.text(gpu.name, before ? &before->name : nullptr);
   out.pci_bus_id = packer.text(gpu.pci_bus_id, before ? &before->pci_bus_id : nullptr);
   out.pstate = packer.text(gpu.pstate, before ? &before->pstate : nullptr);
+  out.lost_reason = packer.text(gpu.lost_reason, before ? &before->lost_reason : nullptr);
   out.numbers = pack(gpu_readings(gpu));
   out.power = {pack_real(gpu.power_draw_w), pack_real(gpu.power_limit_w)};
   out.mig_enabled = gpu.mig_enabled ? static_cast<std::int8_t>(*gpu.mig_enabled) : -1;
@@ -157,6 +158,7 @@ Gpu unpack_gpu(const CompactGpu &in) {
   gpu.name = unpack_text(in.name);
   gpu.pci_bus_id = unpack_text(in.pci_bus_id);
   gpu.pstate = unpack_text(in.pstate);
+  gpu.lost_reason = unpack_text(in.lost_reason);
   unpack(in.numbers, gpu_readings(gpu));
   gpu.power_draw_w = unpack_real(in.power[0]);
   gpu.power_limit_w = unpack_real(in.power[1]);
@@ -268,6 +270,7 @@ std::size_t text_bytes_freed_by(const CompactSnapshot &sample) {
     bytes += freed(sample.host->hostname);
   for (const CompactGpu &gpu : sample.gpus) {
     bytes += freed(gpu.uuid) + freed(gpu.name) + freed(gpu.pci_bus_id) + freed(gpu.pstate);
+    bytes += freed(gpu.lost_reason);
     if (gpu.processes)
       for (const CompactProcess &process : *gpu.processes)
         for (const SharedText &text : process.texts)

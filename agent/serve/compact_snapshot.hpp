@@ -59,7 +59,8 @@ std::optional<std::int64_t> packed_reading(const PackedReadings<N> &packed, std:
 struct CompactGpu {
   int index = 0;
   SharedText uuid, name, pci_bus_id, pstate;
-  PackedReadings<11> numbers;    // temperature, memory, utilization, fan, clocks
+  SharedText lost_reason;     // why nvidia-smi could not read it: the history keeps a lost GPU lost
+  PackedReadings<11> numbers; // temperature, memory, utilization, fan, clocks
   std::array<double, 2> power{}; // draw and limit, NaN where unknown
   std::int8_t mig_enabled = -1;  // -1 unknown, else 0 or 1
   std::optional<std::vector<PackedReadings<6>>> mig_devices;

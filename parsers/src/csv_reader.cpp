@@ -1,7 +1,9 @@
 #include "nvsmi/csv_reader.hpp"
 
+#include "lost_gpu.hpp"
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/timestamp.hpp"
+#include "nvsmi/unreadable_gpu.hpp"
 #include "reader_text.hpp"
 
 #include <algorithm>
@@ -321,6 +323,38 @@ void read_cells(const std::vector<std::string_view> &cells, const CsvLayout &lay
   }
 }
 
+// Whether the row's cells say that nvidia-smi listed the GPU but could not read it; kept apart
+// from read_cells, which reads each value for what it is.
+Text lost_reason(const std::vector<std::string_view> &cells, const CsvLayout &layout) {
+  detail::LostEvidence evidence;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    int field = layout.columns()[i].field;
+    if (field < 0)
+      continue;
+    switch (field_table[field].field) {
+    case Field::uuid:
+    case Field::name:
+    case Field::temperature:
+    case Field::memory_total:
+    case Field::memory_used:
+    case Field::memory_free:
+    case Field::utilization_gpu:
+    case Field::utilization_memory:
+      evidence.core_reading(cells[i]);
+      break;
+    case Field::timestamp:
+    case Field::driver_version:
+    case Field::count:
+    case Field::index:
+    case Field::pci_bus_id:
+      break; // the sample's or the slot's, not the GPU's readings
+    default:
+      evidence.reading(cells[i]);
+    }
+  }
+  return evidence.reason();
+}
+
 } // namespace
 
 CsvRow read_csv_row(std::string_view line, const CsvLayout &layout, int position) {
@@ -340,6 +374,7 @@ CsvRow read_csv_row(std::string_view line, const CsvLayout &layout, int position
   } catch (const ParseError &error) {
     throw ParseError(row_name() + " " + error.what()); // the field names itself; add the row
   }
+  gpu.lost_reason = lost_reason(cells, layout);
   for (const RealReading &candidate : draw)
     if (!gpu.power_draw_w)
       gpu.power_draw_w = candidate;
@@ -351,22 +386,29 @@ CsvRow read_csv_row(std::string_view line, const CsvLayout &layout, int position
 
 Snapshot read_csv(std::string_view text, const std::vector<std::string> &fields) {
   std::vector<std::string_view> lines;
+  // nvidia-smi prints a GPU it cannot read as a message in place of its row: not a bad row, a GPU
+  // that is there and lost.
+  std::vector<UnreadableGpu> unreadable;
   while (!text.empty()) {
     std::size_t newline = text.find('\n');
     std::string_view line = trim(text.substr(0, newline));
-    if (!line.empty())
+    if (auto gpu = parse_unreadable_gpu_line(line))
+      unreadable.push_back(std::move(*gpu));
+    else if (!line.empty())
       lines.push_back(line);
     text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
   }
   if (lines.empty())
-    throw ParseError("empty CSV: no header and no rows");
+    throw ParseError(unreadable.empty() ? "empty CSV: no header and no rows"
+                                        : "CSV has no rows: nvidia-smi could not read any GPU");
 
   bool has_header = CsvLayout::is_header(lines.front());
   CsvLayout layout =
       has_header ? CsvLayout::from_header(lines.front()) : CsvLayout::from_fields(fields);
   std::size_t first_row = has_header ? 1 : 0;
   if (lines.size() == first_row)
-    throw ParseError("CSV has a header but no rows");
+    throw ParseError(unreadable.empty() ? "CSV has a header but no rows"
+                                        : "CSV has no rows: nvidia-smi could not read any GPU");
 
   Snapshot snapshot;
   snapshot.source = Source::csv;
@@ -380,10 +422,16 @@ Snapshot read_csv(std::string_view text, const std::vector<std::string> &fields)
     }
     snapshot.gpus.push_back(std::move(row.gpu));
   }
+  std::size_t rows = snapshot.gpus.size();
+  add_unreadable_gpus(snapshot, unreadable);
   if (expected_rows && static_cast<std::int64_t>(snapshot.gpus.size()) != *expected_rows)
-    throw ParseError("CSV has " + std::to_string(snapshot.gpus.size()) +
-                     " rows, but its count column says " + std::to_string(*expected_rows) +
-                     " GPUs (a partial sample, or several samples)");
+    throw ParseError(
+        "CSV has " + std::to_string(rows) + " rows" +
+        (snapshot.gpus.size() == rows
+             ? std::string()
+             : " and " + std::to_string(snapshot.gpus.size() - rows) + " GPUs it could not read") +
+        ", but its count column says " + std::to_string(*expected_rows) +
+        " GPUs (a partial sample, or several samples)");
   return snapshot;
 }
 

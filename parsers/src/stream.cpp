@@ -104,6 +104,20 @@ CsvSampleAssembler::Outcome CsvSampleAssembler::add_line(std::string_view line) 
       outcome.error = "incomplete sample dropped at a new header";
     return outcome;
   }
+  if (auto unreadable = parse_unreadable_gpu_line(line)) {
+    // nvidia-smi talking about a GPU, not a broken row: it is counted where its row would be.
+    bool known = std::any_of(
+        pending_unreadable_.begin(), pending_unreadable_.end(),
+        [&](const UnreadableGpu &gpu) { return gpu.pci_bus_id == unreadable->pci_bus_id; });
+    if (!known)
+      pending_unreadable_.push_back(std::move(*unreadable));
+    if (!pending_.gpus.empty() && whole()) {
+      add_unreadable_gpus(pending_, pending_unreadable_);
+      outcome.sample = std::move(pending_);
+      reset();
+    }
+    return outcome;
+  }
   CsvRow row;
   try {
     row = read_csv_row(line, layout_, static_cast<int>(pending_.gpus.size()));
@@ -125,8 +139,15 @@ CsvSampleAssembler::Outcome CsvSampleAssembler::add_line(std::string_view line) 
   }
   if (!pending_.gpus.empty() &&
       (row.gpu.index <= pending_.gpus.back().index || *row.gpu_count != expected_)) {
-    reset();
-    outcome.error = "incomplete sample dropped: a new one began";
+    if (unreadable_elsewhere_ > 0 && whole()) {
+      // The rows of GPUs it cannot read never come: the sample was whole at its last row.
+      add_unreadable_gpus(pending_, pending_unreadable_);
+      outcome.sample = std::move(pending_);
+      reset();
+    } else {
+      reset();
+      outcome.error = "incomplete sample dropped: a new one began";
+    }
   }
   if (!pending_.gpus.empty() && pending_bytes_ + line.size() > limits_.max_bytes) {
     reset();
@@ -143,17 +164,25 @@ CsvSampleAssembler::Outcome CsvSampleAssembler::add_line(std::string_view line) 
   }
   pending_.gpus.push_back(std::move(row.gpu));
   pending_bytes_ += line.size();
-  if (static_cast<std::int64_t>(pending_.gpus.size()) == expected_) {
+  if (whole() && !outcome.sample) {
+    add_unreadable_gpus(pending_, pending_unreadable_);
     outcome.sample = std::move(pending_);
-    pending_ = Snapshot();
-    pending_bytes_ = 0;
+    reset();
   }
   return outcome;
+}
+
+bool CsvSampleAssembler::whole() const {
+  std::size_t gpus = pending_.gpus.size() + pending_unreadable_.size();
+  return static_cast<std::int64_t>(gpus) == expected_ ||
+         (unreadable_elsewhere_ > 0 &&
+          static_cast<std::int64_t>(gpus + unreadable_elsewhere_) >= expected_);
 }
 
 bool CsvSampleAssembler::reset() {
   bool had_partial = !pending_.gpus.empty();
   pending_ = Snapshot();
+  pending_unreadable_.clear();
   pending_bytes_ = 0;
   return had_partial;
 }

@@ -1,5 +1,6 @@
 #include "nvsmi/xml_reader.hpp"
 
+#include "lost_gpu.hpp"
 #include "xml_filter.hpp"
 
 #include "nvsmi/quantity.hpp"
@@ -194,6 +195,25 @@ Gpu read_gpu(const Element &gpu, int index) {
   return out;
 }
 
+// Whether nvidia-smi says in this <gpu>'s readings that the GPU itself is gone; kept apart from
+// read_gpu, which reads each value for what it is.
+Text lost_reason(const Element &gpu) {
+  detail::LostEvidence evidence;
+  for (const char *name : {"product_name", "uuid"})
+    evidence.core_reading(gpu.raw(name));
+  evidence.core_reading(gpu.child("temperature").raw("gpu_temp"));
+  for (const char *name : {"total", "used", "free"})
+    evidence.core_reading(gpu.child("fb_memory_usage").raw(name));
+  for (const char *name : {"gpu_util", "memory_util"})
+    evidence.core_reading(gpu.child("utilization").raw(name));
+  for (const char *name : {"performance_state", "fan_speed"})
+    evidence.reading(gpu.raw(name));
+  for (const char *block : {"gpu_power_readings", "power_readings", "clocks"})
+    for (pugi::xml_node reading : gpu.node().child(block).children())
+      evidence.reading(reading.child_value());
+  return evidence.reason();
+}
+
 // pugixml decodes a character reference to U+0000 into a NUL byte, and its strings end at the
 // first NUL: "GPU&#0;X" would become the name "GPU" without a word. XML allows no reference to
 // U+0000 (nor past U+10FFFF, which pugixml's arithmetic wraps, &#x100000000; to 0 as well), and
@@ -262,7 +282,10 @@ Snapshot read_xml(std::string_view document, XmlParse mode) {
   snapshot.driver_version = log.text("driver_version");
   snapshot.cuda_version = log.text("cuda_version");
   int index = 0;
-  log.each("gpu", [&](const Element &gpu) { snapshot.gpus.push_back(read_gpu(gpu, index++)); });
+  log.each("gpu", [&](const Element &gpu) {
+    snapshot.gpus.push_back(read_gpu(gpu, index++));
+    snapshot.gpus.back().lost_reason = lost_reason(gpu);
+  });
   return snapshot;
 }
 

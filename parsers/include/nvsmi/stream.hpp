@@ -5,6 +5,7 @@
 
 #include "nvsmi/csv_reader.hpp"
 #include "nvsmi/snapshot.hpp"
+#include "nvsmi/unreadable_gpu.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -76,14 +77,24 @@ public:
     std::optional<Snapshot> sample;
     std::optional<std::string> error;
   };
+  // A device-handle line (nvsmi/unreadable_gpu.hpp) among the rows stands for its GPU's row: the
+  // GPU is in the sample, lost, and counts towards `count`.
   Outcome add_line(std::string_view line);
+  // How many GPUs nvidia-smi said elsewhere (on stderr) it cannot read, which print no row: a
+  // sample short of `count` by at most this many is whole at its last row, or, when the message
+  // came late, at the next sample's first. Their GPUs are the caller's to add.
+  void set_unreadable_elsewhere(std::size_t count) { unreadable_elsewhere_ = count; }
   // Drops an incomplete sample (the child died); true if there was one.
   bool reset();
 
 private:
+  bool whole() const;
+
   CsvLayout layout_;
   CsvSampleLimits limits_;
   Snapshot pending_;
+  std::vector<UnreadableGpu> pending_unreadable_;
+  std::size_t unreadable_elsewhere_ = 0;
   std::int64_t expected_ = 0;
   std::size_t pending_bytes_ = 0;
 };

@@ -3,7 +3,8 @@
 //   Unable to determine the device handle for GPU 0000:0B:00.0: Unknown Error
 //   Unable to determine the device handle for gpu 0000:18:00.0: Unknown Error
 //   Unable to determine the device handle for GPU0000:07:00.0: Unknown Error
-//   Unable to determine the device handle for GPU0: 0000:24:00.0: GPU is lost.  Reboot the system...
+//   Unable to determine the device handle for GPU0: 0000:24:00.0: GPU is lost.  Reboot the
+//   system...
 // on stderr (XML) or among the rows (CSV).
 #pragma once
 
@@ -31,7 +32,8 @@ std::vector<UnreadableGpu> find_unreadable_gpus(std::string_view text);
 // Puts each unreadable GPU into the snapshot, marked (Gpu::lost_reason), unless a GPU of the same
 // bus id is there, which is then marked instead. For an XML snapshot, whose indices are positions,
 // the new GPU goes in bus-id order and every index is renumbered by position, since nvidia-smi
-// numbers GPUs in that order; for CSV the index is the message's, else one past the highest.
+// numbers GPUs in that order; for CSV the index is the message's, else the lowest no GPU has
+// (where its row would have been; one past the highest when there is no gap).
 void add_unreadable_gpus(Snapshot &snapshot, const std::vector<UnreadableGpu> &gpus);
 
 } // namespace nvsmi
