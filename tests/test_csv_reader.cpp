@@ -14,17 +14,28 @@ const char *units_header =
     "utilization.gpu [%], utilization.memory [%], memory.total [MiB], memory.used [MiB], "
     "memory.free [MiB], power.draw [W], power.limit [W], enforced.power.limit [W], fan.speed [%], "
     "clocks.current.graphics [MHz], clocks.current.sm [MHz], clocks.current.memory [MHz], "
-    "clocks.current.video [MHz]\n";
+    "clocks.current.video [MHz], ecc.mode.current, ecc.mode.pending, "
+    "ecc.errors.corrected.volatile.total, ecc.errors.corrected.aggregate.total, "
+    "ecc.errors.uncorrected.volatile.total, ecc.errors.uncorrected.aggregate.total, "
+    "retired_pages.sbe, retired_pages.dbe, retired_pages.pending, remapped_rows.correctable, "
+    "remapped_rows.uncorrectable, remapped_rows.pending, remapped_rows.failure, "
+    "pcie.link.gen.current, pcie.link.gen.max, pcie.link.width.current, pcie.link.width.max, "
+    "clocks_throttle_reasons.supported, clocks_throttle_reasons.active\n";
+
+// The health columns of query_fields(), which carry no unit.
+#define HEALTH_VALUES                                                                              \
+  ", Enabled, Enabled, 3, 5, 0, 1, [N/A], [N/A], [N/A], 2, 1, Yes, No, 4, 5, 8, 16, "              \
+  "0x00000000000001FF, 0x0000000000000044\n"
 
 const char *row_with_units =
     "2024/03/12 14:03:27.512, 550.54.15, 1, 0, GPU-00000000-0000-0000-0000-000000000000, NVIDIA "
     "H100 80GB HBM3, 00000000:19:00.0, P0, 30, 45 %, 12 %, 81559 MiB, 8493 MiB, 72737 MiB, "
-    "68.25 W, 700.00 W, 700.00 W, [N/A], 1980 MHz, 1980 MHz, 2619 MHz, 1545 MHz\n";
+    "68.25 W, 700.00 W, 700.00 W, [N/A], 1980 MHz, 1980 MHz, 2619 MHz, 1545 MHz" HEALTH_VALUES;
 
 const char *row_without_units =
     "2024/03/12 14:03:27.512, 550.54.15, 1, 0, GPU-00000000-0000-0000-0000-000000000000, NVIDIA "
     "H100 80GB HBM3, 00000000:19:00.0, P0, 30, 45, 12, 81559, 8493, 72737, 68.25, 700.00, 700.00, "
-    "[N/A], 1980, 1980, 2619, 1545\n";
+    "[N/A], 1980, 1980, 2619, 1545" HEALTH_VALUES;
 
 void check_row(const Snapshot &snapshot) {
   REQUIRE(snapshot.gpus.size() == 1);
@@ -48,6 +59,29 @@ void check_row(const Snapshot &snapshot) {
   CHECK(gpu.clocks.graphics_mhz == 1980);
   CHECK(gpu.clocks.memory_mhz == 2619);
   CHECK_FALSE(gpu.processes); // the query does not report them: unknown, not "none"
+  const GpuHealth &health = gpu.health;
+  CHECK(health.ecc_enabled == true);
+  CHECK(health.ecc_volatile.corrected == 3);
+  CHECK(health.ecc_aggregate.corrected == 5);
+  CHECK(health.ecc_volatile.uncorrected == 0);
+  CHECK(health.ecc_aggregate.uncorrected == 1);
+  CHECK_FALSE(health.retired_pages_single_bit);
+  CHECK_FALSE(health.retired_pages_pending);
+  CHECK(health.remapped_rows_correctable == 2);
+  CHECK(health.remapped_rows_uncorrectable == 1);
+  CHECK(health.remapped_rows_pending == true);
+  CHECK(health.remapped_rows_failure == false);
+  CHECK(health.pcie_link_gen == 4);
+  CHECK(health.pcie_link_gen_max == 5);
+  CHECK(health.pcie_link_width == 8);
+  CHECK(health.pcie_link_width_max == 16);
+  CHECK_FALSE(health.pcie_tx_kib_per_s); // the CSV query has no throughput
+  CHECK_FALSE(health.recovery_action);   // not asked for
+  REQUIRE(gpu.clock_event_reasons_active);
+  CHECK(*gpu.clock_event_reasons_active ==
+        std::vector<std::string>{"sw_power_cap", "hw_thermal_slowdown"});
+  REQUIRE(gpu.clock_event_reasons_reported);
+  CHECK(gpu.clock_event_reasons_reported->size() == 9);
 }
 
 } // namespace

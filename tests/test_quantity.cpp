@@ -16,6 +16,18 @@ TEST_CASE("numbers parse in the unit their field must have") {
   CHECK(parse_integer("65 %", Unit::percent, required, "utilization") == 65);
   CHECK(parse_integer("1410 MHz", Unit::mhz, required, "clock") == 1410);
   CHECK(parse_integer("  42 MiB\r", Unit::mib, required, "memory.used") == 42);
+  CHECK(parse_integer("4000 KB/s", Unit::kib_per_s, required, "tx_util") == 4000);
+}
+
+TEST_CASE("a PCIe link width carries its x without a space") {
+  CHECK(parse_integer("16x", Unit::lanes, required, "max_link_width") == 16);
+  CHECK(parse_integer("8", Unit::lanes, optional, "pcie.link.width.current") == 8);
+  CHECK_THROWS_WITH(parse_integer("16 lanes", Unit::lanes, required, "max_link_width"),
+                    Catch::Contains("max_link_width: expected unit \"x\", got \"lanes\""));
+  CHECK_THROWS_WITH(parse_integer("16", Unit::lanes, required, "max_link_width"),
+                    Catch::Contains("missing unit \"x\""));
+  CHECK_THROWS_AS(parse_integer("x", Unit::lanes, required, "max_link_width"), ParseError);
+  CHECK_THROWS_AS(parse_integer("16x", Unit::mib, required, "memory.total"), ParseError);
 }
 
 TEST_CASE("a bare number is accepted only where units are optional (csv,nounits)") {

@@ -402,7 +402,7 @@ TEST_CASE("watch: --fields adds query fields to json and to the CSV log") {
   CHECK(run.exit_code == 0);
   // A field already read, and a repeated one, are asked for once.
   CHECK_THAT(test::read_file(setup.args),
-             Catch::Contains(",clocks.current.video,clocks.max.sm,serial --format="));
+             Catch::Contains(",clocks_throttle_reasons.active,clocks.max.sm,serial --format="));
   std::vector<std::string> lines = lines_of(run.out);
   REQUIRE(lines.size() == 2);
   auto gpu = nlohmann::json::parse(lines[1])["gpus"][7];

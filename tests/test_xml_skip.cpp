@@ -92,17 +92,17 @@ TEST_CASE("skipping unread elements: what it leaves to the full parser") {
 
 TEST_CASE("skipping unread elements does not look inside them") {
   // Their only fault inside an unread element: the full parse refuses, the default reads on.
-  std::string document = "<nvidia_smi_log><gpu><ecc_errors><a>&bogus;</a></ecc_errors>"
+  std::string document = "<nvidia_smi_log><gpu><supported_clocks><a>&bogus;</a></supported_clocks>"
                          "<temperature><gpu_temp>41 C</gpu_temp></temperature></gpu>"
                          "</nvidia_smi_log>";
   CHECK(read_xml(document).gpus.at(0).temperature_c == 41);
   CHECK(read_xml(document, XmlParse::full).gpus.at(0).temperature_c == 41); // pugixml keeps it
-  std::string bad_tag = "<nvidia_smi_log><gpu><ecc_errors><a b=></ecc_errors>"
+  std::string bad_tag = "<nvidia_smi_log><gpu><supported_clocks><a b=></supported_clocks>"
                         "<temperature><gpu_temp>41 C</gpu_temp></temperature></gpu>"
                         "</nvidia_smi_log>";
   CHECK(read_xml(bad_tag).gpus.at(0).temperature_c == 41);
   CHECK_THROWS_AS(read_xml(bad_tag, XmlParse::full), ParseError);
-  std::string mismatched = "<nvidia_smi_log><gpu><ecc_errors><a></b></ecc_errors>"
+  std::string mismatched = "<nvidia_smi_log><gpu><supported_clocks><a></b></supported_clocks>"
                            "<temperature><gpu_temp>41 C</gpu_temp></temperature></gpu>"
                            "</nvidia_smi_log>";
   CHECK(read_xml(mismatched).gpus.at(0).temperature_c == 41);

@@ -7,8 +7,11 @@
 #include "reader_text.hpp"
 
 #include <algorithm>
-#include <array>
+#include <charconv>
+#include <cstdint>
+#include <iterator>
 #include <limits>
+#include <system_error>
 
 namespace nvsmi {
 namespace {
@@ -39,16 +42,59 @@ enum class Field {
   clock_memory,
   clock_video,
   mig_mode,
+  ecc_mode,
+  ecc_pending_mode,
+  ecc_corrected_volatile,
+  ecc_corrected_aggregate,
+  ecc_uncorrected_volatile,
+  ecc_uncorrected_aggregate,
+  retired_single_bit,
+  retired_double_bit,
+  retired_pending,
+  remapped_correctable,
+  remapped_uncorrectable,
+  remapped_pending,
+  remapped_failure,
+  pcie_gen,
+  pcie_gen_gpu,
+  pcie_gen_max,
+  pcie_gen_gpu_max,
+  pcie_width,
+  pcie_width_max,
+  clock_reasons_supported,
+  clock_reasons_active,
+  clock_reason, // one reason's "Active"/"Not Active"; FieldSpec::bit says which
+  recovery_action,
 };
 
 struct FieldSpec {
   std::string_view name;
   Field field;
   Unit unit;
+  std::uint64_t bit = 0; // Field::clock_reason: the reason's bit in NVML's bitmask
 };
 
-// nvidia-smi's field names, with the older short aliases some scripts still use.
-constexpr std::array<FieldSpec, 31> field_table{{
+// NVML's clock event reason bits (nvmlClocksEventReason*), as the CSV bitmasks
+// clocks_event_reasons.supported/.active carry them, by the short names the XML uses.
+struct ClockReason {
+  std::uint64_t bit;
+  std::string_view name;
+};
+constexpr ClockReason clock_reasons[] = {
+    {0x1, "gpu_idle"},
+    {0x2, "applications_clocks_setting"},
+    {0x4, "sw_power_cap"},
+    {0x8, "hw_slowdown"},
+    {0x10, "sync_boost"},
+    {0x20, "sw_thermal_slowdown"},
+    {0x40, "hw_thermal_slowdown"},
+    {0x80, "hw_power_brake_slowdown"},
+    {0x100, "display_clocks_setting"},
+};
+
+// nvidia-smi's field names, with the older short aliases some scripts still use. Drivers from 535
+// name the clock reasons clocks_event_reasons.*, and still accept clocks_throttle_reasons.*.
+constexpr FieldSpec field_table[] = {
     {"timestamp", Field::timestamp, Unit::none},
     {"driver_version", Field::driver_version, Unit::none},
     {"count", Field::count, Unit::none},
@@ -80,10 +126,54 @@ constexpr std::array<FieldSpec, 31> field_table{{
     {"clocks.current.video", Field::clock_video, Unit::mhz},
     {"clocks.video", Field::clock_video, Unit::mhz},
     {"mig.mode.current", Field::mig_mode, Unit::none},
-}};
+    {"ecc.mode.current", Field::ecc_mode, Unit::none},
+    {"ecc.mode.pending", Field::ecc_pending_mode, Unit::none},
+    {"ecc.errors.corrected.volatile.total", Field::ecc_corrected_volatile, Unit::none},
+    {"ecc.errors.corrected.aggregate.total", Field::ecc_corrected_aggregate, Unit::none},
+    {"ecc.errors.uncorrected.volatile.total", Field::ecc_uncorrected_volatile, Unit::none},
+    {"ecc.errors.uncorrected.aggregate.total", Field::ecc_uncorrected_aggregate, Unit::none},
+    {"retired_pages.single_bit_ecc.count", Field::retired_single_bit, Unit::none},
+    {"retired_pages.sbe", Field::retired_single_bit, Unit::none},
+    {"retired_pages.double_bit.count", Field::retired_double_bit, Unit::none},
+    {"retired_pages.dbe", Field::retired_double_bit, Unit::none},
+    {"retired_pages.pending", Field::retired_pending, Unit::none},
+    {"remapped_rows.correctable", Field::remapped_correctable, Unit::none},
+    {"remapped_rows.sbe", Field::remapped_correctable, Unit::none},
+    {"remapped_rows.uncorrectable", Field::remapped_uncorrectable, Unit::none},
+    {"remapped_rows.dbe", Field::remapped_uncorrectable, Unit::none},
+    {"remapped_rows.pending", Field::remapped_pending, Unit::none},
+    {"remapped_rows.failure", Field::remapped_failure, Unit::none},
+    {"pcie.link.gen.current", Field::pcie_gen, Unit::none},
+    {"pcie.link.gen.gpucurrent", Field::pcie_gen_gpu, Unit::none},
+    {"pcie.link.gen.max", Field::pcie_gen_max, Unit::none},
+    {"pcie.link.gen.gpumax", Field::pcie_gen_gpu_max, Unit::none},
+    {"pcie.link.width.current", Field::pcie_width, Unit::lanes},
+    {"pcie.link.width.max", Field::pcie_width_max, Unit::lanes},
+    {"clocks_event_reasons.supported", Field::clock_reasons_supported, Unit::none},
+    {"clocks_throttle_reasons.supported", Field::clock_reasons_supported, Unit::none},
+    {"clocks_event_reasons.active", Field::clock_reasons_active, Unit::none},
+    {"clocks_throttle_reasons.active", Field::clock_reasons_active, Unit::none},
+    {"clocks_event_reasons.gpu_idle", Field::clock_reason, Unit::none, 0x1},
+    {"clocks_throttle_reasons.gpu_idle", Field::clock_reason, Unit::none, 0x1},
+    {"clocks_event_reasons.applications_clocks_setting", Field::clock_reason, Unit::none, 0x2},
+    {"clocks_throttle_reasons.applications_clocks_setting", Field::clock_reason, Unit::none, 0x2},
+    {"clocks_event_reasons.sw_power_cap", Field::clock_reason, Unit::none, 0x4},
+    {"clocks_throttle_reasons.sw_power_cap", Field::clock_reason, Unit::none, 0x4},
+    {"clocks_event_reasons.hw_slowdown", Field::clock_reason, Unit::none, 0x8},
+    {"clocks_throttle_reasons.hw_slowdown", Field::clock_reason, Unit::none, 0x8},
+    {"clocks_event_reasons.sync_boost", Field::clock_reason, Unit::none, 0x10},
+    {"clocks_throttle_reasons.sync_boost", Field::clock_reason, Unit::none, 0x10},
+    {"clocks_event_reasons.sw_thermal_slowdown", Field::clock_reason, Unit::none, 0x20},
+    {"clocks_throttle_reasons.sw_thermal_slowdown", Field::clock_reason, Unit::none, 0x20},
+    {"clocks_event_reasons.hw_thermal_slowdown", Field::clock_reason, Unit::none, 0x40},
+    {"clocks_throttle_reasons.hw_thermal_slowdown", Field::clock_reason, Unit::none, 0x40},
+    {"clocks_event_reasons.hw_power_brake_slowdown", Field::clock_reason, Unit::none, 0x80},
+    {"clocks_throttle_reasons.hw_power_brake_slowdown", Field::clock_reason, Unit::none, 0x80},
+    {"gpu_recovery_action", Field::recovery_action, Unit::none},
+};
 
 int find_field(std::string_view name) {
-  for (std::size_t i = 0; i < field_table.size(); ++i)
+  for (std::size_t i = 0; i < std::size(field_table); ++i)
     if (field_table[i].name == name)
       return static_cast<int>(i);
   return -1;
@@ -156,7 +246,28 @@ const std::vector<std::string> &query_fields() {
                                                "clocks.current.graphics",
                                                "clocks.current.sm",
                                                "clocks.current.memory",
-                                               "clocks.current.video"};
+                                               "clocks.current.video",
+                                               "ecc.mode.current",
+                                               "ecc.mode.pending",
+                                               "ecc.errors.corrected.volatile.total",
+                                               "ecc.errors.corrected.aggregate.total",
+                                               "ecc.errors.uncorrected.volatile.total",
+                                               "ecc.errors.uncorrected.aggregate.total",
+                                               "retired_pages.sbe",
+                                               "retired_pages.dbe",
+                                               "retired_pages.pending",
+                                               "remapped_rows.correctable",
+                                               "remapped_rows.uncorrectable",
+                                               "remapped_rows.pending",
+                                               "remapped_rows.failure",
+                                               "pcie.link.gen.current",
+                                               "pcie.link.gen.max",
+                                               "pcie.link.width.current",
+                                               "pcie.link.width.max",
+                                               "clocks_throttle_reasons.supported",
+                                               "clocks_throttle_reasons.active"};
+  // Not gpu_recovery_action: drivers before it (about 570) refuse the whole query for a name
+  // they do not know. It is read where a header has it.
   return fields;
 }
 
@@ -215,11 +326,59 @@ bool CsvLayout::is_header(std::string_view line) {
 
 namespace {
 
-// Reads each known cell into the row; the power columns into `draw` and `limit`, whose first known
-// value wins. A ParseError names the field only.
+// Readings that more than one column may give, settled once the whole row is read.
+struct Alternatives {
+  // Power columns renamed across drivers: the first known one wins, in this order.
+  RealReading draw[3], limit[2];
+  // The link's generation, else the GPU's own (pcie.link.gen.current is deprecated for it).
+  Reading gen[2], gen_max[2];
+  // NVML's bitmasks, else the per-reason columns: the bits reported, and those of them active.
+  std::optional<std::uint64_t> supported, active;
+  std::uint64_t flags_reported = 0, flags_active = 0;
+};
+
+// A "Yes"/"No"-like cell; nullopt for an unknown marker, ParseError naming the field otherwise.
+std::optional<bool> parse_flag(std::string_view value, std::string_view yes, std::string_view no,
+                               const std::string &field) {
+  Text word = parse_text(value);
+  if (!word)
+    return std::nullopt;
+  if (*word == yes || *word == no)
+    return *word == yes;
+  throw ParseError(field + ": expected \"" + std::string(yes) + "\" or \"" + std::string(no) +
+                   "\", got \"" + *word + "\"");
+}
+
+// "0x00000000000001FF"; nullopt for an unknown marker.
+std::optional<std::uint64_t> parse_bitmask(std::string_view value, const std::string &field) {
+  value = trim(value);
+  if (is_unknown(value))
+    return std::nullopt;
+  std::uint64_t mask = 0;
+  std::string_view digits = value.substr(std::min<std::size_t>(2, value.size()));
+  auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), mask, 16);
+  if (value.substr(0, 2) != "0x" || digits.empty() || error != std::errc() ||
+      end != digits.data() + digits.size())
+    throw ParseError(field + ": not a hexadecimal bitmask in \"" + std::string(value) + "\"");
+  return mask;
+}
+
+std::vector<std::string> reason_names(std::uint64_t mask) {
+  std::vector<std::string> names;
+  for (const ClockReason &reason : clock_reasons)
+    if (mask & reason.bit)
+      names.emplace_back(reason.name);
+  return names;
+}
+
+// Reads each known cell into the row; readings with several candidate columns into
+// `alternatives`. A ParseError names the field only.
 void read_cells(const std::vector<std::string_view> &cells, const CsvLayout &layout, CsvRow &row,
-                RealReading (&draw)[3], RealReading (&limit)[2]) {
+                Alternatives &alternatives) {
   Gpu &gpu = row.gpu;
+  GpuHealth &health = gpu.health;
+  auto &draw = alternatives.draw;
+  auto &limit = alternatives.limit;
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const CsvLayout::Column &column = layout.columns()[i];
     if (column.field < 0) {
@@ -319,6 +478,79 @@ void read_cells(const std::vector<std::string_view> &cells, const CsvLayout &lay
       if (Text mode = parse_text(value))
         gpu.mig_enabled = *mode == "Enabled";
       break;
+    case Field::ecc_mode:
+      health.ecc_enabled = parse_flag(value, "Enabled", "Disabled", column.name);
+      break;
+    case Field::ecc_pending_mode:
+      health.ecc_pending_enabled = parse_flag(value, "Enabled", "Disabled", column.name);
+      break;
+    case Field::ecc_corrected_volatile:
+      health.ecc_volatile.corrected = integer();
+      break;
+    case Field::ecc_corrected_aggregate:
+      health.ecc_aggregate.corrected = integer();
+      break;
+    case Field::ecc_uncorrected_volatile:
+      health.ecc_volatile.uncorrected = integer();
+      break;
+    case Field::ecc_uncorrected_aggregate:
+      health.ecc_aggregate.uncorrected = integer();
+      break;
+    case Field::retired_single_bit:
+      health.retired_pages_single_bit = integer();
+      break;
+    case Field::retired_double_bit:
+      health.retired_pages_double_bit = integer();
+      break;
+    case Field::retired_pending:
+      health.retired_pages_pending = parse_flag(value, "Yes", "No", column.name);
+      break;
+    case Field::remapped_correctable:
+      health.remapped_rows_correctable = integer();
+      break;
+    case Field::remapped_uncorrectable:
+      health.remapped_rows_uncorrectable = integer();
+      break;
+    case Field::remapped_pending:
+      health.remapped_rows_pending = parse_flag(value, "Yes", "No", column.name);
+      break;
+    case Field::remapped_failure:
+      health.remapped_rows_failure = parse_flag(value, "Yes", "No", column.name);
+      break;
+    case Field::pcie_gen:
+      alternatives.gen[0] = integer();
+      break;
+    case Field::pcie_gen_gpu:
+      alternatives.gen[1] = integer();
+      break;
+    case Field::pcie_gen_max:
+      alternatives.gen_max[0] = integer();
+      break;
+    case Field::pcie_gen_gpu_max:
+      alternatives.gen_max[1] = integer();
+      break;
+    case Field::pcie_width:
+      health.pcie_link_width = integer();
+      break;
+    case Field::pcie_width_max:
+      health.pcie_link_width_max = integer();
+      break;
+    case Field::clock_reasons_supported:
+      alternatives.supported = parse_bitmask(value, column.name);
+      break;
+    case Field::clock_reasons_active:
+      alternatives.active = parse_bitmask(value, column.name);
+      break;
+    case Field::clock_reason:
+      if (std::optional<bool> on = parse_flag(value, "Active", "Not Active", column.name)) {
+        alternatives.flags_reported |= spec.bit;
+        if (*on)
+          alternatives.flags_active |= spec.bit;
+      }
+      break;
+    case Field::recovery_action:
+      health.recovery_action = parse_text(value);
+      break;
     }
   }
 }
@@ -367,20 +599,31 @@ CsvRow read_csv_row(std::string_view line, const CsvLayout &layout, int position
   CsvRow row;
   Gpu &gpu = row.gpu;
   gpu.index = position;
-  // Power columns renamed across drivers: the first known one wins, in this order.
-  RealReading draw[3], limit[2];
+  Alternatives alternatives;
   try {
-    read_cells(cells, layout, row, draw, limit);
+    read_cells(cells, layout, row, alternatives);
   } catch (const ParseError &error) {
     throw ParseError(row_name() + " " + error.what()); // the field names itself; add the row
   }
   gpu.lost_reason = lost_reason(cells, layout);
-  for (const RealReading &candidate : draw)
-    if (!gpu.power_draw_w)
-      gpu.power_draw_w = candidate;
-  for (const RealReading &candidate : limit)
-    if (!gpu.power_limit_w)
-      gpu.power_limit_w = candidate;
+  auto first_known = [](auto &reading, const auto &candidates) {
+    for (const auto &candidate : candidates)
+      if (!reading)
+        reading = candidate;
+  };
+  first_known(gpu.power_draw_w, alternatives.draw);
+  first_known(gpu.power_limit_w, alternatives.limit);
+  first_known(gpu.health.pcie_link_gen, alternatives.gen);
+  first_known(gpu.health.pcie_link_gen_max, alternatives.gen_max);
+  // The per-reason columns have no display_clocks_setting: the bitmasks, where known, say more.
+  if (alternatives.supported)
+    gpu.clock_event_reasons_reported = reason_names(*alternatives.supported);
+  else if (alternatives.flags_reported)
+    gpu.clock_event_reasons_reported = reason_names(alternatives.flags_reported);
+  if (alternatives.active)
+    gpu.clock_event_reasons_active = reason_names(*alternatives.active);
+  else if (alternatives.flags_reported)
+    gpu.clock_event_reasons_active = reason_names(alternatives.flags_active);
   return row;
 }
 

@@ -46,6 +46,11 @@ std::string_view number_part(std::string_view text, Unit unit, UnitPolicy policy
     ++end;
   std::string_view number = text.substr(0, end);
   std::string_view suffix = trim(text.substr(end));
+  // "16x": the one unit nvidia-smi writes without a space.
+  if (unit == Unit::lanes && suffix.empty() && !number.empty() && number.back() == 'x') {
+    number.remove_suffix(1);
+    suffix = text.substr(end - 1, 1);
+  }
   if (suffix.empty()) {
     if (policy == UnitPolicy::required && unit != Unit::none)
       fail(field, "missing unit " + quoted(unit_symbol(unit)), text);
@@ -81,6 +86,10 @@ std::string_view unit_symbol(Unit unit) {
     return "%";
   case Unit::mhz:
     return "MHz";
+  case Unit::lanes:
+    return "x";
+  case Unit::kib_per_s:
+    return "KB/s";
   }
   return "";
 }

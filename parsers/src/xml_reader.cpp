@@ -45,6 +45,18 @@ public:
       throw ParseError(path() + "/" + error.what());
     }
   }
+  // One of two words nvidia-smi prints for a yes/no reading ("Yes"/"No", "Enabled"/"Disabled"),
+  // nullopt for an unknown marker. Any other word is refused: a guess could hide a fault.
+  std::optional<bool> flag(const char *name, std::string_view yes, std::string_view no) const {
+    Text word = text(name);
+    if (!word)
+      return std::nullopt;
+    if (*word == yes || *word == no)
+      return *word == yes;
+    throw ParseError(path() + "/" + name + ": expected \"" + std::string(yes) + "\" or \"" +
+                     std::string(no) + "\", got \"" + *word + "\"");
+  }
+  std::optional<bool> yes_no(const char *name) const { return flag(name, "Yes", "No"); }
   // The first known reading among elements that replaced one another across drivers.
   RealReading first_real(std::initializer_list<const char *> names, Unit unit) const {
     try {
@@ -106,34 +118,151 @@ std::vector<Process> read_processes(const Element &list) {
   return processes;
 }
 
-// Drivers before 530 say clocks_throttle_reasons/clocks_throttle_reason_X, later ones
+// Drivers before 535 say clocks_throttle_reasons/clocks_throttle_reason_X, later ones
 // clocks_event_reasons/clocks_event_reason_X; both list each reason as "Active" or "Not Active".
-std::optional<std::vector<std::string>> read_active_clock_reasons(const Element &gpu) {
+// A reason whose value is unknown is neither reported nor active; none known leaves both nullopt.
+void read_clock_reasons(const Element &gpu, Gpu &out) {
   struct Naming {
     const char *block, *prefix;
   };
   for (Naming naming : {Naming{"clocks_event_reasons", "clocks_event_reason_"},
                         Naming{"clocks_throttle_reasons", "clocks_throttle_reason_"}}) {
-    pugi::xml_node block = gpu.node().child(naming.block);
+    Element block = gpu.child(naming.block);
     if (!block)
       continue;
-    std::vector<std::string> active;
+    std::vector<std::string> reported, active;
     std::size_t prefix_length = std::strlen(naming.prefix);
-    for (pugi::xml_node reason : block.children()) {
+    for (pugi::xml_node reason : block.node().children()) {
       std::string_view name = reason.name();
-      if (trim(reason.child_value()) == "Active" &&
-          name.compare(0, prefix_length, naming.prefix) == 0)
+      if (name.compare(0, prefix_length, naming.prefix) != 0)
+        continue;
+      std::optional<bool> on = block.flag(reason.name(), "Active", "Not Active");
+      if (!on)
+        continue;
+      reported.emplace_back(name.substr(prefix_length));
+      if (*on)
         active.emplace_back(name.substr(prefix_length));
     }
-    return active;
+    if (!reported.empty()) {
+      out.clock_event_reasons_reported = std::move(reported);
+      out.clock_event_reasons_active = std::move(active);
+    }
+    return;
   }
-  return std::nullopt;
+}
+
+// The sum of the readings that are known; nullopt when none is.
+Reading sum_known(std::initializer_list<Reading> parts) {
+  Reading total;
+  for (const Reading &part : parts)
+    if (part)
+      total = total.value_or(0) + *part;
+  return total;
+}
+
+// One scope (ecc_errors/volatile or /aggregate). Only its own children are read: a MIG device's
+// ecc_error_count repeats the names sram_uncorrectable etc. deeper down, for its slice only.
+EccErrorCounts read_ecc_scope(const Element &scope) {
+  EccErrorCounts counts;
+  if (Element single = scope.child("single_bit")) {
+    // Before Turing: per unit, with nvidia-smi's own total.
+    counts.corrected = single.integer("total", Unit::none);
+    counts.uncorrected = scope.child("double_bit").integer("total", Unit::none);
+    return counts;
+  }
+  counts.corrected = sum_known({scope.integer("sram_correctable", Unit::none),
+                                scope.integer("dram_correctable", Unit::none)});
+  // 570 and later split SRAM's uncorrectable count into parity and SEC-DED. Not
+  // sram_threshold_exceeded (a flag) nor aggregate_uncorrectable_sram_sources (the same errors
+  // again, by where they happened).
+  counts.uncorrected = sum_known({scope.integer("sram_uncorrectable", Unit::none),
+                                  scope.integer("sram_uncorrectable_parity", Unit::none),
+                                  scope.integer("sram_uncorrectable_secded", Unit::none),
+                                  scope.integer("dram_uncorrectable", Unit::none)});
+  return counts;
+}
+
+std::optional<bool> any_yes(std::optional<bool> a, std::optional<bool> b) {
+  if (a.value_or(false) || b.value_or(false))
+    return true;
+  return a ? a : b;
+}
+
+// gpu_recovery_action where the driver has it (570 and later); before it, 535's
+// gpu_reset_status in the words of the action it stands for.
+Text read_recovery_action(const Element &gpu) {
+  Element status = gpu.child("gpu_reset_status");
+  std::optional<bool> reset = status.yes_no("reset_required");
+  std::optional<bool> drain = status.yes_no("drain_and_reset_recommended");
+  if (Text action = gpu.text("gpu_recovery_action"))
+    return action;
+  if (reset.value_or(false))
+    return std::string("GPU Reset Required");
+  if (drain.value_or(false))
+    return std::string("Drain and Reset");
+  if (reset && drain)
+    return std::string("None");
+  return std::nullopt; // one of the two unknown: "None" would be a guess
+}
+
+GpuHealth read_health(const Element &gpu) {
+  GpuHealth health;
+  Element mode = gpu.child("ecc_mode");
+  health.ecc_enabled = mode.flag("current_ecc", "Enabled", "Disabled");
+  health.ecc_pending_enabled = mode.flag("pending_ecc", "Enabled", "Disabled");
+  Element ecc = gpu.child("ecc_errors");
+  health.ecc_volatile = read_ecc_scope(ecc.child("volatile"));
+  health.ecc_aggregate = read_ecc_scope(ecc.child("aggregate"));
+
+  Element retired = gpu.child("retired_pages");
+  health.retired_pages_single_bit =
+      retired.child("multiple_single_bit_retirement").integer("retired_count", Unit::none);
+  health.retired_pages_double_bit =
+      retired.child("double_bit_retirement").integer("retired_count", Unit::none);
+  // 418 has only pending_retirement; later drivers print pending_blacklist beside it.
+  health.retired_pages_pending =
+      any_yes(retired.yes_no("pending_retirement"), retired.yes_no("pending_blacklist"));
+
+  // A container on GPUs that remap rows, a bare "N/A" on the others: its children then read as
+  // absent.
+  Element remapped = gpu.child("remapped_rows");
+  health.remapped_rows_correctable = remapped.integer("remapped_row_corr", Unit::none);
+  health.remapped_rows_uncorrectable = remapped.integer("remapped_row_unc", Unit::none);
+  health.remapped_rows_pending = remapped.yes_no("remapped_row_pending");
+  health.remapped_rows_failure = remapped.yes_no("remapped_row_failure");
+
+  Element pci = gpu.child("pci");
+  Element link = pci.child("pci_gpu_link_info");
+  Element gen = link.child("pcie_gen");
+  health.pcie_link_gen = gen.integer("current_link_gen", Unit::none);
+  // The most this GPU in this host can train at (525 adds the GPU's and the host's own).
+  health.pcie_link_gen_max = gen.integer("max_link_gen", Unit::none);
+  Element widths = link.child("link_widths");
+  health.pcie_link_width = widths.integer("current_link_width", Unit::lanes);
+  health.pcie_link_width_max = widths.integer("max_link_width", Unit::lanes);
+  health.pcie_tx_kib_per_s = pci.integer("tx_util", Unit::kib_per_s);
+  health.pcie_rx_kib_per_s = pci.integer("rx_util", Unit::kib_per_s);
+
+  // Ada on 595 gives only offsets from T.Limit (gpu_temp_slow_tlimit_threshold ...), from which
+  // no absolute temperature follows: those stay nullopt.
+  Element temperature = gpu.child("temperature");
+  health.temperature_slowdown_c = temperature.integer("gpu_temp_slow_threshold", Unit::celsius);
+  health.temperature_shutdown_c = temperature.integer("gpu_temp_max_threshold", Unit::celsius);
+
+  health.recovery_action = read_recovery_action(gpu);
+  return health;
 }
 
 // The children of <gpu> that read_gpu looks at; the others are dropped before parsing.
 bool read_by_read_gpu(std::string_view name) {
   static constexpr std::string_view read[] = {"pci",
                                               "uuid",
+                                              "ecc_mode",
+                                              "ecc_errors",
+                                              "retired_pages",
+                                              "remapped_rows",
+                                              "gpu_reset_status",
+                                              "gpu_recovery_action",
                                               "clocks",
                                               "mig_mode",
                                               "fan_speed",
@@ -191,7 +320,8 @@ Gpu read_gpu(const Element &gpu, int index) {
     out.mig_devices = read_mig_devices(list);
   if (Element list = gpu.child("processes"))
     out.processes = read_processes(list);
-  out.clock_event_reasons_active = read_active_clock_reasons(gpu);
+  read_clock_reasons(gpu, out);
+  out.health = read_health(gpu);
   return out;
 }
 

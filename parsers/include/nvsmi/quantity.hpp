@@ -16,9 +16,12 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-enum class Unit { none, mib, watt, celsius, percent, mhz };
+// `lanes` is a PCIe link width, which the XML prints glued to its number ("16x"); `kib_per_s` is
+// the XML's PCIe throughput ("KB/s", which nvidia-smi computes in KiB).
+enum class Unit { none, mib, watt, celsius, percent, mhz, lanes, kib_per_s };
 
-// The symbol nvidia-smi prints after a number of this unit ("MiB", "W", "C", "%", "MHz").
+// The symbol nvidia-smi prints after a number of this unit ("MiB", "W", "C", "%", "MHz", "x",
+// "KB/s").
 std::string_view unit_symbol(Unit unit);
 
 // Without " \t\r\n" at either end. Inline and by hand: it runs several times on every value, and
