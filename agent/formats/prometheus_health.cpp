@@ -183,12 +183,13 @@ void write_clock_and_link_health(const Snapshot &snapshot, const std::vector<std
       {"nvsmi_gpu_pcie_link_generation", "PCIe link generation now (it drops when idle).",
        [](const Gpu &g) { return plain(g.health.pcie_link_gen); }},
       {"nvsmi_gpu_pcie_link_generation_max",
-       "Highest PCIe link generation the GPU and its slot support.",
+       "Highest PCIe link generation the link can train at (nvidia-smi's maximum).",
        [](const Gpu &g) { return plain(g.health.pcie_link_gen_max); }},
       {"nvsmi_gpu_pcie_link_width",
        "PCIe lanes in use now; fewer than the maximum under load: reseat or check the riser.",
        [](const Gpu &g) { return plain(g.health.pcie_link_width); }},
-      {"nvsmi_gpu_pcie_link_width_max", "Most PCIe lanes the GPU and its slot support.",
+      {"nvsmi_gpu_pcie_link_width_max",
+       "Most PCIe lanes the link can train at (nvidia-smi's maximum).",
        [](const Gpu &g) { return plain(g.health.pcie_link_width_max); }},
       {"nvsmi_gpu_pcie_tx_bytes_per_second",
        "PCIe transmit throughput in bytes per second (nvidia-smi's XML tx_util).",
@@ -250,8 +251,9 @@ void write_recovery_and_xids(const Snapshot &snapshot, const std::vector<std::st
   }
   Family readable("nvsmi_xid_readable",
                   "1 when the agent reads the kernel log for Xid errors, 0 when it may not "
-                  "(nvsmi_gpu_xid_errors_total is then unknown, not zero: run it with read "
-                  "access to /dev/kmsg, e.g. CAP_SYSLOG, or give --kernel-log a file).");
+                  "(nvsmi_gpu_xid_errors_total is then unknown, not zero: give the agent read "
+                  "access to /dev/kmsg, CAP_SYSLOG where dmesg_restrict is set, or --kernel-log a "
+                  "file it may read).");
   readable.add("", snapshot.kernel_log->readable ? 1 : 0);
   readable.write(out);
 }
