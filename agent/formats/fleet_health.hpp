@@ -6,6 +6,7 @@
 #include "nvsmi/snapshot.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
