@@ -3,6 +3,7 @@
 #include "nvsmi/gpu_state.hpp"
 #include "nvsmi/timestamp.hpp"
 
+#include "formats/fleet_health.hpp"
 #include "formats/json_writer.hpp"
 
 namespace nvsmi {
@@ -30,7 +31,92 @@ void list_or_null(JsonWriter &json, std::string_view name,
   json.end_array();
 }
 
-void write_gpu(JsonWriter &json, const Gpu &gpu) {
+void write_ecc(JsonWriter &json, std::string_view scope, const EccErrorCounts &counts) {
+  json.key(scope);
+  json.begin_object();
+  field(json, "corrected", counts.corrected);
+  field(json, "uncorrected", counts.uncorrected);
+  json.end_object();
+}
+
+void write_health(JsonWriter &json, const Gpu &gpu) {
+  const GpuHealth &h = gpu.health;
+  json.key("health");
+  json.begin_object();
+  field(json, "ecc_enabled", h.ecc_enabled);
+  field(json, "ecc_pending_enabled", h.ecc_pending_enabled);
+  json.key("ecc_errors");
+  json.begin_object();
+  write_ecc(json, "volatile", h.ecc_volatile);
+  write_ecc(json, "aggregate", h.ecc_aggregate);
+  json.end_object();
+  json.key("retired_pages");
+  json.begin_object();
+  field(json, "single_bit", h.retired_pages_single_bit);
+  field(json, "double_bit", h.retired_pages_double_bit);
+  field(json, "pending", h.retired_pages_pending);
+  json.end_object();
+  json.key("remapped_rows");
+  json.begin_object();
+  field(json, "correctable", h.remapped_rows_correctable);
+  field(json, "uncorrectable", h.remapped_rows_uncorrectable);
+  field(json, "pending", h.remapped_rows_pending);
+  field(json, "failure", h.remapped_rows_failure);
+  json.end_object();
+  json.key("clock_event_reasons");
+  if (!gpu.clock_event_reasons_reported && !gpu.clock_event_reasons_active) {
+    json.null();
+  } else {
+    json.begin_object();
+    for (const auto &[reason, active] : clock_event_reasons(gpu))
+      field(json, reason, active);
+    json.end_object();
+  }
+  json.key("pcie");
+  json.begin_object();
+  field(json, "link_gen", h.pcie_link_gen);
+  field(json, "link_gen_max", h.pcie_link_gen_max);
+  field(json, "link_width", h.pcie_link_width);
+  field(json, "link_width_max", h.pcie_link_width_max);
+  field(json, "tx_kib_per_s", h.pcie_tx_kib_per_s);
+  field(json, "rx_kib_per_s", h.pcie_rx_kib_per_s);
+  json.end_object();
+  field(json, "temperature_slowdown_c", h.temperature_slowdown_c);
+  field(json, "temperature_shutdown_c", h.temperature_shutdown_c);
+  field(json, "recovery_action", h.recovery_action);
+  json.end_object();
+}
+
+// Null where the kernel log was not read, so that no Xid reads as none.
+void write_xids(JsonWriter &json, const Snapshot &snapshot, std::size_t position) {
+  json.key("xid");
+  if (!xids_known(snapshot)) {
+    json.null();
+    return;
+  }
+  GpuXids xids = gpu_xids(snapshot, position);
+  json.begin_object();
+  field(json, "total", xids.total);
+  json.key("counts");
+  json.begin_object();
+  for (const auto &[xid, count] : xids.counts)
+    field(json, std::to_string(xid), count);
+  json.end_object();
+  json.key("last");
+  if (!xids.last) {
+    json.null();
+  } else {
+    json.begin_object();
+    field(json, "xid", xids.last->xid);
+    field(json, "message", xids.last->last_message);
+    field(json, "seen", xids.last->last_seen);
+    json.end_object();
+  }
+  json.end_object();
+}
+
+void write_gpu(JsonWriter &json, const Snapshot &snapshot, std::size_t position) {
+  const Gpu &gpu = snapshot.gpus[position];
   field(json, "index", gpu.index);
   field(json, "uuid", gpu.uuid);
   field(json, "name", gpu.name);
@@ -85,6 +171,10 @@ void write_gpu(JsonWriter &json, const Gpu &gpu) {
   field(json, "clock_event_reasons_active", gpu.clock_event_reasons_active);
   // One word for what the GPU is doing (nvsmi/gpu_state.hpp), the same the views show.
   field(json, "state", std::string(gpu_state_key(gpu_state(gpu))));
+  field(json, "lost_reason", gpu.lost_reason);
+  field(json, "failure", gpu_failure(gpu));
+  write_health(json, gpu);
+  write_xids(json, snapshot, position);
   for (const ExtraField &extra : gpu.extras)
     field(json, extra.name, extra.value);
 }
@@ -106,6 +196,37 @@ void write_host(JsonWriter &json, const std::optional<Host> &host) {
   json.end_object();
 }
 
+// What the agent read of the kernel log; `unmatched` holds the Xids of devices that are no GPU
+// of the sample (an NVSwitch, a GPU gone from nvidia-smi's list), which no GPU's "xid" counts.
+void write_kernel_log(JsonWriter &json, const Snapshot &snapshot) {
+  json.key("kernel_log");
+  if (!snapshot.kernel_log) {
+    json.null();
+    return;
+  }
+  const KernelLog &log = *snapshot.kernel_log;
+  json.begin_object();
+  field(json, "source", log.source);
+  field(json, "readable", log.readable);
+  field(json, "error", log.error);
+  json.key("unmatched");
+  json.begin_array();
+  if (log.readable)
+    for (const XidTally &tally : log.xids) {
+      if (xid_gpu(snapshot, tally))
+        continue;
+      json.begin_object();
+      field(json, "pci_device", tally.pci_device);
+      field(json, "xid", tally.xid);
+      field(json, "count", tally.count);
+      field(json, "last_message", tally.last_message);
+      field(json, "last_seen", tally.last_seen);
+      json.end_object();
+    }
+  json.end_array();
+  json.end_object();
+}
+
 } // namespace
 
 std::string format_json(const Snapshot &snapshot) {
@@ -124,13 +245,14 @@ std::string format_json(const Snapshot &snapshot) {
   field(json, "cuda_version", snapshot.cuda_version);
   json.key("gpus");
   json.begin_array();
-  for (const Gpu &gpu : snapshot.gpus) {
+  for (std::size_t i = 0; i < snapshot.gpus.size(); ++i) {
     json.begin_object();
-    write_gpu(json, gpu);
+    write_gpu(json, snapshot, i);
     json.end_object();
   }
   json.end_array();
   write_host(json, snapshot.host);
+  write_kernel_log(json, snapshot);
   json.end_object();
   return out;
 }

@@ -22,6 +22,9 @@ constexpr double power_yellow_fraction = 0.80;
 constexpr std::size_t user_columns = 12, program_columns = 20;
 // A GPU name is not cut shorter than this to make room: "H100 80GB", "GTX 1080 Ti" fit.
 constexpr std::size_t least_name_columns = 12;
+// A lost or failing GPU's reason counts up to this against the names' room, and is shown only
+// where at least a few of its letters fit.
+constexpr std::size_t note_columns = 32, least_note_columns = 6;
 
 // Controls move the cursor, ring, clear or start an escape; the bidi controls reverse what
 // follows them on the line.
@@ -281,8 +284,19 @@ struct GpuRow {
   const Gpu *gpu;
   std::string index, name, temperature, utilization, memory, power;
   GpuState state;
+  std::string note;                       // why it is lost or failing, before its processes
   std::vector<const Process *> processes; // those not shown under one of its MIG instances
 };
+
+// Why a GPU is lost (nvidia-smi's words) or failing (gpu_failure's), else empty.
+std::string state_note(const Gpu &gpu, GpuState state) {
+  if (state == GpuState::lost && gpu.lost_reason)
+    return screen_text(*gpu.lost_reason);
+  if (state == GpuState::failing)
+    if (std::optional<std::string> failure = gpu_failure(gpu))
+      return screen_text(*failure);
+  return {};
+}
 
 GpuRow gpu_row(const Gpu &gpu) {
   GpuRow row{&gpu,
@@ -293,7 +307,9 @@ GpuRow gpu_row(const Gpu &gpu) {
              used_of(or_dash(gpu.memory_used_mib), or_dash(gpu.memory_total_mib), "MiB"),
              used_of(whole_or_dash(gpu.power_draw_w), whole_or_dash(gpu.power_limit_w), "W"),
              gpu_state(gpu),
+             {},
              {}};
+  row.note = state_note(gpu, row.state);
   std::vector<const Process *> processes;
   if (gpu.processes)
     for (const Process &process : *gpu.processes)
@@ -438,12 +454,14 @@ std::string format_table(const Snapshot &snapshot, const TableStyle &style) {
     memory_w = std::max(memory_w, screen_columns(row.memory));
     power_w = std::max(power_w, screen_columns(row.power));
     state_w = std::max(state_w, gpu_state_name(row.state).size());
+    std::size_t after_state =
+        row.note.empty() ? 0 : 2 + std::min(screen_columns(row.note), note_columns);
     if (!row.processes.empty()) {
       std::size_t after = row.processes.size() - 1;
-      first_process_w =
-          std::max(first_process_w, 2 + screen_columns(process_entry(*row.processes[0]).text()) +
-                                        (after > 0 ? 2 + more_text(after).size() : 0));
+      after_state += 2 + screen_columns(process_entry(*row.processes[0]).text()) +
+                     (after > 0 ? 2 + more_text(after).size() : 0);
     }
+    first_process_w = std::max(first_process_w, after_state);
   }
   // The readings and the state always, then the first process of each GPU: the names give way to
   // them (shown_name), down to least_name_columns.
@@ -474,10 +492,21 @@ std::string format_table(const Snapshot &snapshot, const TableStyle &style) {
     line.gap(2);
     line.add_right_aligned(row.power, power_w, power_tone(gpu));
     std::string state(gpu_state_name(row.state));
+    // A lost or failing GPU says so before anything else; another's state word gives way to the
+    // count of its processes.
+    bool state_first = row.state == GpuState::lost || row.state == GpuState::failing;
     std::size_t more_here = row.processes.empty() ? 0 : 2 + more_text(row.processes.size()).size();
-    if (line.columns() + 2 + state.size() + more_here <= style.width) {
+    if (line.columns() + 2 + state.size() + (state_first ? 0 : more_here) <= style.width) {
       line.gap(2);
       line.add(state, state_tone(row.state));
+    }
+    // The reason takes what is left but the room for `+N more`, so the processes are never
+    // hidden without a word.
+    std::size_t before_note = line.columns() + 2 + more_here;
+    std::size_t note_room = style.width > before_note ? style.width - before_note : 0;
+    if (!row.note.empty() && note_room >= least_note_columns) {
+      line.gap(2);
+      line.add(cut_to_columns(row.note, note_room), state_tone(row.state));
     }
     add_processes(line, row.processes, style.width);
     out += line.render(style);

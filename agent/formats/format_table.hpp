@@ -23,7 +23,8 @@ struct TableStyle {
 // from 70 C; utilization green from 50 %, dim under the idle threshold (5 %); memory red from
 // 90 % used, yellow from 75 %; power red from the `at power limit` threshold (95 % of the limit),
 // yellow from 80 %; the state red when hot or at its power limit, yellow when idle but held,
-// green in use, dim unknown.
+// green in use, dim unknown. A lost GPU shows why and a failing one what fails (gpu_failure), in
+// red where its first process would be.
 std::string format_table(const Snapshot &snapshot, const TableStyle &style = {});
 
 // Text from outside (process names, commands, users, host and GPU names) as it may go on a

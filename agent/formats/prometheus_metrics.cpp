@@ -1,9 +1,10 @@
 #include "formats/prometheus_metrics.hpp"
 
+#include "formats/prometheus_health.hpp"
+#include "formats/prometheus_text.hpp"
+
 #include "nvsmi/utf8.hpp"
 
-#include <charconv>
-#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -14,71 +15,6 @@ namespace nvsmi {
 namespace {
 
 constexpr double bytes_per_mib = 1024.0 * 1024.0;
-
-std::string number(double value) {
-  // Whole numbers as integers (1980000000, not 1.98e+09); others as the shortest exact text.
-  if (std::abs(value) < 1e15 && value == std::trunc(value))
-    return std::to_string(static_cast<std::int64_t>(value));
-  char buffer[64];
-  auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-  return std::string(buffer, result.ptr);
-}
-
-void append_label(std::string &labels, const char *name, const std::string &value) {
-  if (!labels.empty())
-    labels += ',';
-  labels += name;
-  labels += "=\"";
-  // Prometheus rejects the whole scrape for one label that is not UTF-8.
-  for (char c : valid_utf8(value)) {
-    if (c == '\\' || c == '"')
-      labels += '\\';
-    if (c == '\n')
-      labels += "\\n";
-    else
-      labels += c;
-  }
-  labels += '"';
-}
-
-void append_label(std::string &labels, const char *name, const Text &value) {
-  if (value)
-    append_label(labels, name, *value);
-}
-
-std::string gpu_labels(const Gpu &gpu) {
-  std::string labels;
-  append_label(labels, "gpu", std::to_string(gpu.index));
-  append_label(labels, "uuid", gpu.uuid);
-  append_label(labels, "name", gpu.name);
-  return labels;
-}
-
-// One family: HELP and TYPE, then its series; nothing at all when it has none.
-class Family {
-public:
-  Family(const char *name, const char *help, const char *type = "gauge")
-      : name_(name), help_(help), type_(type) {}
-  void add(const std::string &labels, std::optional<double> value) {
-    if (!value)
-      return;
-    series_ += name_;
-    if (!labels.empty())
-      series_ += '{' + labels + '}';
-    series_ += ' ' + number(*value) + '\n';
-  }
-  void write(std::string &out) const {
-    if (series_.empty())
-      return;
-    out += "# HELP " + std::string(name_) + ' ' + help_ + '\n';
-    out += "# TYPE " + std::string(name_) + ' ' + type_ + '\n';
-    out += series_;
-  }
-
-private:
-  const char *name_, *help_, *type_;
-  std::string series_;
-};
 
 template <typename T> std::optional<double> scaled(const std::optional<T> &value, double factor) {
   if (!value)
@@ -266,6 +202,7 @@ std::string format_snapshot_metrics(const Snapshot &snapshot) {
   write_process_metrics(snapshot, labels, out);
   write_user_metrics(snapshot, out);
   write_host_metrics(snapshot.host, out);
+  write_fleet_health_metrics(snapshot, labels, out);
   return out;
 }
 

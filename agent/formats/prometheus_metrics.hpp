@@ -17,7 +17,8 @@ constexpr const char *prometheus_content_type = "text/plain; version=0.0.4; char
 
 // Every family of the snapshot that has at least one series: nvsmi_gpu_* labelled gpu, uuid and
 // name (a process's also pid, process_name, user, container, pod_uid where known), nvsmi_user_*
-// labelled user, and nvsmi_host_*.
+// labelled user, nvsmi_host_*, then fleet health (state, lost, ECC, rows, PCIe, Xids:
+// docs/METRICS.md, prometheus_health.hpp).
 std::string format_snapshot_metrics(const Snapshot &snapshot);
 
 struct AgentHealth {

@@ -1,0 +1,17 @@
+// The fleet-health families of /metrics (docs/METRICS.md): each GPU's state and whether it was
+// lost, who holds it, ECC, retired pages, remapped rows, clock event reasons, P-state, PCIe link,
+// temperature thresholds, the driver's recovery action, and the kernel log's Xid errors.
+#pragma once
+
+#include "nvsmi/snapshot.hpp"
+
+#include <string>
+#include <vector>
+
+namespace nvsmi {
+
+// Appends every family that has a series; `labels` holds gpu_labels() of each of snapshot.gpus.
+void write_fleet_health_metrics(const Snapshot &snapshot, const std::vector<std::string> &labels,
+                                std::string &out);
+
+} // namespace nvsmi
