@@ -113,7 +113,7 @@ TEST_CASE("serve history: counts what it really holds, and lets go of it") {
   history.add(snapshot, 1000);
   std::size_t one = history.bytes();
   CHECK(one > 2000);
-  CHECK(one < 8000);
+  CHECK(one < 10000); // the first sample holds the health blocks the later ones share
   for (int i = 1; i < 50; ++i) {
     snapshot.gpus[0].temperature_c = i;
     history.add(snapshot, 1000 + i);
@@ -123,7 +123,7 @@ TEST_CASE("serve history: counts what it really holds, and lets go of it") {
   // The texts are held once: each later sample adds its numbers only.
   double later = static_cast<double>(fifty - one) / 49;
   CHECK(later < 0.75 * static_cast<double>(one));
-  CHECK(later < 4000);
+  CHECK(later < 4500);
   // Past the time window the old samples go, and with them what they alone held.
   history.add(snapshot, 1200);
   CHECK(history.size() == 1);

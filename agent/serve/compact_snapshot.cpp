@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 namespace nvsmi {
 namespace {
@@ -32,9 +33,63 @@ public:
     return shared;
   }
 
+  std::shared_ptr<const CompactHealth> health(const Gpu &gpu,
+                                              const std::shared_ptr<const CompactHealth> *before);
+
 private:
   std::size_t &new_text_bytes_;
+  // The block the GPU before in this sample got: GPUs of one machine mostly report the same.
+  std::shared_ptr<const CompactHealth> last_health_;
 };
+
+// Every member of GpuHealth but the PCIe throughput (packed on its own), so that two can be
+// compared; a member added to GpuHealth and not here fails the static_assert below rather than
+// being dropped from the history unseen.
+auto health_members(const GpuHealth &h) {
+  return std::tie(h.ecc_enabled, h.ecc_pending_enabled, h.ecc_volatile.corrected,
+                  h.ecc_volatile.uncorrected, h.ecc_aggregate.corrected,
+                  h.ecc_aggregate.uncorrected, h.retired_pages_single_bit,
+                  h.retired_pages_double_bit, h.retired_pages_pending, h.remapped_rows_correctable,
+                  h.remapped_rows_uncorrectable, h.remapped_rows_pending, h.remapped_rows_failure,
+                  h.pcie_link_gen, h.pcie_link_gen_max, h.pcie_link_width, h.pcie_link_width_max,
+                  h.temperature_slowdown_c, h.temperature_shutdown_c, h.recovery_action);
+}
+// 16 readings, 4 flags and a text on LP64, with padding.
+static_assert(sizeof(GpuHealth) ==
+                  16 * sizeof(Reading) + 4 * sizeof(std::optional<bool>) + sizeof(Text) + 16,
+              "GpuHealth changed: compare the new member in health_members");
+
+std::size_t health_cost(const CompactHealth &block) {
+  std::size_t cost = allocation(sizeof(CompactHealth) + 16);
+  if (block.health.recovery_action && block.health.recovery_action->size() > 15)
+    cost += allocation(block.health.recovery_action->capacity() + 1);
+  if (block.clock_event_reasons_reported) {
+    cost += allocation(block.clock_event_reasons_reported->capacity() * sizeof(std::string));
+    for (const std::string &reason : *block.clock_event_reasons_reported)
+      if (reason.size() > 15)
+        cost += allocation(reason.capacity() + 1);
+  }
+  return cost;
+}
+
+bool same_health(const std::shared_ptr<const CompactHealth> &block, const Gpu &gpu) {
+  return block && health_members(block->health) == health_members(gpu.health) &&
+         block->clock_event_reasons_reported == gpu.clock_event_reasons_reported;
+}
+
+std::shared_ptr<const CompactHealth>
+Packer::health(const Gpu &gpu, const std::shared_ptr<const CompactHealth> *before) {
+  if (before && same_health(*before, gpu))
+    last_health_ = *before;
+  else if (!same_health(last_health_, gpu)) {
+    CompactHealth block{gpu.health, gpu.clock_event_reasons_reported};
+    block.health.pcie_tx_kib_per_s.reset();
+    block.health.pcie_rx_kib_per_s.reset();
+    last_health_ = std::make_shared<const CompactHealth>(std::move(block));
+    new_text_bytes_ += health_cost(*last_health_);
+  }
+  return last_health_;
+}
 
 template <std::size_t N> PackedReadings<N> pack(const std::array<const Reading *, N> &readings) {
   PackedReadings<N> packed;
@@ -109,6 +164,9 @@ CompactGpu pack_gpu(const Gpu &gpu, const CompactGpu *before, Packer &packer) {
   out.pci_bus_id = packer.text(gpu.pci_bus_id, before ? &before->pci_bus_id : nullptr);
   out.pstate = packer.text(gpu.pstate, before ? &before->pstate : nullptr);
   out.lost_reason = packer.text(gpu.lost_reason, before ? &before->lost_reason : nullptr);
+  out.health = packer.health(gpu, before ? &before->health : nullptr);
+  out.pcie_throughput =
+      pack(std::array{&gpu.health.pcie_tx_kib_per_s, &gpu.health.pcie_rx_kib_per_s});
   out.numbers = pack(gpu_readings(gpu));
   out.power = {pack_real(gpu.power_draw_w), pack_real(gpu.power_limit_w)};
   out.mig_enabled = gpu.mig_enabled ? static_cast<std::int8_t>(*gpu.mig_enabled) : -1;
@@ -159,6 +217,12 @@ Gpu unpack_gpu(const CompactGpu &in) {
   gpu.pci_bus_id = unpack_text(in.pci_bus_id);
   gpu.pstate = unpack_text(in.pstate);
   gpu.lost_reason = unpack_text(in.lost_reason);
+  if (in.health) {
+    gpu.health = in.health->health;
+    gpu.clock_event_reasons_reported = in.health->clock_event_reasons_reported;
+  }
+  unpack(in.pcie_throughput,
+         std::array{&gpu.health.pcie_tx_kib_per_s, &gpu.health.pcie_rx_kib_per_s});
   unpack(in.numbers, gpu_readings(gpu));
   gpu.power_draw_w = unpack_real(in.power[0]);
   gpu.power_limit_w = unpack_real(in.power[1]);
@@ -271,6 +335,8 @@ std::size_t text_bytes_freed_by(const CompactSnapshot &sample) {
   for (const CompactGpu &gpu : sample.gpus) {
     bytes += freed(gpu.uuid) + freed(gpu.name) + freed(gpu.pci_bus_id) + freed(gpu.pstate);
     bytes += freed(gpu.lost_reason);
+    if (gpu.health && gpu.health.use_count() == 1)
+      bytes += health_cost(*gpu.health);
     if (gpu.processes)
       for (const CompactProcess &process : *gpu.processes)
         for (const SharedText &text : process.texts)

@@ -1,6 +1,7 @@
 // A Snapshot as serve's history keeps it: readings as plain numbers with a bit for "known", and
 // each text shared with the sample before when it has not changed (GPU names, UUIDs, process
-// names rarely do). An 8-GPU sample costs about 2.5 KB instead of the 25 KB its rendered bodies
+// names rarely do; a GPU's health block is shared while it stays the same). An 8-GPU sample costs
+// about 4 KB instead of the 25 KB its rendered bodies
 // took, and turns back into the same Snapshot, so the history is still served by format_json.
 #pragma once
 
@@ -56,13 +57,23 @@ std::optional<std::int64_t> packed_reading(const PackedReadings<N> &packed, std:
   return std::nullopt;
 }
 
+// A GPU's health (its PCIe throughput aside, which changes every sample and is kept in
+// CompactGpu::pcie_throughput) and the clock event reasons it reports: they seldom change, so a
+// sample shares the block of the sample before, or of the GPU before, while they are the same.
+struct CompactHealth {
+  GpuHealth health;
+  std::optional<std::vector<std::string>> clock_event_reasons_reported;
+};
+
 struct CompactGpu {
   int index = 0;
   SharedText uuid, name, pci_bus_id, pstate;
-  SharedText lost_reason;     // why nvidia-smi could not read it: the history keeps a lost GPU lost
-  PackedReadings<11> numbers; // temperature, memory, utilization, fan, clocks
-  std::array<double, 2> power{}; // draw and limit, NaN where unknown
-  std::int8_t mig_enabled = -1;  // -1 unknown, else 0 or 1
+  SharedText lost_reason; // why nvidia-smi could not read it: the history keeps a lost GPU lost
+  std::shared_ptr<const CompactHealth> health;
+  PackedReadings<2> pcie_throughput; // tx, rx KiB/s
+  PackedReadings<11> numbers;        // temperature, memory, utilization, fan, clocks
+  std::array<double, 2> power{};     // draw and limit, NaN where unknown
+  std::int8_t mig_enabled = -1;      // -1 unknown, else 0 or 1
   std::optional<std::vector<PackedReadings<6>>> mig_devices;
   std::optional<std::vector<CompactProcess>> processes;
   std::optional<std::vector<SharedText>> clock_event_reasons_active;
