@@ -65,6 +65,10 @@ Sampler::Sampler(boost::asio::io_context &context, const SamplerOptions &options
       on_fatal_(std::move(on_fatal)), log_(std::move(log)), replay_(context) {
   if (options.fixture)
     fixture_ = fixture_samples(*options.fixture, options.fields);
+  // A log that cannot be read is said once, as a notice: it is no cause for stale GPU data.
+  if (options.kernel_log)
+    xid_log_ = std::make_unique<XidLog>(
+        *options.kernel_log, [this](const std::string &line) { log_(LogKind::notice, line); });
 }
 
 Sampler::~Sampler() = default;
@@ -158,11 +162,22 @@ void Sampler::deliver(Snapshot snapshot) {
     attach_pmon(snapshot, *pmon_.value);
   if (host_)
     host_->observe(snapshot);
+  attach_kernel_log(snapshot);
   on_sample_(std::move(snapshot));
 }
 
+// What the kernel logged since the previous sample: one non-blocking read, bounded per poll.
+void Sampler::attach_kernel_log(Snapshot &snapshot) {
+  if (!xid_log_)
+    return;
+  xid_log_->poll();
+  xid_log_->attach(snapshot);
+}
+
 void Sampler::replay_next() {
-  on_sample_(fixture_[replayed_++ % fixture_.size()]);
+  Snapshot snapshot = fixture_[replayed_++ % fixture_.size()];
+  attach_kernel_log(snapshot);
+  on_sample_(std::move(snapshot));
   if (stopped_)
     return;
   replay_.expires_after(interval());
