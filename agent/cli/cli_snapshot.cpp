@@ -70,6 +70,7 @@ Subcommand add_snapshot_command(CLI::App &app) {
   return {command, [settings] {
             settings->options.kernel_log =
                 settings->kernel_log.resolve(settings->options.fixture || !settings->options.host);
+            settings->options.say_kernel_log_problems = settings->kernel_log.path.has_value();
             settings->options.source =
                 settings->source == "csv" ? SourceKind::csv : SourceKind::xml;
             bool to_terminal = ::isatty(STDOUT_FILENO) == 1 && !settings->options.output;

@@ -93,9 +93,12 @@ void attach_processes(Snapshot &snapshot, const OneSampleOptions &options) {
 
 // The kernel log read to its end once (bounded: a syslog of years is not read whole for one
 // sample). Its problems are said on stderr; the snapshot is printed all the same.
-void attach_kernel_log(Snapshot &snapshot, const std::string &path) {
+void attach_kernel_log(Snapshot &snapshot, const std::string &path, bool say_problems) {
   constexpr int max_polls = 64; // 64 x XidLog::max_bytes_per_poll: 256 MiB
-  XidLog log(path, [](const std::string &line) { log_line(line); });
+  XidLog log(path, [say_problems](const std::string &line) {
+    if (say_problems)
+      log_line(line);
+  });
   for (int polls = 0; polls < max_polls && log.readable(); ++polls) {
     log.poll();
     if (log.caught_up())
@@ -125,7 +128,7 @@ Snapshot read_one_sample(const OneSampleOptions &options) {
       HostObserver().observe(snapshot);
   }
   if (options.kernel_log)
-    attach_kernel_log(snapshot, *options.kernel_log);
+    attach_kernel_log(snapshot, *options.kernel_log, options.say_kernel_log_problems);
   attach_local_offset(snapshot);
   return snapshot;
 }

@@ -65,10 +65,6 @@ Sampler::Sampler(boost::asio::io_context &context, const SamplerOptions &options
       on_fatal_(std::move(on_fatal)), log_(std::move(log)), replay_(context) {
   if (options.fixture)
     fixture_ = fixture_samples(*options.fixture, options.fields);
-  // A log that cannot be read is said once, as a notice: it is no cause for stale GPU data.
-  if (options.kernel_log)
-    xid_log_ = std::make_unique<XidLog>(
-        *options.kernel_log, [this](const std::string &line) { log_(LogKind::notice, line); });
 }
 
 Sampler::~Sampler() = default;
@@ -168,8 +164,14 @@ void Sampler::deliver(Snapshot snapshot) {
 
 // What the kernel logged since the previous sample: one non-blocking read, bounded per poll.
 void Sampler::attach_kernel_log(Snapshot &snapshot) {
-  if (!xid_log_)
+  if (!options_.kernel_log)
     return;
+  // Opened with the first sample, so that a run that never gets one (nvidia-smi missing, a log
+  // file locked by another run) says only why. A log that cannot be read is said once, as a
+  // notice: it is no cause for stale GPU data.
+  if (!xid_log_)
+    xid_log_ = std::make_unique<XidLog>(
+        *options_.kernel_log, [this](const std::string &line) { log_(LogKind::notice, line); });
   xid_log_->poll();
   xid_log_->attach(snapshot);
 }

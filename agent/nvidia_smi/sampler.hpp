@@ -85,7 +85,7 @@ private:
   Latest<std::vector<PmonRow>> pmon_;
   std::chrono::milliseconds apps_fresh_for_{0}, pmon_fresh_for_{0};
   std::optional<HostObserver> host_; // live samples only: a recording is of another machine
-  std::unique_ptr<XidLog> xid_log_;  // options.kernel_log, read on each sample
+  std::unique_ptr<XidLog> xid_log_;  // options.kernel_log from the first sample on
 };
 
 } // namespace nvsmi
