@@ -26,7 +26,7 @@ int hex_digit(char c) {
 } // namespace
 
 std::optional<KmsgRecord> parse_kmsg_record(std::string_view record) {
-  std::size_t semicolon = record.find(';');
+  std::size_t semicolon = record.substr(0, 257).find(';');
   // The header is a few short numbers and flags; far past that, this is not a record.
   if (semicolon == std::string_view::npos || semicolon > 256)
     return std::nullopt;

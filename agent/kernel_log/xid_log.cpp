@@ -139,12 +139,18 @@ struct XidLog::State {
     found->second.last_seen = when;
   }
 
-  // One record's message: it can hold several lines (escaped newlines).
-  void read_message(std::string_view message, const Text &when) {
+  // One record's message: it can hold several lines (escaped newlines). `usec`: when the kernel
+  // logged it, for a record read from /dev/kmsg.
+  void read_message(std::string_view message, std::optional<std::uint64_t> usec) {
     while (!message.empty()) {
       std::size_t end = message.find('\n');
-      if (auto event = parse_xid_line(message.substr(0, end)))
+      if (auto event = parse_xid_line(message.substr(0, end))) {
+        // Only for an Xid: local time costs a look at the zone, and most records are not.
+        Text when;
+        if (usec)
+          when = record_local_time(*usec, boot_now_usec, wall_now_usec);
         count(*event, when);
+      }
       if (end == std::string_view::npos)
         break;
       message.remove_prefix(end + 1);
@@ -158,10 +164,8 @@ struct XidLog::State {
     // Only the kernel's own: anyone allowed to write /dev/kmsg could otherwise forge an Xid.
     if (record->facility != 0)
       return;
-    Text when;
-    if (timed)
-      when = record_local_time(record->usec, boot_now_usec, wall_now_usec);
-    read_message(record->message, when);
+    read_message(record->message,
+                 timed ? std::optional<std::uint64_t>(record->usec) : std::nullopt);
   }
 
   void read_kmsg() {
