@@ -1,5 +1,6 @@
 #include "cli/cli.hpp"
 #include "core/exit_codes.hpp"
+#include "kernel_log/xid_log.hpp"
 
 #include "nvsmi/csv_reader.hpp"
 
@@ -39,6 +40,25 @@ void add_source_option(CLI::App *command, std::string &target, const std::string
   command->add_option("--source", target, help)
       ->check(CLI::IsMember({"xml", "csv"}))
       ->capture_default_str();
+}
+
+std::optional<std::string> KernelLogCli::resolve(bool recording) const {
+  if (path)
+    return *path == "none" ? std::nullopt : path;
+  // A recording's GPUs, or those of another machine, are not the ones this kernel logs.
+  if (recording)
+    return std::nullopt;
+  return std::string(default_kernel_log);
+}
+
+void add_kernel_log_option(CLI::App *command, KernelLogCli &target) {
+  command
+      ->add_option("--kernel-log", target.path,
+                   "Count NVIDIA Xid errors in this kernel log: /dev/kmsg, or a file another "
+                   "program appends to (a forwarded syslog); none to not look. Default: "
+                   "/dev/kmsg when nvidia-smi runs here; none with --fixture or --no-host (the "
+                   "GPUs are not this kernel's). See docs/XID.md")
+      ->type_name("PATH|none");
 }
 
 void SamplingCli::finish() {

@@ -9,6 +9,7 @@ Subcommand add_serve_command(CLI::App &app) {
   struct Settings {
     ServeOptions options;
     SamplingCli sampling;
+    KernelLogCli kernel_log;
     double request_timeout_seconds = 10;
   };
   auto settings = std::make_shared<Settings>();
@@ -18,6 +19,7 @@ Subcommand add_serve_command(CLI::App &app) {
       "serve", "Sample in the background and serve Prometheus metrics (/metrics), JSON "
                "(/api/v1/...) and a live dashboard (/) over HTTP.");
   add_sampling_options(command, settings->sampling);
+  add_kernel_log_option(command, settings->kernel_log);
   command
       ->add_option("--listen", options.listen,
                    "HOST:PORT to listen on; 0.0.0.0:PORT or :PORT for every address")
@@ -46,6 +48,8 @@ Subcommand add_serve_command(CLI::App &app) {
             settings->options.limits.request_timeout = std::chrono::milliseconds(
                 static_cast<long long>(settings->request_timeout_seconds * 1000));
             settings->sampling.finish();
+            settings->sampling.options.kernel_log = settings->kernel_log.resolve(
+                settings->sampling.options.fixture || !settings->sampling.options.host);
             settings->options.sampling = settings->sampling.options;
             return run_serve(settings->options);
           }};

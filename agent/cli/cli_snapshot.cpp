@@ -30,6 +30,7 @@ Subcommand add_snapshot_command(CLI::App &app) {
   struct Settings {
     SnapshotOptions options;
     std::string source = "xml", format; // format empty: not given
+    KernelLogCli kernel_log;
   };
   auto settings = std::make_shared<Settings>();
   SnapshotOptions &options = settings->options;
@@ -64,8 +65,12 @@ Subcommand add_snapshot_command(CLI::App &app) {
       "--no-host", [&options](std::int64_t) { options.host = false; },
       "nvidia-smi runs on another machine (--nvidia-smi \"ssh gpu7 nvidia-smi\"): do not read "
       "this machine's /proc, so host and the processes' users and commands stay null");
+  add_kernel_log_option(command, settings->kernel_log);
 
   return {command, [settings] {
+            settings->options.kernel_log =
+                settings->kernel_log.resolve(settings->options.fixture || !settings->options.host);
+            settings->options.say_kernel_log_problems = settings->kernel_log.path.has_value();
             settings->options.source =
                 settings->source == "csv" ? SourceKind::csv : SourceKind::xml;
             bool to_terminal = ::isatty(STDOUT_FILENO) == 1 && !settings->options.output;

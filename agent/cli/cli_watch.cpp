@@ -10,6 +10,7 @@ Subcommand add_watch_command(CLI::App &app) {
   struct Settings {
     WatchOptions options;
     SamplingCli sampling;
+    KernelLogCli kernel_log;
     std::string format;
   };
   auto settings = std::make_shared<Settings>();
@@ -19,6 +20,7 @@ Subcommand add_watch_command(CLI::App &app) {
       "watch", "Sample continuously from one long-lived nvidia-smi: a line per sample on stdout "
                "(NDJSON), and/or a CSV log, and/or a JSON log.");
   add_sampling_options(command, settings->sampling);
+  add_kernel_log_option(command, settings->kernel_log);
   command
       ->add_option("--format", settings->format,
                    "What stdout gets per sample: legacy, json (one line each) or csv. Default: "
@@ -44,6 +46,8 @@ Subcommand add_watch_command(CLI::App &app) {
       ->check(CLI::PositiveNumber);
   return {command, [settings] {
             settings->sampling.finish();
+            settings->sampling.options.kernel_log = settings->kernel_log.resolve(
+                settings->sampling.options.fixture || !settings->sampling.options.host);
             settings->options.sampling = settings->sampling.options;
             const WatchOptions &o = settings->options;
             if (o.csv_log && o.json_log && *o.csv_log == *o.json_log)

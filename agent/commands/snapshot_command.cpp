@@ -6,6 +6,7 @@
 #include "files/file_io.hpp"
 #include "files/file_lock.hpp"
 #include "host/host_observer.hpp"
+#include "kernel_log/xid_log.hpp"
 #include "nvidia_smi/bounded_command.hpp"
 #include "nvidia_smi/stop_signals.hpp"
 
@@ -135,6 +136,26 @@ void attach_processes(Snapshot &snapshot, const OneSampleOptions &options) {
   }
 }
 
+// The kernel log read to its end once (bounded: a syslog of years is not read whole for one
+// sample). Its problems are said on stderr; the snapshot is printed all the same.
+void attach_kernel_log(Snapshot &snapshot, const std::string &path, bool say_problems) {
+  constexpr int max_polls = 64; // 64 x XidLog::max_bytes_per_poll: 256 MiB
+  XidLog log(path, [say_problems](const std::string &line) {
+    if (say_problems)
+      log_line(line);
+  });
+  for (int polls = 0; polls < max_polls && log.readable(); ++polls) {
+    log.poll();
+    if (log.caught_up())
+      break;
+  }
+  if (log.readable() && !log.caught_up())
+    log_line("kernel log " + path + ": read only its first " +
+             std::to_string(max_polls * (XidLog::max_bytes_per_poll >> 20)) +
+             " MiB: Xid counts are of that part");
+  log.attach(snapshot);
+}
+
 } // namespace
 
 Snapshot read_one_sample(const OneSampleOptions &options) {
@@ -150,6 +171,8 @@ Snapshot read_one_sample(const OneSampleOptions &options) {
     if (options.host)
       HostObserver().observe(snapshot);
   }
+  if (options.kernel_log)
+    attach_kernel_log(snapshot, *options.kernel_log, options.say_kernel_log_problems);
   attach_local_offset(snapshot);
   return snapshot;
 }

@@ -20,6 +20,10 @@ struct OneSampleOptions {
   // The kernel log to count Xid errors in (read to its end once); nullopt: none (--kernel-log
   // none, or a recording without --kernel-log).
   std::optional<std::string> kernel_log;
+  // Whether a kernel log that cannot be read is said on stderr. The CLI says it for a log named
+  // with --kernel-log only: the default /dev/kmsg is forbidden to most users, and a snapshot
+  // that cron runs every minute should not mail that every minute (its output still says so).
+  bool say_kernel_log_problems = true;
 };
 
 // One sample: the fixture, or nvidia-smi run once (and, for the csv source, once more for the

@@ -37,6 +37,9 @@ public:
 
   bool readable() const;
   std::uint64_t dropped() const;
+  // Whether the last poll reached the end of what the log holds (not stopped by
+  // max_bytes_per_poll): a one-shot reader polls until it has.
+  bool caught_up() const;
 
   static constexpr std::size_t max_tallies = 4096;
   static constexpr std::size_t max_bytes_per_poll = 4u << 20;

@@ -158,11 +158,28 @@ void Sampler::deliver(Snapshot snapshot) {
     attach_pmon(snapshot, *pmon_.value);
   if (host_)
     host_->observe(snapshot);
+  attach_kernel_log(snapshot);
   on_sample_(std::move(snapshot));
 }
 
+// What the kernel logged since the previous sample: one non-blocking read, bounded per poll.
+void Sampler::attach_kernel_log(Snapshot &snapshot) {
+  if (!options_.kernel_log)
+    return;
+  // Opened with the first sample, so that a run that never gets one (nvidia-smi missing, a log
+  // file locked by another run) says only why. A log that cannot be read is said once, as a
+  // notice: it is no cause for stale GPU data.
+  if (!xid_log_)
+    xid_log_ = std::make_unique<XidLog>(
+        *options_.kernel_log, [this](const std::string &line) { log_(LogKind::notice, line); });
+  xid_log_->poll();
+  xid_log_->attach(snapshot);
+}
+
 void Sampler::replay_next() {
-  on_sample_(fixture_[replayed_++ % fixture_.size()]);
+  Snapshot snapshot = fixture_[replayed_++ % fixture_.size()];
+  attach_kernel_log(snapshot);
+  on_sample_(std::move(snapshot));
   if (stopped_)
     return;
   replay_.expires_after(interval());

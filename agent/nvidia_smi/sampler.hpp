@@ -6,6 +6,7 @@
 #pragma once
 
 #include "host/host_observer.hpp"
+#include "kernel_log/xid_log.hpp"
 #include "nvidia_smi/nvidia_smi_stream.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -61,6 +62,7 @@ private:
   void replay_next();
   void start_process_streams(const StreamSettings &gpu_settings);
   void deliver(Snapshot snapshot);
+  void attach_kernel_log(Snapshot &snapshot);
 
   SamplerOptions options_;
   boost::asio::io_context &context_;
@@ -83,6 +85,7 @@ private:
   Latest<std::vector<PmonRow>> pmon_;
   std::chrono::milliseconds apps_fresh_for_{0}, pmon_fresh_for_{0};
   std::optional<HostObserver> host_; // live samples only: a recording is of another machine
+  std::unique_ptr<XidLog> xid_log_;  // options.kernel_log from the first sample on
 };
 
 } // namespace nvsmi
