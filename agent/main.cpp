@@ -33,7 +33,7 @@ int main(int argc, char **argv) {
   std::vector<Subcommand> subcommands = {
       add_snapshot_command(app), add_watch_command(app), add_report_command(app),
       add_serve_command(app),    add_top_command(app),   add_pick_command(app),
-      add_run_command(app),
+      add_run_command(app),      add_check_command(app),
   };
 
   try {
@@ -41,6 +41,9 @@ int main(int argc, char **argv) {
   } catch (const CLI::Success &done) {
     return app.exit(done);
   } catch (const CLI::ParseError &error) {
+    for (const Subcommand &subcommand : subcommands)
+      if (subcommand.parse_failed && subcommand.command->parsed())
+        return subcommand.parse_failed(error);
     app.exit(error);
     return exit_usage;
   }

@@ -15,6 +15,9 @@ namespace nvsmi {
 struct Subcommand {
   CLI::App *command;
   std::function<int()> run; // returns the exit code; may throw AgentError
+  // Set where a bad command line must not end in the usual usage error (check, whose caller
+  // reads exit 2 as CRITICAL): says it and returns the exit code.
+  std::function<int(const CLI::ParseError &)> parse_failed = {};
 };
 
 Subcommand add_snapshot_command(CLI::App &app);
@@ -24,6 +27,7 @@ Subcommand add_serve_command(CLI::App &app);
 Subcommand add_top_command(CLI::App &app);
 Subcommand add_pick_command(CLI::App &app);
 Subcommand add_run_command(CLI::App &app);
+Subcommand add_check_command(CLI::App &app);
 
 // --nvidia-smi, which every sampling subcommand has; it cannot go with --fixture.
 void add_nvidia_smi_option(CLI::App *command, std::optional<std::string> &target,

@@ -1,0 +1,193 @@
+#include "cli/cli.hpp"
+#include "commands/check_command.hpp"
+#include "commands/snapshot_command.hpp"
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+
+namespace nvsmi {
+namespace {
+
+// A threshold as given: a number at or over which the level applies, "none" to leave it off, or
+// (temperature critical only) "slowdown".
+std::optional<double> limit_value(const std::string &text) {
+  if (text == "none" || text == "slowdown")
+    return std::nullopt;
+  return std::strtod(text.c_str(), nullptr);
+}
+
+CLI::Validator threshold_validator(bool slowdown_allowed) {
+  return CLI::Validator(
+      [slowdown_allowed](std::string &text) -> std::string {
+        if (text == "none" || (slowdown_allowed && text == "slowdown"))
+          return {};
+        char *end = nullptr;
+        double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !(value >= 0) || value > 1e12)
+          return "not a number of 0 or more" + std::string(slowdown_allowed ? ", slowdown" : "") +
+                 " or none: \"" + text + "\"";
+        return {};
+      },
+      slowdown_allowed ? "NUMBER|slowdown|none" : "NUMBER|none", "threshold");
+}
+
+// One threshold option, its text kept in `texts` under its name until the run reads it.
+void add_threshold(CLI::App *command, std::map<std::string, std::string> &texts,
+                   const std::string &name, const std::string &fallback, const std::string &help,
+                   bool slowdown_allowed = false) {
+  texts[name] = fallback;
+  command->add_option(name, texts[name], help)
+      ->check(threshold_validator(slowdown_allowed))
+      ->default_str(fallback);
+}
+
+Limits limits(const std::map<std::string, std::string> &texts, const std::string &stem) {
+  return Limits{limit_value(texts.at("--" + stem + "-warning")),
+                limit_value(texts.at("--" + stem + "-critical"))};
+}
+
+} // namespace
+
+Subcommand add_check_command(CLI::App &app) {
+  struct Settings {
+    CheckOptions options;
+    std::string source = "xml";
+    KernelLogCli kernel_log;
+    std::map<std::string, std::string> thresholds;
+    std::string unreadable_log = "warning";
+    CLI::Option *stale_warning = nullptr, *stale_critical = nullptr;
+  };
+  auto settings = std::make_shared<Settings>();
+  CheckOptions &options = settings->options;
+  auto &texts = settings->thresholds;
+
+  CLI::App *command = app.add_subcommand(
+      "check",
+      "Judge the GPUs once as a Nagios/Icinga/Zabbix plugin: one line `GPU OK|WARNING|CRITICAL|"
+      "UNKNOWN - summary | perfdata` and exit 0/1/2/3. Each threshold is a value at or over "
+      "which the level applies; none leaves it off. Any failure to sample or a bad option is "
+      "UNKNOWN (3); nvidia-smi past --timeout is CRITICAL (a hung driver).");
+  add_source_option(command, settings->source,
+                    "What to ask nvidia-smi for: xml (-q -x, every health reading: ECC, row "
+                    "remapping, slowdown threshold) or csv (--query-gpu: temperature and memory "
+                    "only)");
+  CLI::Option *fixture = command->add_option(
+      "--fixture", options.sample.fixture,
+      "Judge this recorded nvidia-smi output instead of running it, e.g. a file cron writes with "
+      "`nvidia-smi -q -x`; - for stdin. Its age then counts (--stale-*)");
+  add_nvidia_smi_option(command, options.sample.nvidia_smi, fixture);
+  command
+      ->add_option("--timeout", options.sample.timeout_seconds,
+                   "Seconds nvidia-smi may take before it is killed and the check is CRITICAL")
+      ->check(CLI::Range(0.001, 86400.0))
+      ->default_str("10");
+  add_kernel_log_option(command, settings->kernel_log);
+  command
+      ->add_option("--gpu", options.gpus,
+                   "Judge only the GPU with this index (repeatable); one not listed is CRITICAL")
+      ->check(CLI::Range(0, 1 << 20));
+  command
+      ->add_option("--expected-gpus", options.thresholds.expected_gpus,
+                   "CRITICAL when nvidia-smi lists fewer GPUs (one that fell off the bus may "
+                   "vanish from its list). Default: not checked")
+      ->check(CLI::Range(1, 1 << 20));
+
+  add_threshold(command, texts, "--temperature-warning", "85",
+                "WARNING at this GPU temperature, C: a few degrees under where H100 and A100 "
+                "slow down");
+  add_threshold(command, texts, "--temperature-critical", "slowdown",
+                "CRITICAL at this GPU temperature, C; slowdown: the GPU's own slowdown threshold "
+                "(it is losing clocks), else 90 where the driver does not give it",
+                true);
+  add_threshold(command, texts, "--memory-warning", "none",
+                "WARNING at this memory use, percent of total (off by default: a job filling its "
+                "GPU is normal)");
+  add_threshold(command, texts, "--memory-critical", "none",
+                "CRITICAL at this memory use, percent of total");
+  add_threshold(command, texts, "--ecc-uncorrected-warning", "none",
+                "WARNING at this many uncorrectable ECC errors since the driver loaded");
+  add_threshold(command, texts, "--ecc-uncorrected-critical", "1",
+                "CRITICAL at this many uncorrectable ECC errors since the driver loaded: one is "
+                "data lost");
+  add_threshold(command, texts, "--ecc-corrected-warning", "none",
+                "WARNING at this many correctable ECC errors since the driver loaded (corrected: "
+                "no harm done, a rising count is a trend to watch)");
+  add_threshold(command, texts, "--ecc-corrected-critical", "none",
+                "CRITICAL at this many correctable ECC errors since the driver loaded");
+  add_threshold(command, texts, "--lost-warning", "none",
+                "WARNING at this many GPUs nvidia-smi lists but cannot read");
+  add_threshold(command, texts, "--lost-critical", "1",
+                "CRITICAL at this many GPUs nvidia-smi lists but cannot read (\"GPU is lost\")");
+  add_threshold(command, texts, "--failing-warning", "none",
+                "WARNING at this many failing GPUs (row remap pending or failed, page retirement "
+                "pending, a recovery action other than None)");
+  add_threshold(command, texts, "--failing-critical", "1",
+                "CRITICAL at this many failing GPUs: each needs a reset or more before it can be "
+                "trusted");
+  add_threshold(command, texts, "--xid-reset-warning", "none",
+                "WARNING at this many Xid errors on one GPU that need a reset (79 fallen off the "
+                "bus, 48 double-bit ECC, ...)");
+  add_threshold(command, texts, "--xid-reset-critical", "1",
+                "CRITICAL at this many Xid errors on one GPU that need a reset");
+  add_threshold(command, texts, "--xid-other-warning", "1",
+                "WARNING at this many other Xid errors on one GPU (13, 31, 43: mostly an "
+                "application's fault, worth a look)");
+  add_threshold(command, texts, "--xid-other-critical", "none",
+                "CRITICAL at this many other Xid errors on one GPU");
+  command
+      ->add_option("--kernel-log-unreadable", settings->unreadable_log,
+                   "When the kernel log cannot be read, its Xids are unknown: warning, or ok (a "
+                   "note in the summary only)")
+      ->check(CLI::IsMember({"warning", "ok"}))
+      ->capture_default_str();
+  settings->stale_warning = command
+                                ->add_option("--stale-warning", texts["--stale-warning"],
+                                             "WARNING when the sample is this many seconds old. "
+                                             "Default: 300 with --fixture, else none (nvidia-smi "
+                                             "has just been run)")
+                                ->check(threshold_validator(false));
+  settings->stale_critical =
+      command
+          ->add_option("--stale-critical", texts["--stale-critical"],
+                       "CRITICAL when the sample is this many seconds old. Default: 900 with "
+                       "--fixture, else none")
+          ->check(threshold_validator(false));
+
+  Subcommand subcommand{command, [settings] {
+                          CheckOptions &run_options = settings->options;
+                          const auto &given = settings->thresholds;
+                          run_options.sample.source =
+                              settings->source == "csv" ? SourceKind::csv : SourceKind::xml;
+                          run_options.sample.host = false; // who runs the processes is not judged
+                          run_options.sample.kernel_log =
+                              settings->kernel_log.resolve(run_options.sample.fixture.has_value());
+                          CheckThresholds &t = run_options.thresholds;
+                          t.temperature_c = limits(given, "temperature");
+                          t.temperature_critical_at_slowdown =
+                              given.at("--temperature-critical") == "slowdown";
+                          t.memory_percent = limits(given, "memory");
+                          t.ecc_uncorrected = limits(given, "ecc-uncorrected");
+                          t.ecc_corrected = limits(given, "ecc-corrected");
+                          t.lost = limits(given, "lost");
+                          t.failing = limits(given, "failing");
+                          t.xid_reset = limits(given, "xid-reset");
+                          t.xid_other = limits(given, "xid-other");
+                          t.kernel_log_unreadable_warns = settings->unreadable_log == "warning";
+                          if (settings->stale_warning->count())
+                            run_options.stale_warning = limit_value(given.at("--stale-warning"));
+                          if (settings->stale_critical->count())
+                            run_options.stale_critical = limit_value(given.at("--stale-critical"));
+                          return run_check(run_options);
+                        }};
+  // Nagios reads exit 2 as CRITICAL: a bad command line is the plugin's failure, UNKNOWN (3), and
+  // said on stdout, where the monitoring shows it.
+  subcommand.parse_failed = [](const CLI::ParseError &error) {
+    return write_plugin_line(
+        check_failure(CheckStatus::unknown, std::string("bad option: ") + error.what() +
+                                                " (see nvsmi-agent check --help)"));
+  };
+  return subcommand;
+}
+
+} // namespace nvsmi
