@@ -1,6 +1,7 @@
 #include "commands/check_command.hpp"
 
 #include "core/exit_codes.hpp"
+#include "core/local_time.hpp"
 #include "nvidia_smi/stop_signals.hpp"
 
 #include "nvsmi/pci_address.hpp"
@@ -191,22 +192,6 @@ void judge_xids(Subject &subject, const XidCounts &counts, const CheckThresholds
   if (counts.other > 0)
     subject.add(level(static_cast<double>(counts.other), thresholds.xid_other),
                 xid_text(counts.other_tallies, false));
-}
-
-// Seconds since the epoch of a timestamp whose UTC offset is known.
-std::optional<double> epoch_seconds(const Timestamp &t) {
-  if (!t.utc_offset_minutes)
-    return std::nullopt;
-  std::tm fields{};
-  fields.tm_year = t.year - 1900;
-  fields.tm_mon = t.month - 1;
-  fields.tm_mday = t.day;
-  fields.tm_hour = t.hour;
-  fields.tm_min = t.minute;
-  fields.tm_sec = t.second;
-  std::time_t wall = ::timegm(&fields);
-  return static_cast<double>(wall) - 60.0 * *t.utc_offset_minutes +
-         t.millisecond.value_or(0) / 1000.0;
 }
 
 } // namespace

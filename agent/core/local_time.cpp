@@ -1,5 +1,7 @@
 #include "core/local_time.hpp"
 
+#include "nvsmi/timestamp.hpp"
+
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
@@ -19,6 +21,18 @@ std::optional<long> offset_at(std::time_t instant) {
   return local.tm_gmtoff;
 }
 
+// The wall clock of `t` counted as if it were UTC: the instant is that less the offset then.
+std::time_t wall_as_utc(const Timestamp &t) {
+  std::tm fields{};
+  fields.tm_year = t.year - 1900;
+  fields.tm_mon = t.month - 1;
+  fields.tm_mday = t.day;
+  fields.tm_hour = t.hour;
+  fields.tm_min = t.minute;
+  fields.tm_sec = t.second;
+  return ::timegm(&fields);
+}
+
 struct Candidate {
   std::int64_t instant_ms;
   long offset_seconds;
@@ -30,15 +44,7 @@ void LocalOffsets::attach(Snapshot &snapshot, Clock::time_point received) {
   if (!snapshot.timestamp || snapshot.timestamp->utc_offset_minutes)
     return;
   Timestamp &t = *snapshot.timestamp;
-  std::tm fields{};
-  fields.tm_year = t.year - 1900;
-  fields.tm_mon = t.month - 1;
-  fields.tm_mday = t.day;
-  fields.tm_hour = t.hour;
-  fields.tm_min = t.minute;
-  fields.tm_sec = t.second;
-  // The wall clock counted as if it were UTC; an instant is that less the offset in force then.
-  std::time_t wall = ::timegm(&fields);
+  std::time_t wall = wall_as_utc(t);
   if (wall == static_cast<std::time_t>(-1))
     return;
   ::tzset(); // localtime_r need not read TZ itself
@@ -81,5 +87,30 @@ void LocalOffsets::attach(Snapshot &snapshot, Clock::time_point received) {
 }
 
 void attach_local_offset(Snapshot &snapshot) { LocalOffsets().attach(snapshot); }
+
+Text local_iso8601(std::int64_t seconds, std::optional<int> millisecond) {
+  std::time_t instant = static_cast<std::time_t>(seconds);
+  ::tzset(); // localtime_r need not read TZ itself
+  std::tm local{};
+  if (!::localtime_r(&instant, &local))
+    return std::nullopt;
+  Timestamp t;
+  t.year = local.tm_year + 1900;
+  t.month = local.tm_mon + 1;
+  t.day = local.tm_mday;
+  t.hour = local.tm_hour;
+  t.minute = local.tm_min;
+  t.second = local.tm_sec;
+  t.millisecond = millisecond;
+  t.utc_offset_minutes = static_cast<int>(local.tm_gmtoff / 60);
+  return to_iso8601(t);
+}
+
+std::optional<double> epoch_seconds(const Timestamp &t) {
+  if (!t.utc_offset_minutes)
+    return std::nullopt;
+  return static_cast<double>(wall_as_utc(t)) - 60.0 * *t.utc_offset_minutes +
+         t.millisecond.value_or(0) / 1000.0;
+}
 
 } // namespace nvsmi

@@ -30,4 +30,11 @@ private:
 // One sample on its own (no previous one), received now.
 void attach_local_offset(Snapshot &snapshot);
 
+// `seconds` after the epoch as this machine's local time then, with its UTC offset (and the given
+// milliseconds), as ISO 8601: "2026-11-23T09:14:02+01:00". nullopt where the calendar cannot say.
+Text local_iso8601(std::int64_t seconds, std::optional<int> millisecond = std::nullopt);
+
+// The instant a timestamp names, in seconds after the epoch; nullopt where its offset is unknown.
+std::optional<double> epoch_seconds(const Timestamp &t);
+
 } // namespace nvsmi

@@ -5,6 +5,8 @@
 #include "host/process_reader.hpp"
 #include "host/user_names.hpp"
 
+#include "core/local_time.hpp"
+
 #include "nvsmi/cgroup.hpp"
 #include "nvsmi/timestamp.hpp"
 
@@ -17,23 +19,6 @@ namespace {
 
 Reading kib_to_mib(std::uint64_t kib) {
   return static_cast<std::int64_t>((kib + 512) / 1024); // to the nearest MiB
-}
-
-// Seconds after the epoch, as this machine's local time with its offset then.
-Text local_iso8601(std::int64_t seconds) {
-  std::time_t instant = static_cast<std::time_t>(seconds);
-  std::tm local{};
-  if (!::localtime_r(&instant, &local))
-    return std::nullopt;
-  Timestamp t;
-  t.year = local.tm_year + 1900;
-  t.month = local.tm_mon + 1;
-  t.day = local.tm_mday;
-  t.hour = local.tm_hour;
-  t.minute = local.tm_min;
-  t.second = local.tm_sec;
-  t.utc_offset_minutes = static_cast<int>(local.tm_gmtoff / 60);
-  return to_iso8601(t);
 }
 
 void forget_host_fields(Process &process) {

@@ -1,5 +1,9 @@
 #include "kernel_log/kmsg_record.hpp"
 
+#include "core/local_time.hpp"
+
+#include <ctime>
+
 namespace nvsmi {
 namespace {
 
@@ -65,14 +69,6 @@ std::optional<KmsgRecord> parse_kmsg_record(std::string_view record) {
   return out;
 }
 
-} // namespace nvsmi
-
-#include "nvsmi/timestamp.hpp"
-
-#include <ctime>
-
-namespace nvsmi {
-
 std::optional<std::string> record_local_time(std::uint64_t usec, std::uint64_t boot_now_usec,
                                              std::int64_t wall_now_usec) {
   if (usec > boot_now_usec)
@@ -84,20 +80,7 @@ std::optional<std::string> record_local_time(std::uint64_t usec, std::uint64_t b
     --seconds;
     rest += 1000000;
   }
-  ::tzset();
-  std::tm local{};
-  if (!::localtime_r(&seconds, &local))
-    return std::nullopt;
-  Timestamp t;
-  t.year = local.tm_year + 1900;
-  t.month = local.tm_mon + 1;
-  t.day = local.tm_mday;
-  t.hour = local.tm_hour;
-  t.minute = local.tm_min;
-  t.second = local.tm_sec;
-  t.millisecond = static_cast<int>(rest / 1000);
-  t.utc_offset_minutes = static_cast<int>(local.tm_gmtoff / 60);
-  return to_iso8601(t);
+  return local_iso8601(seconds, static_cast<int>(rest / 1000));
 }
 
 } // namespace nvsmi

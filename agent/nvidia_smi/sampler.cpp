@@ -88,14 +88,15 @@ void Sampler::start() {
                                : std::max(settings.interval * 3, milliseconds(10000));
   if (options_.host)
     host_.emplace();
-  stream_ = std::make_unique<NvidiaSmiStream>(
-      context_, settings,
-      snapshot_decoder(options_.source, options_.fields,
-                       [this](Snapshot s) { deliver(std::move(s)); }, interval()),
-      log_, [this](const std::string &message) {
-        log_(LogKind::problem, message);
-        on_fatal_(exit_smi_failed);
-      });
+  stream_ = std::make_unique<NvidiaSmiStream>(context_, settings,
+                                              snapshot_decoder(
+                                                  options_.source, options_.fields,
+                                                  [this](Snapshot s) { deliver(std::move(s)); },
+                                                  interval()),
+                                              log_, [this](const std::string &message) {
+                                                log_(LogKind::problem, message);
+                                                on_fatal_(exit_smi_failed);
+                                              });
   stream_->start();
   if (options_.processes)
     start_process_streams(settings);

@@ -9,7 +9,7 @@ std::optional<unsigned> hex_part(std::string_view &text, std::size_t max_digits)
   std::size_t digits = 0;
   while (digits < text.size() && digits < max_digits) {
     char c = text[digits];
-    int digit = c >= '0' && c <= '9'                  ? c - '0'
+    int digit = c >= '0' && c <= '9'                     ? c - '0'
                 : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10
                                                          : -1;
     if (digit < 0)

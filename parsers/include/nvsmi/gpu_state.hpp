@@ -28,8 +28,9 @@ struct GpuStateThresholds {
   double power_limit_fraction = 0.95;
 };
 
-// Most serious first: lost, failing, hot, at power limit, idle but held, in use, idle, free, unknown. Graphics
-// processes (type "G" alone, such as a desktop's Xorg) do not hold a GPU for compute work.
+// Most serious first: lost, failing, hot, at power limit, idle but held, in use, idle, free,
+// unknown. Graphics processes (type "G" alone, such as a desktop's Xorg) do not hold a GPU for
+// compute work.
 GpuState gpu_state(const Gpu &gpu, const GpuStateThresholds &thresholds = {});
 
 // Why a readable GPU is failing, in words ("2 uncorrectable ECC errors", "row remap pending",
@@ -42,8 +43,8 @@ std::optional<std::string> gpu_failure(const Gpu &gpu);
 std::string_view gpu_state_name(GpuState state);
 
 // How much a state asks for attention, so that every view colours a state alike: alarm (lost,
-// failing, hot, at power limit) red, warning (idle but held) yellow, good (free) green, busy (in use) the view's
-// plain or busy colour, none (idle, unknown) dim.
+// failing, hot, at power limit) red, warning (idle but held) yellow, good (free) green, busy (in
+// use) the view's plain or busy colour, none (idle, unknown) dim.
 enum class StateConcern { none, good, busy, warning, alarm };
 StateConcern gpu_state_concern(GpuState state);
 

@@ -88,13 +88,13 @@ struct GpuHealth {
   std::optional<bool> remapped_rows_failure; // a remap failed: the GPU should be replaced
   // PCIe link: current against the most the GPU can train at.
   Reading pcie_link_gen, pcie_link_gen_max;
-  Reading pcie_link_width, pcie_link_width_max;   // lanes: "16x" is 16
-  Reading pcie_tx_kib_per_s, pcie_rx_kib_per_s;   // XML tx_util/rx_util ("KB/s", read as KiB/s)
+  Reading pcie_link_width, pcie_link_width_max; // lanes: "16x" is 16
+  Reading pcie_tx_kib_per_s, pcie_rx_kib_per_s; // XML tx_util/rx_util ("KB/s", read as KiB/s)
   // Absolute thresholds (temperature/gpu_temp_slow_threshold, gpu_temp_max_threshold); nullopt
   // where the driver gives them only relative to T.Limit.
   Reading temperature_slowdown_c, temperature_shutdown_c;
   // What the driver asks an operator to do: "None", "GPU Reset Required", "Node Reboot Required",
-  // "Drain P2P", "Drain and Reset", ... as printed (gpu_recovery_action). Older drivers' 
+  // "Drain P2P", "Drain and Reset", ... as printed (gpu_recovery_action). Older drivers'
   // gpu_reset_status reads as "GPU Reset Required" (reset_required Yes), "Drain and Reset"
   // (drain_and_reset_recommended Yes) or "None" (both No).
   Text recovery_action;

@@ -18,8 +18,8 @@ namespace nvsmi {
 struct XidEvent {
   std::string pci_device; // "0000:3b:00", lower case, as printed (no function)
   int xid = 0;
-  Reading pid;       // nullopt for '<unknown>' or a line without pid=
-  Text process_name; // nullopt for <unknown> or none
+  Reading pid;         // nullopt for '<unknown>' or a line without pid=
+  Text process_name;   // nullopt for <unknown> or none
   std::string message; // what follows (after pid= and name= where present): valid UTF-8, capped
 };
 
