@@ -125,4 +125,18 @@ Run chromium(const std::string &arguments) {
                    quote(temporary_folder()) + " " + arguments);
 }
 
+std::vector<std::string> lines_of(const std::string &text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  return lines;
+}
+
+Run promtool_check_metrics(const std::string &metrics) {
+  std::string file = temporary_folder() + "/metrics";
+  write_file(file, metrics);
+  return run_shell("promtool check metrics <" + quote(file));
+}
+
 } // namespace test

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace test {
 
@@ -53,5 +54,12 @@ std::string quote(const std::string &word);
 bool installed(const std::string &program);
 // Runs headless Chromium, with a fresh profile and no network of its own, on `arguments`.
 Run chromium(const std::string &arguments);
+
+// The lines of `text`, without their '\n' (a last line without one counts too).
+std::vector<std::string> lines_of(const std::string &text);
+
+// Prometheus's own linter on a /metrics text: `promtool check metrics`. Only where
+// installed("promtool").
+Run promtool_check_metrics(const std::string &metrics);
 
 } // namespace test

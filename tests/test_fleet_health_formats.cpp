@@ -114,13 +114,7 @@ void check_family(const std::string &metrics, const std::string &name, const cha
   CHECK(has(metrics, "# TYPE " + name + " " + type + "\n"));
 }
 
-std::vector<std::string> lines_of(const std::string &text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(line);
-  return lines;
-}
+using test::lines_of;
 
 } // namespace
 
@@ -406,9 +400,7 @@ TEST_CASE("health metrics: a snapshot that fills every family passes promtool", 
     WARN("promtool is not installed (scripts/install-deps installs it): not checked");
     return;
   }
-  std::string file = test::temporary_folder() + "/metrics";
-  test::write_file(file, m);
-  test::Run check = test::run_shell("promtool check metrics <" + test::quote(file));
+  test::Run check = test::promtool_check_metrics(m);
   INFO(m << check.out << check.err);
   CHECK(check.exit_code == 0);
   CHECK(check.out.empty()); // no lint warning either

@@ -387,9 +387,7 @@ TEST_CASE("metrics: users, commands and containers of any bytes pass promtool") 
     WARN("promtool is not installed (scripts/install-deps installs it): not checked");
     return;
   }
-  std::string file = test::temporary_folder() + "/metrics";
-  test::write_file(file, m);
-  test::Run check = test::run_shell("promtool check metrics <" + test::quote(file));
+  test::Run check = test::promtool_check_metrics(m);
   INFO(m << check.out << check.err);
   CHECK(check.exit_code == 0);
 }

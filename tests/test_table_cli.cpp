@@ -42,13 +42,7 @@ bool terminal_available() {
   return false;
 }
 
-std::vector<std::string> lines_of(const std::string &text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(line);
-  return lines;
-}
+using test::lines_of;
 
 // Columns on screen: escapes take none, every other code point one (the tables here have no
 // wide characters).

@@ -29,13 +29,7 @@ std::string top_command(const std::string &arguments, const std::string &environ
          " print ((digit % 8 >= 4) ? \"no\" : \"yes\") }' /proc/$$/fdinfo/0)";
 }
 
-std::vector<std::string> lines_of(const std::string &screen) {
-  std::vector<std::string> lines;
-  std::istringstream in(screen);
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(line);
-  return lines;
-}
+using test::lines_of;
 
 // The rows of the process table: the lines after its heading, up to the first blank one.
 std::vector<std::string> process_rows(const std::string &screen) {
