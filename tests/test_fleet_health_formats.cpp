@@ -116,36 +116,40 @@ void check_family(const std::string &metrics, const std::string &name, const cha
 
 using test::lines_of;
 
+// Every health family that is a gauge, and those that are counters.
+const std::vector<std::string> health_gauges = {"nvsmi_gpu_state",
+                                                "nvsmi_gpu_lost",
+                                                "nvsmi_gpu_user_processes",
+                                                "nvsmi_gpu_ecc_enabled",
+                                                "nvsmi_gpu_ecc_pending_enabled",
+                                                "nvsmi_gpu_retired_pages",
+                                                "nvsmi_gpu_retired_pages_pending",
+                                                "nvsmi_gpu_remapped_rows",
+                                                "nvsmi_gpu_remapped_rows_pending",
+                                                "nvsmi_gpu_remapped_rows_failure",
+                                                "nvsmi_gpu_clock_event_reason_active",
+                                                "nvsmi_gpu_performance_state",
+                                                "nvsmi_gpu_pcie_link_generation",
+                                                "nvsmi_gpu_pcie_link_generation_max",
+                                                "nvsmi_gpu_pcie_link_width",
+                                                "nvsmi_gpu_pcie_link_width_max",
+                                                "nvsmi_gpu_pcie_tx_bytes_per_second",
+                                                "nvsmi_gpu_pcie_rx_bytes_per_second",
+                                                "nvsmi_gpu_temperature_slowdown_celsius",
+                                                "nvsmi_gpu_temperature_shutdown_celsius",
+                                                "nvsmi_gpu_recovery_action",
+                                                "nvsmi_xid_readable"};
+const std::vector<std::string> health_counters = {"nvsmi_gpu_ecc_errors_total",
+                                                  "nvsmi_gpu_xid_errors_total"};
+
 } // namespace
 
 TEST_CASE("health metrics: every reading of a healthy GPU, exactly", "[health]") {
   std::string m = format_snapshot_metrics(fleet());
-  const char *gauges[] = {"nvsmi_gpu_state",
-                          "nvsmi_gpu_lost",
-                          "nvsmi_gpu_user_processes",
-                          "nvsmi_gpu_ecc_enabled",
-                          "nvsmi_gpu_ecc_pending_enabled",
-                          "nvsmi_gpu_retired_pages",
-                          "nvsmi_gpu_retired_pages_pending",
-                          "nvsmi_gpu_remapped_rows",
-                          "nvsmi_gpu_remapped_rows_pending",
-                          "nvsmi_gpu_remapped_rows_failure",
-                          "nvsmi_gpu_clock_event_reason_active",
-                          "nvsmi_gpu_performance_state",
-                          "nvsmi_gpu_pcie_link_generation",
-                          "nvsmi_gpu_pcie_link_generation_max",
-                          "nvsmi_gpu_pcie_link_width",
-                          "nvsmi_gpu_pcie_link_width_max",
-                          "nvsmi_gpu_pcie_tx_bytes_per_second",
-                          "nvsmi_gpu_pcie_rx_bytes_per_second",
-                          "nvsmi_gpu_temperature_slowdown_celsius",
-                          "nvsmi_gpu_temperature_shutdown_celsius",
-                          "nvsmi_gpu_recovery_action",
-                          "nvsmi_xid_readable"};
-  for (const char *name : gauges)
+  for (const std::string &name : health_gauges)
     check_family(m, name, "gauge");
-  check_family(m, "nvsmi_gpu_ecc_errors_total", "counter");
-  check_family(m, "nvsmi_gpu_xid_errors_total", "counter");
+  for (const std::string &name : health_counters)
+    check_family(m, name, "counter");
 
   const std::string expected[] = {
       "nvsmi_gpu_ecc_enabled{" + gpu0 + "} 1",
@@ -369,32 +373,11 @@ TEST_CASE("health metrics: a snapshot that fills every family passes promtool", 
   s.host = test::observed_host();
   s.gpus[0].health.recovery_action = std::string("Odd \xff \"words\"");
   std::string m = format_snapshot_metrics(s);
-  for (const char *family : {"nvsmi_gpu_state",
-                             "nvsmi_gpu_lost",
-                             "nvsmi_gpu_user_processes",
-                             "nvsmi_gpu_ecc_enabled",
-                             "nvsmi_gpu_ecc_pending_enabled",
-                             "nvsmi_gpu_ecc_errors_total",
-                             "nvsmi_gpu_retired_pages",
-                             "nvsmi_gpu_retired_pages_pending",
-                             "nvsmi_gpu_remapped_rows",
-                             "nvsmi_gpu_remapped_rows_pending",
-                             "nvsmi_gpu_remapped_rows_failure",
-                             "nvsmi_gpu_clock_event_reason_active",
-                             "nvsmi_gpu_performance_state",
-                             "nvsmi_gpu_pcie_link_generation",
-                             "nvsmi_gpu_pcie_link_generation_max",
-                             "nvsmi_gpu_pcie_link_width",
-                             "nvsmi_gpu_pcie_link_width_max",
-                             "nvsmi_gpu_pcie_tx_bytes_per_second",
-                             "nvsmi_gpu_pcie_rx_bytes_per_second",
-                             "nvsmi_gpu_temperature_slowdown_celsius",
-                             "nvsmi_gpu_temperature_shutdown_celsius",
-                             "nvsmi_gpu_recovery_action",
-                             "nvsmi_gpu_xid_errors_total",
-                             "nvsmi_xid_readable"}) {
+  std::vector<std::string> families = health_gauges;
+  families.insert(families.end(), health_counters.begin(), health_counters.end());
+  for (const std::string &family : families) {
     INFO(family);
-    CHECK((has(m, "\n" + std::string(family) + "{") || has(m, "\n" + std::string(family) + " ")));
+    CHECK((has(m, "\n" + family + "{") || has(m, "\n" + family + " ")));
   }
   if (!test::installed("promtool")) {
     WARN("promtool is not installed (scripts/install-deps installs it): not checked");
