@@ -106,8 +106,19 @@ void insert_by_index(std::vector<Gpu> &gpus, Gpu lost, std::optional<int> index)
 
 namespace detail {
 
+// Whether `value` could be one of nvidia-smi's messages ("GPU is lost", "[Unknown Error]"): every
+// reading of every row passes here, and a number or a word of a readable GPU is let go at its
+// first character.
+static bool may_be_message(std::string_view value) {
+  value = trim(value);
+  if (value.empty())
+    return false;
+  char lower = static_cast<char>(value.front() | 0x20);
+  return value.front() == '[' || lower == 'g' || lower == 'u';
+}
+
 void LostEvidence::reading(std::string_view value) {
-  if (marker_)
+  if (marker_ || !may_be_message(value))
     return;
   std::string_view message = message_of(value);
   for (std::string_view gone : {"GPU is lost", "GPU requires reset"})
@@ -118,8 +129,8 @@ void LostEvidence::reading(std::string_view value) {
 void LostEvidence::core_reading(std::string_view value) {
   reading(value);
   core_seen_ = true;
-  core_all_unknown_error_ =
-      core_all_unknown_error_ && equal_ignoring_case(message_of(value), "Unknown Error");
+  core_all_unknown_error_ = core_all_unknown_error_ && may_be_message(value) &&
+                            equal_ignoring_case(message_of(value), "Unknown Error");
 }
 
 Text LostEvidence::reason() const {
