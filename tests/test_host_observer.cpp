@@ -18,6 +18,7 @@
 #include <ctime>
 #include <pwd.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace nvsmi;
@@ -125,7 +126,8 @@ TEST_CASE("host observer: a process of this user, as it is now") {
   CHECK(p.slurm_job_id == expected.slurm_job_id);
   CHECK(p.systemd_unit == expected.systemd_unit);
 
-  // The second sample has a share: sleep uses (next to) none.
+  // The second sample, a tenth of a second or more later, has a share: sleep uses (next to) none.
+  std::this_thread::sleep_for(150ms);
   observer.observe(snapshot);
   REQUIRE(first_process(snapshot).cpu_percent);
   CHECK(*first_process(snapshot).cpu_percent >= 0);
@@ -315,6 +317,13 @@ TEST_CASE("CPU shares: since the previous sample, of the same process only") {
   REQUIRE(many.size() == 2);
   CHECK(many[0] == Approx(100.0));
   CHECK_FALSE(many[1]);
+
+  // Counters move a tick at a time: over a moment, one tick would read as a share of many
+  // cores. Too soon gives none, and the older reading stays the baseline.
+  CHECK_FALSE(one(42, 900, 541, t0 + 8s + 1ms));
+  CHECK_FALSE(one(42, 900, 545, t0 + 8s + 99ms));
+  CHECK(one(42, 900, 560, t0 + 8s + 200ms) == Approx(100.0)); // 20 ticks in 0.2 s, from 8 s
+  CHECK(one(42, 900, 570, t0 + 8s + 300ms) == Approx(100.0)); // exactly ten ticks' time
 }
 
 TEST_CASE("CPU shares: the host's busy share") {

@@ -9,6 +9,11 @@ namespace {
 // Clock ticks are hundredths of a second: digits past the second decimal would be noise.
 double percent(double share) { return std::round(share * 10000.0) / 100.0; }
 
+// The counters move a whole tick at a time, so one tick more or less over a short span is a
+// large share: over a millisecond, one tick reads as 1000 %. Over ten ticks' time it is 10 points
+// at most.
+constexpr double shortest_ticks = 10;
+
 } // namespace
 
 std::vector<std::optional<double>>
@@ -18,6 +23,7 @@ ProcessCpuShares::update(const std::vector<ProcessTicks> &now_read) {
   std::unordered_map<int, Previous> seen;
   for (const ProcessTicks &process : now_read) {
     std::optional<double> share;
+    Previous now{process.start_ticks, process.cpu_ticks, process.at};
     auto before = previous_.find(process.pid);
     if (before != previous_.end() && before->second.start_ticks == process.start_ticks &&
         process.cpu_ticks >= before->second.cpu_ticks && process.at > before->second.at &&
@@ -25,10 +31,13 @@ ProcessCpuShares::update(const std::vector<ProcessTicks> &now_read) {
       double seconds = std::chrono::duration<double>(process.at - before->second.at).count();
       double used = static_cast<double>(process.cpu_ticks - before->second.cpu_ticks) /
                     static_cast<double>(ticks_per_second_);
-      share = percent(used / seconds);
+      if (seconds * static_cast<double>(ticks_per_second_) >= shortest_ticks)
+        share = percent(used / seconds);
+      else
+        now = before->second; // too soon to tell: measure the next one from the older reading
     }
     shares.push_back(share);
-    seen[process.pid] = {process.start_ticks, process.cpu_ticks, process.at};
+    seen[process.pid] = now;
   }
   previous_ = std::move(seen); // forget the pids not read now
   return shares;

@@ -32,7 +32,8 @@ public:
 
   // One share per entry of `now_read`, in its order: nullopt for a pid not in the previous
   // update, or in it with another start (the pid was reused: another process), or when the
-  // clock or the counter did not move forward.
+  // clock or the counter did not move forward. Under ten ticks' time (0.1 s) after the previous
+  // reading there is no share either, and that older reading stays the baseline for the next.
   std::vector<std::optional<double>> update(const std::vector<ProcessTicks> &now_read);
 
 private:
