@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <limits>
-#include <tuple>
 
 namespace nvsmi {
 namespace {
@@ -42,23 +41,6 @@ private:
   std::shared_ptr<const CompactHealth> last_health_;
 };
 
-// Every member of GpuHealth but the PCIe throughput (packed on its own), so that two can be
-// compared; a member added to GpuHealth and not here fails the static_assert below rather than
-// being dropped from the history unseen.
-auto health_members(const GpuHealth &h) {
-  return std::tie(h.ecc_enabled, h.ecc_pending_enabled, h.ecc_volatile.corrected,
-                  h.ecc_volatile.uncorrected, h.ecc_aggregate.corrected,
-                  h.ecc_aggregate.uncorrected, h.retired_pages_single_bit,
-                  h.retired_pages_double_bit, h.retired_pages_pending, h.remapped_rows_correctable,
-                  h.remapped_rows_uncorrectable, h.remapped_rows_pending, h.remapped_rows_failure,
-                  h.pcie_link_gen, h.pcie_link_gen_max, h.pcie_link_width, h.pcie_link_width_max,
-                  h.temperature_slowdown_c, h.temperature_shutdown_c, h.recovery_action);
-}
-// 16 readings, 4 flags and a text on LP64, with padding.
-static_assert(sizeof(GpuHealth) ==
-                  16 * sizeof(Reading) + 4 * sizeof(std::optional<bool>) + sizeof(Text) + 16,
-              "GpuHealth changed: compare the new member in health_members");
-
 std::size_t health_cost(const CompactHealth &block) {
   std::size_t cost = allocation(sizeof(CompactHealth) + 16);
   if (block.health.recovery_action && block.health.recovery_action->size() > 15)
@@ -73,7 +55,7 @@ std::size_t health_cost(const CompactHealth &block) {
 }
 
 bool same_health(const std::shared_ptr<const CompactHealth> &block, const Gpu &gpu) {
-  return block && health_members(block->health) == health_members(gpu.health) &&
+  return block && block->health.settled_members() == gpu.health.settled_members() &&
          block->clock_event_reasons_reported == gpu.clock_event_reasons_reported;
 }
 

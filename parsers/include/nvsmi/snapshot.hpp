@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace nvsmi {
@@ -98,6 +99,19 @@ struct GpuHealth {
   // gpu_reset_status reads as "GPU Reset Required" (reset_required Yes), "Drain and Reset"
   // (drain_and_reset_recommended Yes) or "None" (both No).
   Text recovery_action;
+
+  // Every member above but the PCIe throughput, which moves every sample: what changes seldom,
+  // so that where many samples keep one copy of it (serve's history) two can be compared. A
+  // member added above belongs here too, or the history drops it unseen.
+  auto settled_members() const {
+    return std::tie(ecc_enabled, ecc_pending_enabled, ecc_volatile.corrected,
+                    ecc_volatile.uncorrected, ecc_aggregate.corrected, ecc_aggregate.uncorrected,
+                    retired_pages_single_bit, retired_pages_double_bit, retired_pages_pending,
+                    remapped_rows_correctable, remapped_rows_uncorrectable, remapped_rows_pending,
+                    remapped_rows_failure, pcie_link_gen, pcie_link_gen_max, pcie_link_width,
+                    pcie_link_width_max, temperature_slowdown_c, temperature_shutdown_c,
+                    recovery_action);
+  }
 };
 
 struct Gpu {
