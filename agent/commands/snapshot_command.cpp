@@ -8,6 +8,7 @@
 #include "host/host_observer.hpp"
 #include "kernel_log/xid_log.hpp"
 #include "nvidia_smi/bounded_command.hpp"
+#include "nvidia_smi/gpu_query.hpp"
 #include "nvidia_smi/stop_signals.hpp"
 
 #include "nvsmi/compute_apps.hpp"
@@ -23,12 +24,13 @@
 namespace nvsmi {
 namespace {
 
-std::vector<std::string> nvidia_smi_command(const OneSampleOptions &options) {
+std::vector<std::string> nvidia_smi_command(const OneSampleOptions &options,
+                                            const GpuQuery &query) {
   std::vector<std::string> argv = nvidia_smi_argv(options.nvidia_smi);
   if (options.source == SourceKind::xml) {
     argv.insert(argv.end(), {"-q", "-x"});
   } else {
-    argv.push_back(query_gpu_argument());
+    argv.push_back(query.argument());
     argv.push_back("--format=csv,nounits");
   }
   return argv;
@@ -93,8 +95,16 @@ std::string run_nvidia_smi(const std::vector<std::string> &argv, const OneSample
 // take the others with it. A non-zero exit that names no GPU, or leaves none read, stays a
 // failure.
 Snapshot read_gpu_query(const OneSampleOptions &options) {
-  std::vector<std::string> argv = nvidia_smi_command(options);
+  GpuQuery query;
+  std::vector<std::string> argv = nvidia_smi_command(options, query);
   CommandResult result = run_to_end(argv, options);
+  // An older driver refuses a field it does not know, one at a time: asked again without it, the
+  // reading stays unknown (null), as it would in the XML of that driver. Bounded by the fields.
+  while (options.source == SourceKind::csv && result.exit_code != 0 &&
+         query.drop_refused(first_message_line(result))) {
+    argv = nvidia_smi_command(options, query);
+    result = run_to_end(argv, options);
+  }
   std::vector<UnreadableGpu> unreadable = find_unreadable_gpus(result.err);
   for (UnreadableGpu &gpu : find_unreadable_gpus(result.out))
     unreadable.push_back(std::move(gpu)); // add_unreadable_gpus marks a bus id once

@@ -49,12 +49,12 @@ void log_stream_message(LogKind kind, const std::string &message) {
 }
 
 std::vector<std::string> loop_arguments(SourceKind source, milliseconds interval,
-                                        const std::vector<std::string> &extra_fields) {
+                                        const GpuQuery &query) {
   std::vector<std::string> args;
   if (source == SourceKind::xml) {
     args = {"-q", "-x"};
   } else {
-    args = {query_gpu_argument(extra_fields), "--format=csv,noheader,nounits"};
+    args = {query.argument(), "--format=csv,noheader,nounits"};
   }
   args.push_back("-lms");
   args.push_back(std::to_string(interval.count()));
@@ -254,13 +254,14 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
       ++counters.partial_samples;
       log(LogKind::problem, "partial sample dropped");
     }
-    // Last of the problems, so that it is the one serve shows: the cause, with its message.
-    log(LogKind::problem,
-        settings.label + " " + how_it_ended + (last_message.empty() ? "" : ": " + last_message));
+    // A refusal is the handler's to say: a failure, or what is done about it.
     if (samples_this_run == 0 && settings.refused && settings.refused(last_message)) {
       on_rejected(settings.label + " refused the query: " + last_message);
       return;
     }
+    // Last of the problems, so that it is the one serve shows: the cause, with its message.
+    log(LogKind::problem,
+        settings.label + " " + how_it_ended + (last_message.empty() ? "" : ": " + last_message));
     schedule_restart();
   }
 
@@ -317,6 +318,16 @@ NvidiaSmiStream::~NvidiaSmiStream() {
 
 void NvidiaSmiStream::start() { state_->spawn(); }
 void NvidiaSmiStream::stop(std::function<void()> done) { state_->stop(std::move(done)); }
+
+void NvidiaSmiStream::restart_with(std::vector<std::string> arguments,
+                                   std::unique_ptr<StreamDecoder> decoder) {
+  if (state_->stopping || !state_->finished)
+    return;
+  state_->settings.arguments = std::move(arguments);
+  state_->decoder = std::move(decoder);
+  state_->backoff = state_->settings.first_backoff;
+  state_->spawn();
+}
 const SamplingCounters &NvidiaSmiStream::counters() const { return state_->counters; }
 
 } // namespace nvsmi

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/sampling_counters.hpp"
+#include "nvidia_smi/gpu_query.hpp"
 #include "nvidia_smi/source.hpp"
 #include "nvidia_smi/stream_decoder.hpp"
 
@@ -50,7 +51,7 @@ void log_stream_message(LogKind kind, const std::string &message);
 
 // The arguments that make nvidia-smi loop on its own.
 std::vector<std::string> loop_arguments(SourceKind source, std::chrono::milliseconds interval,
-                                        const std::vector<std::string> &extra_fields = {});
+                                        const GpuQuery &query = GpuQuery());
 
 class NvidiaSmiStream {
 public:
@@ -67,6 +68,9 @@ public:
   // not executable): a configuration error, not worth a retry. Once it has started, a later
   // failure to start it again is retried with backoff like any other failure.
   void start();
+  // After `on_rejected`: runs nvidia-smi again at once with other arguments, read by another
+  // decoder (a query without the field the driver refused). Nothing once stop() was called.
+  void restart_with(std::vector<std::string> arguments, std::unique_ptr<StreamDecoder> decoder);
   // Stops the child (SIGTERM, then SIGKILL) and calls `done` once it is reaped.
   void stop(std::function<void()> done);
   const SamplingCounters &counters() const;

@@ -9,6 +9,8 @@
 #include "nvsmi/stream.hpp"
 #include "nvsmi/xml_reader.hpp"
 
+#include <boost/asio/post.hpp>
+
 #include <algorithm>
 #include <cmath>
 
@@ -62,7 +64,8 @@ milliseconds process_interval(const SamplerOptions &options) {
 Sampler::Sampler(boost::asio::io_context &context, const SamplerOptions &options,
                  SampleHandler on_sample, FatalHandler on_fatal, LogHandler log)
     : options_(options), context_(context), on_sample_(std::move(on_sample)),
-      on_fatal_(std::move(on_fatal)), log_(std::move(log)), replay_(context) {
+      on_fatal_(std::move(on_fatal)), log_(std::move(log)), replay_(context),
+      query_(options.fields) {
   if (options.fixture)
     fixture_ = fixture_samples(*options.fixture, options.fields);
 }
@@ -78,9 +81,9 @@ void Sampler::start() {
   }
   StreamSettings settings;
   settings.command = nvidia_smi_argv(options_.nvidia_smi);
-  settings.arguments = loop_arguments(options_.source, interval(), options_.fields);
+  settings.arguments = loop_arguments(options_.source, interval(), query_);
   settings.refused = [](const std::string &message) {
-    return message.find("is not a valid field to query") != std::string::npos;
+    return refused_query_field(message).has_value();
   };
   settings.interval = interval();
   settings.stall_timeout = options_.stall_timeout_seconds
@@ -88,18 +91,33 @@ void Sampler::start() {
                                : std::max(settings.interval * 3, milliseconds(10000));
   if (options_.host)
     host_.emplace();
-  stream_ = std::make_unique<NvidiaSmiStream>(context_, settings,
-                                              snapshot_decoder(
-                                                  options_.source, options_.fields,
-                                                  [this](Snapshot s) { deliver(std::move(s)); },
-                                                  interval()),
-                                              log_, [this](const std::string &message) {
-                                                log_(LogKind::problem, message);
-                                                on_fatal_(exit_smi_failed);
-                                              });
+  stream_ = std::make_unique<NvidiaSmiStream>(
+      context_, settings, gpu_decoder(), log_,
+      [this](const std::string &message) { query_refused(message); });
   stream_->start();
   if (options_.processes)
     start_process_streams(settings);
+}
+
+std::unique_ptr<StreamDecoder> Sampler::gpu_decoder() {
+  return snapshot_decoder(
+      options_.source, query_, [this](Snapshot s) { deliver(std::move(s)); }, interval());
+}
+
+void Sampler::query_refused(const std::string &message) {
+  std::optional<std::string> dropped = query_.drop_refused(message);
+  if (!dropped) {
+    log_(LogKind::problem, message);
+    on_fatal_(exit_smi_failed);
+    return;
+  }
+  log_(LogKind::notice, "nvidia-smi does not know the field " + *dropped +
+                            " (an older driver): asking without it; that reading stays unknown");
+  // Not from within the stream's own handler, which called this.
+  boost::asio::post(context_, [this] {
+    if (!stopped_ && stream_)
+      stream_->restart_with(loop_arguments(options_.source, interval(), query_), gpu_decoder());
+  });
 }
 
 void Sampler::start_process_streams(const StreamSettings &gpu_settings) {

@@ -60,6 +60,9 @@ public:
 
 private:
   void replay_next();
+  std::unique_ptr<StreamDecoder> gpu_decoder();
+  // The GPU query was refused: asked again without the field, or the end of sampling.
+  void query_refused(const std::string &message);
   void start_process_streams(const StreamSettings &gpu_settings);
   void deliver(Snapshot snapshot);
   void attach_kernel_log(Snapshot &snapshot);
@@ -73,6 +76,7 @@ private:
   std::vector<Snapshot> fixture_;
   std::size_t replayed_ = 0;
   bool stopped_ = false;
+  GpuQuery query_; // what the GPU stream asks for: less where the driver refused a field
   std::unique_ptr<NvidiaSmiStream> stream_;
 
   // The latest answers, and when they came: older than their freshness they are not attached.

@@ -127,10 +127,10 @@ private:
 
 class CsvDecoder final : public StreamDecoder {
 public:
-  CsvDecoder(const std::vector<std::string> &extra_fields, std::function<void(Snapshot)> on_sample,
-             milliseconds interval)
+  CsvDecoder(const GpuQuery &query, std::function<void(Snapshot)> on_sample, milliseconds interval)
       : on_sample_(std::move(on_sample)), lines_(max_line_bytes),
-        assembler_(CsvLayout::from_fields(query_fields(), extra_fields)), unreadable_(interval) {}
+        assembler_(CsvLayout::from_fields(query.standard(), query.extra())), unreadable_(interval) {
+  }
 
   void feed_stderr(std::string_view bytes) override {
     unreadable_.feed(bytes);
@@ -147,6 +147,8 @@ public:
       CsvSampleAssembler::Outcome outcome = assembler_.add_line(piece);
       if (outcome.error) {
         events.message(piece);
+        if (refused_query_field(piece))
+          continue; // the run's end says it, with what is done about it
         // A line with no comma is nvidia-smi talking (an error, a refusal), not a broken row.
         bool message = piece.find(',') == std::string::npos;
         events.skipped(message ? "nvidia-smi printed: " + piece
@@ -175,13 +177,12 @@ private:
 
 } // namespace
 
-std::unique_ptr<StreamDecoder> snapshot_decoder(SourceKind source,
-                                                const std::vector<std::string> &extra_fields,
+std::unique_ptr<StreamDecoder> snapshot_decoder(SourceKind source, const GpuQuery &query,
                                                 std::function<void(Snapshot)> on_sample,
                                                 milliseconds interval) {
   if (source == SourceKind::xml)
     return std::make_unique<XmlDecoder>(std::move(on_sample), interval);
-  return std::make_unique<CsvDecoder>(extra_fields, std::move(on_sample), interval);
+  return std::make_unique<CsvDecoder>(query, std::move(on_sample), interval);
 }
 
 } // namespace nvsmi

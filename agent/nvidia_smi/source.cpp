@@ -44,12 +44,6 @@ std::optional<Snapshot> xml_after_unreadable_lines(std::string_view content) {
 
 } // namespace
 
-std::string query_gpu_argument(const std::vector<std::string> &extra_fields) {
-  std::vector<std::string> fields = query_fields();
-  fields.insert(fields.end(), extra_fields.begin(), extra_fields.end());
-  return "--query-gpu=" + comma_joined(fields);
-}
-
 std::vector<std::string> compute_apps_arguments() {
   return {"--query-compute-apps=" + comma_joined(compute_apps_fields()), "--format=csv"};
 }

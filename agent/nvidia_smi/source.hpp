@@ -21,8 +21,6 @@ constexpr std::size_t max_input_bytes = 64u << 20;
 // split into words like a shell would. Throws AgentError(exit_usage) for an empty or unclosed one.
 std::vector<std::string> nvidia_smi_argv(const std::optional<std::string> &option);
 
-// "--query-gpu=" and the fields the readers know, then `extra_fields`, comma-separated.
-std::string query_gpu_argument(const std::vector<std::string> &extra_fields = {});
 // The compute processes, asked for as one answer with its header (for read_compute_apps).
 std::vector<std::string> compute_apps_arguments();
 
