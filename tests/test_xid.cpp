@@ -1,5 +1,5 @@
 // Xid lines (parsers/src/xid.cpp) as docs/research/fleet-health.md section 11 quotes them, the
-// /dev/kmsg record decoder, and XidLog following a file.
+// /dev/kmsg record decoder, and XidLog following a file and retrying one it could not open.
 #include "kernel_log/kmsg_record.hpp"
 #include "kernel_log/xid_log.hpp"
 #include "support.hpp"
@@ -9,9 +9,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 #include <unistd.h>
 
 using namespace nvsmi;
@@ -368,6 +370,56 @@ TEST_CASE("xid log: a missing log is unreadable and said once") {
   test::write_file(path, line79 + "\n");
   log.poll();
   CHECK_FALSE(log.readable());
+  CHECK(said.size() == 1);
+}
+
+TEST_CASE("xid log: a log that appears later is read once the retry interval has passed") {
+  std::string path = test::temporary_folder() + "/late.log";
+  std::vector<std::string> said;
+  const std::chrono::milliseconds retry(20);
+  XidLog log(
+      path, [&](const std::string &line) { said.push_back(line); }, retry);
+  CHECK_FALSE(log.readable());
+  // Each poll after a wait longer than the interval tries again and fails for the same cause,
+  // which was said already.
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(2 * retry);
+    log.poll();
+  }
+  CHECK_FALSE(log.readable());
+  REQUIRE(said.size() == 1);
+  CHECK(said[0] == "kernel log " + path +
+                       ": No such file or directory: Xid errors are not counted "
+                       "(nvsmi_xid_readable 0)");
+
+  test::write_file(path, line79 + "\n");
+  CHECK(test::wait_until([&] {
+    log.poll();
+    return count_of(log, "0000:3b:00", 79) == 1;
+  }));
+  CHECK(log.readable());
+  REQUIRE(said.size() == 2);
+  CHECK(said[1] == "kernel log " + path + ": readable again: Xid errors are counted");
+  Snapshot snapshot;
+  log.attach(snapshot);
+  REQUIRE(snapshot.kernel_log);
+  CHECK(snapshot.kernel_log->readable);
+  CHECK_FALSE(snapshot.kernel_log->error);
+}
+
+TEST_CASE("xid log: a log that appears is not looked for before the retry interval has passed") {
+  std::string path = test::temporary_folder() + "/soon.log";
+  std::vector<std::string> said;
+  // An interval no test run lasts: any reading of the file here would be a retry too early.
+  XidLog log(
+      path, [&](const std::string &line) { said.push_back(line); }, std::chrono::hours(1));
+  test::write_file(path, line79 + "\n");
+  for (int i = 0; i < 5; ++i) {
+    log.poll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK_FALSE(log.readable());
+  CHECK(count_of(log, "0000:3b:00", 79) == 0);
   CHECK(said.size() == 1);
 }
 
