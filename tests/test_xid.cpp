@@ -239,6 +239,11 @@ TEST_CASE("kmsg: a record's header, escapes and continuation lines") {
   record = parse_kmsg_record("14,5,6,-;NVRM: Xid (PCI:0000:3b:00): 79, forged");
   REQUIRE(record);
   CHECK(record->facility == 1);
+  // A prefix past an int's range is kept whole: cut to 32 bits, 2^32 << 3 | 6 read as facility 0.
+  record = parse_kmsg_record("34359738374,5,6,-;NVRM: Xid (PCI:0000:3b:00): 79, forged");
+  REQUIRE(record);
+  CHECK(record->facility == std::uint64_t{1} << 32);
+  CHECK(record->level == 6);
   // A backslash that is not an escape stays.
   CHECK(parse_kmsg_record("6,1,2,-;a\\xzz\\x4")->message == "a\\xzz\\x4");
 
@@ -341,7 +346,8 @@ TEST_CASE("xid log: kmsg records in a file, and user-space records not counted")
   test::write_file(path, "3,41,1100,-;" + line79 +
                              "\n SUBSYSTEM=pci\n14,42,1200,-;NVRM: Xid (PCI:0000:3b:00): 79, "
                              "forged from user space\n4,43,1300,-;NVRM: Xid (PCI:0000:3b:00): 13, "
-                             "a\\x5cb\n");
+                             "a\\x5cb\n34359738374,44,1400,-;NVRM: Xid (PCI:0000:3b:00): 79, "
+                             "a facility that only wraps to the kernel's\n");
   XidLog log(path, {});
   log.poll();
   CHECK(count_of(log, "0000:3b:00", 79) == 1);
