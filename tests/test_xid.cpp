@@ -199,6 +199,12 @@ TEST_CASE("xid: hostile bytes give valid, capped, one-line text") {
   e = parsed("NVRM: Xid (PCI:0000:3b:00): 13, " + std::string(100000, 'x'));
   CHECK(e.message.size() <= 512);
 
+  // A name of nothing but blanks and control bytes is no name, not an empty one.
+  e = parsed("NVRM: Xid (PCI:0000:3b:00): 13, pid=7, name= \x01\t, msg");
+  CHECK(e.pid == 7);
+  CHECK_FALSE(e.process_name);
+  CHECK(e.message == "msg");
+
   std::string nul_line("NVRM: Xid (PCI:0000:3b:00): 13, a\0b", 35);
   CHECK(parsed(nul_line).message == "a b");
   // Random bytes around the marker never crash and never give invalid text.
