@@ -1,6 +1,7 @@
 // docs/BAD-INPUT.md, row by row: what the readers and the agent do with hostile or broken input.
 // Each TEST_CASE is named after its row in that table.
 #include "formats/formats.hpp"
+#include "kernel_log/kmsg_record.hpp"
 #include "report/report.hpp"
 #include "support.hpp"
 
@@ -378,6 +379,14 @@ TEST_CASE("fuzz regressions: each input the fuzzers found") {
   // A short fraction is a fraction of a second: ".5" is 500 ms, as ".500".
   REQUIRE(parse_csv_timestamp("2024/03/12 14:03:27.5"));
   CHECK(parse_csv_timestamp("2024/03/12 14:03:27.5")->millisecond == 500);
+
+  // fixtures/fuzz/kernel_log/kmsg-facility-past-int: a record whose prefix, 48888888888888, gave
+  // a facility cut to an int (what XidLog compares with 0, the kernel's).
+  auto record = parse_kmsg_record(
+      test::read_file(test::fixture_path("fuzz/kernel_log/kmsg-facility-past-int")));
+  REQUIRE(record);
+  CHECK(record->facility == 48888888888888u >> 3);
+  CHECK(record->level == 0);
 
   // Every saved input goes through its reader again: a ParseError or a printable snapshot. An
   // XML one also without skipping unread elements: the same snapshot where both accept it.

@@ -1,5 +1,5 @@
 // Xid lines (parsers/src/xid.cpp) as docs/research/fleet-health.md section 11 quotes them, the
-// /dev/kmsg record decoder, and XidLog following a file.
+// /dev/kmsg record decoder, and XidLog following a file and retrying one it could not open.
 #include "kernel_log/kmsg_record.hpp"
 #include "kernel_log/xid_log.hpp"
 #include "support.hpp"
@@ -9,9 +9,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 #include <unistd.h>
 
 using namespace nvsmi;
@@ -197,6 +199,12 @@ TEST_CASE("xid: hostile bytes give valid, capped, one-line text") {
   e = parsed("NVRM: Xid (PCI:0000:3b:00): 13, " + std::string(100000, 'x'));
   CHECK(e.message.size() <= 512);
 
+  // A name of nothing but blanks and control bytes is no name, not an empty one.
+  e = parsed("NVRM: Xid (PCI:0000:3b:00): 13, pid=7, name= \x01\t, msg");
+  CHECK(e.pid == 7);
+  CHECK_FALSE(e.process_name);
+  CHECK(e.message == "msg");
+
   std::string nul_line("NVRM: Xid (PCI:0000:3b:00): 13, a\0b", 35);
   CHECK(parsed(nul_line).message == "a b");
   // Random bytes around the marker never crash and never give invalid text.
@@ -237,6 +245,11 @@ TEST_CASE("kmsg: a record's header, escapes and continuation lines") {
   record = parse_kmsg_record("14,5,6,-;NVRM: Xid (PCI:0000:3b:00): 79, forged");
   REQUIRE(record);
   CHECK(record->facility == 1);
+  // A prefix past an int's range is kept whole: cut to 32 bits, 2^32 << 3 | 6 read as facility 0.
+  record = parse_kmsg_record("34359738374,5,6,-;NVRM: Xid (PCI:0000:3b:00): 79, forged");
+  REQUIRE(record);
+  CHECK(record->facility == std::uint64_t{1} << 32);
+  CHECK(record->level == 6);
   // A backslash that is not an escape stays.
   CHECK(parse_kmsg_record("6,1,2,-;a\\xzz\\x4")->message == "a\\xzz\\x4");
 
@@ -339,7 +352,8 @@ TEST_CASE("xid log: kmsg records in a file, and user-space records not counted")
   test::write_file(path, "3,41,1100,-;" + line79 +
                              "\n SUBSYSTEM=pci\n14,42,1200,-;NVRM: Xid (PCI:0000:3b:00): 79, "
                              "forged from user space\n4,43,1300,-;NVRM: Xid (PCI:0000:3b:00): 13, "
-                             "a\\x5cb\n");
+                             "a\\x5cb\n34359738374,44,1400,-;NVRM: Xid (PCI:0000:3b:00): 79, "
+                             "a facility that only wraps to the kernel's\n");
   XidLog log(path, {});
   log.poll();
   CHECK(count_of(log, "0000:3b:00", 79) == 1);
@@ -368,6 +382,56 @@ TEST_CASE("xid log: a missing log is unreadable and said once") {
   test::write_file(path, line79 + "\n");
   log.poll();
   CHECK_FALSE(log.readable());
+  CHECK(said.size() == 1);
+}
+
+TEST_CASE("xid log: a log that appears later is read once the retry interval has passed") {
+  std::string path = test::temporary_folder() + "/late.log";
+  std::vector<std::string> said;
+  const std::chrono::milliseconds retry(20);
+  XidLog log(
+      path, [&](const std::string &line) { said.push_back(line); }, retry);
+  CHECK_FALSE(log.readable());
+  // Each poll after a wait longer than the interval tries again and fails for the same cause,
+  // which was said already.
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(2 * retry);
+    log.poll();
+  }
+  CHECK_FALSE(log.readable());
+  REQUIRE(said.size() == 1);
+  CHECK(said[0] == "kernel log " + path +
+                       ": No such file or directory: Xid errors are not counted "
+                       "(nvsmi_xid_readable 0)");
+
+  test::write_file(path, line79 + "\n");
+  CHECK(test::wait_until([&] {
+    log.poll();
+    return count_of(log, "0000:3b:00", 79) == 1;
+  }));
+  CHECK(log.readable());
+  REQUIRE(said.size() == 2);
+  CHECK(said[1] == "kernel log " + path + ": readable again: Xid errors are counted");
+  Snapshot snapshot;
+  log.attach(snapshot);
+  REQUIRE(snapshot.kernel_log);
+  CHECK(snapshot.kernel_log->readable);
+  CHECK_FALSE(snapshot.kernel_log->error);
+}
+
+TEST_CASE("xid log: a log that appears is not looked for before the retry interval has passed") {
+  std::string path = test::temporary_folder() + "/soon.log";
+  std::vector<std::string> said;
+  // An interval no test run lasts: any reading of the file here would be a retry too early.
+  XidLog log(
+      path, [&](const std::string &line) { said.push_back(line); }, std::chrono::hours(1));
+  test::write_file(path, line79 + "\n");
+  for (int i = 0; i < 5; ++i) {
+    log.poll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK_FALSE(log.readable());
+  CHECK(count_of(log, "0000:3b:00", 79) == 0);
   CHECK(said.size() == 1);
 }
 

@@ -47,7 +47,7 @@ std::optional<KmsgRecord> parse_kmsg_record(std::string_view record) {
   // The flags ("-", "c") and whatever fields later kernels add (caller id) are not needed.
 
   KmsgRecord out;
-  out.facility = static_cast<int>(*prefix >> 3);
+  out.facility = *prefix >> 3;
   out.level = static_cast<int>(*prefix & 7);
   out.sequence = *sequence;
   out.usec = *usec;

@@ -12,7 +12,9 @@
 namespace nvsmi {
 
 struct KmsgRecord {
-  int facility = 0; // 0: the kernel; anything else was written from user space
+  // 0: the kernel; anything else was written from user space. As wide as the header's number, so
+  // that no prefix the header can hold wraps to the kernel's 0.
+  std::uint64_t facility = 0;
   int level = 0;
   std::uint64_t sequence = 0;
   std::uint64_t usec = 0; // CLOCK_BOOTTIME (CLOCK_MONOTONIC on kernels before 5.10)

@@ -22,9 +22,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A log that could not be opened is tried again no more often than this: a missing or forbidden
-// log stays so for long, and each try is a system call per sample otherwise.
-constexpr std::chrono::seconds retry_every{60};
 // An Xid line is a few hundred bytes; a longer line is something else, and keeping it whole would
 // let one endless line hold any amount of memory.
 constexpr std::size_t max_line_bytes = 64 * 1024;
@@ -49,6 +46,7 @@ bool is_kmsg_device(const struct stat &status) {
 struct XidLog::State {
   std::string path;
   Say say;
+  std::chrono::milliseconds retry_every{0};
 
   std::optional<Descriptor> fd;
   bool kmsg = false;    // records, else lines
@@ -269,9 +267,11 @@ struct XidLog::State {
   }
 };
 
-XidLog::XidLog(std::string path, Say say) : state_(std::make_unique<State>()) {
+XidLog::XidLog(std::string path, Say say, std::chrono::milliseconds retry_every)
+    : state_(std::make_unique<State>()) {
   state_->path = std::move(path);
   state_->say = say ? std::move(say) : [](const std::string &) {};
+  state_->retry_every = retry_every;
   state_->buffer.resize(kmsg_buffer_bytes);
   state_->open_log();
 }
@@ -282,7 +282,7 @@ void XidLog::poll() {
   State &s = *state_;
   s.caught_up = false;
   if (!s.fd) {
-    if (s.last_attempt && Clock::now() - *s.last_attempt < retry_every)
+    if (s.last_attempt && Clock::now() - *s.last_attempt < s.retry_every)
       return;
     s.open_log();
     if (!s.fd)

@@ -160,8 +160,10 @@ std::optional<XidEvent> parse_xid_line(std::string_view line) {
         // quotes nothing.
         std::size_t end = rest.find(", ");
         std::string_view name = rest.substr(0, end);
-        if (name != "<unknown>" && !name.empty())
-          event.process_name = clean_message(name);
+        // Blanks and control bytes clean to nothing: no name, as an absent one, not "".
+        if (name != "<unknown>")
+          if (std::string clean = clean_message(name); !clean.empty())
+            event.process_name = std::move(clean);
         rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 2);
       }
     } else {
