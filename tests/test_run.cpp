@@ -27,24 +27,6 @@ namespace {
 const std::string fake = SCRIPTS_DIR "/fake-nvidia-smi";
 const std::string gpu0 = "GPU-00000000-0000-0000-0000-000000000000";
 
-// The stand-in repeats its fixture's timestamp; this wrapper stamps each CSV row with the time it
-// is printed, so that a report has a span of time to measure.
-std::string stamping_stand_in(const std::string &folder) {
-  std::string path = folder + "/now-nvidia-smi";
-  test::write_file(path, "#!/usr/bin/env bash\n" + quote(fake) +
-                             " \"$@\" | while IFS= read -r line; do\n"
-                             "  case \"$line\" in\n"
-                             "  2024/03/12\\ *)\n"
-                             "    now=$EPOCHREALTIME; fraction=${now#*.}\n"
-                             "    printf '%(%Y/%m/%d %H:%M:%S)T.%s%s\\n' \"${now%.*}\" "
-                             "\"${fraction:0:3}\" \"${line:23}\" ;;\n"
-                             "  *) printf '%s\\n' \"$line\" ;;\n"
-                             "  esac\n"
-                             "done\n");
-  run_shell("chmod +x " + quote(path));
-  return path;
-}
-
 // `run` with a lock folder of its own and quick samples from the stand-in.
 std::string run_command(const std::string &locks, const std::string &options,
                         const std::string &smi = fake) {
@@ -239,7 +221,7 @@ TEST_CASE("a run killed with SIGKILL releases its claims; the job goes on") {
 
 TEST_CASE("run tells the job's GPU processes from a stranger's, and reports what the job held") {
   std::string folder = test::temporary_folder();
-  std::string smi = stamping_stand_in(folder), apps = folder + "/apps";
+  std::string apps = folder + "/apps";
   Background stranger("exec setpriv --reuid=nobody --regid=nogroup --clear-groups sleep 300");
   test::write_file(apps, gpu0 + ", " + std::to_string(stranger.pid()) + ", 2048 MiB, sleep\n");
   KillAtEnd child{folder + "/child.pid"};
@@ -247,11 +229,11 @@ TEST_CASE("run tells the job's GPU processes from a stranger's, and reports what
   std::string job = "sh -c 'sleep 300 & echo $! >" + child.pid_file + "; echo \"" + gpu0 +
                     ", $!, 20480 MiB, python\" >>" + apps + "; sleep 4; kill $!'";
   std::string report = folder + "/report", log = folder + "/samples.json";
-  test::Run run = run_shell("FAKE_NVSMI_APPS=" + quote(apps) + " " +
-                            run_command(folder + "/locks",
-                                        "--gpu-ids 0 --process-interval 0.2 --report " +
-                                            quote(report) + " --log " + quote(log) + " -- " + job,
-                                        smi));
+  // Rows stamped as printed: the report needs a span of time to measure.
+  test::Run run = run_shell(
+      "FAKE_NVSMI_STAMP_NOW=1 FAKE_NVSMI_APPS=" + quote(apps) + " " +
+      run_command(folder + "/locks", "--gpu-ids 0 --process-interval 0.2 --report " +
+                                         quote(report) + " --log " + quote(log) + " -- " + job));
   INFO(run.err);
   CHECK(run.exit_code == 0);
   CHECK(run.err.empty()); // the report went to its file
@@ -275,10 +257,10 @@ TEST_CASE("run tells the job's GPU processes from a stranger's, and reports what
 TEST_CASE("run --format json adds the job to report's JSON") {
   std::string folder = test::temporary_folder();
   std::string report = folder + "/report.json";
-  test::Run run = run_shell(run_command(folder + "/locks",
-                                        "--gpus 1 --format json --report " + quote(report) +
-                                            " -- sh -c 'sleep 1; exit 3'",
-                                        stamping_stand_in(folder)));
+  test::Run run =
+      run_shell("FAKE_NVSMI_STAMP_NOW=1 " +
+                run_command(folder + "/locks", "--gpus 1 --format json --report " + quote(report) +
+                                                   " -- sh -c 'sleep 1; exit 3'"));
   CHECK(run.exit_code == 3);
   json document = json::parse(test::read_file(report));
   CHECK(document["schema"] == "nvsmi-agent.report/1");
