@@ -220,6 +220,9 @@ TEST_CASE("screen text drops control characters and cuts by columns, not bytes")
   CHECK(printable_text("\x1b[2Jevil\x07\tname\x9b", true) == "[2Jevil name\xEF\xBF\xBD");
   CHECK(printable_text("caf\xC3\xA9 \xC2\x9B", true) == "caf\xC3\xA9 ");
   CHECK(printable_text("caf\xC3\xA9", false) == "caf?");
+  // A right-to-left override (or an isolate) would show the rest of the line reversed.
+  CHECK(printable_text("evil\xE2\x80\xAEtxt.exe \xE2\x81\xA7x", true) == "eviltxt.exe x");
+  CHECK(printable_text("\xE2\x80\x8Fname", false) == "name");
   CHECK(text_columns("\xE6\x97\xA5\xE6\x9C\xAC") == 4);              // two wide characters
   CHECK(fit_text("\xE6\x97\xA5\xE6\x9C\xAC", 3) == "\xE6\x97\xA5 "); // the second would split
   CHECK(fit_text("abc", 5, Align::right) == "  abc");

@@ -1,5 +1,7 @@
 #include "formats/format_table.hpp"
 
+#include "core/screen_control.hpp"
+
 #include "nvsmi/gpu_state.hpp"
 #include "nvsmi/utf8.hpp"
 
@@ -25,13 +27,6 @@ constexpr std::size_t least_name_columns = 12;
 // A lost or failing GPU's reason counts up to this against the names' room, and is shown only
 // where at least a few of its letters fit.
 constexpr std::size_t note_columns = 32, least_note_columns = 6;
-
-// Controls move the cursor, ring, clear or start an escape; the bidi controls reverse what
-// follows them on the line.
-bool hidden_control(char32_t c) {
-  return c < 0x20 || (c >= 0x7F && c <= 0x9F) || c == 0x200E || c == 0x200F ||
-         (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
-}
 
 // Two for East Asian wide and fullwidth characters and the emoji blocks, one for the rest: a
 // combining mark counted as one makes a line shorter on screen, never longer.
@@ -406,7 +401,7 @@ std::string screen_text(std::string_view text) {
   out.reserve(valid.size());
   for (std::size_t at = 0; at < valid.size();) {
     CodePoint c = code_point_at(valid, at);
-    if (!hidden_control(c.value))
+    if (!is_screen_control(c.value))
       out.append(valid, at, c.bytes);
     at += c.bytes;
   }

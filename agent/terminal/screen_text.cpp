@@ -1,5 +1,7 @@
 #include "terminal/screen_text.hpp"
 
+#include "core/screen_control.hpp"
+
 #include "nvsmi/utf8.hpp"
 
 #include <cwchar>
@@ -16,8 +18,6 @@ int point_columns(char32_t point) {
   return width < 0 ? 1 : width;
 }
 
-bool is_control(char32_t point) { return point < 0x20 || (point >= 0x7F && point < 0xA0); }
-
 } // namespace
 
 std::string printable_text(std::string_view raw, bool unicode) {
@@ -28,9 +28,9 @@ std::string printable_text(std::string_view raw, bool unicode) {
     auto [point, bytes] = code_point_at(valid, at);
     if (point == '\t' || point == '\n' || point == '\r')
       out += ' ';
-    else if (point >= 0x80 && !unicode && !is_control(point))
+    else if (point >= 0x80 && !unicode && !is_screen_control(point))
       out += '?';
-    else if (!is_control(point))
+    else if (!is_screen_control(point))
       out.append(valid, at, bytes);
     at += bytes;
   }

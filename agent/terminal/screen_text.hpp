@@ -8,7 +8,8 @@
 
 namespace nvsmi {
 
-// `raw` as valid UTF-8 without control characters (C0, DEL, C1); tabs and newlines become
+// `raw` as valid UTF-8 without control characters (core/screen_control.hpp: C0, DEL, C1, the
+// bidirectional ones); tabs and newlines become
 // spaces. Without `unicode` (a terminal whose locale is not UTF-8) every non-ASCII character
 // becomes '?', one column each.
 std::string printable_text(std::string_view raw, bool unicode);
