@@ -113,6 +113,23 @@ TEST_CASE("watch: every sample of nvidia-smi's loop has the GPU it names on stde
     check_sample(sample);
 }
 
+TEST_CASE("watch --source xml: the device-handle line on stdout before each document") {
+  std::string folder = test::temporary_folder();
+  std::string xml = folder + "/lines-then-xml.xml";
+  REQUIRE(test::run_shell("cat " + fixture("xml/h100-8gpu-lost-v12.stderr") + " " +
+                          fixture("xml/h100-8gpu-lost-v12.xml") + " >" + quote(xml))
+              .exit_code == 0);
+  Run run = agent("FAKE_NVSMI_XML=" + quote(xml),
+                  "watch --source xml --format json --interval 0.2 --count 3");
+  INFO("stderr: " << run.err);
+  REQUIRE(run.exit_code == 0);
+  std::vector<nlohmann::json> samples = json_lines(run.out);
+  REQUIRE(samples.size() == 3);
+  for (const nlohmann::json &sample : samples)
+    check_sample(sample);
+  CHECK(run.err.find("skipped") == std::string::npos);
+}
+
 TEST_CASE("watch --source csv: the device-handle line on stdout or on stderr") {
   // On stdout, in place of its row: the sample is whole, and nothing is bad output.
   Run stdout_line = agent("FAKE_NVSMI_CSV=" + fixture("csv/h100-8gpu-lost-noheader-nounits.csv"),

@@ -101,6 +101,21 @@ TEST_CASE("garbage between XML documents costs no document") {
   CHECK(out.errors.size() == 1);
 }
 
+TEST_CASE("the lines naming GPUs nvidia-smi cannot read stay before their document") {
+  std::string one = test::read_file(test::fixture_path("xml/gtx1080ti-2gpu-v10-nodoctype.xml"));
+  std::string lines = "Unable to determine the device handle for GPU 0000:0B:00.0: Unknown Error\n"
+                      "\nUnable to determine the device handle for GPU0000:07:00.0: GPU is lost\n";
+  XmlDocumentSplitter splitter(1 << 20);
+  StreamPieces out;
+  splitter.feed(lines + one + "\n" + lines + one + "\nnot such a line\n" + lines + one, out);
+  REQUIRE(out.pieces.size() == 3);
+  CHECK(out.pieces[0] == std::string(trim(lines + one)));
+  CHECK(out.pieces[1] == std::string(trim(lines + one)));
+  // With anything else before it, all of that is garbage, as before.
+  CHECK(out.pieces[2] == std::string(trim(one)));
+  CHECK(out.errors.size() == 1);
+}
+
 TEST_CASE("a CSV sample past its GPU count or its byte limit is dropped, not gathered") {
   CsvSampleLimits limits;
   limits.max_gpus = 4;

@@ -96,7 +96,11 @@ public:
     for (const std::string &piece : pieces.pieces) {
       Snapshot sample;
       try {
-        sample = read_xml(piece);
+        std::string_view text = trim(piece);
+        std::optional<Snapshot> after_lines;
+        if (!text.empty() && text.front() != '<')
+          after_lines = read_xml_after_unreadable_lines(text);
+        sample = after_lines ? std::move(*after_lines) : read_xml(piece);
       } catch (const ParseError &error) {
         events.skipped(std::string("sample skipped: ") + error.what(), true);
         continue;

@@ -23,25 +23,6 @@ std::string comma_joined(const std::vector<std::string> &names) {
   return joined;
 }
 
-// nvidia-smi may say on stdout, before its XML, which GPUs it cannot read: the document is read,
-// and those GPUs are in it, lost. nullopt for any other output.
-std::optional<Snapshot> xml_after_unreadable_lines(std::string_view content) {
-  std::vector<UnreadableGpu> unreadable;
-  while (!content.empty() && content.front() != '<') {
-    std::size_t newline = content.find('\n');
-    auto gpu = parse_unreadable_gpu_line(content.substr(0, newline));
-    if (!gpu)
-      return std::nullopt;
-    unreadable.push_back(std::move(*gpu));
-    content = trim(content.substr(newline == std::string_view::npos ? content.size() : newline));
-  }
-  if (content.empty())
-    return std::nullopt;
-  Snapshot snapshot = read_xml(content);
-  add_unreadable_gpus(snapshot, unreadable);
-  return snapshot;
-}
-
 } // namespace
 
 std::vector<std::string> compute_apps_arguments() {
@@ -65,6 +46,23 @@ std::vector<std::string> nvidia_smi_argv(const std::optional<std::string> &optio
   return argv;
 }
 
+std::optional<Snapshot> read_xml_after_unreadable_lines(std::string_view content) {
+  std::vector<UnreadableGpu> unreadable;
+  while (!content.empty() && content.front() != '<') {
+    std::size_t newline = content.find('\n');
+    auto gpu = parse_unreadable_gpu_line(content.substr(0, newline));
+    if (!gpu)
+      return std::nullopt;
+    unreadable.push_back(std::move(*gpu));
+    content = trim(content.substr(newline == std::string_view::npos ? content.size() : newline));
+  }
+  if (content.empty())
+    return std::nullopt;
+  Snapshot snapshot = read_xml(content);
+  add_unreadable_gpus(snapshot, unreadable);
+  return snapshot;
+}
+
 Snapshot parse_output(const std::string &bytes, const std::string &origin) {
   std::string_view content = bytes;
   if (content.substr(0, 3) == "\xEF\xBB\xBF") // a UTF-8 byte order mark, as Windows may write
@@ -74,7 +72,7 @@ Snapshot parse_output(const std::string &bytes, const std::string &origin) {
     throw AgentError(exit_bad_output, origin + ": empty output");
   try {
     if (content.front() != '<')
-      if (auto xml = xml_after_unreadable_lines(content))
+      if (auto xml = read_xml_after_unreadable_lines(content))
         return *xml;
     return content.front() == '<' ? read_xml(content) : read_csv(content);
   } catch (const ParseError &error) {

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace nvsmi {
@@ -23,6 +24,12 @@ std::vector<std::string> nvidia_smi_argv(const std::optional<std::string> &optio
 
 // The compute processes, asked for as one answer with its header (for read_compute_apps).
 std::vector<std::string> compute_apps_arguments();
+
+// nvidia-smi may say on stdout, before its XML, which GPUs it cannot read ("Unable to determine
+// the device handle for GPU ..."): the document is read, and those GPUs are in it, lost. nullopt
+// for output that does not start with such lines and go on with a document. Throws ParseError
+// for a bad document.
+std::optional<Snapshot> read_xml_after_unreadable_lines(std::string_view content);
 
 // Parses recorded or live nvidia-smi output, telling XML from CSV by content. `origin` names
 // it in error messages. Throws AgentError(exit_bad_output).

@@ -1,6 +1,7 @@
 #include "nvsmi/stream.hpp"
 
 #include "nvsmi/quantity.hpp"
+#include "nvsmi/unreadable_gpu.hpp"
 
 #include <algorithm>
 
@@ -9,6 +10,19 @@ namespace {
 
 std::string too_long(const char *what, std::size_t cap) {
   return std::string(what) + " longer than " + std::to_string(cap) + " bytes, skipped";
+}
+
+// Whether every line of `text` that is not blank is one in which nvidia-smi names a GPU it cannot
+// read (it prints them on stdout before the XML).
+bool only_unreadable_gpu_lines(std::string_view text) {
+  while (!text.empty()) {
+    std::size_t newline = text.find('\n');
+    std::string_view line = trim(text.substr(0, newline));
+    if (!line.empty() && !parse_unreadable_gpu_line(line))
+      return false;
+    text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+  }
+  return true;
 }
 
 } // namespace
@@ -62,11 +76,13 @@ void XmlDocumentSplitter::feed(std::string_view bytes, StreamPieces &out) {
     } else {
       std::string_view document =
           trim(std::string_view(partial_).substr(start, document_end - start));
-      // Anything before the document's own start is garbage, not part of it.
+      // Anything before the document's own start is garbage, not part of it, but for the lines
+      // in which nvidia-smi names the GPUs it cannot read: those stay, for the reader to add.
       std::size_t begin = document.rfind("<?xml");
       if (begin == std::string_view::npos)
         begin = document.rfind("<nvidia_smi_log");
-      if (begin != std::string_view::npos && begin > 0) {
+      if (begin != std::string_view::npos && begin > 0 &&
+          !only_unreadable_gpu_lines(document.substr(0, begin))) {
         out.errors.push_back(std::to_string(begin) + " bytes of garbage before a document skipped");
         document.remove_prefix(begin);
       }

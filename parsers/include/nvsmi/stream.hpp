@@ -39,7 +39,9 @@ private:
 
 // Cuts the stream `nvidia-smi -q -x -lms N` prints into whole documents, each ending with
 // </nvidia_smi_log>. A document larger than the cap is an error and is skipped: what is held
-// never passes the cap by more than the chunk fed last.
+// never passes the cap by more than the chunk fed last. Text before a document is skipped as
+// garbage, but for lines that name a GPU nvidia-smi cannot read (nvsmi/unreadable_gpu.hpp), which
+// stay at the start of the document's piece.
 class XmlDocumentSplitter {
 public:
   explicit XmlDocumentSplitter(std::size_t max_document_bytes) : max_(max_document_bytes) {}
