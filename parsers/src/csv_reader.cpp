@@ -337,18 +337,6 @@ struct Alternatives {
   std::uint64_t flags_reported = 0, flags_active = 0;
 };
 
-// A "Yes"/"No"-like cell; nullopt for an unknown marker, ParseError naming the field otherwise.
-std::optional<bool> parse_flag(std::string_view value, std::string_view yes, std::string_view no,
-                               const std::string &field) {
-  Text word = parse_text(value);
-  if (!word)
-    return std::nullopt;
-  if (*word == yes || *word == no)
-    return *word == yes;
-  throw ParseError(field + ": expected \"" + std::string(yes) + "\" or \"" + std::string(no) +
-                   "\", got \"" + *word + "\"");
-}
-
 // "0x00000000000001FF"; nullopt for an unknown marker.
 std::optional<std::uint64_t> parse_bitmask(std::string_view value, const std::string &field) {
   value = trim(value);
