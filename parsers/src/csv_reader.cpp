@@ -1,5 +1,6 @@
 #include "nvsmi/csv_reader.hpp"
 
+#include "csv_cells.hpp"
 #include "lost_gpu.hpp"
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/timestamp.hpp"
@@ -179,26 +180,50 @@ int find_field(std::string_view name) {
   return -1;
 }
 
-// nvidia-smi separates values with ", " and never quotes them; the agent's own CSV quotes a cell
-// holding a comma or quote (RFC 4180). A quoted cell is unquoted into `scratch`, which is sized
-// once so that the views into it stay valid.
-std::vector<std::string_view> split_cells(std::string_view line, std::string &scratch) {
+bool blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+} // namespace
+
+namespace detail {
+
+CsvCells::CsvCells(std::string_view line) {
   if (!line.empty() && line.back() == '\r')
     line.remove_suffix(1);
-  std::vector<std::string_view> cells;
-  cells.reserve(static_cast<std::size_t>(std::count(line.begin(), line.end(), ',')) + 1);
-  bool quotes = line.find('"') != std::string_view::npos;
-  if (quotes)
-    scratch.reserve(line.size());
+  if (line.find('"') != std::string_view::npos) {
+    split_quoted(line);
+    return;
+  }
+  // One pass over the line: find() and trim() per cell were a call to memchr and a second look at
+  // each cell's ends, for cells of a few characters.
+  const char *at = line.data(), *end = at + line.size();
+  while (true) {
+    while (at != end && blank(*at))
+      ++at;
+    const char *first = at;
+    while (at != end && *at != ',')
+      ++at;
+    const char *last = at;
+    while (last != first && blank(last[-1]))
+      --last;
+    push(std::string_view(first, static_cast<std::size_t>(last - first)));
+    if (at == end)
+      return;
+    ++at;
+  }
+}
+
+// RFC 4180 quoting, as the agent's own CSV writes a cell holding a comma or quote.
+void CsvCells::split_quoted(std::string_view line) {
+  scratch_.reserve(line.size());
   while (true) {
     std::string_view rest = trim(line);
-    if (quotes && !rest.empty() && rest.front() == '"') {
-      std::size_t start = scratch.size(), i = 1;
+    if (!rest.empty() && rest.front() == '"') {
+      std::size_t start = scratch_.size(), i = 1;
       for (; i < rest.size(); ++i) {
         if (rest[i] != '"') {
-          scratch += rest[i];
+          scratch_ += rest[i];
         } else if (i + 1 < rest.size() && rest[i + 1] == '"') {
-          scratch += '"';
+          scratch_ += '"';
           ++i;
         } else {
           break;
@@ -206,23 +231,38 @@ std::vector<std::string_view> split_cells(std::string_view line, std::string &sc
       }
       std::size_t comma = rest.find(',', i);
       if (i < rest.size() && trim(rest.substr(i + 1, comma - i - 1)).empty()) {
-        cells.push_back(std::string_view(scratch).substr(start));
+        push(std::string_view(scratch_).substr(start));
         if (comma == std::string_view::npos)
-          return cells;
+          return;
         line = rest.substr(comma + 1);
         continue;
       }
-      scratch.resize(start); // no closing quote, or text after it: an ordinary cell after all
+      scratch_.resize(start); // no closing quote, or text after it: an ordinary cell after all
     }
     std::size_t comma = line.find(',');
-    cells.push_back(trim(line.substr(0, comma)));
+    push(trim(line.substr(0, comma)));
     if (comma == std::string_view::npos)
-      return cells;
+      return;
     line.remove_prefix(comma + 1);
   }
 }
 
-} // namespace
+bool names_a_field(const CsvCells &cells) {
+  // Asked of every line `watch` reads. Every field name starts with a lower-case letter, and no
+  // value nvidia-smi prints does (digits, "GPU-", "NVIDIA", "P0", "[N/A]"): a row's cells are let
+  // go at their first characters.
+  for (std::string_view cell : cells) {
+    if (cell.empty() || cell.front() < 'a' || cell.front() > 'z')
+      continue;
+    std::string_view name, unit;
+    split_header_cell(cell, name, unit);
+    if (find_field(name) >= 0)
+      return true;
+  }
+  return false;
+}
+
+} // namespace detail
 
 const std::vector<std::string> &query_fields() {
   static const std::vector<std::string> fields{"timestamp",
@@ -274,8 +314,7 @@ const std::vector<std::string> &query_fields() {
 CsvLayout CsvLayout::from_header(std::string_view header_line,
                                  const std::vector<std::string> &extra_fields) {
   CsvLayout layout;
-  std::string scratch;
-  for (std::string_view cell : split_cells(header_line, scratch)) {
+  for (std::string_view cell : detail::CsvCells(header_line)) {
     std::string_view name, unit;
     split_header_cell(cell, name, unit);
     int field = find_field(name);
@@ -300,28 +339,7 @@ CsvLayout CsvLayout::from_fields(const std::vector<std::string> &fields,
 }
 
 bool CsvLayout::is_header(std::string_view line) {
-  // Asked of every line `watch` reads. Every field name starts with a lower-case letter, and no
-  // value nvidia-smi prints does (digits, "GPU-", "NVIDIA", "P0", "[N/A]"): most rows are told
-  // apart by their first characters, without splitting them. Quoted cells take the long way.
-  if (line.find('"') == std::string_view::npos) {
-    bool candidate = false;
-    for (std::size_t start = 0; start <= line.size() && !candidate;) {
-      std::size_t comma = std::min(line.find(',', start), line.size());
-      std::string_view cell = trim(line.substr(start, comma - start));
-      candidate = !cell.empty() && cell.front() >= 'a' && cell.front() <= 'z';
-      start = comma + 1;
-    }
-    if (!candidate)
-      return false;
-  }
-  std::string scratch;
-  for (std::string_view cell : split_cells(line, scratch)) {
-    std::string_view name, unit;
-    split_header_cell(cell, name, unit);
-    if (find_field(name) >= 0)
-      return true;
-  }
-  return false;
+  return detail::names_a_field(detail::CsvCells(line));
 }
 
 namespace {
@@ -361,7 +379,7 @@ std::vector<std::string> reason_names(std::uint64_t mask) {
 
 // Reads each known cell into the row; readings with several candidate columns into
 // `alternatives`. A ParseError names the field only.
-void read_cells(const std::vector<std::string_view> &cells, const CsvLayout &layout, CsvRow &row,
+void read_cells(const detail::CsvCells &cells, const CsvLayout &layout, CsvRow &row,
                 Alternatives &alternatives) {
   Gpu &gpu = row.gpu;
   GpuHealth &health = gpu.health;
@@ -545,7 +563,7 @@ void read_cells(const std::vector<std::string_view> &cells, const CsvLayout &lay
 
 // Whether the row's cells say that nvidia-smi listed the GPU but could not read it; kept apart
 // from read_cells, which reads each value for what it is.
-Text lost_reason(const std::vector<std::string_view> &cells, const CsvLayout &layout) {
+Text lost_reason(const detail::CsvCells &cells, const CsvLayout &layout) {
   detail::LostEvidence evidence;
   for (std::size_t i = 0; i < cells.size(); ++i) {
     int field = layout.columns()[i].field;
@@ -578,8 +596,10 @@ Text lost_reason(const std::vector<std::string_view> &cells, const CsvLayout &la
 } // namespace
 
 CsvRow read_csv_row(std::string_view line, const CsvLayout &layout, int position) {
-  std::string scratch;
-  std::vector<std::string_view> cells = split_cells(line, scratch);
+  return detail::read_csv_row(detail::CsvCells(line), layout, position);
+}
+
+CsvRow detail::read_csv_row(const CsvCells &cells, const CsvLayout &layout, int position) {
   auto row_name = [position] { return "row " + std::to_string(position + 1); };
   if (cells.size() != layout.size())
     throw ParseError("CSV " + row_name() + " has " + std::to_string(cells.size()) +

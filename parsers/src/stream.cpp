@@ -1,5 +1,7 @@
 #include "nvsmi/stream.hpp"
 
+#include "csv_cells.hpp"
+
 #include "nvsmi/quantity.hpp"
 
 #include <algorithm>
@@ -94,7 +96,9 @@ CsvSampleAssembler::Outcome CsvSampleAssembler::add_line(std::string_view line) 
   Outcome outcome;
   if (trim(line).empty())
     return outcome;
-  if (CsvLayout::is_header(line)) {
+  // Split once: telling a header from a row split every row a second time.
+  detail::CsvCells cells(line);
+  if (detail::names_a_field(cells)) {
     try {
       layout_ = CsvLayout::from_header(line);
     } catch (const ParseError &error) {
@@ -120,7 +124,7 @@ CsvSampleAssembler::Outcome CsvSampleAssembler::add_line(std::string_view line) 
   }
   CsvRow row;
   try {
-    row = read_csv_row(line, layout_, static_cast<int>(pending_.gpus.size()));
+    row = detail::read_csv_row(cells, layout_, static_cast<int>(pending_.gpus.size()));
   } catch (const ParseError &error) {
     reset();
     outcome.error = std::string(error.what()) + "; sample dropped";
