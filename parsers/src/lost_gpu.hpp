@@ -2,6 +2,7 @@
 // in its readings when the GPU itself is gone (docs/research/fleet-health.md, section 10).
 #pragma once
 
+#include "nvsmi/quantity.hpp"
 #include "nvsmi/snapshot.hpp"
 
 #include <string_view>
@@ -14,13 +15,35 @@ namespace nvsmi::detail {
 class LostEvidence {
 public:
   // Any reading of the GPU.
-  void reading(std::string_view value);
+  void reading(std::string_view value) {
+    if (!marker_ && may_be_message(value))
+      read_message(value);
+  }
   // uuid, name, temperature, memory, utilization: also a reading.
-  void core_reading(std::string_view value);
+  void core_reading(std::string_view value) {
+    bool message = may_be_message(value);
+    if (!marker_ && message)
+      read_message(value);
+    core_seen_ = true;
+    core_all_unknown_error_ = core_all_unknown_error_ && message && says_unknown_error(value);
+  }
   // "GPU is lost", "GPU requires reset", "Unknown Error", or nullopt for a GPU that was read.
   Text reason() const;
 
 private:
+  // Whether `value` could be one of the messages, which start with '[', 'G' or 'U' in either
+  // case. Every reading of every row passes here: inline, a number or a word of a readable GPU
+  // is let go at its first character without a call.
+  static bool may_be_message(std::string_view value) {
+    value = trim(value);
+    if (value.empty())
+      return false;
+    char lower = static_cast<char>(value.front() | 0x20);
+    return value.front() == '[' || lower == 'g' || lower == 'u';
+  }
+  void read_message(std::string_view value);
+  static bool says_unknown_error(std::string_view value);
+
   Text marker_;
   bool core_seen_ = false, core_all_unknown_error_ = true;
 };
