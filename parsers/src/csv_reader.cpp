@@ -440,6 +440,24 @@ std::optional<bool> flag_cell(std::string_view cell, std::string_view yes, std::
 // "0x00000000000001FF"; nullopt for an unknown marker.
 std::optional<std::uint64_t> parse_bitmask(std::string_view value, const std::string &field) {
   value = trim(value);
+  // As nvidia-smi prints it, read here: sixteen hex digits cannot overflow. Anything else is left
+  // to from_chars below.
+  if (value.size() > 2 && value.size() <= 18 && value[0] == '0' && value[1] == 'x') {
+    std::uint64_t mask = 0;
+    std::size_t i = 2;
+    for (; i < value.size(); ++i) {
+      char c = value[i];
+      unsigned digit = c >= '0' && c <= '9'   ? static_cast<unsigned>(c - '0')
+                       : c >= 'A' && c <= 'F' ? static_cast<unsigned>(c - 'A' + 10)
+                       : c >= 'a' && c <= 'f' ? static_cast<unsigned>(c - 'a' + 10)
+                                              : 16;
+      if (digit == 16)
+        break;
+      mask = mask << 4 | digit;
+    }
+    if (i == value.size())
+      return mask;
+  }
   if (is_unknown(value))
     return std::nullopt;
   std::uint64_t mask = 0;
