@@ -31,15 +31,28 @@ public:
   Text reason() const;
 
 private:
-  // Whether `value` could be one of the messages, which start with '[', 'G' or 'U' in either
-  // case. Every reading of every row passes here: inline, a number or a word of a readable GPU
-  // is let go at its first character without a call.
+  // Whether `value` could be one of the messages, whose words start with 'G' or 'U' in either case,
+  // bare or in brackets. Every reading of every row passes here: inline, and a number or a word
+  // of a readable GPU is let go at its first character, "[N/A]" at its second.
   static bool may_be_message(std::string_view value) {
+    auto g_or_u = [](char c) { return (c | 0x20) == 'g' || (c | 0x20) == 'u'; };
+    if (value.empty())
+      return false;
+    char first = value.front();
+    if (g_or_u(first))
+      return true;
+    if (first != '[' && first != ' ' && first != '\t' && first != '\r' && first != '\n')
+      return false;
     value = trim(value);
     if (value.empty())
       return false;
-    char lower = static_cast<char>(value.front() | 0x20);
-    return value.front() == '[' || lower == 'g' || lower == 'u';
+    if (value.front() != '[')
+      return g_or_u(value.front());
+    // Brackets count only in pairs, as message_of strips them: "[GPU is lost]".
+    if (value.size() < 2 || value.back() != ']')
+      return false;
+    std::string_view inside = trim(value.substr(1, value.size() - 2));
+    return !inside.empty() && g_or_u(inside.front());
   }
   void read_message(std::string_view value);
   static bool says_unknown_error(std::string_view value);
