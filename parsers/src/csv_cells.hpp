@@ -4,7 +4,6 @@
 
 #include "nvsmi/csv_reader.hpp"
 
-#include <array>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -18,33 +17,70 @@ namespace nvsmi::detail {
 class CsvCells {
 public:
   explicit CsvCells(std::string_view line);
-  CsvCells(const CsvCells &) = delete; // views into scratch_, and data() into inline_
+  CsvCells(const CsvCells &) = delete; // views into scratch_, and the pointers into the arrays
   CsvCells &operator=(const CsvCells &) = delete;
 
+  class Iterator {
+  public:
+    Iterator(const char *const *start, const std::size_t *size) : start_(start), size_(size) {}
+    std::string_view operator*() const { return {*start_, *size_}; }
+    Iterator &operator++() {
+      ++start_;
+      ++size_;
+      return *this;
+    }
+    bool operator!=(const Iterator &other) const { return start_ != other.start_; }
+
+  private:
+    const char *const *start_;
+    const std::size_t *size_;
+  };
+
   std::size_t size() const { return size_; }
-  const std::string_view *begin() const { return data(); }
-  const std::string_view *end() const { return data() + size_; }
-  std::string_view operator[](std::size_t i) const { return data()[i]; }
+  Iterator begin() const { return {starts_, sizes_}; }
+  Iterator end() const { return {starts_ + size_, sizes_ + size_}; }
+  std::string_view operator[](std::size_t i) const { return {starts_[i], sizes_[i]}; }
 
 private:
-  void push(std::string_view cell) {
-    if (size_ < inline_.size()) {
-      inline_[size_] = cell;
+  static constexpr std::size_t slot_count = 64; // the query has 41 fields, `watch --fields` more
+
+  // Adds [first, last); `count` is the caller's, kept in a register while a line is split (size_,
+  // a member beside the cells, was stored and loaded again after every cell).
+  void add(const char *first, const char *last, std::size_t &count) {
+    auto size = static_cast<std::size_t>(last - first);
+    if (count < slot_count) {
+      slot_starts_[count] = first;
+      slot_sizes_[count] = size;
     } else {
-      if (size_ == inline_.size())
-        spilled_.assign(inline_.begin(), inline_.end());
-      spilled_.push_back(cell);
+      if (count == slot_count) {
+        spilled_starts_.assign(slot_starts_, slot_starts_ + slot_count);
+        spilled_sizes_.assign(slot_sizes_, slot_sizes_ + slot_count);
+      }
+      spilled_starts_.push_back(first);
+      spilled_sizes_.push_back(size);
     }
-    ++size_;
+    ++count;
   }
-  const std::string_view *data() const {
-    return size_ <= inline_.size() ? inline_.data() : spilled_.data();
+  void add(std::string_view cell, std::size_t &count) {
+    add(cell.data(), cell.data() + cell.size(), count);
+  }
+  void finish(std::size_t count) {
+    size_ = count;
+    starts_ = count <= slot_count ? slot_starts_ : spilled_starts_.data();
+    sizes_ = count <= slot_count ? slot_sizes_ : spilled_sizes_.data();
   }
   void split_quoted(std::string_view line);
 
-  std::array<std::string_view, 64> inline_; // the query has 41 fields, `watch --fields` adds some
-  std::vector<std::string_view> spilled_;
+  // Starts and sizes apart, and left unset. As string_views, each cell was built on the stack
+  // and copied by one 16-byte load of two 8-byte stores, which the processor cannot forward: most
+  // of the time of splitting a row. Set to empty views, the array was a kilobyte written per line.
+  const char *slot_starts_[slot_count];
+  std::size_t slot_sizes_[slot_count];
+  const char *const *starts_ = nullptr;
+  const std::size_t *sizes_ = nullptr;
   std::size_t size_ = 0;
+  std::vector<const char *> spilled_starts_;
+  std::vector<std::size_t> spilled_sizes_;
   std::string scratch_; // unquoted cells, sized once so that the views into it stay valid
 };
 

@@ -183,15 +183,6 @@ int find_field(std::string_view name) {
 
 bool blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
-// [first, last) without blanks at either end, as trim() would leave it.
-std::string_view trimmed(const char *first, const char *last) {
-  while (first != last && blank(*first))
-    ++first;
-  while (last != first && blank(last[-1]))
-    --last;
-  return {first, static_cast<std::size_t>(last - first)};
-}
-
 // Bit 7 of each byte that is a comma, and no other bit: each byte is compared with ',' without
 // a carry from one byte into the next.
 std::uint64_t commas_in(std::uint64_t word) {
@@ -211,34 +202,41 @@ CsvCells::CsvCells(std::string_view line) {
     split_quoted(line);
     return;
   }
-  // find() and trim() per cell were a call to memchr and a second look at each cell's ends, for
-  // cells of a few characters; a byte at a time, the search for commas was still most of a row's
-  // splitting. Eight bytes at a time where the bytes of a word are in the order of the line.
   const char *data = line.data(), *cell = data;
+  std::size_t count = 0;
+  // The cell up to `comma`, trimmed as trim() would.
+  auto cut = [&](const char *comma) {
+    const char *first = cell, *last = comma;
+    while (first != last && blank(*first))
+      ++first;
+    while (last != first && blank(last[-1]))
+      --last;
+    add(first, last, count);
+    cell = comma + 1;
+  };
   std::size_t i = 0;
 #if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  // find() per cell was a call to memchr for a few characters, and a byte at a time the search
+  // for commas was still most of a row's splitting: eight bytes at a time where the bytes of a
+  // word are in the order of the line.
   for (; i + 8 <= line.size(); i += 8) {
     std::uint64_t word;
     std::memcpy(&word, data + i, sizeof word);
-    for (std::uint64_t commas = commas_in(word); commas != 0; commas &= commas - 1) {
-      const char *comma = data + i + (static_cast<unsigned>(__builtin_ctzll(commas)) >> 3);
-      push(trimmed(cell, comma));
-      cell = comma + 1;
-    }
+    for (std::uint64_t commas = commas_in(word); commas != 0; commas &= commas - 1)
+      cut(data + i + (static_cast<unsigned>(__builtin_ctzll(commas)) >> 3));
   }
 #endif
-  for (; i < line.size(); ++i) {
-    if (data[i] == ',') {
-      push(trimmed(cell, data + i));
-      cell = data + i + 1;
-    }
-  }
-  push(trimmed(cell, data + line.size()));
+  for (; i < line.size(); ++i)
+    if (data[i] == ',')
+      cut(data + i);
+  cut(data + line.size());
+  finish(count);
 }
 
 // RFC 4180 quoting, as the agent's own CSV writes a cell holding a comma or quote.
 void CsvCells::split_quoted(std::string_view line) {
   scratch_.reserve(line.size());
+  std::size_t count = 0;
   while (true) {
     std::string_view rest = trim(line);
     if (!rest.empty() && rest.front() == '"') {
@@ -255,18 +253,18 @@ void CsvCells::split_quoted(std::string_view line) {
       }
       std::size_t comma = rest.find(',', i);
       if (i < rest.size() && trim(rest.substr(i + 1, comma - i - 1)).empty()) {
-        push(std::string_view(scratch_).substr(start));
+        add(std::string_view(scratch_).substr(start), count);
         if (comma == std::string_view::npos)
-          return;
+          return finish(count);
         line = rest.substr(comma + 1);
         continue;
       }
       scratch_.resize(start); // no closing quote, or text after it: an ordinary cell after all
     }
     std::size_t comma = line.find(',');
-    push(trim(line.substr(0, comma)));
+    add(trim(line.substr(0, comma)), count);
     if (comma == std::string_view::npos)
-      return;
+      return finish(count);
     line.remove_prefix(comma + 1);
   }
 }
