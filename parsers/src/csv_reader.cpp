@@ -336,7 +336,9 @@ const std::vector<std::string> &query_fields() {
 CsvLayout CsvLayout::from_header(std::string_view header_line,
                                  const std::vector<std::string> &extra_fields) {
   CsvLayout layout;
-  for (std::string_view cell : detail::CsvCells(header_line)) {
+  detail::CsvCells cells(header_line);
+  layout.columns_.reserve(cells.size());
+  for (std::string_view cell : cells) {
     std::string_view name, unit;
     split_header_cell(cell, name, unit);
     int field = find_field(name);
@@ -779,6 +781,7 @@ Snapshot read_csv(std::string_view text, const std::vector<std::string> &fields)
 
   Snapshot snapshot;
   snapshot.source = Source::csv;
+  snapshot.gpus.reserve(lines.size() - first_row);
   Reading expected_rows;
   for (std::size_t i = first_row; i < lines.size(); ++i) {
     CsvRow row = read_csv_row(lines[i], layout, static_cast<int>(i - first_row));
