@@ -129,6 +129,10 @@ Text LostEvidence::reason() const {
 
 std::optional<UnreadableGpu> parse_unreadable_gpu_line(std::string_view line) {
   std::string_view rest = trim(line);
+  // Asked of every CSV row: a row is let go at its first character, without the comparisons below
+  // and their calls to tolower.
+  if (rest.empty() || (rest.front() | 0x20) != 'u')
+    return std::nullopt;
   if (!take_prefix(rest, "Unable to determine the device handle for ") &&
       !take_prefix(rest, "Unable to detect the device handle for "))
     return std::nullopt;
