@@ -5,12 +5,26 @@
 #include "nvsmi/quantity.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <string>
 
 namespace nvsmi {
 namespace {
 
 std::string too_long(const char *what, std::size_t cap) {
   return std::string(what) + " longer than " + std::to_string(cap) + " bytes, skipped";
+}
+
+// The row, built in place: assigned inside a try, a row was built empty, moved into and
+// destroyed again, and a Gpu is most of a kilobyte. A ParseError's message goes to `error`.
+CsvRow read_row(const detail::CsvCells &cells, const CsvLayout &layout, int position,
+                std::optional<std::string> &error) {
+  try {
+    return detail::read_csv_row(cells, layout, position);
+  } catch (const ParseError &parse_error) {
+    error = std::string(parse_error.what());
+    return {};
+  }
 }
 
 } // namespace
@@ -122,12 +136,11 @@ CsvSampleAssembler::Outcome CsvSampleAssembler::add_line(std::string_view line) 
     }
     return outcome;
   }
-  CsvRow row;
-  try {
-    row = detail::read_csv_row(cells, layout_, static_cast<int>(pending_.gpus.size()));
-  } catch (const ParseError &error) {
+  std::optional<std::string> error;
+  CsvRow row = read_row(cells, layout_, static_cast<int>(pending_.gpus.size()), error);
+  if (error) {
     reset();
-    outcome.error = std::string(error.what()) + "; sample dropped";
+    outcome.error = *error + "; sample dropped";
     return outcome;
   }
   if (!row.gpu_count || *row.gpu_count < 1) {
