@@ -438,15 +438,25 @@ void real_cell(std::string_view cell, Unit unit, std::string_view field, RealRea
 
 std::optional<bool> flag_cell(std::string_view cell, std::string_view yes, std::string_view no,
                               std::string_view field) {
-  if (cell == yes)
+  // By hand: string_view's == called memcmp for a word of a few letters.
+  auto same = [cell](std::string_view word) {
+    if (cell.size() != word.size())
+      return false;
+    for (std::size_t i = 0; i < word.size(); ++i)
+      if (cell[i] != word[i])
+        return false;
     return true;
-  if (cell == no)
+  };
+  if (same(yes))
+    return true;
+  if (same(no))
     return false;
   return parse_flag(cell, yes, no, field);
 }
 
-// "0x00000000000001FF"; nullopt for an unknown marker.
-std::optional<std::uint64_t> parse_bitmask(std::string_view value, const std::string &field) {
+// "0x00000000000001FF"; nullopt for an unknown marker. Written into `out`, as integer_cell does.
+void parse_bitmask(std::string_view value, const std::string &field,
+                   std::optional<std::uint64_t> &out) {
   value = trim(value);
   // As nvidia-smi prints it, read here: sixteen hex digits cannot overflow. Anything else is left
   // to from_chars below.
@@ -454,27 +464,30 @@ std::optional<std::uint64_t> parse_bitmask(std::string_view value, const std::st
     std::uint64_t mask = 0;
     std::size_t i = 2;
     for (; i < value.size(); ++i) {
-      char c = value[i];
-      unsigned digit = c >= '0' && c <= '9'   ? static_cast<unsigned>(c - '0')
-                       : c >= 'A' && c <= 'F' ? static_cast<unsigned>(c - 'A' + 10)
-                       : c >= 'a' && c <= 'f' ? static_cast<unsigned>(c - 'a' + 10)
-                                              : 16;
+      auto c = static_cast<unsigned char>(value[i]);
+      unsigned digit = c - '0', letter = (c | 0x20U) - 'a'; // 'A'-'F' and 'a'-'f' alike
+      if (digit > 9)
+        digit = letter <= 5 ? letter + 10 : 16;
       if (digit == 16)
         break;
       mask = mask << 4 | digit;
     }
-    if (i == value.size())
-      return mask;
+    if (i == value.size()) {
+      out = mask;
+      return;
+    }
   }
-  if (is_unknown(value))
-    return std::nullopt;
+  if (is_unknown(value)) {
+    out = std::nullopt;
+    return;
+  }
   std::uint64_t mask = 0;
   std::string_view digits = value.substr(std::min<std::size_t>(2, value.size()));
   auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), mask, 16);
   if (value.substr(0, 2) != "0x" || digits.empty() || error != std::errc() ||
       end != digits.data() + digits.size())
     throw ParseError(field + ": not a hexadecimal bitmask in \"" + std::string(value) + "\"");
-  return mask;
+  out = mask;
 }
 
 std::vector<std::string> reason_names(std::uint64_t mask) {
@@ -659,10 +672,10 @@ void read_cells(const detail::CsvCells &cells, const CsvLayout &layout, CsvRow &
       integer(health.pcie_link_width_max);
       break;
     case Field::clock_reasons_supported:
-      alternatives.supported = parse_bitmask(value, column.name);
+      parse_bitmask(value, column.name, alternatives.supported);
       break;
     case Field::clock_reasons_active:
-      alternatives.active = parse_bitmask(value, column.name);
+      parse_bitmask(value, column.name, alternatives.active);
       break;
     case Field::clock_reason:
       if (std::optional<bool> on = flag("Active", "Not Active")) {
