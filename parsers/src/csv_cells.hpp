@@ -90,4 +90,17 @@ bool names_a_field(const CsvCells &cells);
 // read_csv_row on a line already split.
 CsvRow read_csv_row(const CsvCells &cells, const CsvLayout &layout, int position);
 
+// Where a row's readings go: its GPU, and what it says of the whole sample (CsvRow's other
+// members).
+struct RowTarget {
+  Gpu &gpu;
+  std::optional<Timestamp> &timestamp;
+  Text &driver_version;
+  Reading &gpu_count;
+};
+// The same, into a default Gpu that is already where it stays: moved there from a CsvRow, a Gpu
+// of most of a kilobyte was copied and the moved-from one destroyed, for every row.
+void read_csv_row(const CsvCells &cells, const CsvLayout &layout, int position,
+                  const RowTarget &target);
+
 } // namespace nvsmi::detail

@@ -505,8 +505,8 @@ std::vector<std::string> reason_names(std::uint64_t mask) {
 
 // Reads each known cell into the row; readings with several candidate columns into
 // `alternatives`. A ParseError names the field only.
-void read_cells(const detail::CsvCells &cells, const CsvLayout &layout, CsvRow &row,
-                Alternatives &alternatives) {
+void read_cells(const detail::CsvCells &cells, const CsvLayout &layout,
+                const detail::RowTarget &row, Alternatives &alternatives) {
   Gpu &gpu = row.gpu;
   GpuHealth &health = gpu.health;
   auto &draw = alternatives.draw;
@@ -731,11 +731,18 @@ CsvRow read_csv_row(std::string_view line, const CsvLayout &layout, int position
 }
 
 CsvRow detail::read_csv_row(const CsvCells &cells, const CsvLayout &layout, int position) {
+  CsvRow row;
+  read_csv_row(cells, layout, position,
+               {row.gpu, row.timestamp, row.driver_version, row.gpu_count});
+  return row;
+}
+
+void detail::read_csv_row(const CsvCells &cells, const CsvLayout &layout, int position,
+                          const RowTarget &row) {
   auto row_name = [position] { return "row " + std::to_string(position + 1); };
   if (cells.size() != layout.size())
     throw ParseError("CSV " + row_name() + " has " + std::to_string(cells.size()) +
                      " values, but there are " + std::to_string(layout.size()) + " columns");
-  CsvRow row;
   Gpu &gpu = row.gpu;
   gpu.index = position;
   Alternatives alternatives;
@@ -763,7 +770,6 @@ CsvRow detail::read_csv_row(const CsvCells &cells, const CsvLayout &layout, int 
     gpu.clock_event_reasons_active = reason_names(*alternatives.active);
   else if (alternatives.flags_reported)
     gpu.clock_event_reasons_active = reason_names(alternatives.flags_active);
-  return row;
 }
 
 Snapshot read_csv(std::string_view text, const std::vector<std::string> &fields) {
@@ -797,13 +803,16 @@ Snapshot read_csv(std::string_view text, const std::vector<std::string> &fields)
   snapshot.gpus.reserve(lines.size() - first_row);
   Reading expected_rows;
   for (std::size_t i = first_row; i < lines.size(); ++i) {
-    CsvRow row = read_csv_row(lines[i], layout, static_cast<int>(i - first_row));
+    std::optional<Timestamp> timestamp;
+    Text driver_version;
+    Reading gpu_count;
+    detail::read_csv_row(detail::CsvCells(lines[i]), layout, static_cast<int>(i - first_row),
+                         {snapshot.gpus.emplace_back(), timestamp, driver_version, gpu_count});
     if (i == first_row) {
-      snapshot.timestamp = row.timestamp;
-      snapshot.driver_version = row.driver_version;
-      expected_rows = row.gpu_count;
+      snapshot.timestamp = timestamp;
+      snapshot.driver_version = driver_version;
+      expected_rows = gpu_count;
     }
-    snapshot.gpus.push_back(std::move(row.gpu));
   }
   std::size_t rows = snapshot.gpus.size();
   add_unreadable_gpus(snapshot, unreadable);
