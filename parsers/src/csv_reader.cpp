@@ -387,6 +387,12 @@ struct Alternatives {
 // They write into the reading rather than return it: returned, GCC built each optional on the
 // stack with an 8-byte and a 1-byte store and copied it with one 16-byte load, which waits for
 // both stores to reach the cache (a stall per number, a tenth of a row's time).
+// "[N/A]", "[Not Supported]": unknown, as is_unknown says of any bracketed text, without the calls
+// to the general parsers and to is_unknown.
+bool bracketed(std::string_view cell) {
+  return !cell.empty() && cell.front() == '[' && cell.back() == ']';
+}
+
 void integer_cell(std::string_view cell, Unit unit, std::string_view field, Reading &out) {
   // 18 digits stay below 2^63; more go the long way, which refuses what is out of range.
   if (!cell.empty() && cell.size() <= 18) {
@@ -403,7 +409,10 @@ void integer_cell(std::string_view cell, Unit unit, std::string_view field, Read
       return;
     }
   }
-  out = parse_integer(cell, unit, UnitPolicy::optional, field);
+  if (bracketed(cell))
+    out = std::nullopt;
+  else
+    out = parse_integer(cell, unit, UnitPolicy::optional, field);
 }
 
 void real_cell(std::string_view cell, Unit unit, std::string_view field, RealReading &out) {
@@ -433,7 +442,10 @@ void real_cell(std::string_view cell, Unit unit, std::string_view field, RealRea
       return;
     }
   }
-  out = parse_real(cell, unit, UnitPolicy::optional, field);
+  if (bracketed(cell))
+    out = std::nullopt;
+  else
+    out = parse_real(cell, unit, UnitPolicy::optional, field);
 }
 
 std::optional<bool> flag_cell(std::string_view cell, std::string_view yes, std::string_view no,
@@ -451,6 +463,8 @@ std::optional<bool> flag_cell(std::string_view cell, std::string_view yes, std::
     return true;
   if (same(no))
     return false;
+  if (bracketed(cell))
+    return std::nullopt;
   return parse_flag(cell, yes, no, field);
 }
 
