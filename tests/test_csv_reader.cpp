@@ -250,3 +250,111 @@ TEST_CASE("extra query fields are kept per GPU as text, unknown markers as null"
   CHECK(named.gpu.extras[0].name == "host.cpu");
   CHECK(named.gpu.extras[0].value == std::string("96.5"));
 }
+
+// The CSV reader reads plain cells itself, for speed, and leaves the rest to parse_integer,
+// parse_real and parse_flag: whichever way a cell goes, the reading or the message must be theirs.
+TEST_CASE("plain cells read as the general parsers read them") {
+  CsvLayout layout = CsvLayout::from_fields({"memory.used", "power.draw", "retired_pages.pending"});
+  auto row = [&](const std::string &used, const std::string &draw, const std::string &pending) {
+    return read_csv_row(used + ", " + draw + ", " + pending, layout, 0).gpu;
+  };
+  auto message = [](auto parse) {
+    try {
+      parse();
+    } catch (const ParseError &error) {
+      return "row 1 " + std::string(error.what());
+    }
+    return std::string();
+  };
+  for (std::string cell : {"0",
+                           "007",
+                           "81559",
+                           "123456789012345678",
+                           "9223372036854775807",
+                           "9223372036854775808",
+                           "99999999999999999999",
+                           "-0",
+                           "-1",
+                           "1.5",
+                           "5.",
+                           ".5",
+                           "1e3",
+                           "inf",
+                           "0x10",
+                           "[N/A]",
+                           "[]",
+                           "[",
+                           "]",
+                           "[Not Supported]",
+                           "N/A",
+                           "Unknown Error",
+                           "81559 MiB",
+                           "81559 MB",
+                           "81559MiB"}) {
+    INFO(cell);
+    std::string expected = message(
+        [&] { return parse_integer(cell, Unit::mib, UnitPolicy::optional, "memory.used"); });
+    if (expected.empty())
+      CHECK(row(cell, "1", "No").memory_used_mib ==
+            parse_integer(cell, Unit::mib, UnitPolicy::optional, "memory.used"));
+    else
+      CHECK_THROWS_WITH(row(cell, "1", "No"), expected);
+  }
+  for (std::string cell : {"0",
+                           "0.0",
+                           "-0.0",
+                           "68.25",
+                           "700.00",
+                           "5.",
+                           ".5",
+                           "1.2.3",
+                           "1e3",
+                           "nan",
+                           "0.1",
+                           "0.3",
+                           "123456789012345",
+                           "1234567890123456",
+                           "12345678901234.5",
+                           "1234567890123456.7",
+                           "9007199254740993",
+                           "[N/A]",
+                           "N/A",
+                           "68.25 W",
+                           "68.25 MiB"}) {
+    INFO(cell);
+    std::string expected =
+        message([&] { return parse_real(cell, Unit::watt, UnitPolicy::optional, "power.draw"); });
+    if (expected.empty())
+      CHECK(row("1", cell, "No").power_draw_w ==
+            parse_real(cell, Unit::watt, UnitPolicy::optional, "power.draw"));
+    else
+      CHECK_THROWS_WITH(row("1", cell, "No"), expected);
+  }
+  // Every decimal of up to 16 characters: the reader's own division rounds as from_chars does.
+  std::uint64_t seed = 1;
+  for (int i = 0; i < 20000; ++i) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    std::string digits = std::to_string(seed >> 11).substr(0, 1 + (seed >> 3) % 15);
+    std::size_t point = (seed >> 7) % (digits.size() + 1);
+    std::string cell = digits.substr(0, point) + "." + digits.substr(point);
+    INFO(cell);
+    std::string expected =
+        message([&] { return parse_real(cell, Unit::watt, UnitPolicy::optional, "power.draw"); });
+    if (expected.empty())
+      CHECK(row("1", cell, "No").power_draw_w ==
+            parse_real(cell, Unit::watt, UnitPolicy::optional, "power.draw"));
+    else
+      CHECK_THROWS_WITH(row("1", cell, "No"), expected);
+  }
+  for (std::string cell :
+       {"Yes", "No", "yes", "Maybe", "[N/A]", "N/A", "[GPU is lost]", "Yes No"}) {
+    INFO(cell);
+    std::string expected =
+        message([&] { return parse_flag(cell, "Yes", "No", "retired_pages.pending"); });
+    if (expected.empty())
+      CHECK(row("1", "1", cell).health.retired_pages_pending ==
+            parse_flag(cell, "Yes", "No", "retired_pages.pending"));
+    else
+      CHECK_THROWS_WITH(row("1", "1", cell), expected);
+  }
+}

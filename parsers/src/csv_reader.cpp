@@ -1,5 +1,6 @@
 #include "nvsmi/csv_reader.hpp"
 
+#include "csv_cells.hpp"
 #include "lost_gpu.hpp"
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/timestamp.hpp"
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <limits>
 #include <system_error>
@@ -179,26 +181,71 @@ int find_field(std::string_view name) {
   return -1;
 }
 
-// nvidia-smi separates values with ", " and never quotes them; the agent's own CSV quotes a cell
-// holding a comma or quote (RFC 4180). A quoted cell is unquoted into `scratch`, which is sized
-// once so that the views into it stay valid.
-std::vector<std::string_view> split_cells(std::string_view line, std::string &scratch) {
+bool blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+// Bit 7 of each byte that is a comma, and no other bit: each byte is compared with ',' without
+// a carry from one byte into the next.
+std::uint64_t commas_in(std::uint64_t word) {
+  constexpr std::uint64_t low7 = 0x7F7F7F7F7F7F7F7FULL;
+  std::uint64_t x = word ^ 0x2C2C2C2C2C2C2C2CULL; // zero where the byte is ','
+  return ~(((x & low7) + low7) | x | low7);
+}
+
+} // namespace
+
+namespace detail {
+
+CsvCells::CsvCells(std::string_view line) {
   if (!line.empty() && line.back() == '\r')
     line.remove_suffix(1);
-  std::vector<std::string_view> cells;
-  cells.reserve(static_cast<std::size_t>(std::count(line.begin(), line.end(), ',')) + 1);
-  bool quotes = line.find('"') != std::string_view::npos;
-  if (quotes)
-    scratch.reserve(line.size());
+  if (line.find('"') != std::string_view::npos) {
+    split_quoted(line);
+    return;
+  }
+  const char *data = line.data(), *cell = data;
+  std::size_t count = 0;
+  // The cell up to `comma`, trimmed as trim() would.
+  auto cut = [&](const char *comma) {
+    const char *first = cell, *last = comma;
+    while (first != last && blank(*first))
+      ++first;
+    while (last != first && blank(last[-1]))
+      --last;
+    add(first, last, count);
+    cell = comma + 1;
+  };
+  std::size_t i = 0;
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  // find() per cell was a call to memchr for a few characters, and a byte at a time the search
+  // for commas was still most of a row's splitting: eight bytes at a time where the bytes of a
+  // word are in the order of the line.
+  for (; i + 8 <= line.size(); i += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, data + i, sizeof word);
+    for (std::uint64_t commas = commas_in(word); commas != 0; commas &= commas - 1)
+      cut(data + i + (static_cast<unsigned>(__builtin_ctzll(commas)) >> 3));
+  }
+#endif
+  for (; i < line.size(); ++i)
+    if (data[i] == ',')
+      cut(data + i);
+  cut(data + line.size());
+  finish(count);
+}
+
+// RFC 4180 quoting, as the agent's own CSV writes a cell holding a comma or quote.
+void CsvCells::split_quoted(std::string_view line) {
+  scratch_.reserve(line.size());
+  std::size_t count = 0;
   while (true) {
     std::string_view rest = trim(line);
-    if (quotes && !rest.empty() && rest.front() == '"') {
-      std::size_t start = scratch.size(), i = 1;
+    if (!rest.empty() && rest.front() == '"') {
+      std::size_t start = scratch_.size(), i = 1;
       for (; i < rest.size(); ++i) {
         if (rest[i] != '"') {
-          scratch += rest[i];
+          scratch_ += rest[i];
         } else if (i + 1 < rest.size() && rest[i + 1] == '"') {
-          scratch += '"';
+          scratch_ += '"';
           ++i;
         } else {
           break;
@@ -206,23 +253,38 @@ std::vector<std::string_view> split_cells(std::string_view line, std::string &sc
       }
       std::size_t comma = rest.find(',', i);
       if (i < rest.size() && trim(rest.substr(i + 1, comma - i - 1)).empty()) {
-        cells.push_back(std::string_view(scratch).substr(start));
+        add(std::string_view(scratch_).substr(start), count);
         if (comma == std::string_view::npos)
-          return cells;
+          return finish(count);
         line = rest.substr(comma + 1);
         continue;
       }
-      scratch.resize(start); // no closing quote, or text after it: an ordinary cell after all
+      scratch_.resize(start); // no closing quote, or text after it: an ordinary cell after all
     }
     std::size_t comma = line.find(',');
-    cells.push_back(trim(line.substr(0, comma)));
+    add(trim(line.substr(0, comma)), count);
     if (comma == std::string_view::npos)
-      return cells;
+      return finish(count);
     line.remove_prefix(comma + 1);
   }
 }
 
-} // namespace
+bool names_a_field(const CsvCells &cells) {
+  // Asked of every line `watch` reads. Every field name starts with a lower-case letter, and no
+  // value nvidia-smi prints does (digits, "GPU-", "NVIDIA", "P0", "[N/A]"): a row's cells are let
+  // go at their first characters.
+  for (std::string_view cell : cells) {
+    if (cell.empty() || cell.front() < 'a' || cell.front() > 'z')
+      continue;
+    std::string_view name, unit;
+    split_header_cell(cell, name, unit);
+    if (find_field(name) >= 0)
+      return true;
+  }
+  return false;
+}
+
+} // namespace detail
 
 const std::vector<std::string> &query_fields() {
   static const std::vector<std::string> fields{"timestamp",
@@ -274,8 +336,9 @@ const std::vector<std::string> &query_fields() {
 CsvLayout CsvLayout::from_header(std::string_view header_line,
                                  const std::vector<std::string> &extra_fields) {
   CsvLayout layout;
-  std::string scratch;
-  for (std::string_view cell : split_cells(header_line, scratch)) {
+  detail::CsvCells cells(header_line);
+  layout.columns_.reserve(cells.size());
+  for (std::string_view cell : cells) {
     std::string_view name, unit;
     split_header_cell(cell, name, unit);
     int field = find_field(name);
@@ -300,28 +363,7 @@ CsvLayout CsvLayout::from_fields(const std::vector<std::string> &fields,
 }
 
 bool CsvLayout::is_header(std::string_view line) {
-  // Asked of every line `watch` reads. Every field name starts with a lower-case letter, and no
-  // value nvidia-smi prints does (digits, "GPU-", "NVIDIA", "P0", "[N/A]"): most rows are told
-  // apart by their first characters, without splitting them. Quoted cells take the long way.
-  if (line.find('"') == std::string_view::npos) {
-    bool candidate = false;
-    for (std::size_t start = 0; start <= line.size() && !candidate;) {
-      std::size_t comma = std::min(line.find(',', start), line.size());
-      std::string_view cell = trim(line.substr(start, comma - start));
-      candidate = !cell.empty() && cell.front() >= 'a' && cell.front() <= 'z';
-      start = comma + 1;
-    }
-    if (!candidate)
-      return false;
-  }
-  std::string scratch;
-  for (std::string_view cell : split_cells(line, scratch)) {
-    std::string_view name, unit;
-    split_header_cell(cell, name, unit);
-    if (find_field(name) >= 0)
-      return true;
-  }
-  return false;
+  return detail::names_a_field(detail::CsvCells(line));
 }
 
 namespace {
@@ -337,34 +379,138 @@ struct Alternatives {
   std::uint64_t flags_reported = 0, flags_active = 0;
 };
 
-// A "Yes"/"No"-like cell; nullopt for an unknown marker, ParseError naming the field otherwise.
-std::optional<bool> parse_flag(std::string_view value, std::string_view yes, std::string_view no,
-                               const std::string &field) {
-  Text word = parse_text(value);
-  if (!word)
-    return std::nullopt;
-  if (*word == yes || *word == no)
-    return *word == yes;
-  throw ParseError(field + ": expected \"" + std::string(yes) + "\" or \"" + std::string(no) +
-                   "\", got \"" + *word + "\"");
+// Most cells are plain: a whole number ("81559"), a decimal ("68.25"), one of a flag's two
+// words. These read them without parse_integer's, parse_real's and parse_flag's trimming, marker
+// and unit checks, which were a quarter of a row's time; any other cell goes to those, which know
+// every rule and message. The cells come trimmed.
+//
+// They write into the reading rather than return it: returned, GCC built each optional on the
+// stack with an 8-byte and a 1-byte store and copied it with one 16-byte load, which waits for
+// both stores to reach the cache (a stall per number, a tenth of a row's time).
+// "[N/A]", "[Not Supported]": unknown, as is_unknown says of any bracketed text, without the calls
+// to the general parsers and to is_unknown.
+bool bracketed(std::string_view cell) {
+  return !cell.empty() && cell.front() == '[' && cell.back() == ']';
 }
 
-// "0x00000000000001FF"; nullopt for an unknown marker.
-std::optional<std::uint64_t> parse_bitmask(std::string_view value, const std::string &field) {
-  value = trim(value);
-  if (is_unknown(value))
+void integer_cell(std::string_view cell, Unit unit, std::string_view field, Reading &out) {
+  // 18 digits stay below 2^63; more go the long way, which refuses what is out of range.
+  if (!cell.empty() && cell.size() <= 18) {
+    std::int64_t value = 0;
+    std::size_t i = 0;
+    for (; i < cell.size(); ++i) {
+      unsigned digit = static_cast<unsigned>(static_cast<unsigned char>(cell[i])) - '0';
+      if (digit > 9)
+        break;
+      value = value * 10 + digit;
+    }
+    if (i == cell.size()) {
+      out = value;
+      return;
+    }
+  }
+  if (bracketed(cell))
+    out = std::nullopt;
+  else
+    out = parse_integer(cell, unit, UnitPolicy::optional, field);
+}
+
+void real_cell(std::string_view cell, Unit unit, std::string_view field, RealReading &out) {
+  // At most 15 digits, so that they are a whole number a double holds exactly, as it does every
+  // power of ten up to 10^22: one correctly rounded division gives the double nearest the
+  // decimal, which is what from_chars gives (Clinger's fast path).
+  constexpr double powers_of_ten[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                      1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+  constexpr std::size_t max_digits = 15;
+  if (!cell.empty() && cell.size() <= max_digits + 1) {
+    std::int64_t digits = 0;
+    std::size_t point = std::string_view::npos, i = 0;
+    for (; i < cell.size(); ++i) {
+      unsigned digit = static_cast<unsigned>(static_cast<unsigned char>(cell[i])) - '0';
+      if (digit <= 9)
+        digits = digits * 10 + digit;
+      else if (cell[i] == '.' && point == std::string_view::npos)
+        point = i;
+      else
+        break;
+    }
+    // "5." and ".5" go the long way: from_chars and require_digits judge them.
+    bool whole = point == std::string_view::npos && cell.size() <= max_digits;
+    bool decimal = point != std::string_view::npos && point > 0 && point + 1 < cell.size();
+    if (i == cell.size() && (whole || decimal)) {
+      out = static_cast<double>(digits) / powers_of_ten[whole ? 0 : cell.size() - point - 1];
+      return;
+    }
+  }
+  if (bracketed(cell))
+    out = std::nullopt;
+  else
+    out = parse_real(cell, unit, UnitPolicy::optional, field);
+}
+
+std::optional<bool> flag_cell(std::string_view cell, std::string_view yes, std::string_view no,
+                              std::string_view field) {
+  // By hand: string_view's == called memcmp for a word of a few letters.
+  auto same = [cell](std::string_view word) {
+    if (cell.size() != word.size())
+      return false;
+    for (std::size_t i = 0; i < word.size(); ++i)
+      if (cell[i] != word[i])
+        return false;
+    return true;
+  };
+  if (same(yes))
+    return true;
+  if (same(no))
+    return false;
+  if (bracketed(cell))
     return std::nullopt;
+  return parse_flag(cell, yes, no, field);
+}
+
+// "0x00000000000001FF"; nullopt for an unknown marker. Written into `out`, as integer_cell does.
+void parse_bitmask(std::string_view value, const std::string &field,
+                   std::optional<std::uint64_t> &out) {
+  value = trim(value);
+  // As nvidia-smi prints it, read here: sixteen hex digits cannot overflow. Anything else is left
+  // to from_chars below.
+  if (value.size() > 2 && value.size() <= 18 && value[0] == '0' && value[1] == 'x') {
+    std::uint64_t mask = 0;
+    std::size_t i = 2;
+    for (; i < value.size(); ++i) {
+      auto c = static_cast<unsigned char>(value[i]);
+      unsigned digit = c - '0', letter = (c | 0x20U) - 'a'; // 'A'-'F' and 'a'-'f' alike
+      if (digit > 9)
+        digit = letter <= 5 ? letter + 10 : 16;
+      if (digit == 16)
+        break;
+      mask = mask << 4 | digit;
+    }
+    if (i == value.size()) {
+      out = mask;
+      return;
+    }
+  }
+  if (is_unknown(value)) {
+    out = std::nullopt;
+    return;
+  }
   std::uint64_t mask = 0;
   std::string_view digits = value.substr(std::min<std::size_t>(2, value.size()));
   auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), mask, 16);
   if (value.substr(0, 2) != "0x" || digits.empty() || error != std::errc() ||
       end != digits.data() + digits.size())
     throw ParseError(field + ": not a hexadecimal bitmask in \"" + std::string(value) + "\"");
-  return mask;
+  out = mask;
 }
 
 std::vector<std::string> reason_names(std::uint64_t mask) {
   std::vector<std::string> names;
+  // Reserved: grown a name at a time, the nine names of a row were five allocations.
+  std::size_t count = 0;
+  for (const ClockReason &reason : clock_reasons)
+    count += (mask & reason.bit) != 0;
+  names.reserve(count);
   for (const ClockReason &reason : clock_reasons)
     if (mask & reason.bit)
       names.emplace_back(reason.name);
@@ -373,25 +519,26 @@ std::vector<std::string> reason_names(std::uint64_t mask) {
 
 // Reads each known cell into the row; readings with several candidate columns into
 // `alternatives`. A ParseError names the field only.
-void read_cells(const std::vector<std::string_view> &cells, const CsvLayout &layout, CsvRow &row,
-                Alternatives &alternatives) {
+void read_cells(const detail::CsvCells &cells, const CsvLayout &layout,
+                const detail::RowTarget &row, Alternatives &alternatives) {
   Gpu &gpu = row.gpu;
   GpuHealth &health = gpu.health;
   auto &draw = alternatives.draw;
   auto &limit = alternatives.limit;
-  for (std::size_t i = 0; i < cells.size(); ++i) {
-    const CsvLayout::Column &column = layout.columns()[i];
+  const CsvLayout::Column *column_at = layout.columns().data();
+  for (std::string_view value : cells) {
+    const CsvLayout::Column &column = *column_at++;
     if (column.field < 0) {
       if (column.extra)
-        gpu.extras.push_back({column.name, parse_text(cells[i])});
+        gpu.extras.push_back({column.name, parse_text(value)});
       continue;
     }
     const FieldSpec &spec = field_table[column.field];
-    std::string_view value = cells[i];
-    auto integer = [&] {
-      return parse_integer(value, spec.unit, UnitPolicy::optional, column.name);
+    auto integer = [&](Reading &out) { integer_cell(value, spec.unit, column.name, out); };
+    auto real = [&](RealReading &out) { real_cell(value, spec.unit, column.name, out); };
+    auto flag = [&](std::string_view yes, std::string_view no) {
+      return flag_cell(value, yes, no, column.name);
     };
-    auto real = [&] { return parse_real(value, spec.unit, UnitPolicy::optional, column.name); };
     switch (spec.field) {
     case Field::timestamp:
       // nvidia-smi's own "2024/03/14 10:21:33.123", or the agent's CSV's ISO 8601.
@@ -403,10 +550,12 @@ void read_cells(const std::vector<std::string_view> &cells, const CsvLayout &lay
       row.driver_version = parse_text(value);
       break;
     case Field::count:
-      row.gpu_count = integer();
+      integer(row.gpu_count);
       break;
-    case Field::index:
-      if (Reading index = integer()) {
+    case Field::index: {
+      Reading index;
+      integer(index);
+      if (index) {
         // Cast as it is, 4294967296 would become GPU 0 and 2147483648 GPU -2147483648.
         if (*index > std::numeric_limits<int>::max())
           throw ParseError(column.name + ": number out of range in \"" + std::string(trim(value)) +
@@ -414,6 +563,7 @@ void read_cells(const std::vector<std::string_view> &cells, const CsvLayout &lay
         gpu.index = static_cast<int>(*index);
       }
       break;
+    }
     case Field::uuid:
       gpu.uuid = parse_text(value);
       break;
@@ -427,122 +577,122 @@ void read_cells(const std::vector<std::string_view> &cells, const CsvLayout &lay
       gpu.pstate = parse_text(value);
       break;
     case Field::temperature:
-      gpu.temperature_c = integer();
+      integer(gpu.temperature_c);
       break;
     case Field::utilization_gpu:
-      gpu.utilization_gpu_percent = integer();
+      integer(gpu.utilization_gpu_percent);
       break;
     case Field::utilization_memory:
-      gpu.utilization_memory_percent = integer();
+      integer(gpu.utilization_memory_percent);
       break;
     case Field::memory_total:
-      gpu.memory_total_mib = integer();
+      integer(gpu.memory_total_mib);
       break;
     case Field::memory_used:
-      gpu.memory_used_mib = integer();
+      integer(gpu.memory_used_mib);
       break;
     case Field::memory_free:
-      gpu.memory_free_mib = integer();
+      integer(gpu.memory_free_mib);
       break;
     case Field::power_draw:
-      draw[0] = real();
+      real(draw[0]);
       break;
     case Field::power_draw_average:
-      draw[1] = real();
+      real(draw[1]);
       break;
     case Field::power_draw_instant:
-      draw[2] = real();
+      real(draw[2]);
       break;
     case Field::power_limit:
-      limit[0] = real();
+      real(limit[0]);
       break;
     case Field::enforced_power_limit:
-      limit[1] = real();
+      real(limit[1]);
       break;
     case Field::fan_speed:
-      gpu.fan_speed_percent = integer();
+      integer(gpu.fan_speed_percent);
       break;
     case Field::clock_graphics:
-      gpu.clocks.graphics_mhz = integer();
+      integer(gpu.clocks.graphics_mhz);
       break;
     case Field::clock_sm:
-      gpu.clocks.sm_mhz = integer();
+      integer(gpu.clocks.sm_mhz);
       break;
     case Field::clock_memory:
-      gpu.clocks.memory_mhz = integer();
+      integer(gpu.clocks.memory_mhz);
       break;
     case Field::clock_video:
-      gpu.clocks.video_mhz = integer();
+      integer(gpu.clocks.video_mhz);
       break;
     case Field::mig_mode:
       if (Text mode = parse_text(value))
         gpu.mig_enabled = *mode == "Enabled";
       break;
     case Field::ecc_mode:
-      health.ecc_enabled = parse_flag(value, "Enabled", "Disabled", column.name);
+      health.ecc_enabled = flag("Enabled", "Disabled");
       break;
     case Field::ecc_pending_mode:
-      health.ecc_pending_enabled = parse_flag(value, "Enabled", "Disabled", column.name);
+      health.ecc_pending_enabled = flag("Enabled", "Disabled");
       break;
     case Field::ecc_corrected_volatile:
-      health.ecc_volatile.corrected = integer();
+      integer(health.ecc_volatile.corrected);
       break;
     case Field::ecc_corrected_aggregate:
-      health.ecc_aggregate.corrected = integer();
+      integer(health.ecc_aggregate.corrected);
       break;
     case Field::ecc_uncorrected_volatile:
-      health.ecc_volatile.uncorrected = integer();
+      integer(health.ecc_volatile.uncorrected);
       break;
     case Field::ecc_uncorrected_aggregate:
-      health.ecc_aggregate.uncorrected = integer();
+      integer(health.ecc_aggregate.uncorrected);
       break;
     case Field::retired_single_bit:
-      health.retired_pages_single_bit = integer();
+      integer(health.retired_pages_single_bit);
       break;
     case Field::retired_double_bit:
-      health.retired_pages_double_bit = integer();
+      integer(health.retired_pages_double_bit);
       break;
     case Field::retired_pending:
-      health.retired_pages_pending = parse_flag(value, "Yes", "No", column.name);
+      health.retired_pages_pending = flag("Yes", "No");
       break;
     case Field::remapped_correctable:
-      health.remapped_rows_correctable = integer();
+      integer(health.remapped_rows_correctable);
       break;
     case Field::remapped_uncorrectable:
-      health.remapped_rows_uncorrectable = integer();
+      integer(health.remapped_rows_uncorrectable);
       break;
     case Field::remapped_pending:
-      health.remapped_rows_pending = parse_flag(value, "Yes", "No", column.name);
+      health.remapped_rows_pending = flag("Yes", "No");
       break;
     case Field::remapped_failure:
-      health.remapped_rows_failure = parse_flag(value, "Yes", "No", column.name);
+      health.remapped_rows_failure = flag("Yes", "No");
       break;
     case Field::pcie_gen:
-      alternatives.gen[0] = integer();
+      integer(alternatives.gen[0]);
       break;
     case Field::pcie_gen_gpu:
-      alternatives.gen[1] = integer();
+      integer(alternatives.gen[1]);
       break;
     case Field::pcie_gen_max:
-      alternatives.gen_max[0] = integer();
+      integer(alternatives.gen_max[0]);
       break;
     case Field::pcie_gen_gpu_max:
-      alternatives.gen_max[1] = integer();
+      integer(alternatives.gen_max[1]);
       break;
     case Field::pcie_width:
-      health.pcie_link_width = integer();
+      integer(health.pcie_link_width);
       break;
     case Field::pcie_width_max:
-      health.pcie_link_width_max = integer();
+      integer(health.pcie_link_width_max);
       break;
     case Field::clock_reasons_supported:
-      alternatives.supported = parse_bitmask(value, column.name);
+      parse_bitmask(value, column.name, alternatives.supported);
       break;
     case Field::clock_reasons_active:
-      alternatives.active = parse_bitmask(value, column.name);
+      parse_bitmask(value, column.name, alternatives.active);
       break;
     case Field::clock_reason:
-      if (std::optional<bool> on = parse_flag(value, "Active", "Not Active", column.name)) {
+      if (std::optional<bool> on = flag("Active", "Not Active")) {
         alternatives.flags_reported |= spec.bit;
         if (*on)
           alternatives.flags_active |= spec.bit;
@@ -557,10 +707,11 @@ void read_cells(const std::vector<std::string_view> &cells, const CsvLayout &lay
 
 // Whether the row's cells say that nvidia-smi listed the GPU but could not read it; kept apart
 // from read_cells, which reads each value for what it is.
-Text lost_reason(const std::vector<std::string_view> &cells, const CsvLayout &layout) {
+Text lost_reason(const detail::CsvCells &cells, const CsvLayout &layout) {
   detail::LostEvidence evidence;
-  for (std::size_t i = 0; i < cells.size(); ++i) {
-    int field = layout.columns()[i].field;
+  const CsvLayout::Column *column = layout.columns().data();
+  for (std::string_view value : cells) {
+    int field = column++->field;
     if (field < 0)
       continue;
     switch (field_table[field].field) {
@@ -572,7 +723,7 @@ Text lost_reason(const std::vector<std::string_view> &cells, const CsvLayout &la
     case Field::memory_free:
     case Field::utilization_gpu:
     case Field::utilization_memory:
-      evidence.core_reading(cells[i]);
+      evidence.core_reading(value);
       break;
     case Field::timestamp:
     case Field::driver_version:
@@ -581,7 +732,7 @@ Text lost_reason(const std::vector<std::string_view> &cells, const CsvLayout &la
     case Field::pci_bus_id:
       break; // the sample's or the slot's, not the GPU's readings
     default:
-      evidence.reading(cells[i]);
+      evidence.reading(value);
     }
   }
   return evidence.reason();
@@ -590,13 +741,22 @@ Text lost_reason(const std::vector<std::string_view> &cells, const CsvLayout &la
 } // namespace
 
 CsvRow read_csv_row(std::string_view line, const CsvLayout &layout, int position) {
-  std::string scratch;
-  std::vector<std::string_view> cells = split_cells(line, scratch);
+  return detail::read_csv_row(detail::CsvCells(line), layout, position);
+}
+
+CsvRow detail::read_csv_row(const CsvCells &cells, const CsvLayout &layout, int position) {
+  CsvRow row;
+  read_csv_row(cells, layout, position,
+               {row.gpu, row.timestamp, row.driver_version, row.gpu_count});
+  return row;
+}
+
+void detail::read_csv_row(const CsvCells &cells, const CsvLayout &layout, int position,
+                          const RowTarget &row) {
   auto row_name = [position] { return "row " + std::to_string(position + 1); };
   if (cells.size() != layout.size())
     throw ParseError("CSV " + row_name() + " has " + std::to_string(cells.size()) +
                      " values, but there are " + std::to_string(layout.size()) + " columns");
-  CsvRow row;
   Gpu &gpu = row.gpu;
   gpu.index = position;
   Alternatives alternatives;
@@ -624,7 +784,6 @@ CsvRow read_csv_row(std::string_view line, const CsvLayout &layout, int position
     gpu.clock_event_reasons_active = reason_names(*alternatives.active);
   else if (alternatives.flags_reported)
     gpu.clock_event_reasons_active = reason_names(alternatives.flags_active);
-  return row;
 }
 
 Snapshot read_csv(std::string_view text, const std::vector<std::string> &fields) {
@@ -655,15 +814,19 @@ Snapshot read_csv(std::string_view text, const std::vector<std::string> &fields)
 
   Snapshot snapshot;
   snapshot.source = Source::csv;
+  snapshot.gpus.reserve(lines.size() - first_row);
   Reading expected_rows;
   for (std::size_t i = first_row; i < lines.size(); ++i) {
-    CsvRow row = read_csv_row(lines[i], layout, static_cast<int>(i - first_row));
+    std::optional<Timestamp> timestamp;
+    Text driver_version;
+    Reading gpu_count;
+    detail::read_csv_row(detail::CsvCells(lines[i]), layout, static_cast<int>(i - first_row),
+                         {snapshot.gpus.emplace_back(), timestamp, driver_version, gpu_count});
     if (i == first_row) {
-      snapshot.timestamp = row.timestamp;
-      snapshot.driver_version = row.driver_version;
-      expected_rows = row.gpu_count;
+      snapshot.timestamp = timestamp;
+      snapshot.driver_version = driver_version;
+      expected_rows = gpu_count;
     }
-    snapshot.gpus.push_back(std::move(row.gpu));
   }
   std::size_t rows = snapshot.gpus.size();
   add_unreadable_gpus(snapshot, unreadable);

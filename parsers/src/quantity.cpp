@@ -159,4 +159,21 @@ std::optional<std::string> parse_text(std::string_view text) {
   return std::string(text);
 }
 
+std::optional<bool> parse_flag(std::string_view text, std::string_view yes, std::string_view no,
+                               std::string_view field) {
+  text = trim(text);
+  if (is_unknown(text))
+    return std::nullopt;
+  if (text == yes || text == no)
+    return text == yes;
+  std::string message(field);
+  message += ": expected ";
+  message += quoted(yes);
+  message += " or ";
+  message += quoted(no);
+  message += ", got ";
+  message += quoted(text);
+  throw ParseError(message);
+}
+
 } // namespace nvsmi

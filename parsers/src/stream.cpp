@@ -1,9 +1,13 @@
 #include "nvsmi/stream.hpp"
 
+#include "csv_cells.hpp"
+
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/unreadable_gpu.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <string>
 
 namespace nvsmi {
 namespace {
@@ -23,6 +27,18 @@ bool only_unreadable_gpu_lines(std::string_view text) {
     text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
   }
   return true;
+}
+
+// The row, built in place: assigned inside a try, a row was built empty, moved into and
+// destroyed again, and a Gpu is most of a kilobyte. A ParseError's message goes to `error`.
+CsvRow read_row(const detail::CsvCells &cells, const CsvLayout &layout, int position,
+                std::optional<std::string> &error) {
+  try {
+    return detail::read_csv_row(cells, layout, position);
+  } catch (const ParseError &parse_error) {
+    error = std::string(parse_error.what());
+    return {};
+  }
 }
 
 } // namespace
@@ -110,7 +126,9 @@ CsvSampleAssembler::Outcome CsvSampleAssembler::add_line(std::string_view line) 
   Outcome outcome;
   if (trim(line).empty())
     return outcome;
-  if (CsvLayout::is_header(line)) {
+  // Split once: telling a header from a row split every row a second time.
+  detail::CsvCells cells(line);
+  if (detail::names_a_field(cells)) {
     try {
       layout_ = CsvLayout::from_header(line);
     } catch (const ParseError &error) {
@@ -134,12 +152,11 @@ CsvSampleAssembler::Outcome CsvSampleAssembler::add_line(std::string_view line) 
     }
     return outcome;
   }
-  CsvRow row;
-  try {
-    row = read_csv_row(line, layout_, static_cast<int>(pending_.gpus.size()));
-  } catch (const ParseError &error) {
+  std::optional<std::string> error;
+  CsvRow row = read_row(cells, layout_, static_cast<int>(pending_.gpus.size()), error);
+  if (error) {
     reset();
-    outcome.error = std::string(error.what()) + "; sample dropped";
+    outcome.error = *error + "; sample dropped";
     return outcome;
   }
   if (!row.gpu_count || *row.gpu_count < 1) {

@@ -106,31 +106,15 @@ void insert_by_index(std::vector<Gpu> &gpus, Gpu lost, std::optional<int> index)
 
 namespace detail {
 
-// Whether `value` could be one of nvidia-smi's messages ("GPU is lost", "[Unknown Error]"): every
-// reading of every row passes here, and a number or a word of a readable GPU is let go at its
-// first character.
-static bool may_be_message(std::string_view value) {
-  value = trim(value);
-  if (value.empty())
-    return false;
-  char lower = static_cast<char>(value.front() | 0x20);
-  return value.front() == '[' || lower == 'g' || lower == 'u';
-}
-
-void LostEvidence::reading(std::string_view value) {
-  if (marker_ || !may_be_message(value))
-    return;
+void LostEvidence::read_message(std::string_view value) {
   std::string_view message = message_of(value);
   for (std::string_view gone : {"GPU is lost", "GPU requires reset"})
     if (equal_ignoring_case(message, gone))
       marker_ = std::string(gone);
 }
 
-void LostEvidence::core_reading(std::string_view value) {
-  reading(value);
-  core_seen_ = true;
-  core_all_unknown_error_ = core_all_unknown_error_ && may_be_message(value) &&
-                            equal_ignoring_case(message_of(value), "Unknown Error");
+bool LostEvidence::says_unknown_error(std::string_view value) {
+  return equal_ignoring_case(message_of(value), "Unknown Error");
 }
 
 Text LostEvidence::reason() const {
@@ -145,6 +129,10 @@ Text LostEvidence::reason() const {
 
 std::optional<UnreadableGpu> parse_unreadable_gpu_line(std::string_view line) {
   std::string_view rest = trim(line);
+  // Asked of every CSV row: a row is let go at its first character, without the comparisons below
+  // and their calls to tolower.
+  if (rest.empty() || (rest.front() | 0x20) != 'u')
+    return std::nullopt;
   if (!take_prefix(rest, "Unable to determine the device handle for ") &&
       !take_prefix(rest, "Unable to detect the device handle for "))
     return std::nullopt;

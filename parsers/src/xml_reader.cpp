@@ -45,16 +45,12 @@ public:
       throw ParseError(path() + "/" + error.what());
     }
   }
-  // One of two words nvidia-smi prints for a yes/no reading ("Yes"/"No", "Enabled"/"Disabled"),
-  // nullopt for an unknown marker. Any other word is refused: a guess could hide a fault.
   std::optional<bool> flag(const char *name, std::string_view yes, std::string_view no) const {
-    Text word = text(name);
-    if (!word)
-      return std::nullopt;
-    if (*word == yes || *word == no)
-      return *word == yes;
-    throw ParseError(path() + "/" + name + ": expected \"" + std::string(yes) + "\" or \"" +
-                     std::string(no) + "\", got \"" + *word + "\"");
+    try {
+      return parse_flag(raw(name), yes, no, name);
+    } catch (const ParseError &error) {
+      throw ParseError(path() + "/" + error.what());
+    }
   }
   std::optional<bool> yes_no(const char *name) const { return flag(name, "Yes", "No"); }
   // The first known reading among elements that replaced one another across drivers.

@@ -54,5 +54,10 @@ std::optional<std::int64_t> parse_integer(std::string_view text, Unit unit, Unit
                                           std::string_view field);
 // Trimmed text, or nullopt for an unknown marker.
 std::optional<std::string> parse_text(std::string_view text);
+// One of the two words nvidia-smi prints for a yes/no reading ("Yes"/"No", "Enabled"/"Disabled",
+// "Active"/"Not Active"): true for `yes`, nullopt for an unknown marker. Any other word throws
+// ParseError naming `field`: a guess could hide a fault.
+std::optional<bool> parse_flag(std::string_view text, std::string_view yes, std::string_view no,
+                               std::string_view field);
 
 } // namespace nvsmi
