@@ -266,6 +266,16 @@ TEST_CASE("plain cells read as the general parsers read them") {
     }
     return std::string();
   };
+  auto check_power_like_parse_real = [&](const std::string &cell) {
+    INFO(cell);
+    std::string expected =
+        message([&] { return parse_real(cell, Unit::watt, UnitPolicy::optional, "power.draw"); });
+    if (expected.empty())
+      CHECK(row("1", cell, "No").power_draw_w ==
+            parse_real(cell, Unit::watt, UnitPolicy::optional, "power.draw"));
+    else
+      CHECK_THROWS_WITH(row("1", cell, "No"), expected);
+  };
   for (std::string cell : {"0",
                            "007",
                            "81559",
@@ -321,14 +331,7 @@ TEST_CASE("plain cells read as the general parsers read them") {
                            "N/A",
                            "68.25 W",
                            "68.25 MiB"}) {
-    INFO(cell);
-    std::string expected =
-        message([&] { return parse_real(cell, Unit::watt, UnitPolicy::optional, "power.draw"); });
-    if (expected.empty())
-      CHECK(row("1", cell, "No").power_draw_w ==
-            parse_real(cell, Unit::watt, UnitPolicy::optional, "power.draw"));
-    else
-      CHECK_THROWS_WITH(row("1", cell, "No"), expected);
+    check_power_like_parse_real(cell);
   }
   // Every decimal of up to 16 characters: the reader's own division rounds as from_chars does.
   std::uint64_t seed = 1;
@@ -337,14 +340,7 @@ TEST_CASE("plain cells read as the general parsers read them") {
     std::string digits = std::to_string(seed >> 11).substr(0, 1 + (seed >> 3) % 15);
     std::size_t point = (seed >> 7) % (digits.size() + 1);
     std::string cell = digits.substr(0, point) + "." + digits.substr(point);
-    INFO(cell);
-    std::string expected =
-        message([&] { return parse_real(cell, Unit::watt, UnitPolicy::optional, "power.draw"); });
-    if (expected.empty())
-      CHECK(row("1", cell, "No").power_draw_w ==
-            parse_real(cell, Unit::watt, UnitPolicy::optional, "power.draw"));
-    else
-      CHECK_THROWS_WITH(row("1", cell, "No"), expected);
+    check_power_like_parse_real(cell);
   }
   for (std::string cell :
        {"Yes", "No", "yes", "Maybe", "[N/A]", "N/A", "[GPU is lost]", "Yes No"}) {

@@ -102,15 +102,24 @@ TEST_CASE("snapshot: a non-zero exit without a readable GPU stays a failure (4)"
   CHECK(std::count(silent.err.begin(), silent.err.end(), '\n') == 1);
 }
 
-TEST_CASE("watch: every sample of nvidia-smi's loop has the GPU it names on stderr") {
-  Run run = agent(lost_xml + " " + lost_stderr,
-                  "watch --source xml --format json --interval 0.2 --count 3");
+namespace {
+
+// Three samples of `watch --source xml` on the stand-in with `environment`, each checked.
+Run check_xml_loop(const std::string &environment) {
+  Run run = agent(environment, "watch --source xml --format json --interval 0.2 --count 3");
   INFO("stderr: " << run.err);
   REQUIRE(run.exit_code == 0);
   std::vector<nlohmann::json> samples = json_lines(run.out);
   REQUIRE(samples.size() == 3);
   for (const nlohmann::json &sample : samples)
     check_sample(sample);
+  return run;
+}
+
+} // namespace
+
+TEST_CASE("watch: every sample of nvidia-smi's loop has the GPU it names on stderr") {
+  check_xml_loop(lost_xml + " " + lost_stderr);
 }
 
 TEST_CASE("watch --source xml: the device-handle line on stdout before each document") {
@@ -119,14 +128,7 @@ TEST_CASE("watch --source xml: the device-handle line on stdout before each docu
   REQUIRE(test::run_shell("cat " + fixture("xml/h100-8gpu-lost-v12.stderr") + " " +
                           fixture("xml/h100-8gpu-lost-v12.xml") + " >" + quote(xml))
               .exit_code == 0);
-  Run run = agent("FAKE_NVSMI_XML=" + quote(xml),
-                  "watch --source xml --format json --interval 0.2 --count 3");
-  INFO("stderr: " << run.err);
-  REQUIRE(run.exit_code == 0);
-  std::vector<nlohmann::json> samples = json_lines(run.out);
-  REQUIRE(samples.size() == 3);
-  for (const nlohmann::json &sample : samples)
-    check_sample(sample);
+  Run run = check_xml_loop("FAKE_NVSMI_XML=" + quote(xml));
   CHECK(run.err.find("skipped") == std::string::npos);
 }
 
