@@ -267,3 +267,17 @@ TEST_CASE("CSV stream: rows short of the count by the GPUs named on stderr make 
   REQUIRE(next.sample);
   CHECK(next.sample->gpus.size() == 7);
 }
+
+TEST_CASE("unreadable GPU lines before the rest of the output") {
+  std::vector<UnreadableGpu> found;
+  std::string_view text = "\n Unable to determine the device handle for GPU 0000:0B:00.0: Unknown "
+                          "Error\n\nUnable to determine the device handle for GPU0000:07:00.0: GPU "
+                          "is lost\n  <?xml version=\"1.0\" ?>\nUnable to determine";
+  CHECK(after_unreadable_gpu_lines(text, &found) ==
+        "<?xml version=\"1.0\" ?>\nUnable to determine");
+  REQUIRE(found.size() == 2);
+  CHECK(found[0].pci_bus_id == "0000:0B:00.0");
+  CHECK(found[1].reason == "GPU is lost");
+  CHECK(after_unreadable_gpu_lines(" \n\n").empty());
+  CHECK(after_unreadable_gpu_lines("No devices were found\n") == "No devices were found");
+}

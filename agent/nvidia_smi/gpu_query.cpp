@@ -1,5 +1,7 @@
 #include "nvidia_smi/gpu_query.hpp"
 
+#include "nvidia_smi/source.hpp"
+
 #include "nvsmi/csv_reader.hpp"
 
 #include <algorithm>
@@ -29,14 +31,9 @@ GpuQuery::GpuQuery(std::vector<std::string> extra_fields)
     : standard_(query_fields()), extra_(std::move(extra_fields)) {}
 
 std::string GpuQuery::argument() const {
-  std::string joined = "--query-gpu=";
-  bool first = true;
-  for (const std::vector<std::string> *fields : {&standard_, &extra_})
-    for (const std::string &field : *fields) {
-      joined += (first ? "" : ",") + field;
-      first = false;
-    }
-  return joined;
+  std::vector<std::string> fields = standard_;
+  fields.insert(fields.end(), extra_.begin(), extra_.end());
+  return "--query-gpu=" + field_list(fields);
 }
 
 std::optional<std::string> GpuQuery::drop_refused(std::string_view message) {

@@ -14,19 +14,15 @@
 
 namespace nvsmi {
 
-namespace {
-
-std::string comma_joined(const std::vector<std::string> &names) {
+std::string field_list(const std::vector<std::string> &names) {
   std::string joined;
   for (const std::string &name : names)
     joined += (joined.empty() ? "" : ",") + name;
   return joined;
 }
 
-} // namespace
-
 std::vector<std::string> compute_apps_arguments() {
-  return {"--query-compute-apps=" + comma_joined(compute_apps_fields()), "--format=csv"};
+  return {"--query-compute-apps=" + field_list(compute_apps_fields()), "--format=csv"};
 }
 
 std::vector<std::string> nvidia_smi_argv(const std::optional<std::string> &option) {
@@ -48,17 +44,10 @@ std::vector<std::string> nvidia_smi_argv(const std::optional<std::string> &optio
 
 std::optional<Snapshot> read_xml_after_unreadable_lines(std::string_view content) {
   std::vector<UnreadableGpu> unreadable;
-  while (!content.empty() && content.front() != '<') {
-    std::size_t newline = content.find('\n');
-    auto gpu = parse_unreadable_gpu_line(content.substr(0, newline));
-    if (!gpu)
-      return std::nullopt;
-    unreadable.push_back(std::move(*gpu));
-    content = trim(content.substr(newline == std::string_view::npos ? content.size() : newline));
-  }
-  if (content.empty())
+  std::string_view document = after_unreadable_gpu_lines(content, &unreadable);
+  if (document.empty() || document.front() != '<')
     return std::nullopt;
-  Snapshot snapshot = read_xml(content);
+  Snapshot snapshot = read_xml(document);
   add_unreadable_gpus(snapshot, unreadable);
   return snapshot;
 }

@@ -22,6 +22,8 @@ constexpr std::size_t max_input_bytes = 64u << 20;
 // split into words like a shell would. Throws AgentError(exit_usage) for an empty or unclosed one.
 std::vector<std::string> nvidia_smi_argv(const std::optional<std::string> &option);
 
+// Field names comma-separated, as nvidia-smi's --query-* options take them.
+std::string field_list(const std::vector<std::string> &names);
 // The compute processes, asked for as one answer with its header (for read_compute_apps).
 std::vector<std::string> compute_apps_arguments();
 

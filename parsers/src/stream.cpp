@@ -16,19 +16,6 @@ std::string too_long(const char *what, std::size_t cap) {
   return std::string(what) + " longer than " + std::to_string(cap) + " bytes, skipped";
 }
 
-// Whether every line of `text` that is not blank is one in which nvidia-smi names a GPU it cannot
-// read (it prints them on stdout before the XML).
-bool only_unreadable_gpu_lines(std::string_view text) {
-  while (!text.empty()) {
-    std::size_t newline = text.find('\n');
-    std::string_view line = trim(text.substr(0, newline));
-    if (!line.empty() && !parse_unreadable_gpu_line(line))
-      return false;
-    text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
-  }
-  return true;
-}
-
 // The row, built in place: assigned inside a try, a row was built empty, moved into and
 // destroyed again, and a Gpu is most of a kilobyte. A ParseError's message goes to `error`.
 CsvRow read_row(const detail::CsvCells &cells, const CsvLayout &layout, int position,
@@ -98,7 +85,7 @@ void XmlDocumentSplitter::feed(std::string_view bytes, StreamPieces &out) {
       if (begin == std::string_view::npos)
         begin = document.rfind("<nvidia_smi_log");
       if (begin != std::string_view::npos && begin > 0 &&
-          !only_unreadable_gpu_lines(document.substr(0, begin))) {
+          !after_unreadable_gpu_lines(document.substr(0, begin)).empty()) {
         out.errors.push_back(std::to_string(begin) + " bytes of garbage before a document skipped");
         document.remove_prefix(begin);
       }

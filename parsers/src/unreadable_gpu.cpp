@@ -182,6 +182,20 @@ std::vector<UnreadableGpu> find_unreadable_gpus(std::string_view text) {
   return found;
 }
 
+std::string_view after_unreadable_gpu_lines(std::string_view text,
+                                            std::vector<UnreadableGpu> *found) {
+  for (text = trim(text); !text.empty(); text = trim(text)) {
+    std::size_t newline = text.find('\n');
+    std::optional<UnreadableGpu> gpu = parse_unreadable_gpu_line(text.substr(0, newline));
+    if (!gpu)
+      return text;
+    if (found)
+      found->push_back(std::move(*gpu));
+    text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+  }
+  return text;
+}
+
 void add_unreadable_gpus(Snapshot &snapshot, const std::vector<UnreadableGpu> &gpus) {
   for (const UnreadableGpu &unreadable : gpus) {
     auto same = std::find_if(snapshot.gpus.begin(), snapshot.gpus.end(), [&](const Gpu &gpu) {

@@ -29,6 +29,12 @@ std::optional<UnreadableGpu> parse_unreadable_gpu_line(std::string_view line);
 // Every such line in `text` (nvidia-smi's stderr, or its whole output), in order, each bus id once.
 std::vector<UnreadableGpu> find_unreadable_gpus(std::string_view text);
 
+// Where nvidia-smi prints such lines before the rest of its output (on stdout, before the XML):
+// `text` from its first line that is neither blank nor one of them (trimmed; empty when there is
+// none), each of those lines' GPUs added to `found` where it is given.
+std::string_view after_unreadable_gpu_lines(std::string_view text,
+                                            std::vector<UnreadableGpu> *found = nullptr);
+
 // Puts each unreadable GPU into the snapshot, marked (Gpu::lost_reason), unless a GPU of the same
 // bus id is there, which is then marked instead. For an XML snapshot, whose indices are positions,
 // the new GPU goes in bus-id order and every index is renumbered by position, since nvidia-smi
