@@ -269,3 +269,22 @@ TEST_CASE("run --format json adds the job to report's JSON") {
   CHECK(document["job"]["gpus"][0]["peak_job_memory_mib"].is_null());
   CHECK(document["job"]["gpus"][0]["batch_growth_estimate"].is_null());
 }
+
+// Issue 23, item 6: `--gpu-ids` took the `--` as the end of its list, and the job's own `-c` was
+// then read as an option of run's (exit 2).
+TEST_CASE("run --gpu-ids 0 -- sh -c CMD runs the job, as the README writes it") {
+  std::string folder = test::temporary_folder();
+  std::string report = "--report " + quote(folder + "/report") + " ";
+  test::Run one =
+      run_shell(run_command(folder + "/locks", report + "--gpu-ids 0 -- sh -c " +
+                                                   quote("echo on $CUDA_VISIBLE_DEVICES")));
+  INFO(one.err);
+  CHECK(one.exit_code == 0);
+  CHECK(one.out == "on 0\n");
+  test::Run two =
+      run_shell(run_command(folder + "/locks", report + "--gpu-ids 0,4 -- sh -c " +
+                                                   quote("echo on $CUDA_VISIBLE_DEVICES")));
+  INFO(two.err);
+  CHECK(two.exit_code == 0);
+  CHECK(two.out == "on 0,4\n");
+}
