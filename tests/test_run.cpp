@@ -288,3 +288,59 @@ TEST_CASE("run --gpu-ids 0 -- sh -c CMD runs the job, as the README writes it") 
   CHECK(two.exit_code == 0);
   CHECK(two.out == "on 0,4\n");
 }
+
+// Issue 23, item 8.
+TEST_CASE("a --report or --log that cannot be written is said before the job starts") {
+  std::string folder = test::temporary_folder();
+  std::string started = folder + "/started", job = " -- touch " + quote(started);
+  test::Run report =
+      run_shell(run_command(folder + "/locks", "--report " + quote(folder + "/no/report") + job));
+  CHECK(report.exit_code == 7);
+  CHECK(report.err == "nvsmi-agent: cannot create a temporary file beside " + folder +
+                          "/no/report: No such file or directory\n");
+  test::Run log =
+      run_shell(run_command(folder + "/locks", "--report " + quote(folder + "/report") + " --log " +
+                                                   quote(folder + "/no/log") + job));
+  CHECK(log.exit_code == 7);
+  CHECK(log.err.find("nvsmi-agent: cannot open ") == 0);
+  CHECK(log.err.find(folder + "/no/log: No such file or directory\n") != std::string::npos);
+  CHECK(!std::ifstream(started).good());
+}
+
+TEST_CASE("a report that cannot be written after the job keeps the samples and says where") {
+  std::string folder = test::temporary_folder();
+  std::string temporary = folder + "/tmp", out = folder + "/out";
+  REQUIRE(run_shell("mkdir " + quote(temporary) + " " + quote(out)).exit_code == 0);
+  // The job waits for a sample in its run's samples, then takes the report's folder away.
+  std::string job = "sh -c 'for i in $(seq 1200); do [ -s " + temporary +
+                    "/nvsmi-run.*/samples.json ] && break; sleep 0.1; done; rm -r " + out + "'";
+  test::Run run = run_shell(
+      "FAKE_NVSMI_STAMP_NOW=1 TMPDIR=" + quote(temporary) + " " +
+      run_command(folder + "/locks", "--report " + quote(out + "/report") + " -- " + job));
+  CHECK(run.exit_code == 0); // the job's
+  INFO(run.err);
+  std::string kept = "; the samples are in " + temporary + "/nvsmi-run.";
+  REQUIRE(run.err.find(" no end-of-run report: cannot create a temporary file beside") !=
+          std::string::npos);
+  std::size_t at = run.err.find(kept);
+  REQUIRE(at != std::string::npos);
+  std::size_t from = at + std::string("; the samples are in ").size();
+  std::string path = run.err.substr(from, run.err.find(' ', from) - from);
+  CHECK(path.size() > temporary.size() + 25); // .../nvsmi-run.XXXXXX/samples.json
+  CHECK(test::read_file(path).find("\"gpus\"") != std::string::npos);
+  CHECK(test::run_agent("report " + quote(path)).exit_code == 0);
+}
+
+TEST_CASE("a job that cannot start leaves no temporary folder behind") {
+  std::string folder = test::temporary_folder();
+  std::string temporary = folder + "/tmp";
+  REQUIRE(run_shell("mkdir " + quote(temporary)).exit_code == 0);
+  test::write_file(folder + "/not-executable", "#!/bin/sh\n");
+  std::string environment = "TMPDIR=" + quote(temporary) + " ";
+  CHECK(run_shell(environment + run_command(folder + "/locks", "-- no-such-program-here"))
+            .exit_code == 127);
+  CHECK(run_shell(environment +
+                  run_command(folder + "/locks", "-- " + quote(folder + "/not-executable")))
+            .exit_code == 126);
+  CHECK(run_shell("ls -A " + quote(temporary)).out.empty());
+}

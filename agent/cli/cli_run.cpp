@@ -56,8 +56,10 @@ Subcommand add_run_command(CLI::App &app) {
             o.wait_seconds = settings->pick.wait_seconds;
             o.uuid = settings->pick.uuid;
             o.lock_dir = settings->pick.lock_dir;
-            if (o.report_file) // refuse a device or a FIFO before the job runs
-              output_target(*o.report_file);
+            // The report is written at the end: a device, a FIFO or a folder that takes no file is
+            // refused before the job runs, not after hours of it.
+            if (o.report_file)
+              check_replaceable(*o.report_file);
             return run_job(o);
           }};
 }

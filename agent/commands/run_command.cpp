@@ -263,6 +263,16 @@ private:
     return "";
   }
 
+  // The samples' file, when it is only for the report: gone with its folder.
+  void remove_temporary_samples() {
+    if (!temporary_folder_)
+      return;
+    json_log_.reset();
+    std::remove(log_path_.c_str());
+    ::rmdir(temporary_folder_->c_str());
+    temporary_folder_.reset();
+  }
+
   void start_job(std::vector<JobGpu> gpus) {
     wait_deadline_.cancel();
     try {
@@ -274,6 +284,7 @@ private:
       }
       json_log_.emplace(log_path_, RotationSettings{});
     } catch (const AgentError &error) {
+      remove_temporary_samples();
       claims_.clear();
       fail(error.code(), error.what());
       return;
@@ -303,6 +314,7 @@ private:
     int error = ::posix_spawnp(&pid, argv[0], nullptr, &attributes, argv.data(), envp.data());
     posix_spawnattr_destroy(&attributes);
     if (error != 0) {
+      remove_temporary_samples();
       claims_.clear();
       fail(static_cast<ExitCode>(error == ENOENT ? 127 : 126),
            options_.command[0] + ": " +
@@ -418,12 +430,11 @@ private:
       job.notes.push_back("processes are not told apart: the samples are not of this machine");
     try {
       write_report(job);
+      remove_temporary_samples();
     } catch (const AgentError &error) {
-      log_line(std::string("no end-of-run report: ") + error.what());
-    }
-    if (temporary_folder_) {
-      std::remove(log_path_.c_str());
-      ::rmdir(temporary_folder_->c_str());
+      // The samples are what the report is made of: kept, so that it can be made again.
+      log_line(std::string("no end-of-run report: ") + error.what() + "; the samples are in " +
+               log_path_ + " (nvsmi-agent report reads them)");
     }
     claims_.clear(); // only now: the job and its report are done with the GPUs
     return exit_code_;
