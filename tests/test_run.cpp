@@ -289,6 +289,28 @@ TEST_CASE("run --gpu-ids 0 -- sh -c CMD runs the job, as the README writes it") 
   CHECK(two.out == "on 0,4\n");
 }
 
+// Issue 23, item 7: what reaches the operator's terminal goes through top's printable filter.
+TEST_CASE("a stranger's process name and the job's words reach the report without their escapes") {
+  std::string folder = test::temporary_folder();
+  std::string apps = folder + "/apps";
+  Background stranger("exec setpriv --reuid=nobody --regid=nogroup --clear-groups sleep 300");
+  // A title change, a clear screen and a C1 CSI (U+009B) in the name nvidia-smi lists.
+  test::write_file(apps, gpu0 + ", " + std::to_string(stranger.pid()) +
+                             ", 2048 MiB, \x1b]0;owned\x07\x1b[2Jevil\xc2\x9b"
+                             "31m\n");
+  test::Run run = run_shell(
+      "FAKE_NVSMI_STAMP_NOW=1 FAKE_NVSMI_APPS=" + quote(apps) + " " +
+      run_command(folder + "/locks",
+                  "--gpu-ids 0 --process-interval 0.2 -- sh -c 'sleep 2' " + quote("\x1b[2Jword")));
+  CHECK(run.exit_code == 0);
+  INFO(run.err);
+  CHECK(run.err.find("was shared with nobody's ]0;owned[2Jevil31m for ") != std::string::npos);
+  CHECK(run.err.find("Job  sh -c sleep 2 [2Jword") != std::string::npos);
+  CHECK(run.err.find('\x1b') == std::string::npos);
+  CHECK(run.err.find('\x07') == std::string::npos);
+  CHECK(run.err.find("\xc2\x9b") == std::string::npos);
+}
+
 // Issue 23, item 8.
 TEST_CASE("a --report or --log that cannot be written is said before the job starts") {
   std::string folder = test::temporary_folder();

@@ -456,8 +456,8 @@ private:
         text = add_job_to_json(format_report_json(report), job);
       else if (options_.format == "html")
         text = add_job_to_html(format_report_html(report), job);
-      else
-        text = format_report_text(report) + job_text(job);
+      else // a terminal's, perhaps: user and program names from outside go through top's filter
+        text = printable_lines(format_report_text(report) + job_text(job));
     } catch (const AgentError &error) {
       if (error.code() != exit_bad_output)
         throw;

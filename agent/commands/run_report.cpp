@@ -1,8 +1,7 @@
 #include "commands/run_report.hpp"
 
 #include "report/report.hpp"
-
-#include "nvsmi/utf8.hpp"
+#include "terminal/screen_text.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -18,11 +17,14 @@ std::string fixed(double value, int decimals) {
   return text;
 }
 
+// A name from outside, one line of printable UTF-8.
+std::string shown(const std::string &raw) { return printable_text(raw, true); }
+
 std::string joined_command(const std::vector<std::string> &command) {
   std::string out;
   for (const std::string &word : command)
     out += (out.empty() ? "" : " ") + word;
-  return valid_utf8(out);
+  return shown(out);
 }
 
 std::string ending(const JobSummary &job) {
@@ -65,7 +67,7 @@ std::vector<std::string> gpu_lines(const JobGpuTally &gpu) {
                   " of " + std::to_string(gpu.samples) + " samples");
   for (const StrangerTally &stranger : gpu.strangers)
     lines.push_back("GPU " + std::to_string(gpu.gpu.index) + " was shared with " +
-                    valid_utf8(stranger.label) + " for " +
+                    shown(stranger.label) + " for " +
                     std::to_string(percent_of(stranger.samples, gpu.samples)) + "% of the run");
   return lines;
 }
@@ -95,6 +97,20 @@ nlohmann::json optional_number(const Reading &value) {
 
 } // namespace
 
+std::string printable_lines(const std::string &text) {
+  std::string out;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t end = text.find('\n', at);
+    bool last = end == std::string::npos;
+    out += shown(text.substr(at, last ? std::string::npos : end - at));
+    if (last)
+      break;
+    out += '\n';
+    at = end + 1;
+  }
+  return out;
+}
+
 std::string job_text(const JobSummary &job) {
   std::string out = "\nJob  " + joined_command(job.command) + "\n";
   out += "  ended        " + ending(job) + " after " + fixed(job.seconds, 1) + " s\n";
@@ -107,7 +123,7 @@ std::string job_text(const JobSummary &job) {
   }
   out += "  CPU          " + cpu_line(job) + "\n";
   for (const std::string &note : job.notes)
-    out += "  note         " + valid_utf8(note) + "\n";
+    out += "  note         " + shown(note) + "\n";
   return out;
 }
 
@@ -117,7 +133,7 @@ std::string add_job_to_json(const std::string &report_json, const JobSummary &jo
   for (const JobGpuTally &gpu : job.gpus) {
     nlohmann::json strangers = nlohmann::json::array();
     for (const StrangerTally &stranger : gpu.strangers)
-      strangers.push_back({{"who", valid_utf8(stranger.label)},
+      strangers.push_back({{"who", shown(stranger.label)},
                            {"samples", stranger.samples},
                            {"percent_of_run", percent_of(stranger.samples, gpu.samples)}});
     gpus.push_back({{"index", gpu.gpu.index},
@@ -131,10 +147,10 @@ std::string add_job_to_json(const std::string &report_json, const JobSummary &jo
   }
   nlohmann::json notes = nlohmann::json::array();
   for (const std::string &note : job.notes)
-    notes.push_back(valid_utf8(note));
+    notes.push_back(shown(note));
   std::vector<std::string> command;
   for (const std::string &word : job.command)
-    command.push_back(valid_utf8(word));
+    command.push_back(shown(word));
   report["job"] = {{"command", command},
                    {"exit_code", job.exit_code},
                    {"signal", job.signal ? nlohmann::json(*job.signal) : nlohmann::json(nullptr)},
@@ -160,7 +176,7 @@ std::string add_job_to_html(const std::string &report_html, const JobSummary &jo
   }
   section += "<p>CPU: " + html_escape(cpu_line(job)) + "</p>\n";
   for (const std::string &note : job.notes)
-    section += "<p>Note: " + html_escape(valid_utf8(note)) + "</p>\n";
+    section += "<p>Note: " + html_escape(shown(note)) + "</p>\n";
   section += "</section>\n";
   std::size_t end = report_html.rfind("</body>");
   if (end == std::string::npos)
