@@ -366,3 +366,61 @@ TEST_CASE("a job that cannot start leaves no temporary folder behind") {
             .exit_code == 126);
   CHECK(run_shell("ls -A " + quote(temporary)).out.empty());
 }
+
+// Issue 23, item 9: a worker that leaves the job's parent chain is still the job's.
+TEST_CASE("a double-forked worker is the job's, and named when the job leaves it running") {
+  std::string folder = test::temporary_folder();
+  std::string apps = folder + "/apps";
+  test::write_file(apps, "");
+  KillAtEnd worker{folder + "/worker.pid"};
+  // The subshell starts the worker and exits at once: the worker's parent is no longer the job.
+  std::string job = "sh -c '(sleep 300 & echo $! >" + worker.pid_file + "; echo \"" + gpu0 +
+                    ", $!, 20480 MiB, python\" >>" + apps + "); sleep 3'";
+  std::string report = folder + "/report";
+  test::Run run = run_shell("FAKE_NVSMI_STAMP_NOW=1 FAKE_NVSMI_APPS=" + quote(apps) + " " +
+                            run_command(folder + "/locks", "--gpu-ids 0 --process-interval 0.2 "
+                                                           "--report " +
+                                                               quote(report) + " -- " + job));
+  CHECK(run.exit_code == 0);
+  std::string pid = std::to_string(test::pid_in_file(worker.pid_file));
+  std::string text = test::read_file(report);
+  INFO(run.err << text);
+  CHECK(text.find("peak memory 20480 MiB of 81559 MiB (25.1%)") != std::string::npos);
+  CHECK(text.find("shared with") == std::string::npos);
+  CHECK(text.find("a batch about 3.9 times as large might fit") != std::string::npos);
+  CHECK(text.find("left running pid " + pid + " (sleep)") != std::string::npos);
+  CHECK(run.err.find(" left running by the job: pid " + pid + " (sleep)\n") != std::string::npos);
+  CHECK(!test::process_ended(std::stoi(pid))); // named, not killed
+}
+
+TEST_CASE("no batch advice while a GPU process that may be the job's cannot be told") {
+  std::string folder = test::temporary_folder();
+  std::string apps = folder + "/apps", log = folder + "/samples.json";
+  std::string started = folder + "/started", release = folder + "/release";
+  test::write_file(apps, "");
+  Background run("FAKE_NVSMI_STAMP_NOW=1 FAKE_NVSMI_APPS=" + quote(apps) + " exec " +
+                 run_command(folder + "/locks", "--gpu-ids 0 --process-interval 0.2 --report " +
+                                                    quote(folder + "/report") + " --log " +
+                                                    quote(log) + " -- sh -c 'echo \"" + gpu0 +
+                                                    ", $$, 20480 MiB, python\" >>" + apps +
+                                                    "; touch " + started + "; until [ -e " +
+                                                    release + " ]; do sleep 0.1; done'"));
+  REQUIRE(test::wait_until([&] { return std::ifstream(started).good(); }));
+  // Started after the job, outside its tree, as a container that a daemon starts for it.
+  Background outsider("exec sleep 300");
+  std::ofstream(apps, std::ios::app) << gpu0 << ", " << outsider.pid() << ", 10240 MiB, worker\n";
+  std::string listed = "\"pid\":" + std::to_string(outsider.pid()) + ",";
+  REQUIRE(test::wait_until([&] { return test::read_file(log).find(listed) != std::string::npos; }));
+  test::write_file(release, "");
+  CHECK(run.wait() == 0);
+  std::string text = test::read_file(folder + "/report");
+  INFO(run.err() << text);
+  CHECK(text.find("peak memory 20480 MiB of 81559 MiB (25.1%), perhaps incomplete") !=
+        std::string::npos);
+  CHECK(text.find("a batch about") == std::string::npos);
+  CHECK(text.find("how much larger a batch might fit: unknown (the peak may miss") !=
+        std::string::npos);
+  CHECK(text.find("GPU 0 also had ") != std::string::npos);
+  CHECK(text.find("'s worker for ") != std::string::npos);
+  CHECK(text.find("shared with") == std::string::npos);
+}

@@ -57,10 +57,15 @@ std::vector<std::string> gpu_lines(const JobGpuTally &gpu) {
   } else {
     memory += "unknown (no sample showed the job's processes with their memory)";
   }
+  if (peak_incomplete(gpu))
+    memory += ", perhaps incomplete: it counts only the processes known to be the job's";
   lines.push_back(memory);
   if (RealReading growth = batch_growth_estimate(gpu))
     lines.push_back("a batch about " + fixed(*growth, 1) + " times as large might fit (" +
                     estimate_caveat + ")");
+  else if (peak_incomplete(gpu))
+    lines.push_back("how much larger a batch might fit: unknown (the peak may miss the job's own "
+                    "processes)");
   else
     lines.push_back("how much larger a batch might fit: unknown");
   lines.push_back("the job's processes were on it in " + std::to_string(gpu.samples_with_job) +
@@ -69,6 +74,11 @@ std::vector<std::string> gpu_lines(const JobGpuTally &gpu) {
     lines.push_back("GPU " + std::to_string(gpu.gpu.index) + " was shared with " +
                     shown(stranger.label) + " for " +
                     std::to_string(percent_of(stranger.samples, gpu.samples)) + "% of the run");
+  for (const StrangerTally &unknown : gpu.unknown)
+    lines.push_back("GPU " + std::to_string(gpu.gpu.index) + " also had " + shown(unknown.label) +
+                    " for " + std::to_string(percent_of(unknown.samples, gpu.samples)) +
+                    "% of the run, started while the job ran but outside its processes: the "
+                    "job's (a container it asked for?) or another's, it cannot be told");
   return lines;
 }
 
@@ -93,6 +103,13 @@ nlohmann::json optional_number(const RealReading &value) {
 }
 nlohmann::json optional_number(const Reading &value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+std::string left_running_line(const JobSummary &job) {
+  std::string out;
+  for (const std::string &process : job.left_running)
+    out += (out.empty() ? "" : ", ") + shown(process);
+  return out;
 }
 
 } // namespace
@@ -122,6 +139,8 @@ std::string job_text(const JobSummary &job) {
       out += std::string(15, ' ') + line + "\n";
   }
   out += "  CPU          " + cpu_line(job) + "\n";
+  if (!job.left_running.empty())
+    out += "  left running " + left_running_line(job) + "\n";
   for (const std::string &note : job.notes)
     out += "  note         " + shown(note) + "\n";
   return out;
@@ -136,21 +155,30 @@ std::string add_job_to_json(const std::string &report_json, const JobSummary &jo
       strangers.push_back({{"who", shown(stranger.label)},
                            {"samples", stranger.samples},
                            {"percent_of_run", percent_of(stranger.samples, gpu.samples)}});
+    nlohmann::json unknown = nlohmann::json::array();
+    for (const StrangerTally &process : gpu.unknown)
+      unknown.push_back({{"who", shown(process.label)},
+                         {"samples", process.samples},
+                         {"percent_of_run", percent_of(process.samples, gpu.samples)}});
     gpus.push_back({{"index", gpu.gpu.index},
                     {"uuid", gpu.gpu.uuid},
                     {"samples", gpu.samples},
                     {"samples_with_job", gpu.samples_with_job},
                     {"memory_total_mib", optional_number(gpu.memory_total_mib)},
                     {"peak_job_memory_mib", optional_number(gpu.peak_job_memory_mib)},
+                    {"peak_incomplete", peak_incomplete(gpu)},
                     {"batch_growth_estimate", optional_number(batch_growth_estimate(gpu))},
-                    {"shared_with", strangers}});
+                    {"shared_with", strangers},
+                    {"not_attributable", unknown}});
   }
   nlohmann::json notes = nlohmann::json::array();
   for (const std::string &note : job.notes)
     notes.push_back(shown(note));
-  std::vector<std::string> command;
+  std::vector<std::string> command, left_running;
   for (const std::string &word : job.command)
     command.push_back(shown(word));
+  for (const std::string &process : job.left_running)
+    left_running.push_back(shown(process));
   report["job"] = {{"command", command},
                    {"exit_code", job.exit_code},
                    {"signal", job.signal ? nlohmann::json(*job.signal) : nlohmann::json(nullptr)},
@@ -159,6 +187,7 @@ std::string add_job_to_json(const std::string &report_json, const JobSummary &jo
                    {"gpu_process_cpu_percent_mean", optional_number(job.gpu_process_cpu_mean)},
                    {"gpu_process_cpu_percent_peak", optional_number(job.gpu_process_cpu_peak)},
                    {"gpus", gpus},
+                   {"left_running", left_running},
                    {"notes", notes}};
   return report.dump() + "\n";
 }
@@ -175,6 +204,8 @@ std::string add_job_to_html(const std::string &report_html, const JobSummary &jo
     section += "</ul>\n";
   }
   section += "<p>CPU: " + html_escape(cpu_line(job)) + "</p>\n";
+  if (!job.left_running.empty())
+    section += "<p>Left running: " + html_escape(left_running_line(job)) + "</p>\n";
   for (const std::string &note : job.notes)
     section += "<p>Note: " + html_escape(shown(note)) + "</p>\n";
   section += "</section>\n";
