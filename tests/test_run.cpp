@@ -43,6 +43,13 @@ struct KillAtEnd {
   }
 };
 
+// A shell loop, for a job's sh -c '...', that ends once `log` (run's --log) lists `pid` (a number,
+// or shell text that prints one) as a GPU process, or after a minute.
+std::string until_logged(const std::string &pid, const std::string &log) {
+  return "for i in $(seq 600); do grep -qs \"\\\"pid\\\":" + pid + ",\" " + log +
+         " && break; sleep 0.1; done";
+}
+
 std::vector<std::string> lines_of(const std::string &text) {
   std::vector<std::string> lines;
   std::istringstream in(text);
@@ -298,14 +305,17 @@ TEST_CASE("a stranger's process name and the job's words reach the report withou
   test::write_file(apps, gpu0 + ", " + std::to_string(stranger.pid()) +
                              ", 2048 MiB, \x1b]0;owned\x07\x1b[2Jevil\xc2\x9b"
                              "31m\n");
+  // The job ends once a sample has shown the stranger.
+  std::string log = folder + "/samples.json";
+  std::string job = "sh -c '" + until_logged(std::to_string(stranger.pid()), log) + "' ";
   test::Run run = run_shell(
       "FAKE_NVSMI_STAMP_NOW=1 FAKE_NVSMI_APPS=" + quote(apps) + " " +
-      run_command(folder + "/locks",
-                  "--gpu-ids 0 --process-interval 0.2 -- sh -c 'sleep 2' " + quote("\x1b[2Jword")));
+      run_command(folder + "/locks", "--gpu-ids 0 --process-interval 0.2 --log " + quote(log) +
+                                         " -- " + job + quote("\x1b[2Jword")));
   CHECK(run.exit_code == 0);
   INFO(run.err);
   CHECK(run.err.find("was shared with nobody's ]0;owned[2Jevil31m for ") != std::string::npos);
-  CHECK(run.err.find("Job  sh -c sleep 2 [2Jword") != std::string::npos);
+  CHECK(run.err.find("; sleep 0.1; done [2Jword\n") != std::string::npos);
   CHECK(run.err.find('\x1b') == std::string::npos);
   CHECK(run.err.find('\x07') == std::string::npos);
   CHECK(run.err.find("\xc2\x9b") == std::string::npos);
@@ -374,13 +384,16 @@ TEST_CASE("a double-forked worker is the job's, and named when the job leaves it
   test::write_file(apps, "");
   KillAtEnd worker{folder + "/worker.pid"};
   // The subshell starts the worker and exits at once: the worker's parent is no longer the job.
+  // The job ends once a sample has shown the worker.
+  std::string report = folder + "/report", log = folder + "/samples.json";
   std::string job = "sh -c '(sleep 300 & echo $! >" + worker.pid_file + "; echo \"" + gpu0 +
-                    ", $!, 20480 MiB, python\" >>" + apps + "); sleep 3'";
-  std::string report = folder + "/report";
+                    ", $!, 20480 MiB, python\" >>" + apps + "); " +
+                    until_logged("$(cat " + worker.pid_file + ")", log) + "'";
   test::Run run = run_shell("FAKE_NVSMI_STAMP_NOW=1 FAKE_NVSMI_APPS=" + quote(apps) + " " +
                             run_command(folder + "/locks", "--gpu-ids 0 --process-interval 0.2 "
                                                            "--report " +
-                                                               quote(report) + " -- " + job));
+                                                               quote(report) + " --log " +
+                                                               quote(log) + " -- " + job));
   CHECK(run.exit_code == 0);
   std::string pid = std::to_string(test::pid_in_file(worker.pid_file));
   std::string text = test::read_file(report);
