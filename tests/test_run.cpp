@@ -437,3 +437,36 @@ TEST_CASE("no batch advice while a GPU process that may be the job's cannot be t
   CHECK(text.find("'s worker for ") != std::string::npos);
   CHECK(text.find("shared with") == std::string::npos);
 }
+
+TEST_CASE("what the job leaves behind: an ended worker is reaped at once, many left running are "
+          "named up to 20") {
+  std::string folder = test::temporary_folder();
+  std::string orphan = folder + "/orphan.pid", left = folder + "/left.pids";
+  std::string result = folder + "/result", report = folder + "/report";
+  struct KillAllAtEnd {
+    std::string pid_file;
+    ~KillAllAtEnd() {
+      std::ifstream file(pid_file);
+      for (int pid = 0; file >> pid;)
+        if (pid > 0)
+          ::kill(pid, SIGKILL);
+    }
+  } left_running{left};
+  // A worker that ends soon after leaving the job's chain is run's to reap: the job waits for it to
+  // vanish from /proc (a zombie stays there), then leaves 25 workers running.
+  std::string job = "sh -c '(sleep 0.2 & echo $! >" + orphan + "); o=$(cat " + orphan +
+                    "); for i in $(seq 600); do [ -e /proc/$o ] || break; sleep 0.1; done; "
+                    "[ -e /proc/$o ] && echo zombie >" +
+                    result + " || echo reaped >" + result +
+                    "; for i in $(seq 25); do (sleep 300 & echo $! >>" + left + "); done'";
+  test::Run run = run_shell(
+      run_command(folder + "/locks", "--gpu-ids 0 --report " + quote(report) + " -- " + job));
+  CHECK(run.exit_code == 0);
+  INFO(run.err);
+  CHECK(test::read_file(result) == "reaped\n");
+  std::string text = test::read_file(report);
+  INFO(text);
+  CHECK(text.find("  left running pid ") != std::string::npos);
+  CHECK(text.find(" (sleep), and 5 more\n") != std::string::npos);
+  CHECK(run.err.find(" (sleep), and 5 more\n") != std::string::npos);
+}

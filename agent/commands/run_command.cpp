@@ -468,8 +468,13 @@ private:
     job.notes = notes_;
     if (!attribute_)
       job.notes.push_back("processes are not told apart: the samples are not of this machine");
-    for (const Descendant &process : reap_adopted(true))
-      job.left_running.push_back("pid " + std::to_string(process.pid) + " (" + process.name + ")");
+    std::vector<Descendant> left = reap_adopted(true);
+    // A job that leaves thousands running gets a line, not thousands of names.
+    constexpr std::size_t named = 20;
+    for (std::size_t i = 0; i < left.size() && i < named; ++i)
+      job.left_running.push_back("pid " + std::to_string(left[i].pid) + " (" + left[i].name + ")");
+    if (left.size() > named)
+      job.left_running.push_back("and " + std::to_string(left.size() - named) + " more");
     if (!job.left_running.empty()) // not waited for: they may be meant to outlive the job
       log_line("left running by the job: " + printable_lines(joined(job.left_running, ", ")));
     try {
