@@ -42,6 +42,12 @@ Subcommand add_run_command(CLI::App &app) {
                       "`nvsmi-agent report` later");
   command->add_option("command", options.command, "The job: COMMAND [ARGS...], after --")
       ->required();
+  // CLI11 lets a `--` end the values of an option that takes several and eats it there:
+  // `--gpu-ids 0 -- sh -c CMD` then left `-c` to be read as an option of run's. One word of values
+  // per option (`--gpu-ids 0,4`) keeps the first `--` the job's.
+  for (CLI::Option *option : command->get_options())
+    if (option->nonpositional())
+      option->allow_extra_args(false);
   return {command, [settings] {
             settings->sampling.finish();
             RunOptions &o = settings->options;
@@ -50,8 +56,10 @@ Subcommand add_run_command(CLI::App &app) {
             o.wait_seconds = settings->pick.wait_seconds;
             o.uuid = settings->pick.uuid;
             o.lock_dir = settings->pick.lock_dir;
-            if (o.report_file) // refuse a device or a FIFO before the job runs
-              output_target(*o.report_file);
+            // The report is written at the end: a device, a FIFO or a folder that takes no file is
+            // refused before the job runs, not after hours of it.
+            if (o.report_file)
+              check_replaceable(*o.report_file);
             return run_job(o);
           }};
 }
