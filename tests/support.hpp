@@ -40,6 +40,9 @@ std::string read_file(const std::string &path);
 void write_file(const std::string &path, const std::string &content);
 // A fresh empty folder under the system's temporary folder.
 std::string temporary_folder();
+// nvidia-smi XML (`xml`) with every value under GPU `gpu`'s first <`element`> (any depth) replaced
+// by "[GPU is lost]", as nvidia-smi prints a reading of a GPU it lost.
+std::string with_lost_readings(std::string xml, int gpu, const std::string &element);
 
 struct Run {
   int exit_code;

@@ -299,3 +299,17 @@ TEST_CASE("serve: SIGHUP takes nvidia-smi's process group down, exit 129") {
   CHECK_THAT(server.log(), Catch::Contains("stopping on Hangup"));
   CHECK(server.stop() == 129);
 }
+
+TEST_CASE("serve: a GPU whose XML readings say [GPU is lost] is nvsmi_gpu_lost 1, state lost") {
+  // GPU 4's ECC counts alone say it: the readings the XML reader looked at for it before did not.
+  std::string xml = test::temporary_folder() + "/lost-ecc.xml";
+  test::write_file(
+      xml, test::with_lost_readings(test::read_file(test::fixture_path("xml/h100-8gpu-v12.xml")), 4,
+                                    "ecc_errors"));
+  Server server("--interval 0.2 --fixture " + quote(xml));
+  Http metrics = wait_for(server, "/metrics", [](const Http &h) { return h.status == 200; });
+  CHECK(has(metrics.body, "\nnvsmi_gpu_lost{gpu=\"4\",pci_bus_id=\"00000000:59:00.0\"} 1\n"));
+  CHECK(has(metrics.body, "\nnvsmi_gpu_lost{gpu=\"3\",pci_bus_id=\"00000000:49:00.0\"} 0\n"));
+  CHECK(has(metrics.body, "state=\"lost\"} 1\n"));
+  CHECK(server.stop() == 0);
+}
