@@ -280,3 +280,19 @@ TEST_CASE("XML: a process named [GPU is lost] does not mark its GPU lost") {
     }
   }
 }
+
+TEST_CASE("XML: a lost marker 200000 levels deep in a read element is found without recursion") {
+  const int depth = 200000;
+  std::string open, close;
+  for (int i = 0; i < depth; ++i) {
+    open += "<a>";
+    close += "</a>";
+  }
+  std::string document = "<nvidia_smi_log><gpu><product_name>X</product_name><ecc_errors>" + open +
+                         "[GPU is lost]" + close + "</ecc_errors></gpu></nvidia_smi_log>";
+  for (XmlParse mode : {XmlParse::skip_unread, XmlParse::full}) {
+    Snapshot s = read_xml(document, mode);
+    REQUIRE(s.gpus.size() == 1);
+    CHECK(s.gpus[0].lost_reason == std::string("GPU is lost"));
+  }
+}
