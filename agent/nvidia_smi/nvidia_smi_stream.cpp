@@ -121,7 +121,7 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
     if (error) {
       child.reset();
       std::string message = executable.empty()
-                                ? argv[0] + ": not found on PATH"
+                                ? program_not_found(argv[0])
                                 : "cannot run " + executable.string() + ": " + error.message();
       if (generation == 1) // the first start: a first failure ends the agent, so none went before
         throw AgentError(exit_not_found, message);
