@@ -19,6 +19,9 @@ const std::string run_tag = [] {
   std::string tag = std::to_string(::getpid()) + "-" +
                     std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
   ::setenv("NVSMI_TEST_RUN", tag.c_str(), 1);
+  // A suite started from a `sudo -i` shell would otherwise see every --nvidia-smi and --fixture
+  // refused as under sudo; the tests of that refusal set SUDO_UID themselves.
+  ::unsetenv("SUDO_UID");
   return tag;
 }();
 

@@ -20,14 +20,11 @@ std::optional<double> limit_value(const std::string &text) {
 CLI::Validator threshold_validator(bool slowdown_allowed) {
   return CLI::Validator(
       [slowdown_allowed](std::string &text) -> std::string {
-        if (text == "none" || (slowdown_allowed && text == "slowdown"))
+        if (text == "none" || (slowdown_allowed && text == "slowdown") ||
+            is_finite_in(text, 0, 1e12))
           return {};
-        char *end = nullptr;
-        double value = std::strtod(text.c_str(), &end);
-        if (text.empty() || *end != '\0' || !(value >= 0) || value > 1e12)
-          return "not a number of 0 or more" + std::string(slowdown_allowed ? ", slowdown" : "") +
-                 " or none: \"" + text + "\"";
-        return {};
+        return "not a finite number of 0 or more" +
+               std::string(slowdown_allowed ? ", slowdown" : "") + " or none: \"" + text + "\"";
       },
       slowdown_allowed ? "NUMBER|slowdown|none" : "NUMBER|none", "threshold");
 }
@@ -72,15 +69,18 @@ Subcommand add_check_command(CLI::App &app) {
                     "What to ask nvidia-smi for: xml (-q -x, every health reading: ECC, row "
                     "remapping, slowdown threshold) or csv (--query-gpu: temperature and memory "
                     "only)");
-  CLI::Option *fixture = command->add_option(
-      "--fixture", options.sample.fixture,
-      "Judge this recorded nvidia-smi output instead of running it, e.g. a file cron writes with "
-      "`nvidia-smi -q -x`; - for stdin. Its age then counts (--stale-*)");
+  CLI::Option *fixture =
+      command
+          ->add_option("--fixture", options.sample.fixture,
+                       "Judge this recorded nvidia-smi output instead of running it, e.g. a file "
+                       "cron writes with `nvidia-smi -q -x`; - for stdin. Its age then counts "
+                       "(--stale-*)")
+          ->check(caller_path({"-"}));
   add_nvidia_smi_option(command, options.sample.nvidia_smi, fixture);
   command
       ->add_option("--timeout", options.sample.timeout_seconds,
                    "Seconds nvidia-smi may take before it is killed and the check is CRITICAL")
-      ->check(CLI::Range(0.001, 86400.0))
+      ->check(finite_range(0.001, 86400.0))
       ->default_str("10");
   add_kernel_log_option(command, settings->kernel_log);
   command

@@ -32,14 +32,18 @@ Subcommand add_run_command(CLI::App &app) {
                    "another run: exit 9, or wait with --wait)")
       ->delimiter(',')
       ->excludes(count);
-  command->add_option("--report", options.report_file,
-                      "Replace this file atomically with the end-of-run report (default: stderr)");
+  command
+      ->add_option("--report", options.report_file,
+                   "Replace this file atomically with the end-of-run report (default: stderr)")
+      ->check(caller_path());
   command->add_option("--format", options.format, "Of the end-of-run report: text, json or html")
       ->check(CLI::IsMember({"text", "json", "html"}))
       ->capture_default_str();
-  command->add_option("--log", options.log_file,
-                      "Keep the job's samples in this JSON log (watch --json-log's format), for "
-                      "`nvsmi-agent report` later");
+  command
+      ->add_option("--log", options.log_file,
+                   "Keep the job's samples in this JSON log (watch --json-log's format), for "
+                   "`nvsmi-agent report` later")
+      ->check(caller_path());
   command->add_option("command", options.command, "The job: COMMAND [ARGS...], after --")
       ->required();
   // CLI11 lets a `--` end the values of an option that takes several and eats it there:

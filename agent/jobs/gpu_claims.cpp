@@ -1,6 +1,7 @@
 #include "jobs/gpu_claims.hpp"
 
 #include "core/exit_codes.hpp"
+#include "core/privilege.hpp"
 #include "files/file_lock.hpp"
 
 #include <algorithm>
@@ -39,9 +40,8 @@ void make_folder(const std::string &folder) {
 std::string claims_folder(const std::optional<std::string> &lock_dir) {
   if (lock_dir)
     return *lock_dir;
-  const char *from_environment = std::getenv("NVSMI_LOCK_DIR");
-  if (from_environment && *from_environment)
-    return from_environment;
+  if (std::optional<std::string> from_environment = caller_named_variable("NVSMI_LOCK_DIR"))
+    return *from_environment;
   return "/run/lock/nvsmi-agent";
 }
 

@@ -121,7 +121,7 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
     if (error) {
       child.reset();
       std::string message = executable.empty()
-                                ? argv[0] + ": not found on PATH"
+                                ? program_not_found(argv[0])
                                 : "cannot run " + executable.string() + ": " + error.message();
       // The first start of the GPU query: a failure ends the agent, so none went before.
       if (generation == 1 && settings.first_start_fatal)
