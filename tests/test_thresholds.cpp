@@ -110,7 +110,7 @@ void walk_panels(const json &panels, const std::function<void(const json &)> &vi
 } // namespace
 
 TEST_CASE("thresholds: every screen's hot is the table's") {
-  const std::int64_t hot = thresholds::hot_c;
+  const std::int64_t hot = gpu_thresholds::hot_c;
   const std::string at = std::to_string(hot) + "C", under = std::to_string(hot - 1) + "C";
   Snapshot hot_gpu = busy_gpu(hot), warm_gpu = busy_gpu(hot - 1);
 
@@ -134,8 +134,8 @@ TEST_CASE("thresholds: every screen's hot is the table's") {
   };
   CHECK(check_status(hot_gpu) == CheckStatus::warning);
   CHECK(check_status(warm_gpu) == CheckStatus::ok);
-  CHECK(check_status(busy_gpu(thresholds::too_hot_c)) == CheckStatus::critical);
-  CHECK(check_status(busy_gpu(thresholds::too_hot_c - 1)) == CheckStatus::warning);
+  CHECK(check_status(busy_gpu(gpu_thresholds::too_hot_c)) == CheckStatus::critical);
+  CHECK(check_status(busy_gpu(gpu_thresholds::too_hot_c - 1)) == CheckStatus::warning);
   // ...and the option's default as `check --help` says it.
   test::Run help = test::run_agent("check --help");
   CHECK_THAT(help.out, Catch::Matches("[\\s\\S]*--temperature-warning[^\\n]*=" +
@@ -145,12 +145,12 @@ TEST_CASE("thresholds: every screen's hot is the table's") {
   Finding reached = report_at(hot);
   CHECK(reached.text == "reached " + std::to_string(hot) + " \u00b0C: check cooling");
   CHECK(reached.severity == Severity::warning);
-  CHECK(report_at(thresholds::too_hot_c).severity == Severity::critical);
+  CHECK(report_at(gpu_thresholds::too_hot_c).severity == Severity::critical);
   CHECK_THAT(report_at(hot - 1).text, !Catch::Contains("reached"));
 }
 
 TEST_CASE("thresholds: at the power limit and idle are the table's on every screen") {
-  double limit = 700 * thresholds::power_limit_fraction;
+  double limit = 700 * gpu_thresholds::power_limit_fraction;
   Snapshot capped = busy_gpu(40, limit), under = busy_gpu(40, limit - 1);
   CHECK(gpu_state(capped.gpus[0]) == GpuState::at_power_limit);
   CHECK(gpu_state(under.gpus[0]) == GpuState::in_use);
@@ -158,10 +158,11 @@ TEST_CASE("thresholds: at the power limit and idle are the table's on every scre
   CHECK_FALSE(table_red(under, "in use"));
 
   Snapshot idle = busy_gpu(40);
-  idle.gpus[0].utilization_gpu_percent = static_cast<std::int64_t>(thresholds::idle_below_percent);
+  idle.gpus[0].utilization_gpu_percent =
+      static_cast<std::int64_t>(gpu_thresholds::idle_below_percent);
   CHECK(gpu_state(idle.gpus[0]) == GpuState::in_use);
   idle.gpus[0].utilization_gpu_percent =
-      static_cast<std::int64_t>(thresholds::idle_below_percent) - 1;
+      static_cast<std::int64_t>(gpu_thresholds::idle_below_percent) - 1;
   CHECK(gpu_state(idle.gpus[0]) == GpuState::idle_held);
 }
 
@@ -171,21 +172,21 @@ TEST_CASE("thresholds: the Prometheus rules carry the table's numbers") {
   std::vector<double> hot = numbers_after(rules, R"(nvsmi_gpu_temperature_celsius >= (\d+))");
   REQUIRE_FALSE(hot.empty());
   for (double value : hot)
-    CHECK(value == static_cast<double>(thresholds::hot_c));
+    CHECK(value == static_cast<double>(gpu_thresholds::hot_c));
   std::vector<double> said = numbers_after(rules, R"(at or over (\d+) °C)");
   REQUIRE_FALSE(said.empty());
   for (double value : said)
-    CHECK(value == static_cast<double>(thresholds::hot_c));
+    CHECK(value == static_cast<double>(gpu_thresholds::hot_c));
   // A GPU at work (GpuPcieLinkDegraded) is one at or over the idle threshold, as a ratio.
   std::vector<double> working = numbers_after(rules, R"(nvsmi_gpu_utilization_ratio >= ([0-9.]+))");
   REQUIRE_FALSE(working.empty());
   for (double value : working)
-    CHECK(value == Approx(thresholds::idle_below_percent / 100));
+    CHECK(value == Approx(gpu_thresholds::idle_below_percent / 100));
   // Every "utilization under N%" / "utilization N% or more" in words.
   std::vector<double> words = numbers_after(rules, R"(utilization (?:under )?(\d+)%)");
   REQUIRE(words.size() >= 2);
   for (double value : words)
-    CHECK(value == thresholds::idle_below_percent);
+    CHECK(value == gpu_thresholds::idle_below_percent);
 }
 
 TEST_CASE("thresholds: the Grafana dashboard's temperature line is the table's hot") {
@@ -200,7 +201,7 @@ TEST_CASE("thresholds: the Grafana dashboard's temperature line is the table's h
       if (!step["value"].is_null())
         temperature_steps.insert(step["value"].get<double>());
   });
-  CHECK(temperature_steps == std::set<double>{static_cast<double>(thresholds::hot_c)});
+  CHECK(temperature_steps == std::set<double>{static_cast<double>(gpu_thresholds::hot_c)});
 }
 
 TEST_CASE("thresholds: serve hands the dashboard the table, which colours by it") {
@@ -211,12 +212,12 @@ TEST_CASE("thresholds: serve hands the dashboard the table, which colours by it"
   CHECK_THAT(answer.headers, Catch::Contains("application/json"));
   json table = json::parse(answer.body);
   CHECK(table["schema"] == "nvsmi-agent.thresholds/1");
-  CHECK(table["hot_c"] == thresholds::hot_c);
-  CHECK(table["too_hot_c"] == thresholds::too_hot_c);
-  CHECK(table["power_limit_fraction"] == thresholds::power_limit_fraction);
-  CHECK(table["idle_below_percent"] == thresholds::idle_below_percent);
-  CHECK(table["memory_held_mib"] == thresholds::memory_held_mib);
-  CHECK(table["starved_below_percent"] == thresholds::starved_below_percent);
+  CHECK(table["hot_c"] == gpu_thresholds::hot_c);
+  CHECK(table["too_hot_c"] == gpu_thresholds::too_hot_c);
+  CHECK(table["power_limit_fraction"] == gpu_thresholds::power_limit_fraction);
+  CHECK(table["idle_below_percent"] == gpu_thresholds::idle_below_percent);
+  CHECK(table["memory_held_mib"] == gpu_thresholds::memory_held_mib);
+  CHECK(table["starved_below_percent"] == gpu_thresholds::starved_below_percent);
   // The page asks for it and compares with its numbers, keeping none of its own.
   std::string page = server.get("/").body;
   CHECK_THAT(page, Catch::Contains("getJson(\"/api/v1/thresholds\")"));

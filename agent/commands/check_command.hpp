@@ -35,11 +35,11 @@ struct Limits {
 
 struct CheckThresholds {
   // Warning at the table's hot (nvsmi/thresholds.hpp): time to look at the airflow.
-  Limits temperature_c{static_cast<double>(thresholds::hot_c), std::nullopt};
+  Limits temperature_c{static_cast<double>(gpu_thresholds::hot_c), std::nullopt};
   // Critical at the GPU's own slowdown threshold when the driver gives it (the GPU is then losing
   // clocks), else at the fallback below; false: at temperature_c.critical.
   bool temperature_critical_at_slowdown = true;
-  double temperature_critical_fallback_c = static_cast<double>(thresholds::too_hot_c);
+  double temperature_critical_fallback_c = static_cast<double>(gpu_thresholds::too_hot_c);
   // Memory used, percent of total: off unless asked, since a job filling its GPU is normal.
   Limits memory_percent;
   // Volatile (since the driver loaded) ECC error counts. One uncorrectable error is data lost.

@@ -10,12 +10,12 @@ namespace nvsmi {
 
 std::string format_thresholds_json() {
   nlohmann::json table = {{"schema", "nvsmi-agent.thresholds/1"},
-                          {"hot_c", thresholds::hot_c},
-                          {"too_hot_c", thresholds::too_hot_c},
-                          {"power_limit_fraction", thresholds::power_limit_fraction},
-                          {"idle_below_percent", thresholds::idle_below_percent},
-                          {"memory_held_mib", thresholds::memory_held_mib},
-                          {"starved_below_percent", thresholds::starved_below_percent}};
+                          {"hot_c", gpu_thresholds::hot_c},
+                          {"too_hot_c", gpu_thresholds::too_hot_c},
+                          {"power_limit_fraction", gpu_thresholds::power_limit_fraction},
+                          {"idle_below_percent", gpu_thresholds::idle_below_percent},
+                          {"memory_held_mib", gpu_thresholds::memory_held_mib},
+                          {"starved_below_percent", gpu_thresholds::starved_below_percent}};
   return table.dump() + "\n";
 }
 

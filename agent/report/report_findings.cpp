@@ -84,7 +84,6 @@ std::string idle_held_finding(const GpuSummary &gpu) {
 }
 
 // The starved rule, told apart by what the host's CPUs did while the GPU waited.
-
 std::string starved_finding(const GpuSummary &gpu) {
   double starved = gpu.starved.seconds;
   double percent = *gpu.starved.percent();
@@ -137,9 +136,9 @@ Finding report_finding(const GpuSummary &gpu) {
     return warning(printf_string("busy in a slow pstate (P3 or lower) %.0f%% of the time: check "
                                  "clocks and thermal throttling",
                                  *gpu.slow_pstate.percent()));
-  if (gpu.temperature_max_c && *gpu.temperature_max_c >= thresholds::hot_c)
-    return {*gpu.temperature_max_c >= thresholds::too_hot_c ? Severity::critical
-                                                            : Severity::warning,
+  if (gpu.temperature_max_c && *gpu.temperature_max_c >= gpu_thresholds::hot_c)
+    return {*gpu.temperature_max_c >= gpu_thresholds::too_hot_c ? Severity::critical
+                                                                : Severity::warning,
             printf_string("reached %.0f \u00b0C: check cooling",
                           static_cast<double>(*gpu.temperature_max_c))};
   if (gpu.memory_peak_mib && gpu.memory_total_mib && *gpu.memory_total_mib > 0) {

@@ -100,18 +100,18 @@ void GpuStats::take(const Sample &x) {
         utilization_sum_ += u * d;
         s_.utilization_known_seconds += d;
         s_.idle.known_seconds += d;
-        stretch.idle = u < thresholds::idle_below_percent;
+        stretch.idle = u < gpu_thresholds::idle_below_percent;
         if (*stretch.idle)
           s_.idle.seconds += d;
         if (x.memory_used) {
           s_.starved.known_seconds += d;
           s_.idle_held.known_seconds += d;
-          bool held = *x.memory_used >= thresholds::memory_held_mib;
+          bool held = *x.memory_used >= gpu_thresholds::memory_held_mib;
           if (held && *stretch.idle)
             take_idle_held(x, d);
           else if (held)
             s_.held_working_seconds += d;
-          if (held && u < thresholds::starved_below_percent) {
+          if (held && u < gpu_thresholds::starved_below_percent) {
             s_.starved.seconds += d;
             starved_memory_sum_ += static_cast<double>(*x.memory_used) * d;
             if (x.host_cpu) {
@@ -138,14 +138,14 @@ void GpuStats::take(const Sample &x) {
       bool capped = false, slow = false, known = false;
       if (x.power && x.power_limit && *x.power_limit > 0) {
         known = true;
-        capped = *x.power >= thresholds::power_limit_fraction * *x.power_limit;
+        capped = *x.power >= gpu_thresholds::power_limit_fraction * *x.power_limit;
         s_.power_capped.known_seconds += d;
         s_.power_capped.seconds += capped ? d : 0;
       }
       if (x.pstate && x.utilization) {
         known = true;
         slow = *x.pstate > slow_pstate_above &&
-               static_cast<double>(*x.utilization) >= thresholds::idle_below_percent;
+               static_cast<double>(*x.utilization) >= gpu_thresholds::idle_below_percent;
         s_.slow_pstate.known_seconds += d;
         s_.slow_pstate.seconds += slow ? d : 0;
       }

@@ -63,9 +63,9 @@ struct GpuSummary {
   std::optional<int> utilization_median, utilization_p95;
   Reading utilization_max;
   double utilization_known_seconds = 0;
-  // starved: held (thresholds::memory_held_mib or more used: a job is there) and waiting
-  // (utilization under thresholds::starved_below_percent); idle_held: held and idle (under
-  // thresholds::idle_below_percent). Both known where utilization and memory are.
+  // starved: held (gpu_thresholds::memory_held_mib or more used: a job is there) and waiting
+  // (utilization under gpu_thresholds::starved_below_percent); idle_held: held and idle (under
+  // gpu_thresholds::idle_below_percent). Both known where utilization and memory are.
   TimeShare idle, starved, idle_held;
   std::optional<double> starved_memory_mean_mib;   // memory held while starved
   std::optional<double> idle_held_memory_mean_mib; // memory held while idle

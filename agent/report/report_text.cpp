@@ -95,7 +95,7 @@ void gpu_section(std::string &out, const GpuSummary &gpu) {
   std::string starved = "starved " + share(gpu.starved);
   if (gpu.starved_memory_mean_mib)
     starved += printf_string(" (holding %.0f MiB on average, ", *gpu.starved_memory_mean_mib) +
-               printf_string("under %.0f%%)", thresholds::starved_below_percent);
+               printf_string("under %.0f%%)", gpu_thresholds::starved_below_percent);
   line(out, "",
        "idle " + share(gpu.idle) + ", idle but held " + share(gpu.idle_held) + ", " + starved);
 

@@ -25,9 +25,9 @@ enum class GpuState {
 
 // The table's (nvsmi/thresholds.hpp); only `pick` changes one (its --max-utilization).
 struct GpuStateThresholds {
-  double idle_below_percent = thresholds::idle_below_percent;
-  std::int64_t hot_at_c = thresholds::hot_c;
-  double power_limit_fraction = thresholds::power_limit_fraction;
+  double idle_below_percent = gpu_thresholds::idle_below_percent;
+  std::int64_t hot_at_c = gpu_thresholds::hot_c;
+  double power_limit_fraction = gpu_thresholds::power_limit_fraction;
 };
 
 // Most serious first: lost, failing, hot, at power limit, idle but held, in use, idle, free,

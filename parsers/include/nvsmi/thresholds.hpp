@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-namespace nvsmi::thresholds {
+namespace nvsmi::gpu_thresholds {
 
 // At or over this temperature a GPU is hot: H100 and A100 slow down from about 87 C, so this
 // leaves a few degrees to look at the airflow before the jobs lose clocks.
@@ -26,4 +26,4 @@ inline constexpr std::int64_t memory_held_mib = 1024;
 // those waits, idle but held when it does not.
 inline constexpr double starved_below_percent = 30;
 
-} // namespace nvsmi::thresholds
+} // namespace nvsmi::gpu_thresholds
