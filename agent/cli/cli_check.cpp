@@ -2,6 +2,8 @@
 #include "commands/check_command.hpp"
 #include "commands/snapshot_command.hpp"
 
+#include "nvsmi/thresholds.hpp"
+
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -93,12 +95,14 @@ Subcommand add_check_command(CLI::App &app) {
                    "vanish from its list). Default: not checked")
       ->check(CLI::Range(1, 1 << 20));
 
-  add_threshold(command, texts, "--temperature-warning", "85",
+  add_threshold(command, texts, "--temperature-warning", std::to_string(gpu_thresholds::hot_c),
                 "WARNING at this GPU temperature, C: a few degrees under where H100 and A100 "
                 "slow down");
   add_threshold(command, texts, "--temperature-critical", "slowdown",
                 "CRITICAL at this GPU temperature, C; slowdown: the GPU's own slowdown threshold "
-                "(it is losing clocks), else 90 where the driver does not give it",
+                "(it is losing clocks), else " +
+                    std::to_string(gpu_thresholds::too_hot_c) +
+                    " where the driver does not give it",
                 true);
   add_threshold(command, texts, "--memory-warning", "none",
                 "WARNING at this memory use, percent of total (off by default: a job filling its "
