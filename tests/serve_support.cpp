@@ -86,14 +86,17 @@ std::string Server::log() const {
   }
 }
 
-Prometheus::Prometheus(const std::vector<int> &agent_ports) : folder_(temporary_folder()) {
+Prometheus::Prometheus(const std::vector<int> &agent_ports, const std::string &scrape)
+    : folder_(temporary_folder()) {
   std::string targets;
   for (int port : agent_ports)
     targets += (targets.empty() ? "'127.0.0.1:" : ", '127.0.0.1:") + std::to_string(port) + "'";
   write_file(folder_ + "/prometheus.yml",
              "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-             "scrape_configs:\n  - job_name: nvsmi-agent\n    static_configs:\n"
-             "      - targets: [" +
+             "scrape_configs:\n  - job_name: nvsmi-agent\n" +
+                 scrape +
+                 "    static_configs:\n"
+                 "      - targets: [" +
                  targets + "]\n");
   for (int attempt = 0; attempt < 5; ++attempt) {
     port_ = free_port();

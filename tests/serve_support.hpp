@@ -45,7 +45,9 @@ class Prometheus {
 public:
   // Starts it (again on another port, should another program take the free port first) and waits
   // until it is ready; throws when it cannot start.
-  explicit Prometheus(const std::vector<int> &agent_ports);
+  // `scrape` is more of the job's settings, as YAML lines indented by four spaces (scheme,
+  // tls_config, basic_auth).
+  explicit Prometheus(const std::vector<int> &agent_ports, const std::string &scrape = "");
   ~Prometheus();
   Prometheus(const Prometheus &) = delete;
   Prometheus &operator=(const Prometheus &) = delete;

@@ -147,3 +147,31 @@ TEST_CASE("a flood of wrong passwords neither stops serve nor keeps out the righ
   CHECK(server.get("/metrics", "-u prometheus:s3cret").status == 200);
   CHECK(server.stop() == 0);
 }
+
+TEST_CASE("a real Prometheus scrapes serve over TLS with basic auth") {
+  if (!test::installed("prometheus")) {
+    WARN("prometheus is not installed (scripts/install-deps installs it): not scraped");
+    return;
+  }
+  std::string folder = certificate_folder();
+  std::string config = web_config("tls_server_config:\n  cert_file: cert.pem\n"
+                                  "  key_file: key.pem\nbasic_auth_users:\n  prometheus: " +
+                                      bcrypt("s3cret") + "\n",
+                                  folder);
+  Server server("--fixture " + recording + " --web.config.file " + quote(config));
+  test::write_file(folder + "/password", "s3cret");
+  test::Prometheus prometheus({server.port()}, "    scheme: https\n"
+                                               "    tls_config:\n      ca_file: " +
+                                                   folder +
+                                                   "/cert.pem\n"
+                                                   "    basic_auth:\n      username: prometheus\n"
+                                                   "      password_file: " +
+                                                   folder + "/password\n");
+  nlohmann::json up = prometheus.query("nvsmi_up", [](const nlohmann::json &found) {
+    return found.size() == 1 && found[0]["value"][1] == "1";
+  });
+  INFO(prometheus.log() << server.log());
+  REQUIRE(up.size() == 1);
+  CHECK(up[0]["value"][1] == "1");
+  CHECK(server.stop() == 0);
+}
