@@ -89,6 +89,27 @@ TEST_CASE("serve with tls_server_config answers HTTPS only, with its certificate
   CHECK(server.stop() == 0);
 }
 
+TEST_CASE("serve with client_auth_type RequireAndVerifyClientCert wants a certificate of its CA") {
+  std::string folder = certificate_folder();
+  std::string client = certificate_folder(), stranger = certificate_folder();
+  std::string config = web_config("tls_server_config:\n  cert_file: cert.pem\n"
+                                  "  key_file: key.pem\n  client_ca_file: " +
+                                      client +
+                                      "/cert.pem\n"
+                                      "  client_auth_type: RequireAndVerifyClientCert\n",
+                                  folder);
+  Server server("--fixture " + recording + " --web.config.file " + quote(config));
+  std::string ca = "--cacert " + quote(folder + "/cert.pem");
+  auto with = [&](const std::string &who) {
+    return ca + " --cert " + quote(who + "/cert.pem") + " --key " + quote(who + "/key.pem");
+  };
+  CHECK(server.get("/metrics", with(client)).status == 200);
+  CHECK(server.get("/metrics", ca).status == 0);
+  CHECK(server.get("/metrics", with(stranger)).status == 0);
+  CHECK(server.get("/metrics", with(client)).status == 200);
+  CHECK(server.stop() == 0);
+}
+
 TEST_CASE("serve refuses a web config it cannot honour, with one line, before it listens") {
   std::string hash = bcrypt("s3cret");
   std::string folder = certificate_folder();
@@ -98,8 +119,17 @@ TEST_CASE("serve refuses a web config it cannot honour, with one line, before it
   for (const Case &bad : {
            Case{"basic_auth_user:\n  prometheus: " + hash + "\n", "unknown or unsupported key"},
            Case{"tls_server_config:\n  cert_file: " + folder + "/cert.pem\n  key_file: " + folder +
+                    "/key.pem\n  cipher_suites: [TLS_AES_128_GCM_SHA256]\n",
+                "\"cipher_suites\""},
+           Case{"tls_server_config:\n  cert_file: " + folder + "/cert.pem\n  key_file: " + folder +
                     "/key.pem\n  client_ca_file: " + folder + "/cert.pem\n",
-                "\"client_ca_file\""},
+                "client_ca_file needs client_auth_type"},
+           Case{"tls_server_config:\n  cert_file: " + folder + "/cert.pem\n  key_file: " + folder +
+                    "/key.pem\n  client_auth_type: RequireAnyClientCert\n",
+                "is not supported"},
+           Case{"tls_server_config:\n  cert_file: " + folder + "/cert.pem\n  key_file: " + folder +
+                    "/key.pem\n  client_auth_type: RequireAndVerifyClientCert\n",
+                "needs client_ca_file"},
            Case{"basic_auth_users:\n  prometheus: s3cret\n", "not a bcrypt hash"},
            Case{"basic_auth_users:\n  prometheus: \"$2y$99$" + hash.substr(7) + "\"\n",
                 "not a bcrypt hash"},

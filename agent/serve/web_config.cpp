@@ -64,11 +64,30 @@ WebConfig read_web_config(const std::string &path) {
     return config; // an empty file: plain HTTP without authentication, as the exporters do
   only_keys(root, {"tls_server_config", "basic_auth_users"}, "the file", path);
   if (const YAML::Node tls = root["tls_server_config"]; tls && !tls.IsNull()) {
-    only_keys(tls, {"cert_file", "key_file"}, "tls_server_config", path);
+    only_keys(tls, {"cert_file", "key_file", "client_ca_file", "client_auth_type"},
+              "tls_server_config", path);
     if (!tls["cert_file"] || !tls["key_file"])
       refuse(path, "tls_server_config needs both cert_file and key_file");
     config.cert_file = beside(scalar(tls["cert_file"], "cert_file", path), path);
     config.key_file = beside(scalar(tls["key_file"], "key_file", path), path);
+    if (tls["client_auth_type"]) {
+      std::string type = scalar(tls["client_auth_type"], "client_auth_type", path);
+      // The kinds that take a certificate without checking it would only look like a check.
+      if (type != "NoClientCert" && type != "VerifyClientCertIfGiven" &&
+          type != "RequireAndVerifyClientCert")
+        refuse(path, "client_auth_type \"" + type +
+                         "\" is not supported (NoClientCert, VerifyClientCertIfGiven, "
+                         "RequireAndVerifyClientCert)");
+      if (type != "NoClientCert")
+        config.client_auth_type = type;
+    }
+    if (tls["client_ca_file"])
+      config.client_ca_file = beside(scalar(tls["client_ca_file"], "client_ca_file", path), path);
+    if (config.client_ca_file.empty() != config.client_auth_type.empty())
+      refuse(path, config.client_ca_file.empty()
+                       ? "client_auth_type " + config.client_auth_type + " needs client_ca_file"
+                       : "client_ca_file needs client_auth_type VerifyClientCertIfGiven or "
+                         "RequireAndVerifyClientCert");
   }
   if (const YAML::Node users = root["basic_auth_users"]; users && !users.IsNull()) {
     if (!users.IsMap())
@@ -102,6 +121,14 @@ std::shared_ptr<boost::asio::ssl::context> tls_context(const WebConfig &config,
   context->use_private_key_file(config.key_file, ssl::context::pem, error);
   if (error)
     refuse(path, "key_file " + config.key_file + ": " + error.message());
+  if (!config.client_ca_file.empty()) {
+    context->load_verify_file(config.client_ca_file, error);
+    if (error)
+      refuse(path, "client_ca_file " + config.client_ca_file + ": " + error.message());
+    context->set_verify_mode(config.client_auth_type == "RequireAndVerifyClientCert"
+                                 ? ssl::verify_peer | ssl::verify_fail_if_no_peer_cert
+                                 : ssl::verify_peer);
+  }
   return context;
 }
 
