@@ -10,6 +10,9 @@
   serve_abuse.py PORT cap N SECS    N idle connections, then a normal request while they are
                                     open, and then normal requests until one is answered (200)
                                     or SECS have passed; reports the first and the last
+  serve_abuse.py PORT stall N PATH  N connections that ask for PATH and read only the status
+                                    line; then reports those statuses and the server's own
+                                    nvsmi_serve_pending_body_bytes while they are held
   serve_abuse.py PORT badauth N SECS USER:PASSWORD
                                     N threads asking /metrics with wrong passwords for SECS,
                                     while the right USER:PASSWORD asks every 0.1 s; reports the
@@ -134,3 +137,31 @@ elif mode == "badauth":
     for thread in threads:
         thread.join()
     print(json.dumps({"wrong": wrong_seen, "right": right_seen}))
+elif mode == "stall":
+    n, path = int(sys.argv[3]), sys.argv[4]
+    sockets = []
+    for _ in range(n):
+        # A small receive window, set before connecting, so that little of the body leaves
+        # the server's side.
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.settimeout(30)
+        s.connect(("127.0.0.1", port))
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        sockets.append(s)
+    statuses = collections.Counter()
+    for s in sockets:
+        line = b""
+        while len(line) < 12:
+            chunk = s.recv(12 - len(line))
+            if not chunk:
+                break
+            line += chunk
+        statuses[line.decode(errors="replace")[9:12] or "closed"] += 1
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60) as r:
+        metrics = r.read().decode()
+    pending = [float(l.split()[1]) for l in metrics.splitlines()
+               if l.startswith("nvsmi_serve_pending_body_bytes ")]
+    for s in sockets:
+        s.close()
+    print(json.dumps({"statuses": statuses, "pending": pending[0] if pending else None}))
