@@ -81,8 +81,9 @@ void BasicAuth::stop() {
   if (stopped_)
     return;
   stopped_ = true;
-  checker_.stop();
-  checker_.join();
+  checker_->stop();
+  checker_->join();
+  checker_.reset();
 }
 
 std::string BasicAuth::pair_key(const std::string &user, const std::string &password) const {
@@ -106,8 +107,8 @@ void BasicAuth::check(std::string_view authorization, std::function<void(Verdict
   std::string hash = user == users_.end() ? decoy_hash : user->second;
   bool known = user != users_.end();
   ++pending_;
-  boost::asio::post(checker_, [this, password = std::move(given->second), hash, known,
-                               key = std::move(key), done = std::move(done)]() mutable {
+  boost::asio::post(*checker_, [this, password = std::move(given->second), hash, known,
+                                key = std::move(key), done = std::move(done)]() mutable {
     bool matches = bcrypt_matches(password, hash) && known;
     // Back on the server's thread, which alone touches pending_ and passed_; `done` holds the
     // connection, which holds the server, which holds this.

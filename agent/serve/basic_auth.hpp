@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -44,7 +45,8 @@ private:
   std::size_t max_pending_, pending_ = 0;
   std::string salt_;
   std::set<std::string> passed_; // pair_key of pairs that passed
-  boost::asio::thread_pool checker_{1};
+  // Reset at stop: the checks it dropped hold connections, which hold this (a cycle to break).
+  std::optional<boost::asio::thread_pool> checker_{std::in_place, 1};
   bool stopped_ = false;
 };
 
