@@ -58,6 +58,10 @@ TEST_CASE("serve with basic_auth_users: 401 without the right password, 200 with
     CHECK(denied.body.find("nvsmi_") == std::string::npos);
   }
   CHECK(server.get("/api/v1/snapshot").status == 401);
+  // A page rebinding its name to loopback gets 421, not a login prompt to phish with.
+  test::Http rebound = server.get("/metrics", "-H 'Host: evil.example'");
+  CHECK(rebound.status == 421);
+  CHECK(rebound.headers.find("WWW-Authenticate") == std::string::npos);
   CHECK(server.get("/", "-u prometheus:s3cret").status == 200);
   test::Http metrics = server.get("/metrics", "-u prometheus:s3cret");
   CHECK(metrics.status == 200);

@@ -107,6 +107,15 @@ private:
     const auto &request = parser_->get();
     keep_alive_ = request.keep_alive();
     head_ = request.method() == http::verb::head;
+    // Before the password: a page that rebinds its name to loopback gets no login prompt to
+    // phish with.
+    if (shared_->limits.loopback_hosts_only) {
+      auto host = request.find(http::field::host);
+      if (host != request.end() &&
+          !names_loopback(std::string_view(host->value().data(), host->value().size())))
+        return send(text_response(421, "this server answers only to localhost, 127.0.0.1 or "
+                                       "[::1] (see --listen in the README)\n"));
+    }
     if (!shared_->security.auth)
       return answer_request();
     auto authorization = request.find(http::field::authorization);
@@ -138,13 +147,6 @@ private:
       auto response = text_response(405, "only GET and HEAD\n");
       response.headers.push_back({"Allow", "GET, HEAD"});
       return send(std::move(response));
-    }
-    if (shared_->limits.loopback_hosts_only) {
-      auto host = request.find(http::field::host);
-      if (host != request.end() &&
-          !names_loopback(std::string_view(host->value().data(), host->value().size())))
-        return send(text_response(421, "this server answers only to localhost, 127.0.0.1 or "
-                                       "[::1] (see --listen in the README)\n"));
     }
     http10_ = request.version() < 11;
     std::string_view target(request.target().data(), request.target().size());
