@@ -10,7 +10,17 @@
   serve_abuse.py PORT cap N SECS    N idle connections, then a normal request while they are
                                     open, and then normal requests until one is answered (200)
                                     or SECS have passed; reports the first and the last
+  serve_abuse.py PORT stall N PATH  N connections that ask for PATH and read only the status
+                                    line; then reports those statuses and the server's own
+                                    nvsmi_serve_pending_body_bytes while they are held
+  serve_abuse.py PORT badauth N SECS USER:PASSWORD
+                                    N threads asking /metrics with wrong passwords for SECS,
+                                    while the right USER:PASSWORD asks every 0.1 s; reports the
+                                    statuses each got (basic auth; plain HTTP)
 """
+import base64
+import collections
+import threading
 import json
 import socket
 import sys
@@ -91,3 +101,67 @@ elif mode == "cap":
         time.sleep(0.1)
         after = normal_request_or_refused()
     print(json.dumps({"while_held": while_held, "after": after}))
+elif mode == "badauth":
+    n, seconds, right = int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+    deadline = time.monotonic() + seconds
+    wrong_seen, right_seen = collections.Counter(), collections.Counter()
+    lock = threading.Lock()
+
+    def ask(credentials):
+        token = base64.b64encode(credentials.encode()).decode()
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics",
+                                         headers={"Authorization": "Basic " + token})
+        try:
+            with urllib.request.urlopen(request, timeout=60) as r:
+                r.read()
+                return r.status
+        except urllib.error.HTTPError as error:
+            return error.code
+        except OSError:
+            return "refused"
+
+    def flood(number):
+        count = 0
+        while time.monotonic() < deadline:
+            status = ask(f"{right.split(':')[0]}:wrong{number}-{count}")
+            count += 1
+            with lock:
+                wrong_seen[str(status)] += 1
+
+    threads = [threading.Thread(target=flood, args=(i,)) for i in range(n)]
+    for thread in threads:
+        thread.start()
+    while time.monotonic() < deadline:
+        right_seen[str(ask(right))] += 1
+        time.sleep(0.1)
+    for thread in threads:
+        thread.join()
+    print(json.dumps({"wrong": wrong_seen, "right": right_seen}))
+elif mode == "stall":
+    n, path = int(sys.argv[3]), sys.argv[4]
+    sockets = []
+    for _ in range(n):
+        # A small receive window, set before connecting, so that little of the body leaves
+        # the server's side.
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.settimeout(30)
+        s.connect(("127.0.0.1", port))
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        sockets.append(s)
+    statuses = collections.Counter()
+    for s in sockets:
+        line = b""
+        while len(line) < 12:
+            chunk = s.recv(12 - len(line))
+            if not chunk:
+                break
+            line += chunk
+        statuses[line.decode(errors="replace")[9:12] or "closed"] += 1
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60) as r:
+        metrics = r.read().decode()
+    pending = [float(l.split()[1]) for l in metrics.splitlines()
+               if l.startswith("nvsmi_serve_pending_body_bytes ")]
+    for s in sockets:
+        s.close()
+    print(json.dumps({"statuses": statuses, "pending": pending[0] if pending else None}))

@@ -14,10 +14,11 @@ Server::Server(const std::string &arguments, const std::string &environment)
     : folder_(temporary_folder()), err_(folder_ + "/err") {
   // A subshell that waits for the agent keeps its exit code for stop().
   std::string code = quote(folder_ + "/code");
-  run_shell("( " + environment + " " + quote(AGENT_BIN) + " serve --listen 127.0.0.1:0 " +
-            arguments + " 2>" + quote(err_) + " & echo $! >" + quote(folder_ + "/pid") +
-            "; wait $!; echo $? >" + code + ".part; mv " + code + ".part " + code +
-            " ) >/dev/null 2>&1 &");
+  std::string listen =
+      arguments.find("--listen") == std::string::npos ? "--listen 127.0.0.1:0 " : "";
+  run_shell("( " + environment + " " + quote(AGENT_BIN) + " serve " + listen + arguments + " 2>" +
+            quote(err_) + " & echo $! >" + quote(folder_ + "/pid") + "; wait $!; echo $? >" + code +
+            ".part; mv " + code + ".part " + code + " ) >/dev/null 2>&1 &");
   wait_until([&] {
     std::ifstream pid(folder_ + "/pid");
     return static_cast<bool>(pid >> pid_);
@@ -25,9 +26,14 @@ Server::Server(const std::string &arguments, const std::string &environment)
   bool left = false;
   wait_until([&] {
     std::string text = log();
-    std::size_t at = text.find("serving http://127.0.0.1:");
-    if (at != std::string::npos)
-      port_ = std::stoi(text.substr(at + 25));
+    // "serving http://127.0.0.1:PORT/", https with a web config, any address with --listen
+    std::size_t at = text.find("serving http");
+    std::size_t slash = at == std::string::npos ? at : text.find('/', text.find("://", at) + 3);
+    std::size_t colon = slash == std::string::npos ? slash : text.rfind(':', slash);
+    if (colon != std::string::npos && colon > at) {
+      port_ = std::stoi(text.substr(colon + 1));
+      tls_ = text.compare(at, 13, "serving https") == 0;
+    }
     left = port_ == 0 && process_ended(pid_);
     return port_ != 0 || left;
   });
@@ -58,7 +64,7 @@ int Server::stop() {
 }
 
 std::string Server::url(const std::string &path) const {
-  return "http://127.0.0.1:" + std::to_string(port_) + path;
+  return (tls_ ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port_) + path;
 }
 
 Http Server::get(const std::string &path, const std::string &curl_options) const {
@@ -80,14 +86,17 @@ std::string Server::log() const {
   }
 }
 
-Prometheus::Prometheus(const std::vector<int> &agent_ports) : folder_(temporary_folder()) {
+Prometheus::Prometheus(const std::vector<int> &agent_ports, const std::string &scrape)
+    : folder_(temporary_folder()) {
   std::string targets;
   for (int port : agent_ports)
     targets += (targets.empty() ? "'127.0.0.1:" : ", '127.0.0.1:") + std::to_string(port) + "'";
   write_file(folder_ + "/prometheus.yml",
              "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-             "scrape_configs:\n  - job_name: nvsmi-agent\n    static_configs:\n"
-             "      - targets: [" +
+             "scrape_configs:\n  - job_name: nvsmi-agent\n" +
+                 scrape +
+                 "    static_configs:\n"
+                 "      - targets: [" +
                  targets + "]\n");
   for (int attempt = 0; attempt < 5; ++attempt) {
     port_ = free_port();

@@ -18,8 +18,8 @@ struct Http {
 
 class Server {
 public:
-  // Starts `serve --listen 127.0.0.1:0 ARGUMENTS` with ENVIRONMENT before it and waits until it
-  // says where it listens.
+  // Starts `serve --listen 127.0.0.1:0 ARGUMENTS` (without that --listen where ARGUMENTS has
+  // one) with ENVIRONMENT before it and waits until it says where it listens.
   explicit Server(const std::string &arguments, const std::string &environment = "");
   ~Server();
   Server(const Server &) = delete;
@@ -36,7 +36,7 @@ public:
 private:
   std::string folder_, err_;
   int pid_ = 0, port_ = 0;
-  bool stopped_ = false;
+  bool stopped_ = false, tls_ = false; // tls_: it said "serving https://" (a web config)
 };
 
 // A real Prometheus server (Debian's `prometheus`) on loopback, scraping `serve` instances every
@@ -45,7 +45,9 @@ class Prometheus {
 public:
   // Starts it (again on another port, should another program take the free port first) and waits
   // until it is ready; throws when it cannot start.
-  explicit Prometheus(const std::vector<int> &agent_ports);
+  // `scrape` is more of the job's settings, as YAML lines indented by four spaces (scheme,
+  // tls_config, basic_auth).
+  explicit Prometheus(const std::vector<int> &agent_ports, const std::string &scrape = "");
   ~Prometheus();
   Prometheus(const Prometheus &) = delete;
   Prometheus &operator=(const Prometheus &) = delete;

@@ -234,6 +234,27 @@ TEST_CASE("serve: many clients at once, and slow ones, do not stop it answering"
   }
 }
 
+TEST_CASE("serve: clients that ask for fine series and never read hold at most 32 MiB") {
+  Server server("--interval 0.01 --fixture " + fixture("xml/h100-8gpu-v12.xml"));
+  // History enough that each answer is hundreds of KiB: in issue 23, 500 such clients held
+  // 298 MiB, past the unit's MemoryMax.
+  REQUIRE(test::wait_until([&] {
+    std::string metrics = server.get("/metrics").body;
+    std::size_t at = metrics.find("\nnvsmi_history_samples ");
+    return at != std::string::npos && std::stod(metrics.substr(at + 23)) >= 1000;
+  }));
+  auto seen = abuse(server, "stall 300 '/api/v1/series?seconds=30&points=2000'");
+  INFO(seen.dump());
+  // Where the kernel takes each body whole (loopback's buffers grow to MiBs), nothing waits and
+  // all are 200; elsewhere the bodies that wait stay under the bound and the rest are 503.
+  REQUIRE(seen["pending"].is_number());
+  CHECK(seen["pending"].get<double>() <= 32 << 20);
+  CHECK(seen["statuses"].value("200", 0) > 0);
+  CHECK(seen["statuses"].value("200", 0) + seen["statuses"].value("503", 0) == 300);
+  CHECK(server.get("/metrics").status == 200);
+  CHECK(server.stop() == 0);
+}
+
 TEST_CASE("serve: past --max-connections new clients are turned away, not queued forever") {
   // The five must still be held when the sixth comes, however slow the machine is to get to it.
   Server server("--max-connections 5 --request-timeout 5 --fixture " +

@@ -230,3 +230,38 @@ TEST_CASE("serve: the chart library is served from the binary, cached for a day"
   CHECK_THAT(*page.body, Catch::Contains("<script src=\"/assets/dygraph.min.js\"></script>"));
   CHECK(state.answer("/assets/other.js", "", clock_at(0), {}).status == 404);
 }
+
+TEST_CASE("series: answers waiting for clients that do not read stay under a bound, then 503") {
+  // 3000 samples of 8 GPUs: each points=2000 answer is hundreds of KiB, as in issue 23, where
+  // 500 such clients pushed the agent past its MemoryMax.
+  constexpr std::size_t bound = 4u << 20;
+  ServeState state(milliseconds(1000), 3600, 256u << 20, bound);
+  Snapshot snapshot = states_fixture();
+  for (int i = 0; i < 3000; ++i)
+    state.add(snapshot, clock_at(i));
+  std::vector<HttpResponse> held; // the bodies of clients that asked and never read
+  std::size_t busy = 0;
+  for (int client = 0; client < 100; ++client) {
+    HttpResponse response = get(state, "points=2000", 2999.5);
+    if (response.status == 200) {
+      REQUIRE(response.body->size() > 100'000);
+      held.push_back(std::move(response));
+    } else {
+      CHECK(response.status == 503);
+      CHECK(std::find(response.headers.begin(), response.headers.end(),
+                      std::pair<std::string, std::string>("Retry-After", "1")) !=
+            response.headers.end());
+      ++busy;
+    }
+    CHECK(state.pending_bytes() <= bound);
+  }
+  CHECK(held.size() >= 2);
+  CHECK(busy > 0);
+  std::string metrics = *state.answer("/metrics", "", clock_at(2999.5), {}).body;
+  CHECK_THAT(metrics, Catch::Contains("nvsmi_serve_pending_body_bytes " +
+                                      std::to_string(state.pending_bytes())));
+  held.clear(); // the clients read or left
+  CHECK(state.pending_bytes() == 0);
+  CHECK(get(state, "points=2000", 2999.5).status == 200);
+  CHECK(state.pending_bytes() == 0); // a body no one holds is no longer counted
+}

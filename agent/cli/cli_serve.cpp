@@ -25,6 +25,17 @@ Subcommand add_serve_command(CLI::App &app) {
                    "HOST:PORT to listen on; 0.0.0.0:PORT or :PORT for every address")
       ->capture_default_str();
   command
+      ->add_option("--expose", options.expose,
+                   "Serve more than each GPU process's program name: command-lines (full "
+                   "command lines, never in /metrics), users (user names; served by default "
+                   "on a loopback --listen). See the README's serve Security")
+      ->check(CLI::IsMember({"command-lines", "users"}))
+      ->delimiter(',');
+  command->add_option("--web.config.file", options.web_config_file,
+                      "The Prometheus exporters' web config (YAML): TLS (tls_server_config: "
+                      "cert_file, key_file) and basic auth (basic_auth_users: user: bcrypt "
+                      "hash). See the README's serve Security");
+  command
       ->add_option("--history", options.history_seconds,
                    "Seconds of samples kept for /api/v1/history and the dashboard")
       ->check(finite_range(0.0, 7 * 86400.0))

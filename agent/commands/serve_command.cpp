@@ -5,7 +5,10 @@
 #include "core/log_line.hpp"
 #include "formats/prometheus_metrics.hpp"
 #include "nvidia_smi/stop_signals.hpp"
+#include "serve/basic_auth.hpp"
+#include "serve/serve_exposure.hpp"
 #include "serve/serve_state.hpp"
+#include "serve/web_config.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -53,10 +56,33 @@ HttpLimits server_limits(const ServeOptions &options) {
   return limits;
 }
 
+Exposure exposure(const ServeOptions &options) {
+  auto listen = parse_listen_address(options.listen);
+  Exposure exposure = default_exposure(listen && listen->address().is_loopback());
+  for (const std::string &word : options.expose) {
+    if (word == "command-lines")
+      exposure.command_lines = true;
+    else if (word == "users")
+      exposure.users = true;
+  }
+  return exposure;
+}
+
+// Read before anything starts, so that a config that is wrong stops serve with one line.
+HttpSecurity security(const ServeOptions &options, asio::io_context &context) {
+  if (options.web_config_file.empty())
+    return {};
+  WebConfig config = read_web_config(options.web_config_file);
+  HttpSecurity security{tls_context(config, options.web_config_file), nullptr};
+  if (!config.basic_auth_users.empty())
+    security.auth = std::make_shared<BasicAuth>(context, config.basic_auth_users);
+  return security;
+}
+
 class Serve {
 public:
   explicit Serve(const ServeOptions &options)
-      : signals_(context_),
+      : exposure_(exposure(options)), signals_(context_),
         sampler_(
             context_, options.sampling, [this](Snapshot s) { deliver(std::move(s)); },
             [this](int code) { stop(code); },
@@ -67,10 +93,12 @@ public:
                 state_.note_error(message);
             }),
         state_(sampler_.interval(), options.history_seconds, options.history_max_mib << 20),
-        server_(context_, endpoint(options.listen), server_limits(options),
-                [this](std::string_view path, std::string_view query) {
-                  return state_.answer(path, query, ServeClock::now(), sampler_.counters());
-                }) {}
+        server_(
+            context_, endpoint(options.listen), server_limits(options),
+            [this](std::string_view path, std::string_view query) {
+              return state_.answer(path, query, ServeClock::now(), sampler_.counters());
+            },
+            security(options, context_)) {}
 
   int run() {
     add_stop_signals(signals_);
@@ -85,8 +113,8 @@ public:
     std::string host = address.address().to_string();
     if (address.address().is_v6())
       host = "[" + host + "]";
-    log_line("serving http://" + host + ":" + std::to_string(address.port()) +
-             "/ (metrics at /metrics)");
+    log_line(std::string(server_.tls() ? "serving https://" : "serving http://") + host + ":" +
+             std::to_string(address.port()) + "/ (metrics at /metrics)");
     context_.run();
     return exit_code_;
   }
@@ -103,6 +131,7 @@ private:
 
   void deliver(Snapshot snapshot) {
     attach_local_offset(snapshot);
+    limit_exposure(snapshot, exposure_); // before anything is kept or rendered
     state_.add(snapshot, ServeClock::now());
   }
 
@@ -115,6 +144,7 @@ private:
     sampler_.stop([this] { signals_.cancel(); });
   }
 
+  Exposure exposure_;
   asio::io_context context_;
   asio::signal_set signals_;
   Sampler sampler_;

@@ -4,6 +4,7 @@
 #include "serve/http_server.hpp"
 
 #include <string>
+#include <vector>
 
 namespace nvsmi {
 
@@ -15,6 +16,11 @@ struct ServeOptions {
   // of one GPU; an hour of 8 GPUs at 1 s takes about 9 MiB.
   std::size_t history_max_mib = 64;
   HttpLimits limits;
+  // What is served beyond program names: "command-lines", "users" (serve_exposure.hpp). Users
+  // are served without asking on a loopback --listen.
+  std::vector<std::string> expose;
+  // The exporters' web config (TLS, basic auth; serve/web_config.hpp); empty: plain HTTP, open.
+  std::string web_config_file;
 };
 
 // Samples in the background and answers HTTP until SIGINT or SIGTERM; returns the exit code.

@@ -239,6 +239,10 @@ std::string format_health_metrics(const AgentHealth &health) {
                "Memory the history holds, counted against its cap (--history-max-mib).");
   bytes.add("", static_cast<double>(health.history_bytes));
   bytes.write(out);
+  Family pending("nvsmi_serve_pending_body_bytes",
+                 "Bytes of /api/v1/series answers made and not yet sent, bounded (README, serve).");
+  pending.add("", static_cast<double>(health.pending_body_bytes));
+  pending.write(out);
   return out;
 }
 

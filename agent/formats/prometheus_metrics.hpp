@@ -26,6 +26,7 @@ struct AgentHealth {
   std::optional<double> last_sample_unix_s; // when the last good sample arrived
   SamplingCounters sampling;
   std::size_t history_samples = 0, history_bytes = 0; // what serve's history holds
+  std::size_t pending_body_bytes = 0; // serve's answers made and waiting for clients to read
 };
 std::string format_health_metrics(const AgentHealth &health);
 

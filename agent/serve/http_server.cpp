@@ -1,5 +1,7 @@
 #include "serve/http_server.hpp"
 
+#include "serve/basic_auth.hpp"
+
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -7,6 +9,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 
 #include <cctype>
 #include <charconv>
@@ -22,48 +25,73 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-class Session;
+// A connection, plain or TLS, as the server holds it to close it.
+class Connection {
+public:
+  virtual ~Connection() = default;
+  virtual void close() = 0;
+};
 
 } // namespace
 
 struct HttpServer::Shared {
-  Shared(asio::io_context &context, HttpLimits l, HttpHandler h)
-      : acceptor(context), pause(context), limits(l), handler(std::move(h)) {}
+  Shared(asio::io_context &context, HttpLimits l, HttpHandler h, HttpSecurity s)
+      : acceptor(context), pause(context), limits(l), handler(std::move(h)),
+        security(std::move(s)) {}
   tcp::acceptor acceptor;
   asio::steady_timer pause; // after a failed accept
   HttpLimits limits;
   HttpHandler handler;
-  std::unordered_set<Session *> sessions;
+  HttpSecurity security;
+  std::unordered_set<Connection *> sessions;
   bool stopped = false;
 };
 
 namespace {
 
 using Response = http::response<http::span_body<const char>>;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
-class Session : public std::enable_shared_from_this<Session> {
+template <typename Stream>
+class Session : public Connection, public std::enable_shared_from_this<Session<Stream>> {
 public:
-  Session(tcp::socket socket, std::shared_ptr<HttpServer::Shared> shared)
-      : stream_(std::move(socket)), shared_(std::move(shared)) {
+  template <typename... Context>
+  Session(tcp::socket socket, std::shared_ptr<HttpServer::Shared> shared, Context &...context)
+      : stream_(std::move(socket), context...), shared_(std::move(shared)) {
     shared_->sessions.insert(this);
   }
-  ~Session() { shared_->sessions.erase(this); }
+  ~Session() override { shared_->sessions.erase(this); }
 
-  void start() { read_request(); }
-  void close() {
+  void start() {
+    if constexpr (std::is_same_v<Stream, TlsStream>) {
+      // The handshake is part of the request: its time counts against the same timeout.
+      lowest().expires_after(shared_->limits.request_timeout);
+      stream_.async_handshake(asio::ssl::stream_base::server,
+                              [self = this->shared_from_this()](beast::error_code error) {
+                                if (error)
+                                  return self->close();
+                                self->read_request();
+                              });
+    } else {
+      read_request();
+    }
+  }
+  void close() override {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.close();
+    lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    lowest().close();
   }
 
 private:
+  beast::tcp_stream &lowest() { return beast::get_lowest_layer(stream_); }
+
   void read_request() {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(shared_->limits.header_bytes));
     parser_->body_limit(shared_->limits.body_bytes);
-    stream_.expires_after(shared_->limits.request_timeout);
+    lowest().expires_after(shared_->limits.request_timeout);
     http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code error, std::size_t) {
+                     [self = this->shared_from_this()](beast::error_code error, std::size_t) {
                        self->on_request(error);
                      });
   }
@@ -79,17 +107,46 @@ private:
     const auto &request = parser_->get();
     keep_alive_ = request.keep_alive();
     head_ = request.method() == http::verb::head;
-    if (request.method() != http::verb::get && !head_) {
-      auto response = text_response(405, "only GET and HEAD\n");
-      response.headers.push_back({"Allow", "GET, HEAD"});
-      return send(std::move(response));
-    }
+    // Before the password: a page that rebinds its name to loopback gets no login prompt to
+    // phish with.
     if (shared_->limits.loopback_hosts_only) {
       auto host = request.find(http::field::host);
       if (host != request.end() &&
           !names_loopback(std::string_view(host->value().data(), host->value().size())))
         return send(text_response(421, "this server answers only to localhost, 127.0.0.1 or "
                                        "[::1] (see --listen in the README)\n"));
+    }
+    if (!shared_->security.auth)
+      return answer_request();
+    auto authorization = request.find(http::field::authorization);
+    std::string_view given =
+        authorization == request.end()
+            ? std::string_view()
+            : std::string_view(authorization->value().data(), authorization->value().size());
+    // The parser, and so `given`, stays as it is until the verdict: nothing reads meanwhile.
+    shared_->security.auth->check(
+        given, [self = this->shared_from_this()](BasicAuth::Verdict verdict) {
+          if (self->shared_->stopped)
+            return self->close();
+          if (verdict == BasicAuth::Verdict::allowed)
+            return self->answer_request();
+          if (verdict == BasicAuth::Verdict::busy) {
+            auto response = text_response(503, "too many password checks under way\n");
+            response.headers.push_back({"Retry-After", "1"});
+            return self->send(std::move(response));
+          }
+          auto response = text_response(401, "unauthorized\n");
+          response.headers.push_back({"WWW-Authenticate", "Basic realm=\"nvsmi-agent\""});
+          self->send(std::move(response));
+        });
+  }
+
+  void answer_request() {
+    const auto &request = parser_->get();
+    if (request.method() != http::verb::get && !head_) {
+      auto response = text_response(405, "only GET and HEAD\n");
+      response.headers.push_back({"Allow", "GET, HEAD"});
+      return send(std::move(response));
     }
     http10_ = request.version() < 11;
     std::string_view target(request.target().data(), request.target().size());
@@ -132,9 +189,12 @@ private:
     response_->content_length(body_->size());
     if (!head_)
       response_->body() = {body_->data(), body_->size()};
-    stream_.expires_after(shared_->limits.write_timeout);
+    lowest().expires_after(shared_->limits.write_timeout);
     http::async_write(stream_, *response_,
-                      [self = shared_from_this()](beast::error_code error, std::size_t) {
+                      [self = this->shared_from_this()](beast::error_code error, std::size_t) {
+                        // Sent: the body is not held while the connection waits for more.
+                        self->response_.reset();
+                        self->body_.reset();
                         if (error || !self->keep_alive_ || self->shared_->stopped)
                           return self->close();
                         self->read_request();
@@ -152,28 +212,29 @@ private:
     if (!http10_)
       header_->chunked(true);
     serializer_.emplace(*header_);
-    stream_.expires_after(shared_->limits.write_timeout);
-    http::async_write_header(stream_, *serializer_,
-                             [self = shared_from_this()](beast::error_code error, std::size_t) {
-                               if (error || self->shared_->stopped)
-                                 return self->close();
-                               if (self->head_)
-                                 return self->finish_response();
-                               self->write_part();
-                             });
+    lowest().expires_after(shared_->limits.write_timeout);
+    http::async_write_header(
+        stream_, *serializer_,
+        [self = this->shared_from_this()](beast::error_code error, std::size_t) {
+          if (error || self->shared_->stopped)
+            return self->close();
+          if (self->head_)
+            return self->finish_response();
+          self->write_part();
+        });
   }
 
   void write_part() {
     part_.clear();
     bool more = producer_(part_);
-    auto next = [self = shared_from_this(), more](beast::error_code error, std::size_t) {
+    auto next = [self = this->shared_from_this(), more](beast::error_code error, std::size_t) {
       if (error || self->shared_->stopped)
         return self->close();
       if (more)
         return self->write_part();
       self->write_last();
     };
-    stream_.expires_after(shared_->limits.write_timeout);
+    lowest().expires_after(shared_->limits.write_timeout);
     if (http10_)
       asio::async_write(stream_, asio::buffer(part_), std::move(next));
     else
@@ -183,9 +244,9 @@ private:
   void write_last() {
     if (http10_)
       return close();
-    stream_.expires_after(shared_->limits.write_timeout);
+    lowest().expires_after(shared_->limits.write_timeout);
     asio::async_write(stream_, http::make_chunk_last(),
-                      [self = shared_from_this()](beast::error_code error, std::size_t) {
+                      [self = this->shared_from_this()](beast::error_code error, std::size_t) {
                         if (error || self->shared_->stopped)
                           return self->close();
                         self->finish_response();
@@ -202,7 +263,7 @@ private:
     read_request();
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   std::shared_ptr<HttpServer::Shared> shared_;
   beast::flat_buffer buffer_{16384};
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -232,8 +293,11 @@ void accept_next(const std::shared_ptr<HttpServer::Shared> &shared) {
     if (shared->sessions.size() >= shared->limits.max_connections) {
       beast::error_code ignored;
       socket.close(ignored);
+    } else if (shared->security.tls) {
+      std::make_shared<Session<TlsStream>>(std::move(socket), shared, *shared->security.tls)
+          ->start();
     } else {
-      std::make_shared<Session>(std::move(socket), shared)->start();
+      std::make_shared<Session<beast::tcp_stream>>(std::move(socket), shared)->start();
     }
     accept_next(shared);
   });
@@ -242,8 +306,8 @@ void accept_next(const std::shared_ptr<HttpServer::Shared> &shared) {
 } // namespace
 
 HttpServer::HttpServer(asio::io_context &context, const tcp::endpoint &endpoint, HttpLimits limits,
-                       HttpHandler handler)
-    : shared_(std::make_shared<Shared>(context, limits, std::move(handler))) {
+                       HttpHandler handler, HttpSecurity security)
+    : shared_(std::make_shared<Shared>(context, limits, std::move(handler), std::move(security))) {
   tcp::acceptor &acceptor = shared_->acceptor;
   acceptor.open(endpoint.protocol());
   acceptor.set_option(asio::socket_base::reuse_address(true));
@@ -257,6 +321,8 @@ HttpServer::~HttpServer() { stop(); }
 
 tcp::endpoint HttpServer::local_endpoint() const { return shared_->acceptor.local_endpoint(); }
 
+bool HttpServer::tls() const { return shared_->security.tls != nullptr; }
+
 void HttpServer::start() { accept_next(shared_); }
 
 void HttpServer::stop() {
@@ -266,8 +332,10 @@ void HttpServer::stop() {
   beast::error_code ignored;
   shared_->acceptor.close(ignored);
   shared_->pause.cancel();
-  std::vector<Session *> open(shared_->sessions.begin(), shared_->sessions.end());
-  for (Session *session : open)
+  if (shared_->security.auth)
+    shared_->security.auth->stop();
+  std::vector<Connection *> open(shared_->sessions.begin(), shared_->sessions.end());
+  for (Connection *session : open)
     session->close();
 }
 

@@ -15,7 +15,20 @@
 #include <string_view>
 #include <vector>
 
+namespace boost::asio::ssl {
+class context;
+}
+
 namespace nvsmi {
+
+class BasicAuth;
+
+// Who may talk to the server and how (the web config, web_config.hpp): TLS where `tls` is set,
+// basic auth on every request where `auth` is.
+struct HttpSecurity {
+  std::shared_ptr<boost::asio::ssl::context> tls;
+  std::shared_ptr<BasicAuth> auth;
+};
 
 struct HttpLimits {
   std::size_t max_connections = 2048;               // more are accepted and closed at once
@@ -45,10 +58,11 @@ class HttpServer {
 public:
   // Binds and listens at once; throws boost::system::system_error when it cannot.
   HttpServer(boost::asio::io_context &context, const boost::asio::ip::tcp::endpoint &endpoint,
-             HttpLimits limits, HttpHandler handler);
+             HttpLimits limits, HttpHandler handler, HttpSecurity security = {});
   ~HttpServer();
   boost::asio::ip::tcp::endpoint local_endpoint() const;
   void start();
+  bool tls() const;
   // Stops accepting and closes every connection.
   void stop();
 

@@ -49,10 +49,10 @@ ServeClock ServeClock::now() {
 }
 
 ServeState::ServeState(std::chrono::milliseconds interval, double history_seconds,
-                       std::size_t history_max_bytes)
+                       std::size_t history_max_bytes, std::size_t pending_max_bytes)
     : interval_(interval), history_seconds_(history_seconds),
       history_(std::make_shared<ServeHistory>(history_seconds, history_max_bytes)),
-      hostname_(machine_hostname()) {}
+      hostname_(machine_hostname()), pending_max_bytes_(pending_max_bytes) {}
 
 void ServeState::add(const Snapshot &snapshot, const ServeClock &at) {
   Sample sample{at.unix_seconds, at.steady, shared(format_json(snapshot) + "\n"),
@@ -93,6 +93,7 @@ HttpResponse ServeState::metrics(const ServeClock &at, const SamplingCounters &s
   health.sampling = sampling;
   health.history_samples = history_->size();
   health.history_bytes = history_->bytes();
+  health.pending_body_bytes = *pending_;
   std::string body = health.up ? *latest_->snapshot_metrics : std::string();
   body += format_health_metrics(health);
   return {200, prometheus_content_type, shared(std::move(body)), {}, {}};
@@ -124,6 +125,38 @@ HttpResponse ServeState::history(std::string_view query, const ServeClock &at) c
   return response;
 }
 
+HttpResponse ServeState::series(std::string_view query, const ServeClock &at) const {
+  // Stale data stays on the charts under the page's banner: only no sample at all is a 503.
+  if (!latest_)
+    return unavailable(at);
+  bool is_fresh = fresh(at);
+  HttpResponse response = series_response(query, *history_,
+                                          {at.unix_seconds, duration<double>(interval_).count(),
+                                           hostname_, latest_->json, latest_->unix_seconds,
+                                           is_fresh, is_fresh ? std::string() : stale_reason(at)});
+  if (response.status != 200 || !response.body)
+    return response;
+  // A body is made whole (its buckets are known only at the end), then counted until it is
+  // sent: one over the bound is dropped at once, so what waits stays under the bound.
+  std::size_t size = response.body->size();
+  if (*pending_ + size > pending_max_bytes_) {
+    HttpResponse busy = json_error(503, "busy: " + std::to_string(*pending_ >> 10) +
+                                            " KiB of answers wait for clients to read them");
+    busy.headers.push_back({"Retry-After", "1"});
+    return busy;
+  }
+  *pending_ += size;
+  std::shared_ptr<const std::string> made = std::move(response.body);
+  const std::string *text = made.get();
+  // The deleter holds the body: both go when the last holder lets go.
+  response.body = std::shared_ptr<const std::string>(
+      text, [pending = pending_, size, made = std::move(made)](const std::string *) mutable {
+        *pending -= size;
+        made.reset();
+      });
+  return response;
+}
+
 HttpResponse ServeState::answer(std::string_view path, std::string_view query, const ServeClock &at,
                                 const SamplingCounters &sampling) const {
   if (path == "/metrics")
@@ -138,16 +171,8 @@ HttpResponse ServeState::answer(std::string_view path, std::string_view query, c
     static const std::shared_ptr<const std::string> table = shared(format_thresholds_json());
     return {200, json_type, table, {}, {}};
   }
-  if (path == "/api/v1/series") {
-    // Stale data stays on the charts under the page's banner: only no sample at all is a 503.
-    if (!latest_)
-      return unavailable(at);
-    bool is_fresh = fresh(at);
-    return series_response(query, *history_,
-                           {at.unix_seconds, duration<double>(interval_).count(), hostname_,
-                            latest_->json, latest_->unix_seconds, is_fresh,
-                            is_fresh ? std::string() : stale_reason(at)});
-  }
+  if (path == "/api/v1/series")
+    return series(query, at);
   if (path == "/api/v1/snapshot" || path == "/api/v1/legacy" || path == "/api/v1/history") {
     if (!fresh(at))
       return unavailable(at);

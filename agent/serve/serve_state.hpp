@@ -24,11 +24,17 @@ struct ServeClock {
 
 class ServeState {
 public:
+  // `pending_max_bytes` bounds the series bodies made and not yet sent (pending_bytes()):
+  // clients that ask and do not read would otherwise hold one each until they time out.
   ServeState(std::chrono::milliseconds interval, double history_seconds,
-             std::size_t history_max_bytes = 256u << 20);
+             std::size_t history_max_bytes = 256u << 20,
+             std::size_t pending_max_bytes = default_pending_max_bytes);
+  static constexpr std::size_t default_pending_max_bytes = 32u << 20;
 
   void add(const Snapshot &snapshot, const ServeClock &at);
   const ServeHistory &history() const { return *history_; }
+  // The bytes of series bodies made for clients and not yet sent or dropped.
+  std::size_t pending_bytes() const { return *pending_; }
   // The latest thing that went wrong, shown while the data is stale.
   void note_error(const std::string &message) { last_error_ = message; }
 
@@ -48,6 +54,7 @@ private:
   HttpResponse metrics(const ServeClock &at, const SamplingCounters &sampling) const;
   HttpResponse history(std::string_view query, const ServeClock &at) const;
   HttpResponse unavailable(const ServeClock &at) const;
+  HttpResponse series(std::string_view query, const ServeClock &at) const;
 
   std::chrono::milliseconds interval_;
   double history_seconds_;
@@ -55,6 +62,10 @@ private:
   std::shared_ptr<ServeHistory> history_;
   std::string last_error_;
   std::string hostname_; // the samples' host, else this machine's
+  std::size_t pending_max_bytes_;
+  // Shared with each counted body's deleter, which gives its bytes back when the last holder
+  // (the connection) lets go of it; only the server's thread makes or drops bodies.
+  std::shared_ptr<std::size_t> pending_ = std::make_shared<std::size_t>(0);
 };
 
 } // namespace nvsmi

@@ -1,0 +1,31 @@
+#include "serve/serve_exposure.hpp"
+
+namespace nvsmi {
+
+Exposure default_exposure(bool loopback_only) { return {false, loopback_only}; }
+
+std::string program_name(std::string_view command) {
+  std::string_view first = command.substr(0, command.find(' '));
+  std::size_t slash = first.rfind('/');
+  if (slash != std::string_view::npos)
+    first.remove_prefix(slash + 1);
+  return std::string(first);
+}
+
+void limit_exposure(Snapshot &snapshot, const Exposure &exposure) {
+  for (Gpu &gpu : snapshot.gpus) {
+    if (!gpu.processes)
+      continue;
+    for (Process &process : *gpu.processes) {
+      if (!exposure.command_lines && process.command)
+        process.command = program_name(*process.command);
+      if (!exposure.users) {
+        process.user.reset();
+        process.uid.reset();
+        process.systemd_unit.reset();
+      }
+    }
+  }
+}
+
+} // namespace nvsmi

@@ -1,0 +1,135 @@
+#include "serve/web_config.hpp"
+
+#include "core/exit_codes.hpp"
+#include "serve/basic_auth.hpp"
+
+#include <boost/asio/ssl/context.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+
+namespace nvsmi {
+namespace {
+
+[[noreturn]] void refuse(const std::string &path, const std::string &problem) {
+  throw AgentError(exit_usage, "--web.config.file " + path + ": " + problem);
+}
+
+// Refuses any key of `node` not in `known`, so that a misspelt or unsupported setting (a
+// `basic_auth_user`, a `client_ca_file` this server would not check) is not silently ignored.
+void only_keys(const YAML::Node &node, const std::set<std::string> &known, const std::string &where,
+               const std::string &path) {
+  if (!node.IsMap())
+    refuse(path, where + " must be a mapping");
+  for (const auto &entry : node) {
+    std::string key = entry.first.Scalar();
+    if (!known.count(key))
+      refuse(
+          path, "unknown or unsupported key \"" + key + "\" in " + where + " (supported: " + [&] {
+            std::string list;
+            for (const std::string &name : known)
+              list += (list.empty() ? "" : ", ") + name;
+            return list;
+          }() + ")");
+  }
+}
+
+std::string scalar(const YAML::Node &node, const std::string &name, const std::string &path) {
+  if (!node.IsScalar() || node.Scalar().empty())
+    refuse(path, name + " must be a non-empty string");
+  return node.Scalar();
+}
+
+// A file named in the config, relative to the config's folder as the exporters read it.
+std::string beside(const std::string &file, const std::string &path) {
+  std::size_t slash = path.rfind('/');
+  if (file.front() == '/' || slash == std::string::npos)
+    return file;
+  return path.substr(0, slash + 1) + file;
+}
+
+} // namespace
+
+WebConfig read_web_config(const std::string &path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile &) {
+    refuse(path, "cannot be read");
+  } catch (const YAML::Exception &error) {
+    refuse(path, "not YAML: " + error.msg + " (line " + std::to_string(error.mark.line + 1) + ")");
+  }
+  WebConfig config;
+  if (root.IsNull())
+    return config; // an empty file: plain HTTP without authentication, as the exporters do
+  only_keys(root, {"tls_server_config", "basic_auth_users"}, "the file", path);
+  if (const YAML::Node tls = root["tls_server_config"]; tls && !tls.IsNull()) {
+    only_keys(tls, {"cert_file", "key_file", "client_ca_file", "client_auth_type"},
+              "tls_server_config", path);
+    if (!tls["cert_file"] || !tls["key_file"])
+      refuse(path, "tls_server_config needs both cert_file and key_file");
+    config.cert_file = beside(scalar(tls["cert_file"], "cert_file", path), path);
+    config.key_file = beside(scalar(tls["key_file"], "key_file", path), path);
+    if (tls["client_auth_type"]) {
+      std::string type = scalar(tls["client_auth_type"], "client_auth_type", path);
+      // The kinds that take a certificate without checking it would only look like a check.
+      if (type != "NoClientCert" && type != "VerifyClientCertIfGiven" &&
+          type != "RequireAndVerifyClientCert")
+        refuse(path, "client_auth_type \"" + type +
+                         "\" is not supported (NoClientCert, VerifyClientCertIfGiven, "
+                         "RequireAndVerifyClientCert)");
+      if (type != "NoClientCert")
+        config.client_auth_type = type;
+    }
+    if (tls["client_ca_file"])
+      config.client_ca_file = beside(scalar(tls["client_ca_file"], "client_ca_file", path), path);
+    if (config.client_ca_file.empty() != config.client_auth_type.empty())
+      refuse(path, config.client_ca_file.empty()
+                       ? "client_auth_type " + config.client_auth_type + " needs client_ca_file"
+                       : "client_ca_file needs client_auth_type VerifyClientCertIfGiven or "
+                         "RequireAndVerifyClientCert");
+  }
+  if (const YAML::Node users = root["basic_auth_users"]; users && !users.IsNull()) {
+    if (!users.IsMap())
+      refuse(path, "basic_auth_users must map user names to bcrypt hashes");
+    for (const auto &entry : users) {
+      std::string user = scalar(entry.first, "a user name", path);
+      std::string hash = scalar(entry.second, "the hash of " + user, path);
+      if (user.find(':') != std::string::npos)
+        refuse(path, "user name \"" + user + "\" holds a colon, which basic auth cannot send");
+      if (!is_bcrypt_hash(hash))
+        refuse(path, "the hash of " + user + " is not a bcrypt hash ($2a$, $2b$ or $2y$)");
+      config.basic_auth_users[user] = hash;
+    }
+  }
+  return config;
+}
+
+std::shared_ptr<boost::asio::ssl::context> tls_context(const WebConfig &config,
+                                                       const std::string &path) {
+  namespace ssl = boost::asio::ssl;
+  if (config.cert_file.empty())
+    return nullptr;
+  auto context = std::make_shared<ssl::context>(ssl::context::tls_server);
+  context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                       ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
+                       ssl::context::single_dh_use);
+  boost::system::error_code error;
+  context->use_certificate_chain_file(config.cert_file, error);
+  if (error)
+    refuse(path, "cert_file " + config.cert_file + ": " + error.message());
+  context->use_private_key_file(config.key_file, ssl::context::pem, error);
+  if (error)
+    refuse(path, "key_file " + config.key_file + ": " + error.message());
+  if (!config.client_ca_file.empty()) {
+    context->load_verify_file(config.client_ca_file, error);
+    if (error)
+      refuse(path, "client_ca_file " + config.client_ca_file + ": " + error.message());
+    context->set_verify_mode(config.client_auth_type == "RequireAndVerifyClientCert"
+                                 ? ssl::verify_peer | ssl::verify_fail_if_no_peer_cert
+                                 : ssl::verify_peer);
+  }
+  return context;
+}
+
+} // namespace nvsmi

@@ -1,0 +1,211 @@
+// serve behind the Prometheus exporters' web config (--web.config.file): basic auth against
+// bcrypt hashes made by htpasswd, TLS with a certificate made by openssl, checked with curl; a
+// config that is not what it seems refused at start-up; a flood of wrong passwords that does not
+// starve the server or a client that knows its password.
+#include "serve_support.hpp"
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using test::quote;
+using test::Server;
+
+namespace {
+
+const std::string recording = quote(test::fixture_path("xml/h100-8gpu-v12.xml"));
+
+// A bcrypt hash of `password` (cost 10, "$2y$"), as an operator makes one.
+std::string bcrypt(const std::string &password) {
+  test::Run run = test::run_shell("htpasswd -nbBC 10 user " + quote(password) + " | cut -d: -f2");
+  REQUIRE(run.exit_code == 0);
+  std::string hash = run.out.substr(0, run.out.find('\n'));
+  REQUIRE(hash.rfind("$2y$10$", 0) == 0);
+  return hash;
+}
+
+// A folder with a self-signed certificate for 127.0.0.1 (cert.pem, key.pem).
+std::string certificate_folder() {
+  std::string folder = test::temporary_folder();
+  test::Run run = test::run_shell(
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 "
+      "-addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " +
+      quote(folder + "/key.pem") + " -out " + quote(folder + "/cert.pem") + " 2>&1");
+  INFO(run.out);
+  REQUIRE(run.exit_code == 0);
+  return folder;
+}
+
+// `text` as web.yml in `folder` (a new one where none is given).
+std::string web_config(const std::string &text, std::string folder = "") {
+  std::string path = (folder.empty() ? test::temporary_folder() : folder) + "/web.yml";
+  test::write_file(path, text);
+  return path;
+}
+
+} // namespace
+
+TEST_CASE("serve with basic_auth_users: 401 without the right password, 200 with it") {
+  std::string config = web_config("basic_auth_users:\n  prometheus: " + bcrypt("s3cret") + "\n");
+  Server server("--fixture " + recording + " --web.config.file " + quote(config));
+  for (const char *credentials :
+       {"", "-u prometheus:wrong", "-u nobody:s3cret",
+        "-u prometheus:", "-H 'Authorization: Basic !!!!'", "-H 'Authorization: Bearer s3cret'"}) {
+    INFO(credentials);
+    test::Http denied = server.get("/metrics", credentials);
+    CHECK(denied.status == 401);
+    CHECK_THAT(denied.headers, Catch::Contains("WWW-Authenticate: Basic"));
+    CHECK(denied.body.find("nvsmi_") == std::string::npos);
+  }
+  CHECK(server.get("/api/v1/snapshot").status == 401);
+  // A page rebinding its name to loopback gets 421, not a login prompt to phish with.
+  test::Http rebound = server.get("/metrics", "-H 'Host: evil.example'");
+  CHECK(rebound.status == 421);
+  CHECK(rebound.headers.find("WWW-Authenticate") == std::string::npos);
+  CHECK(server.get("/", "-u prometheus:s3cret").status == 200);
+  test::Http metrics = server.get("/metrics", "-u prometheus:s3cret");
+  CHECK(metrics.status == 200);
+  CHECK_THAT(metrics.body, Catch::Contains("nvsmi_up"));
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("serve with tls_server_config answers HTTPS only, with its certificate") {
+  std::string folder = certificate_folder();
+  // Named relative to the config's folder, as the exporters read them.
+  std::string config = web_config("tls_server_config:\n  cert_file: cert.pem\n"
+                                  "  key_file: key.pem\nbasic_auth_users:\n  prometheus: " +
+                                      bcrypt("s3cret") + "\n",
+                                  folder);
+  Server server("--fixture " + recording + " --web.config.file " + quote(config));
+  REQUIRE(server.url().rfind("https://", 0) == 0);
+  std::string ca = "--cacert " + quote(folder + "/cert.pem");
+  CHECK(server.get("/metrics", ca).status == 401);
+  test::Http metrics = server.get("/metrics", ca + " -u prometheus:s3cret");
+  CHECK(metrics.status == 200);
+  CHECK_THAT(metrics.body, Catch::Contains("nvsmi_up"));
+  // An unknown certificate is refused by the client; plain HTTP gets no answer.
+  CHECK(server.get("/metrics", "-u prometheus:s3cret").status == 0);
+  test::Run plain =
+      test::run_shell("curl -s --max-time 20 -o /dev/null -w '%{http_code}' " +
+                      quote("http://127.0.0.1:" + std::to_string(server.port()) + "/metrics"));
+  CHECK(plain.out == "000");
+  CHECK(server.get("/metrics", ca + " -u prometheus:s3cret").status == 200);
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("serve with client_auth_type RequireAndVerifyClientCert wants a certificate of its CA") {
+  std::string folder = certificate_folder();
+  std::string client = certificate_folder(), stranger = certificate_folder();
+  std::string config = web_config("tls_server_config:\n  cert_file: cert.pem\n"
+                                  "  key_file: key.pem\n  client_ca_file: " +
+                                      client +
+                                      "/cert.pem\n"
+                                      "  client_auth_type: RequireAndVerifyClientCert\n",
+                                  folder);
+  Server server("--fixture " + recording + " --web.config.file " + quote(config));
+  std::string ca = "--cacert " + quote(folder + "/cert.pem");
+  auto with = [&](const std::string &who) {
+    return ca + " --cert " + quote(who + "/cert.pem") + " --key " + quote(who + "/key.pem");
+  };
+  CHECK(server.get("/metrics", with(client)).status == 200);
+  CHECK(server.get("/metrics", ca).status == 0);
+  CHECK(server.get("/metrics", with(stranger)).status == 0);
+  CHECK(server.get("/metrics", with(client)).status == 200);
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("serve refuses a web config it cannot honour, with one line, before it listens") {
+  std::string hash = bcrypt("s3cret");
+  std::string folder = certificate_folder();
+  struct Case {
+    std::string config, says;
+  };
+  for (const Case &bad : {
+           Case{"basic_auth_user:\n  prometheus: " + hash + "\n", "unknown or unsupported key"},
+           Case{"tls_server_config:\n  cert_file: " + folder + "/cert.pem\n  key_file: " + folder +
+                    "/key.pem\n  cipher_suites: [TLS_AES_128_GCM_SHA256]\n",
+                "\"cipher_suites\""},
+           Case{"tls_server_config:\n  cert_file: " + folder + "/cert.pem\n  key_file: " + folder +
+                    "/key.pem\n  client_ca_file: " + folder + "/cert.pem\n",
+                "client_ca_file needs client_auth_type"},
+           Case{"tls_server_config:\n  cert_file: " + folder + "/cert.pem\n  key_file: " + folder +
+                    "/key.pem\n  client_auth_type: RequireAnyClientCert\n",
+                "is not supported"},
+           Case{"tls_server_config:\n  cert_file: " + folder + "/cert.pem\n  key_file: " + folder +
+                    "/key.pem\n  client_auth_type: RequireAndVerifyClientCert\n",
+                "needs client_ca_file"},
+           Case{"basic_auth_users:\n  prometheus: s3cret\n", "not a bcrypt hash"},
+           Case{"basic_auth_users:\n  prometheus: \"$2y$99$" + hash.substr(7) + "\"\n",
+                "not a bcrypt hash"},
+           Case{"basic_auth_users: [prometheus]\n", "basic_auth_users must map"},
+           Case{"tls_server_config:\n  cert_file: " + folder + "/cert.pem\n", "needs both"},
+           Case{"tls_server_config:\n  cert_file: " + folder +
+                    "/missing.pem\n  key_file: " + folder + "/key.pem\n",
+                "cert_file"},
+           Case{"tls_server_config:\n  cert_file: " + folder + "/key.pem\n  key_file: " + folder +
+                    "/cert.pem\n",
+                "cert_file"},
+           Case{"basic_auth_users: {a: [b\n", "not YAML"},
+       }) {
+    INFO(bad.config);
+    test::Run run = test::run_agent("serve --listen 127.0.0.1:0 --fixture " + recording +
+                                    " --web.config.file " + quote(web_config(bad.config)));
+    CHECK(run.exit_code == 2);
+    CHECK_THAT(run.err, Catch::StartsWith("nvsmi-agent: --web.config.file "));
+    CHECK_THAT(run.err, Catch::Contains(bad.says));
+    CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+  }
+  test::Run unreadable = test::run_agent("serve --listen 127.0.0.1:0 --fixture " + recording +
+                                         " --web.config.file /nonexistent/web.yml");
+  CHECK(unreadable.exit_code == 2);
+  CHECK_THAT(unreadable.err, Catch::Contains("/nonexistent/web.yml: cannot be read"));
+}
+
+TEST_CASE("a flood of wrong passwords neither stops serve nor keeps out the right one") {
+  std::string config = web_config("basic_auth_users:\n  prometheus: " + bcrypt("s3cret") + "\n");
+  Server server("--fixture " + recording + " --web.config.file " + quote(config));
+  REQUIRE(server.get("/metrics", "-u prometheus:s3cret").status == 200);
+  test::Run run =
+      test::run_shell("python3 " + quote(std::string(TESTS_DIR) + "/serve_abuse.py") + " " +
+                      std::to_string(server.port()) + " badauth 16 5 prometheus:s3cret");
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  auto seen = nlohmann::json::parse(run.out);
+  INFO(seen.dump());
+  // Every right request answered, though the checker is always full of wrong ones.
+  CHECK(seen["right"].size() == 1);
+  CHECK(seen["right"].value("200", 0) > 0);
+  for (const auto &[status, count] : seen["wrong"].items())
+    CHECK((status == "401" || status == "503"));
+  CHECK(seen["wrong"].value("503", 0) > 0);
+  CHECK(server.get("/metrics", "-u prometheus:s3cret").status == 200);
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("a real Prometheus scrapes serve over TLS with basic auth") {
+  if (!test::installed("prometheus")) {
+    WARN("prometheus is not installed (scripts/install-deps installs it): not scraped");
+    return;
+  }
+  std::string folder = certificate_folder();
+  std::string config = web_config("tls_server_config:\n  cert_file: cert.pem\n"
+                                  "  key_file: key.pem\nbasic_auth_users:\n  prometheus: " +
+                                      bcrypt("s3cret") + "\n",
+                                  folder);
+  Server server("--fixture " + recording + " --web.config.file " + quote(config));
+  test::write_file(folder + "/password", "s3cret");
+  test::Prometheus prometheus({server.port()}, "    scheme: https\n"
+                                               "    tls_config:\n      ca_file: " +
+                                                   folder +
+                                                   "/cert.pem\n"
+                                                   "    basic_auth:\n      username: prometheus\n"
+                                                   "      password_file: " +
+                                                   folder + "/password\n");
+  nlohmann::json up = prometheus.query("nvsmi_up", [](const nlohmann::json &found) {
+    return found.size() == 1 && found[0]["value"][1] == "1";
+  });
+  INFO(prometheus.log() << server.log());
+  REQUIRE(up.size() == 1);
+  CHECK(up[0]["value"][1] == "1");
+  CHECK(server.stop() == 0);
+}
