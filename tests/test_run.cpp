@@ -346,17 +346,41 @@ TEST_CASE("run: a FIFO or a symlink at a claim's path: run takes another GPU, ne
   std::string states =
       "FAKE_NVSMI_XML=" + quote(test::fixture_path("xml/h100-8gpu-states-v12.xml"));
   std::string report = " --report " + quote(folder + "/report");
-  test::Run free = run_shell("timeout 60 env " + states + " " +
+  test::Run free = run_shell("timeout -s KILL 60 env " + states + " " +
                              run_command(locks, "--source xml --gpus 1" + report +
                                                     " -- sh -c 'echo $CUDA_VISIBLE_DEVICES'"));
   INFO("stderr: " << free.err);
   CHECK(free.exit_code == 0);
   CHECK(free.out == "4\n"); // GPUs 0 and 7 are free but cannot be claimed
   for (const char *gpu : {"0", "7"}) {
-    test::Run named = run_shell(
-        "timeout 60 " + run_command(locks, std::string("--gpu-ids ") + gpu + report + " -- true"));
+    test::Run named =
+        run_shell("timeout -s KILL 60 " +
+                  run_command(locks, std::string("--gpu-ids ") + gpu + report + " -- true"));
     INFO("stderr: " << named.err);
     CHECK(named.exit_code == 9);
     CHECK_THAT(named.err, Catch::Contains("GPU " + std::string(gpu) + " cannot be claimed"));
   }
+}
+
+TEST_CASE("run: a file another user plants under root's claim name is not root's to claim") {
+  if (!test::can_be_nobody())
+    return;
+  std::string claims = test::shared_claims_folder(), folder = test::temporary_folder();
+  // Its owner could remove it under root's lock: root never locks it.
+  REQUIRE(run_shell(test::as_nobody + "touch " + quote(claims + "/" + gpu0 + ".lock")).exit_code ==
+          0);
+  test::Run named = run_on_gpu0(claims, "", folder + "/report");
+  INFO("stderr: " << named.err);
+  CHECK(named.exit_code == 9);
+  CHECK_THAT(named.err, Catch::Contains(gpu0 + ".lock belongs to uid 65534, not to you"));
+  CHECK_THAT(named.err, Catch::Contains("GPU 0 cannot be claimed"));
+  test::Run other = run_shell(
+      "FAKE_NVSMI_XML=" + quote(test::fixture_path("xml/h100-8gpu-states-v12.xml")) + " " +
+      run_command(claims, "--source xml --gpus 1 --report " + quote(folder + "/report") +
+                              " -- sh -c 'echo $CUDA_VISIBLE_DEVICES'"));
+  INFO("stderr: " << other.err);
+  CHECK(other.exit_code == 0);
+  CHECK(other.out == "7\n"); // GPU 0, the best, is not offered to root
+  // nobody's own runs are not hindered by it.
+  CHECK(run_on_gpu0(claims, test::as_nobody, nobodys_folder(claims) + "/report").exit_code == 0);
 }

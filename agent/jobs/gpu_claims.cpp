@@ -135,9 +135,9 @@ std::vector<std::string> claim_files(int folder_fd, const std::string &folder,
   return names;
 }
 
-// Whether someone holds the claim file `name` (any user's): never blocks, never follows a link,
-// never opens anything but a regular file.
-ClaimState look_at(int folder_fd, const std::string &folder, const std::string &name) {
+// Whether someone holds the claim file `name` (any user's; `mine` when it has the caller's own
+// name): never blocks, never follows a link, never opens anything but a regular file.
+ClaimState look_at(int folder_fd, const std::string &folder, const std::string &name, bool mine) {
   std::string path = folder + "/" + name;
   struct stat info {};
   if (::fstatat(folder_fd, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0)
@@ -151,6 +151,8 @@ ClaimState look_at(int folder_fd, const std::string &folder, const std::string &
   Descriptor descriptor(fd);
   if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode))
     return unusable(path, "is " + kind_of(info.st_mode));
+  if (mine && info.st_uid != ::geteuid()) // never locked by the caller: see try_take
+    return unusable(path, "belongs to uid " + std::to_string(info.st_uid) + ", not to you");
   if (std::optional<pid_t> holder = flock_holder(fd))
     return {ClaimState::held, holder, ""};
   // /proc/locks names no holder: none, or one it does not show (another PID namespace, another
@@ -172,7 +174,7 @@ ClaimState state_in(int folder_fd, const std::string &folder, const std::string 
   for (const std::string &name : claim_files(folder_fd, folder, uuid)) {
     if (name == skip)
       continue;
-    ClaimState state = look_at(folder_fd, folder, name);
+    ClaimState state = look_at(folder_fd, folder, name, name == own_name(uuid));
     if (state.kind != ClaimState::free)
       return state;
   }
