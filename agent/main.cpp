@@ -41,10 +41,16 @@ int main(int argc, char **argv) {
   } catch (const CLI::Success &done) {
     return app.exit(done);
   } catch (const CLI::ParseError &error) {
-    for (const Subcommand &subcommand : subcommands)
-      if (subcommand.parse_failed && subcommand.command->parsed())
+    std::string help = "nvsmi-agent --help";
+    for (const Subcommand &subcommand : subcommands) {
+      if (!subcommand.command->parsed())
+        continue;
+      if (subcommand.parse_failed)
         return subcommand.parse_failed(error);
-    app.exit(error);
+      help = "nvsmi-agent " + subcommand.command->get_name() + " --help";
+    }
+    // One line, as every other failure: CLI11's own adds a second.
+    report(error.what() + (" (see " + help + ")"));
     return exit_usage;
   }
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <sys/wait.h>
@@ -18,6 +19,9 @@ const std::string run_tag = [] {
   std::string tag = std::to_string(::getpid()) + "-" +
                     std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
   ::setenv("NVSMI_TEST_RUN", tag.c_str(), 1);
+  // A suite started from a `sudo -i` shell would otherwise see every --nvidia-smi and --fixture
+  // refused as under sudo; the tests of that refusal set SUDO_UID themselves.
+  ::unsetenv("SUDO_UID");
   return tag;
 }();
 
@@ -137,6 +141,43 @@ Run promtool_check_metrics(const std::string &metrics) {
   std::string file = temporary_folder() + "/metrics";
   write_file(file, metrics);
   return run_shell("promtool check metrics <" + quote(file));
+}
+
+std::string nvidia_smi_upgraded_after_start(const std::string &folder) {
+  std::string wrapper = folder + "/nvidia-smi";
+  write_file(wrapper, "#!/bin/sh\n"
+                      "case \"$1\" in\n"
+                      "--query-gpu=* | -q)\n"
+                      "  [ -e \"$0.upgraded\" ] || { : >\"$0.upgraded\"; chmod -x \"$0\"; } ;;\n"
+                      "esac\n"
+                      "exec " +
+                          quote(std::string(SCRIPTS_DIR) + "/fake-nvidia-smi") + " \"$@\"\n");
+  write_file(folder + "/apps", "GPU-00000000-0000-0000-0000-000000000000, " +
+                                   std::to_string(::getpid()) + ", 1024 MiB, tests\n");
+  if (run_shell("chmod +x " + quote(wrapper)).exit_code != 0)
+    throw std::runtime_error("cannot chmod " + wrapper);
+  return wrapper;
+}
+
+std::string upgraded_nvidia_smi_environment(const std::string &folder) {
+  return "FAKE_NVSMI_APPS=" + quote(folder + "/apps") +
+         " FAKE_NVSMI_PROCESS_ARGS=" + quote(folder + "/process-calls") + " ";
+}
+
+std::string with_lost_readings(std::string xml, int gpu, const std::string &element) {
+  std::size_t at = 0;
+  for (int i = 0; i <= gpu; ++i)
+    if ((at = xml.find("<gpu ", at + (i > 0))) == std::string::npos)
+      throw std::runtime_error("no GPU " + std::to_string(gpu) + " in the XML");
+  std::size_t begin = xml.find("<" + element + ">", at);
+  std::size_t end = xml.find("</" + element + ">", begin);
+  if (begin == std::string::npos || end == std::string::npos || end > xml.find("</gpu>", at))
+    throw std::runtime_error("GPU " + std::to_string(gpu) + " has no <" + element + ">");
+  // Text between a tag's end and the next tag's start, not only white space: a value.
+  static const std::regex value(R"(>[^<>]*[^<>\s][^<>]*<)");
+  std::string block = xml.substr(begin, end + 1 - begin); // with the closing tag's '<'
+  xml.replace(begin, end + 1 - begin, std::regex_replace(block, value, ">[GPU is lost]<"));
+  return xml;
 }
 
 } // namespace test

@@ -40,6 +40,19 @@ std::string read_file(const std::string &path);
 void write_file(const std::string &path, const std::string &content);
 // A fresh empty folder under the system's temporary folder.
 std::string temporary_folder();
+// An nvidia-smi in `folder` (its path is returned) that runs the stand-in, and whose first GPU
+// query (--query-gpu, -q) takes its execute bit off before it answers, as a driver upgrade that
+// replaces nvidia-smi right after the agent started it: every later start fails to exec
+// (Permission denied) until the test gives the bit back (`chmod +x`). Compute-apps answer with
+// one process of this test's on GPU 0 (FAKE_NVSMI_APPS); each process query's arguments go to
+// `folder`/process-calls.
+std::string nvidia_smi_upgraded_after_start(const std::string &folder);
+// The environment (FAKE_NVSMI_APPS, FAKE_NVSMI_PROCESS_ARGS) that goes with it.
+std::string upgraded_nvidia_smi_environment(const std::string &folder);
+
+// nvidia-smi XML (`xml`) with every value under GPU `gpu`'s first <`element`> (any depth) replaced
+// by "[GPU is lost]", as nvidia-smi prints a reading of a GPU it lost.
+std::string with_lost_readings(std::string xml, int gpu, const std::string &element);
 
 struct Run {
   int exit_code;

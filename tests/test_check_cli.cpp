@@ -190,3 +190,45 @@ TEST_CASE("check cli: the lost fixture's GPU 4 is CRITICAL, the others still jud
   CHECK_THAT(run.out, Catch::Contains("'lost'=1;;1;0"));
   CHECK_THAT(run.out, Catch::Contains("'gpu3_temp'="));
 }
+
+TEST_CASE("check cli: nan and inf are bad options, UNKNOWN, never a judgement") {
+  // Unchecked, --timeout nan said CRITICAL with a negative time, and --stale-critical inf could
+  // never be reached.
+  for (const std::string &option :
+       {std::string("--timeout"), std::string("--stale-warning"), std::string("--stale-critical"),
+        std::string("--temperature-warning"), std::string("--ecc-corrected-critical")})
+    for (const std::string value : {"nan", "inf", "-inf", "1e999"}) {
+      INFO(option << " " << value);
+      Run run = check_fake("ok", option + " " + value);
+      check_one_line(run, 3, "GPU UNKNOWN - bad option: " + option + ": not a finite number");
+    }
+}
+
+TEST_CASE("check cli: under sudo, the caller names no program and no file: UNKNOWN, nothing run") {
+  // The README's old sudoers line `nvsmi-agent check *` let the monitoring user run any program
+  // as root (--nvidia-smi) and read root's files through --fixture's and --kernel-log's errors.
+  std::string folder = test::temporary_folder();
+  std::string program = folder + "/nvidia-smi", marker = folder + "/ran";
+  test::write_file(program, "#!/bin/sh\ntouch " + quote(marker) + "\nexec " + fake() + " \"$@\"\n");
+  REQUIRE(test::run_shell("chmod 755 " + quote(program)).exit_code == 0);
+  const std::string sudo = "SUDO_UID=1000 " + quote(AGENT_BIN) + " check ";
+  for (const std::string &arguments :
+       {"--nvidia-smi " + quote(program), "--fixture " + quote(fixture("h100-8gpu-v12.xml")),
+        "--kernel-log " + quote(fixture("h100-8gpu-v12.xml")) + " --fixture -"}) {
+    INFO(arguments);
+    Run run = test::run_shell(sudo + arguments + " < " + quote(fixture("h100-8gpu-v12.xml")));
+    check_one_line(run, 3, "GPU UNKNOWN - bad option: --");
+    CHECK_THAT(run.out, Catch::Contains(": refused under sudo (SUDO_UID is set)") &&
+                            Catch::Contains("give sudo the fixed command line"));
+  }
+  Run variable = test::run_shell("NVIDIA_SMI=" + quote(program) + " " + sudo + "--kernel-log none");
+  check_one_line(variable, 3, "GPU UNKNOWN - NVIDIA_SMI is set, and it is refused under sudo");
+  // The README's rule: fixed arguments, nvidia-smi from the system folders, whatever PATH says.
+  Run fixed = test::run_shell("PATH=" + quote(folder) + ":$PATH " + sudo + "--expected-gpus 8");
+  CHECK(fixed.out.rfind("GPU ", 0) == 0);
+  CHECK_FALSE(exists(marker));
+  // A recording on stdin names nothing of the caller's: judged as before.
+  Run piped = test::run_shell(sudo + "--fixture - --kernel-log none" + not_stale + " < " +
+                              quote(fixture("h100-8gpu-v12.xml")));
+  check_one_line(piped, 0, "GPU OK - ");
+}

@@ -410,3 +410,169 @@ TEST_CASE("--output past the file size limit is an error, and the old file stays
   CHECK(test::read_file(out) == "the old snapshot\n");
   CHECK(test::run_shell("ls -A " + quote(folder)).out == "gpus.json\n");
 }
+
+TEST_CASE("every floating-point option refuses nan and inf: usage exit 2, one line, promptly") {
+  const std::string xml = fixture("xml/h100-8gpu-v12.xml");
+  const std::string csv_log = fixture("csv/h100-8gpu.csv");
+  struct Case {
+    std::string before, option, after;
+  };
+  // A command line each that runs (or, unchecked, ran: nan passed every range, or hung) but for
+  // the option; `timeout` makes a hang a failure instead of a stuck test.
+  const std::vector<Case> cases = {
+      {"snapshot --fixture " + xml, "--timeout", ""},
+      {"watch --count 1 --fixture " + xml, "--interval", ""},
+      {"watch --count 1 --fixture " + xml, "--stall-timeout", ""},
+      {"watch --count 1 --fixture " + xml, "--process-interval", ""},
+      {"serve --listen 127.0.0.1:0 --fixture " + xml, "--history", ""},
+      {"serve --listen 127.0.0.1:0 --fixture " + xml, "--request-timeout", ""},
+      {"serve --listen 127.0.0.1:0 --fixture " + xml, "--interval", ""},
+      {"top --fixture " + xml, "--interval", ""},
+      {"pick --fixture " + xml + " --wait 1", "--interval", ""},
+      {"pick --fixture " + xml, "--wait", ""},
+      {"pick --fixture " + xml, "--max-utilization", ""},
+      {"pick --fixture " + xml, "--timeout", ""},
+      {"run --fixture " + xml, "--interval", "-- true"},
+      {"run --fixture " + xml, "--wait", "-- true"},
+      {"run --fixture " + xml, "--max-utilization", "-- true"},
+      {"run --fixture " + xml, "--stall-timeout", "-- true"},
+      {"report " + csv_log, "--interval", ""},
+  };
+  for (const Case &c : cases)
+    for (const std::string value : {"nan", "inf", "-inf", "1e999"}) {
+      std::string line = c.before + " " + c.option + " " + value + " " + c.after;
+      INFO(line);
+      Run run = test::run_shell("timeout 20 " + quote(AGENT_BIN) + " " + line);
+      INFO("stdout: " << run.out);
+      check_failure(run, 2, c.option + ": not a finite number from ");
+    }
+}
+
+namespace {
+
+// A program of the caller's, named nvidia-smi, that leaves `ran` behind in its folder when run:
+// under sudo it must never be what runs.
+struct CallersProgram {
+  std::string folder = test::temporary_folder();
+  std::string path = folder + "/nvidia-smi", marker = folder + "/ran";
+  CallersProgram() {
+    test::write_file(path, "#!/bin/sh\ntouch " + quote(marker) + "\nexec " + fake() + " \"$@\"\n");
+    REQUIRE(test::run_shell("chmod 755 " + quote(path)).exit_code == 0);
+  }
+  bool ran() const { return test::run_shell("test -e " + quote(marker)).exit_code == 0; }
+};
+
+// How the tests run the agent with more rights than the caller: as sudo leaves it (SUDO_UID), and,
+// where the tests run as root, as a setuid copy would (real user nobody, effective user root).
+std::vector<std::pair<std::string, std::string>> privileged_prefixes() {
+  std::vector<std::pair<std::string, std::string>> prefixes = {
+      {"SUDO_UID=1000 ", "refused under sudo (SUDO_UID is set)"}};
+  if (::geteuid() == 0)
+    prefixes.push_back({"setpriv --ruid 65534 --euid 0 -- ",
+                        "refused as setuid (effective user 0, real user 65534)"});
+  else
+    WARN("not root: the setuid case is not tested");
+  return prefixes;
+}
+
+// nvidia-smi is in none of the system folders on a machine without a GPU.
+bool trusted_nvidia_smi_absent() {
+  return test::run_shell("for d in /usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin; "
+                         "do test -e $d/nvidia-smi && exit 1; done; exit 0")
+             .exit_code == 0;
+}
+
+} // namespace
+
+TEST_CASE("under sudo or setuid, every option naming a program or a file is refused: exit 2") {
+  CallersProgram program;
+  const std::string xml = fixture("xml/h100-8gpu-v12.xml");
+  const std::string out = program.folder + "/written";
+  const std::string smi = quote(program.path);
+  struct Case {
+    std::string line, option;
+  };
+  const std::vector<Case> cases = {
+      {"snapshot --nvidia-smi " + smi, "--nvidia-smi"},
+      {"snapshot --fixture " + xml, "--fixture"},
+      {"snapshot --kernel-log " + xml, "--kernel-log"},
+      {"snapshot --kernel-log none --output " + quote(out), "--output"},
+      {"snapshot --kernel-log none --lock " + quote(out), "--lock"},
+      {"watch --count 1 --nvidia-smi " + smi, "--nvidia-smi"},
+      {"watch --count 1 --fixture " + xml, "--fixture"},
+      {"watch --count 1 --kernel-log " + xml, "--kernel-log"},
+      {"watch --count 1 --csv-log " + quote(out), "--csv-log"},
+      {"watch --count 1 --json-log " + quote(out), "--json-log"},
+      {"serve --listen 127.0.0.1:0 --nvidia-smi " + smi, "--nvidia-smi"},
+      {"serve --listen 127.0.0.1:0 --fixture " + xml, "--fixture"},
+      {"serve --listen 127.0.0.1:0 --kernel-log " + xml, "--kernel-log"},
+      {"top --nvidia-smi " + smi, "--nvidia-smi"},
+      {"top --fixture " + xml, "--fixture"},
+      {"pick --nvidia-smi " + smi, "--nvidia-smi"},
+      {"pick --fixture " + xml, "--fixture"},
+      {"pick --lock-dir " + quote(out), "--lock-dir"},
+      {"run --nvidia-smi " + smi + " -- touch " + quote(out), "--nvidia-smi"},
+      {"run --fixture " + xml + " -- touch " + quote(out), "--fixture"},
+      {"run --lock-dir " + quote(out) + " -- true", "--lock-dir"},
+      {"run --report " + quote(out) + " -- true", "--report"},
+      {"run --log " + quote(out) + " -- true", "--log"},
+      {"report " + fixture("csv/h100-8gpu.csv"), "files"},
+  };
+  for (const auto &[prefix, refusal] : privileged_prefixes())
+    for (const Case &c : cases) {
+      INFO(prefix << c.line);
+      Run run = test::run_shell(prefix + "timeout 20 " + quote(AGENT_BIN) + " " + c.line);
+      check_failure(run, 2, c.option + ": " + refusal);
+      CHECK_THAT(run.err, Catch::Contains("give sudo the fixed command line"));
+      CHECK_FALSE(program.ran());
+      CHECK(test::run_shell("test -e " + quote(out)).exit_code != 0);
+    }
+}
+
+TEST_CASE("under sudo or setuid, nvidia-smi is never the caller's: NVIDIA_SMI refused, PATH not "
+          "used; stdin and none still work") {
+  CallersProgram program;
+  const std::string agent = quote(AGENT_BIN);
+  // As the caller itself, both choose the program (the control: the stand-in does run).
+  CHECK(
+      test::run_shell("NVIDIA_SMI=" + quote(program.path) + " " + agent + " snapshot").exit_code ==
+      0);
+  REQUIRE(program.ran());
+  test::run_shell("rm " + quote(program.marker));
+  CHECK(test::run_shell("PATH=" + quote(program.folder) + ":$PATH " + agent + " snapshot")
+            .exit_code == 0);
+  REQUIRE(program.ran());
+  test::run_shell("rm " + quote(program.marker));
+
+  for (const auto &[prefix, refusal] : privileged_prefixes()) {
+    INFO(prefix);
+    std::string why = refusal.substr(std::string("refused ").size());
+    Run variable =
+        test::run_shell("NVIDIA_SMI=" + quote(program.path) + " " + prefix + agent + " snapshot");
+    check_failure(variable, 2, "NVIDIA_SMI is set, and it is refused " + why);
+    CHECK_FALSE(program.ran());
+
+    Run path = test::run_shell("PATH=" + quote(program.folder) + ":$PATH " + prefix + agent +
+                               " snapshot --kernel-log none");
+    CHECK_FALSE(program.ran());
+    if (trusted_nvidia_smi_absent())
+      check_failure(path, 3,
+                    "nvidia-smi: not found in /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
+                    "/sbin:/bin (the caller's PATH is not used " +
+                        why + ")");
+
+    // What names nothing of the caller's: a recording on stdin, the kernel log left out or the
+    // default one.
+    Run stdin_fixture = test::run_shell(prefix + agent +
+                                        " snapshot --format json --fixture - "
+                                        "--kernel-log none < " +
+                                        fixture("xml/h100-8gpu-v12.xml"));
+    INFO(stdin_fixture.err);
+    CHECK(stdin_fixture.exit_code == 0);
+    CHECK_THAT(stdin_fixture.out, Catch::Contains("GPU-"));
+    Run kmsg = test::run_shell(prefix + agent + " snapshot --fixture - --kernel-log /dev/kmsg < " +
+                               fixture("xml/h100-8gpu-v12.xml"));
+    INFO(kmsg.err);
+    CHECK(kmsg.exit_code == 0);
+  }
+}

@@ -92,6 +92,15 @@ EXPECTED_ALERTS = {
 EXPECTED_ALERT_LABELS = {("GpuIdleButHeld", "healthy", "3"): {"user": ME, "severity": "warning"},
                          ("GpuUncorrectableEcc", "failing", "3"): {"severity": "critical"}}
 
+# Counts say 0 where there is none, never "No data" (issue 23, item 18). The dashboard's counts
+# of the fleet, by panel title, asked for at a time before this test began, when Prometheus holds
+# no sample: each must be one 0.
+ZERO_COUNT_PANELS = ("GPUs", "Free GPUs", "Lost GPUs", "GPUs with uncorrectable ECC",
+                     "Agents down")
+# The recording rule of idle but held GPUs per host and user (the dashboard's panel per user sums
+# it): ME runs on the lost host's GPUs 2, 3 and 5, all busy, so ME holds none idle there.
+ZERO_IDLE_HELD_HOST = "lost"
+
 # The dashboard's variables, tried in turn: each query must return data for at least one (a
 # panel of Xids has data on the failing host, one of users on the healthy host).
 DASHBOARD_BINDINGS = [("failing", "3"), ("healthy", "3"), ("lost", str(LOST_GPU))]
@@ -229,6 +238,7 @@ class Fleet:
         self.processes = processes
         self.instances = {}  # host -> "127.0.0.1:PORT"
         self.fixtures = pathlib.Path(args.fixtures)
+        self.lost_has_users = False  # the lost host runs the stand-in with live processes
 
     def fixture(self, relative):
         path = self.fixtures / relative
@@ -276,6 +286,7 @@ class Fleet:
             lost_xml.write_text(with_live_pids(self.fixture(FIXTURES["lost"]).read_text(),
                                                self.processes))
             command = base + stand_in
+            self.lost_has_users = True
             env = {"FAKE_NVSMI_XML": str(lost_xml), "FAKE_NVSMI_STDERR": str(lost_stderr)}
         else:
             lost_bus = gpu_bus_ids(lost_values)[LOST_GPU]
@@ -449,6 +460,33 @@ def check_dashboard(fleet):
     print(f"test_fleet: the {len(queries)} dashboard queries return data")
 
 
+def check_zero_counts(fleet):
+    queries = dict(dashboard_queries(json.loads(DASHBOARD.read_text())))
+    before = time.time() - 3600  # nothing scraped yet
+    for title in ZERO_COUNT_PANELS:
+        expr = queries[f'panel "{title}" A']
+        result = fleet.api("/api/v1/query", query=expr, time=f"{before:.3f}")["result"]
+        values = [float(series["value"][1]) for series in result]
+        if values != [0]:
+            raise AssertionError(f'panel "{title}" with nothing to count: {expr} gave {result}, '
+                                 "expected one 0")
+    if fleet.lost_has_users:
+        promql = (f'instance_user:nvsmi_gpus_idle_held:count{{user="{ME}",'
+                  f'instance="{fleet.instances[ZERO_IDLE_HELD_HOST]}"}}')
+        found = []
+
+        def zero():
+            found[:] = [float(series["value"][1]) for series in fleet.query(promql)]
+            return found == [0]
+
+        try:
+            wait_for(f"{promql} to be 0", zero)
+        except AssertionError as error:
+            raise AssertionError(f"{error}: got {found}") from None
+    print(f"test_fleet: counts with nothing to count are 0: {', '.join(ZERO_COUNT_PANELS)}"
+          + (", idle but held per host and user" if fleet.lost_has_users else ""))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--agent", default=str(SOURCE / "build" / "agent" / "nvsmi-agent"))
@@ -469,6 +507,7 @@ def main():
         check_free_gpus(fleet)
         check_alerts(fleet)
         check_dashboard(fleet)
+        check_zero_counts(fleet)
         print("test_fleet: PASSED")
         return 0
     except Skip as why:

@@ -341,3 +341,42 @@ TEST_CASE("pick: a GPU that nvidia-smi lists twice is one GPU") {
   check_not_enough(pick_twice("3"), 9, "2 of 3 GPUs free: ");
   CHECK_THAT(pick_twice("3").err, Catch::Contains("GPU 7 is GPU 0 listed again (same UUID)"));
 }
+
+TEST_CASE("pick: --interval nan and --wait inf are refused at once, exit 2, not a wait forever") {
+  // Unchecked, nan passed the range check and `pick --wait 1 --interval nan` never returned.
+  std::string folder = test::temporary_folder();
+  for (const std::string &arguments :
+       {std::string("--wait 1 --interval nan"), std::string("--wait inf"),
+        std::string("--wait nan"), std::string("--max-utilization nan"),
+        std::string("--timeout inf")}) {
+    INFO(arguments);
+    auto start = std::chrono::steady_clock::now();
+    Run run = test::run_shell("timeout 30 " + agent() + " pick --fixture " + states +
+                              " --lock-dir " + quote(folder) + " " + arguments);
+    CHECK(std::chrono::steady_clock::now() - start < test::promptly);
+    CHECK(run.exit_code == 2);
+    CHECK(run.out.empty());
+    CHECK_THAT(run.err, Catch::StartsWith("nvsmi-agent: --") &&
+                            Catch::Contains(": not a finite number from "));
+  }
+}
+
+TEST_CASE("pick under sudo: the claims folder is not the caller's to name (--lock-dir, "
+          "NVSMI_LOCK_DIR)") {
+  std::string folder = test::temporary_folder() + "/claims";
+  Run option = test::run_shell("SUDO_UID=1000 " + agent() + " pick --lock-dir " + quote(folder));
+  CHECK(option.exit_code == 2);
+  CHECK_THAT(option.err, Catch::StartsWith("nvsmi-agent: --lock-dir: refused under sudo"));
+  // NVSMI_LOCK_DIR is read before nvidia-smi runs: refused whatever nvidia-smi would say.
+  Run variable =
+      test::run_shell("SUDO_UID=1000 NVSMI_LOCK_DIR=" + quote(folder) + " " + agent() + " pick");
+  CHECK(variable.exit_code == 2);
+  CHECK_THAT(variable.err,
+             Catch::StartsWith("nvsmi-agent: NVSMI_LOCK_DIR is set, and it is refused under sudo"));
+  // Nothing was made where the caller said.
+  CHECK(test::run_shell("test -e " + quote(folder)).exit_code != 0);
+  // As the caller itself, both still choose the folder.
+  CHECK(test::run_shell("NVSMI_LOCK_DIR=" + quote(folder) + " " + agent() + " pick --fixture " +
+                        states)
+            .exit_code == 0);
+}

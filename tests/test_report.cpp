@@ -652,11 +652,19 @@ TEST_CASE("report: starved while the host CPUs are busy is CPU-bound; while they
         "synchronisation, not on the CPU; check storage and network reads and waits between "
         "processes");
 
-  // Neither where the host CPUs were 60 % busy (shared-3users.jsonl, GPU 1), nor without a host
-  // CPU reading (training-2gpu.csv): the starved finding as before.
+  // Neither where the host CPUs were 60 % busy, nor without a host CPU reading
+  // (training-2gpu.csv): the starved finding as before.
+  std::vector<JsonSample> middling;
+  for (int i = 0; i <= 10; ++i)
+    middling.push_back({10.0 * i, 10, 30720, 150, nullptr, 60.0});
+  CHECK(report_json(json_log(middling))["gpus"][0]["finding"] ==
+        "starved 100% of the time while holding 30 GiB: check the data loader");
+  // shared-3users.jsonl's GPU 1, held at 0 % by alice with the host CPUs 60 % busy, waits for
+  // nothing: idle but held, not starved.
   json between = report_json(fixture("shared-3users.jsonl"));
   CHECK(between["gpus"][1]["finding"] ==
-        "starved 100% of the time while holding 20 GiB: check the data loader");
+        "idle but held by alice for 3 h 0 min (100% of the time), holding 20 GiB: nobody else can "
+        "use it; end the idle job or free the GPU");
   CHECK(report_json(fixture("training-2gpu.csv"))["gpus"][0]["finding"] ==
         "starved 41% of the time while holding 30 GiB: check the data loader");
 
@@ -676,6 +684,111 @@ TEST_CASE("report: starved while the host CPUs are busy is CPU-bound; while they
   CHECK(partly["gpus"][0]["starved_host_cpu"]["known_percent"] == 40.0);
   CHECK(partly["gpus"][0]["finding"] ==
         "starved 100% of the time while holding 30 GiB: check the data loader");
+}
+
+namespace {
+
+// 31 samples a minute apart (30 minutes) of GPU 0 at `utilization(i)` holding 79 GiB, held by
+// these processes, with the host's CPUs 97 % busy: the report of that log, through the binary.
+json held_gpu_report(const std::function<int(int)> &utilization, const json &processes) {
+  std::vector<JsonSample> samples;
+  for (int i = 0; i <= 30; ++i) {
+    JsonSample sample{60.0 * i, utilization(i), 80896, 90};
+    sample.processes = processes;
+    sample.host_cpu = 97.0;
+    samples.push_back(sample);
+  }
+  return report_json(json_log(samples));
+}
+
+} // namespace
+
+TEST_CASE("report: a GPU held at 0 % is idle but held by its users, never starved") {
+  // The issue's case: 0 % for 30 minutes, 79 GiB held, the host's CPUs busy. Memory nearly full
+  // too, but the idle job holding it explains that.
+  json alice = json::array({process_of("alice", 80896)});
+  json report = held_gpu_report([](int) { return 0; }, alice);
+  const json &gpu = report["gpus"][0];
+  CHECK(gpu["finding"] == "idle but held by alice for 30 min 0 s (100% of the time), holding 79 "
+                          "GiB: nobody else can use it; end the idle job or free the GPU");
+  CHECK(gpu["severity"] == "warning");
+  for (const char *wrong : {"starved", "data loader", "storage", "CPU-bound"})
+    CHECK_THAT(gpu["finding"].get<std::string>(), !Catch::Contains(wrong));
+
+  // Two users, and a stretch without a process list: each figure only where the log knows it.
+  std::vector<JsonSample> samples;
+  for (int i = 0; i <= 30; ++i) {
+    JsonSample sample{60.0 * i, 0, 80896, 90};
+    if (i > 10)
+      sample.processes = json::array({process_of("bob", 40448), process_of("alice", 40448)});
+    samples.push_back(sample);
+  }
+  CHECK(report_json(json_log(samples))["gpus"][0]["finding"] ==
+        "idle but held by alice and bob for 30 min 0 s (100% of the time), holding 79 GiB; by "
+        "whom is not logged for 10 min 0 s of it: nobody else can use it; end the idle job or "
+        "free the GPU");
+
+  // A CSV log has no process list: who is not said, never guessed.
+  std::vector<Row> rows = every_second(61, [](Row &row, int) {
+    row.used = "80896";
+    row.utilization = "0";
+  });
+  CHECK(report_of(log_of(rows)).gpus.at(0).finding ==
+        "idle but held for 1 min 0 s (100% of the time), holding 79 GiB; the log does not say by "
+        "whom (no process list): nobody else can use it; end the idle job or free the GPU");
+
+  // The text and HTML reports say the same, and nothing of starving.
+  Run text = test::run_agent("report " +
+                             json_log(std::vector<JsonSample>{{0, 0, 80896, 90, alice, 97.0},
+                                                              {60, 0, 80896, 90, alice, 97.0},
+                                                              {120, 0, 80896, 90, alice, 97.0}}));
+  CHECK_THAT(text.out, Catch::Contains("warning: idle but held by alice for 2 min 0 s"));
+  CHECK_THAT(text.out, !Catch::Contains("data loader"));
+}
+
+TEST_CASE("report: who holds an idle GPU is a name from the log: printable, and bounded") {
+  // Any local user picks their process's user name's bytes no more than its command, but a log
+  // handed over may hold anything: a terminal escape and a line break in a user name.
+  json hostile = json::array({process_of("\x1b]0;owned\x07eve\nroot held it", 80896)});
+  std::vector<JsonSample> samples;
+  for (int i = 0; i <= 2; ++i)
+    samples.push_back({60.0 * i, 0, 80896, 90, hostile, nullptr});
+  std::string log = json_log(samples);
+  Run text = test::run_agent("report " + log);
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find('\x1b') == std::string::npos);
+  CHECK(text.out.find('\x07') == std::string::npos);
+  CHECK_THAT(text.out, Catch::Contains("warning: idle but held by \xEF\xBF\xBD]0;owned"));
+  CHECK_THAT(text.out, !Catch::Contains("\nroot held it"));
+
+  // 1100 users on one GPU: three named, the rest counted, memory bounded by report_max_users.
+  json crowd = json::array();
+  for (int u = 0; u < 1100; ++u)
+    crowd.push_back(process_of("user" + std::to_string(1000 + u), 64));
+  std::vector<JsonSample> crowded;
+  for (int i = 0; i <= 2; ++i)
+    crowded.push_back({60.0 * i, 0, 80896, 90, crowd, nullptr});
+  CHECK_THAT(report_json(json_log(crowded))["gpus"][0]["finding"].get<std::string>(),
+             Catch::StartsWith("idle but held by user1000, user1001, user1002 and more than 1021 "
+                               "others for 2 min 0 s"));
+}
+
+TEST_CASE("report: a job that alternates between work and waiting is still starved") {
+  json alice = json::array({process_of("alice", 80896)});
+  // 100 % one minute, 0 % the next, the host's CPUs busy: starved half the time, CPU-bound.
+  json report = held_gpu_report([](int i) { return i % 2 ? 100 : 0; }, alice);
+  CHECK(report["gpus"][0]["finding"] ==
+        "starved 50% of the time while the host CPUs were 97% busy: the input pipeline is "
+        "CPU-bound; add data-loader workers or move preprocessing to the GPU");
+  // Working a little all the time (10 %) is waiting most of it.
+  CHECK_THAT(
+      held_gpu_report([](int) { return 10; }, alice)["gpus"][0]["finding"].get<std::string>(),
+      Catch::StartsWith("starved 100% of the time"));
+  // Idle while held for most of the time, with hardly any work (1 minute in 30) between: idle but
+  // held is what explains it.
+  CHECK_THAT(held_gpu_report([](int i) { return i == 15 ? 100 : 0; }, alice)["gpus"][0]["finding"]
+                 .get<std::string>(),
+             Catch::StartsWith("idle but held by alice for 29 min 0 s (97% of the time)"));
 }
 
 TEST_CASE("report: the CSV log's power.limit, fan.speed, host.cpu and host.memory.used columns") {

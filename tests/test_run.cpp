@@ -45,6 +45,13 @@ struct KillAtEnd {
   }
 };
 
+// A shell loop, for a job's sh -c '...', that ends once `log` (run's --log) lists `pid` (a number,
+// or shell text that prints one) as a GPU process, or after a minute.
+std::string until_logged(const std::string &pid, const std::string &log) {
+  return "for i in $(seq 600); do grep -qs \"\\\"pid\\\":" + pid + ",\" " + log +
+         " && break; sleep 0.1; done";
+}
+
 std::vector<std::string> lines_of(const std::string &text) {
   std::vector<std::string> lines;
   std::istringstream in(text);
@@ -383,4 +390,198 @@ TEST_CASE("run: a file another user plants under root's claim name is not root's
   CHECK(other.out == "7\n"); // GPU 0, the best, is not offered to root
   // nobody's own runs are not hindered by it.
   CHECK(run_on_gpu0(claims, test::as_nobody, nobodys_folder(claims) + "/report").exit_code == 0);
+}
+
+// Issue 23, item 6: `--gpu-ids` took the `--` as the end of its list, and the job's own `-c` was
+// then read as an option of run's (exit 2).
+TEST_CASE("run --gpu-ids 0 -- sh -c CMD runs the job, as the README writes it") {
+  std::string folder = test::temporary_folder();
+  std::string report = "--report " + quote(folder + "/report") + " ";
+  test::Run one =
+      run_shell(run_command(folder + "/locks", report + "--gpu-ids 0 -- sh -c " +
+                                                   quote("echo on $CUDA_VISIBLE_DEVICES")));
+  INFO(one.err);
+  CHECK(one.exit_code == 0);
+  CHECK(one.out == "on 0\n");
+  test::Run two =
+      run_shell(run_command(folder + "/locks", report + "--gpu-ids 0,4 -- sh -c " +
+                                                   quote("echo on $CUDA_VISIBLE_DEVICES")));
+  INFO(two.err);
+  CHECK(two.exit_code == 0);
+  CHECK(two.out == "on 0,4\n");
+}
+
+// Issue 23, item 7: what reaches the operator's terminal goes through top's printable filter.
+TEST_CASE("a stranger's process name and the job's words reach the report without their escapes") {
+  std::string folder = test::temporary_folder();
+  std::string apps = folder + "/apps";
+  Background stranger("exec setpriv --reuid=nobody --regid=nogroup --clear-groups sleep 300");
+  // A title change, a clear screen and a C1 CSI (U+009B) in the name nvidia-smi lists.
+  test::write_file(apps, gpu0 + ", " + std::to_string(stranger.pid()) +
+                             ", 2048 MiB, \x1b]0;owned\x07\x1b[2Jevil\xc2\x9b"
+                             "31m\n");
+  // The job ends once a sample has shown the stranger.
+  std::string log = folder + "/samples.json";
+  std::string job = "sh -c '" + until_logged(std::to_string(stranger.pid()), log) + "' ";
+  test::Run run = run_shell(
+      "FAKE_NVSMI_STAMP_NOW=1 FAKE_NVSMI_APPS=" + quote(apps) + " " +
+      run_command(folder + "/locks", "--gpu-ids 0 --process-interval 0.2 --log " + quote(log) +
+                                         " -- " + job + quote("\x1b[2Jword")));
+  CHECK(run.exit_code == 0);
+  INFO(run.err);
+  CHECK(run.err.find("was shared with nobody's ]0;owned[2Jevil31m for ") != std::string::npos);
+  CHECK(run.err.find("; sleep 0.1; done [2Jword\n") != std::string::npos);
+  CHECK(run.err.find('\x1b') == std::string::npos);
+  CHECK(run.err.find('\x07') == std::string::npos);
+  CHECK(run.err.find("\xc2\x9b") == std::string::npos);
+}
+
+// Issue 23, item 8.
+TEST_CASE("a --report or --log that cannot be written is said before the job starts") {
+  std::string folder = test::temporary_folder();
+  std::string started = folder + "/started", job = " -- touch " + quote(started);
+  test::Run report =
+      run_shell(run_command(folder + "/locks", "--report " + quote(folder + "/no/report") + job));
+  CHECK(report.exit_code == 7);
+  CHECK(report.err == "nvsmi-agent: cannot create a temporary file beside " + folder +
+                          "/no/report: No such file or directory\n");
+  test::Run log =
+      run_shell(run_command(folder + "/locks", "--report " + quote(folder + "/report") + " --log " +
+                                                   quote(folder + "/no/log") + job));
+  CHECK(log.exit_code == 7);
+  CHECK(log.err.find("nvsmi-agent: cannot open ") == 0);
+  CHECK(log.err.find(folder + "/no/log: No such file or directory\n") != std::string::npos);
+  CHECK(!std::ifstream(started).good());
+}
+
+TEST_CASE("a report that cannot be written after the job keeps the samples and says where") {
+  std::string folder = test::temporary_folder();
+  std::string temporary = folder + "/tmp", out = folder + "/out";
+  REQUIRE(run_shell("mkdir " + quote(temporary) + " " + quote(out)).exit_code == 0);
+  // The job waits for a sample in its run's samples, then takes the report's folder away.
+  std::string job = "sh -c 'for i in $(seq 1200); do [ -s " + temporary +
+                    "/nvsmi-run.*/samples.json ] && break; sleep 0.1; done; rm -r " + out + "'";
+  test::Run run = run_shell(
+      "FAKE_NVSMI_STAMP_NOW=1 TMPDIR=" + quote(temporary) + " " +
+      run_command(folder + "/locks", "--report " + quote(out + "/report") + " -- " + job));
+  CHECK(run.exit_code == 0); // the job's
+  INFO(run.err);
+  std::string kept = "; the samples are in " + temporary + "/nvsmi-run.";
+  REQUIRE(run.err.find(" no end-of-run report: cannot create a temporary file beside") !=
+          std::string::npos);
+  std::size_t at = run.err.find(kept);
+  REQUIRE(at != std::string::npos);
+  std::size_t from = at + std::string("; the samples are in ").size();
+  std::string path = run.err.substr(from, run.err.find(' ', from) - from);
+  CHECK(path.size() > temporary.size() + 25); // .../nvsmi-run.XXXXXX/samples.json
+  CHECK(test::read_file(path).find("\"gpus\"") != std::string::npos);
+  CHECK(test::run_agent("report " + quote(path)).exit_code == 0);
+}
+
+TEST_CASE("a job that cannot start leaves no temporary folder behind") {
+  std::string folder = test::temporary_folder();
+  std::string temporary = folder + "/tmp";
+  REQUIRE(run_shell("mkdir " + quote(temporary)).exit_code == 0);
+  test::write_file(folder + "/not-executable", "#!/bin/sh\n");
+  std::string environment = "TMPDIR=" + quote(temporary) + " ";
+  CHECK(run_shell(environment + run_command(folder + "/locks", "-- no-such-program-here"))
+            .exit_code == 127);
+  CHECK(run_shell(environment +
+                  run_command(folder + "/locks", "-- " + quote(folder + "/not-executable")))
+            .exit_code == 126);
+  CHECK(run_shell("ls -A " + quote(temporary)).out.empty());
+}
+
+// Issue 23, item 9: a worker that leaves the job's parent chain is still the job's.
+TEST_CASE("a double-forked worker is the job's, and named when the job leaves it running") {
+  std::string folder = test::temporary_folder();
+  std::string apps = folder + "/apps";
+  test::write_file(apps, "");
+  KillAtEnd worker{folder + "/worker.pid"};
+  // The subshell starts the worker and exits at once: the worker's parent is no longer the job.
+  // The job ends once a sample has shown the worker.
+  std::string report = folder + "/report", log = folder + "/samples.json";
+  std::string job = "sh -c '(sleep 300 & echo $! >" + worker.pid_file + "; echo \"" + gpu0 +
+                    ", $!, 20480 MiB, python\" >>" + apps + "); " +
+                    until_logged("$(cat " + worker.pid_file + ")", log) + "'";
+  test::Run run = run_shell("FAKE_NVSMI_STAMP_NOW=1 FAKE_NVSMI_APPS=" + quote(apps) + " " +
+                            run_command(folder + "/locks", "--gpu-ids 0 --process-interval 0.2 "
+                                                           "--report " +
+                                                               quote(report) + " --log " +
+                                                               quote(log) + " -- " + job));
+  CHECK(run.exit_code == 0);
+  std::string pid = std::to_string(test::pid_in_file(worker.pid_file));
+  std::string text = test::read_file(report);
+  INFO(run.err << text);
+  CHECK(text.find("peak memory 20480 MiB of 81559 MiB (25.1%)") != std::string::npos);
+  CHECK(text.find("shared with") == std::string::npos);
+  CHECK(text.find("a batch about 3.9 times as large might fit") != std::string::npos);
+  CHECK(text.find("left running pid " + pid + " (sleep)") != std::string::npos);
+  CHECK(run.err.find(" left running by the job: pid " + pid + " (sleep)\n") != std::string::npos);
+  CHECK(!test::process_ended(std::stoi(pid))); // named, not killed
+}
+
+TEST_CASE("no batch advice while a GPU process that may be the job's cannot be told") {
+  std::string folder = test::temporary_folder();
+  std::string apps = folder + "/apps", log = folder + "/samples.json";
+  std::string started = folder + "/started", release = folder + "/release";
+  test::write_file(apps, "");
+  Background run("FAKE_NVSMI_STAMP_NOW=1 FAKE_NVSMI_APPS=" + quote(apps) + " exec " +
+                 run_command(folder + "/locks", "--gpu-ids 0 --process-interval 0.2 --report " +
+                                                    quote(folder + "/report") + " --log " +
+                                                    quote(log) + " -- sh -c 'echo \"" + gpu0 +
+                                                    ", $$, 20480 MiB, python\" >>" + apps +
+                                                    "; touch " + started + "; until [ -e " +
+                                                    release + " ]; do sleep 0.1; done'"));
+  REQUIRE(test::wait_until([&] { return std::ifstream(started).good(); }));
+  // Started after the job, outside its tree, as a container that a daemon starts for it.
+  Background outsider("exec sleep 300");
+  std::ofstream(apps, std::ios::app) << gpu0 << ", " << outsider.pid() << ", 10240 MiB, worker\n";
+  std::string listed = "\"pid\":" + std::to_string(outsider.pid()) + ",";
+  REQUIRE(test::wait_until([&] { return test::read_file(log).find(listed) != std::string::npos; }));
+  test::write_file(release, "");
+  CHECK(run.wait() == 0);
+  std::string text = test::read_file(folder + "/report");
+  INFO(run.err() << text);
+  CHECK(text.find("peak memory 20480 MiB of 81559 MiB (25.1%), perhaps incomplete") !=
+        std::string::npos);
+  CHECK(text.find("a batch about") == std::string::npos);
+  CHECK(text.find("how much larger a batch might fit: unknown (the peak may miss") !=
+        std::string::npos);
+  CHECK(text.find("GPU 0 also had ") != std::string::npos);
+  CHECK(text.find("'s worker for ") != std::string::npos);
+  CHECK(text.find("shared with") == std::string::npos);
+}
+
+TEST_CASE("what the job leaves behind: an ended worker is reaped at once, many left running are "
+          "named up to 20") {
+  std::string folder = test::temporary_folder();
+  std::string orphan = folder + "/orphan.pid", left = folder + "/left.pids";
+  std::string result = folder + "/result", report = folder + "/report";
+  struct KillAllAtEnd {
+    std::string pid_file;
+    ~KillAllAtEnd() {
+      std::ifstream file(pid_file);
+      for (int pid = 0; file >> pid;)
+        if (pid > 0)
+          ::kill(pid, SIGKILL);
+    }
+  } left_running{left};
+  // A worker that ends soon after leaving the job's chain is run's to reap: the job waits for it to
+  // vanish from /proc (a zombie stays there), then leaves 25 workers running.
+  std::string job = "sh -c '(sleep 0.2 & echo $! >" + orphan + "); o=$(cat " + orphan +
+                    "); for i in $(seq 600); do [ -e /proc/$o ] || break; sleep 0.1; done; "
+                    "[ -e /proc/$o ] && echo zombie >" +
+                    result + " || echo reaped >" + result +
+                    "; for i in $(seq 25); do (sleep 300 & echo $! >>" + left + "); done'";
+  test::Run run = run_shell(
+      run_command(folder + "/locks", "--gpu-ids 0 --report " + quote(report) + " -- " + job));
+  CHECK(run.exit_code == 0);
+  INFO(run.err);
+  CHECK(test::read_file(result) == "reaped\n");
+  std::string text = test::read_file(report);
+  INFO(text);
+  CHECK(text.find("  left running pid ") != std::string::npos);
+  CHECK(text.find(" (sleep), and 5 more\n") != std::string::npos);
+  CHECK(run.err.find(" (sleep), and 5 more\n") != std::string::npos);
 }

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <csignal>
 #include <thread>
+#include <unistd.h>
 
 using test::Http;
 using test::quote;
@@ -298,4 +299,54 @@ TEST_CASE("serve: SIGHUP takes nvidia-smi's process group down, exit 129") {
   CHECK(test::wait_until([&] { return test::processes_named(marker).empty(); }));
   CHECK_THAT(server.log(), Catch::Contains("stopping on Hangup"));
   CHECK(server.stop() == 129);
+}
+
+TEST_CASE("serve: a GPU whose XML readings say [GPU is lost] is nvsmi_gpu_lost 1, state lost") {
+  // GPU 4's ECC counts alone say it: the readings the XML reader looked at for it before did not.
+  std::string xml = test::temporary_folder() + "/lost-ecc.xml";
+  test::write_file(
+      xml, test::with_lost_readings(test::read_file(test::fixture_path("xml/h100-8gpu-v12.xml")), 4,
+                                    "ecc_errors"));
+  Server server("--interval 0.2 --fixture " + quote(xml));
+  Http metrics = wait_for(server, "/metrics", [](const Http &h) { return h.status == 200; });
+  CHECK(has(metrics.body, "\nnvsmi_gpu_lost{gpu=\"4\",pci_bus_id=\"00000000:59:00.0\"} 1\n"));
+  CHECK(has(metrics.body, "\nnvsmi_gpu_lost{gpu=\"3\",pci_bus_id=\"00000000:49:00.0\"} 0\n"));
+  CHECK(has(metrics.body, "state=\"lost\"} 1\n"));
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("serve: nvidia-smi replaced right after the GPU query started: processes retried") {
+  // Issue 23, item 16: a process stream's first start that fails is no reason to stop serving.
+  std::string folder = test::temporary_folder();
+  std::string wrapper = test::nvidia_smi_upgraded_after_start(folder);
+  Server server("--interval 0.2 --nvidia-smi " + quote(wrapper),
+                test::upgraded_nvidia_smi_environment(folder));
+  auto retried = [&] {
+    return has(server.log(), "restarting nvidia-smi --query-compute-apps in 2 s") &&
+           has(server.log(), "restarting nvidia-smi pmon in 2 s");
+  };
+  test::wait_until([&] { return retried() || test::process_ended(server.pid()); });
+  INFO(server.log());
+  REQUIRE_FALSE(test::process_ended(server.pid())); // was exit 3
+  REQUIRE(retried());
+  CHECK(has(server.log(), "cannot run " + wrapper + ": Permission denied"));
+  // Fresh GPU samples meanwhile, without processes.
+  auto processes_of_gpu0 = [](const Http &h) {
+    auto json = nlohmann::json::parse(h.body, nullptr, false);
+    return h.status == 200 && json.is_object() ? json["gpus"][0]["processes"] : nlohmann::json();
+  };
+  Http snapshot =
+      wait_for(server, "/api/v1/snapshot", [](const Http &h) { return h.status == 200; });
+  CHECK(processes_of_gpu0(snapshot).is_null());
+  CHECK(has(server.get("/metrics").body, "\nnvsmi_up 1\n"));
+  // nvidia-smi works again: the processes come back.
+  REQUIRE(test::run_shell("chmod +x " + quote(wrapper)).exit_code == 0);
+  snapshot = wait_for(server, "/api/v1/snapshot", [&](const Http &h) {
+    nlohmann::json processes = processes_of_gpu0(h);
+    return processes.is_array() && processes.size() == 1 && processes[0]["pid"] == ::getpid();
+  });
+  CHECK(processes_of_gpu0(snapshot).size() == 1);
+  CHECK(has(server.get("/metrics").body, "\nnvsmi_up 1\n"));
+  CHECK(server.stop() == 0);
+  CHECK_FALSE(fake_left());
 }

@@ -195,6 +195,50 @@ TEST_CASE("top shows hostile process names as text, and filters the table to one
   CHECK(tmux.wait_for("top-exit=0 stdin-blocking=yes"));
 }
 
+// The whole of top's screen on the states fixture at `lines` rows: the heading, every GPU's row,
+// the process table with its four processes, the keys' line at the bottom.
+bool whole_screen(const std::string &screen, std::size_t lines) {
+  std::vector<std::string> rows = lines_of(screen);
+  if (rows.size() < lines || rows[0].find("nvsmi-agent top") != 0 ||
+      rows[lines - 1].find("q quit") != 0 || process_rows(screen).size() != 4)
+    return false;
+  for (int gpu = 0; gpu < 8; ++gpu)
+    if (rows[static_cast<std::size_t>(gpu + 2)].find(" " + std::to_string(gpu) + "  ") != 0)
+      return false;
+  return true;
+}
+
+TEST_CASE("top paints the whole screen again after each resize, smaller or larger") {
+  if (!have_tmux())
+    return;
+  // A terminal that shrinks keeps its bottom rows, where the cursor was: top used to send only
+  // what differed from the top rows it believed were left, and the GPUs and the process table
+  // stayed missing for good.
+  test::Tmux tmux(200, 50);
+  tmux.run(top_command("--interval 1 --fixture " + quote(states_fixture)));
+  REQUIRE(tmux.wait_for([](const std::string &s) { return whole_screen(s, 50); }));
+  for (int round = 0; round < 2; ++round) {
+    {
+      tmux.resize(80, 24);
+      bool small = tmux.wait_for([](const std::string &s) {
+        return whole_screen(s, 24) && s.find("CONTAINER") == std::string::npos;
+      });
+      std::string screen = tmux.screen();
+      INFO("round " << round << ", 80x24:\n" << screen);
+      save_artifact("top-resized-80x24.txt", screen);
+      CHECK(small);
+    }
+    tmux.resize(200, 50);
+    bool large = tmux.wait_for([](const std::string &s) {
+      return whole_screen(s, 50) && s.find("CONTAINER") != std::string::npos;
+    });
+    INFO("round " << round << ", 200x50:\n" << tmux.screen());
+    CHECK(large);
+  }
+  tmux.keys("q");
+  CHECK(tmux.wait_for("top-exit=0 stdin-blocking=yes"));
+}
+
 TEST_CASE("top refuses to start without a terminal, with one line and the usage exit code") {
   test::Run run = run_shell(AGENT_BIN " top --fixture " + quote(states_fixture) + " </dev/null");
   CHECK(run.exit_code == 2);

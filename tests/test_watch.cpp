@@ -755,6 +755,41 @@ TEST_CASE("watch: a start that fails after a good one is retried and leaves no z
   CHECK(agent.wait() == 0);
 }
 
+TEST_CASE("watch: nvidia-smi replaced right after the GPU query started: processes retried") {
+  // Issue 23, item 16: the process streams' first start lost the race and watch exited 3.
+  Setup setup;
+  std::string wrapper = test::nvidia_smi_upgraded_after_start(setup.folder);
+  std::string denied = "cannot run " + wrapper + ": Permission denied";
+  test::Background agent(test::upgraded_nvidia_smi_environment(setup.folder) + quote(AGENT_BIN) +
+                         " watch --format json --interval 0.2 --nvidia-smi " + quote(wrapper));
+  // Each failed start is said once, with the retry that follows it, backing off.
+  auto retried = [&] {
+    return agent.err_contains("restarting nvidia-smi --query-compute-apps in 2 s") &&
+           agent.err_contains("restarting nvidia-smi pmon in 2 s");
+  };
+  test::wait_until([&] { return retried() || agent.exit_code(); });
+  INFO(agent.err());
+  REQUIRE_FALSE(agent.exit_code()); // was exit 3
+  REQUIRE(retried());
+  CHECK(agent.err_contains(denied));
+  CHECK(count_of(agent.err(), denied) <= count_of(agent.err(), "restarting nvidia-smi "));
+  // GPU samples go on meanwhile, without processes.
+  std::size_t before = count_of(agent.out(), "\n");
+  REQUIRE(test::wait_until([&] { return count_of(agent.out(), "\n") >= before + 3; }));
+  CHECK_THAT(agent.out(), Catch::Contains("\"processes\":null"));
+  // nvidia-smi works again: the process streams come back.
+  REQUIRE(test::run_shell("chmod +x " + quote(wrapper)).exit_code == 0);
+  std::string pid = "\"pid\":" + std::to_string(::getpid());
+  CHECK(test::wait_until([&] {
+    return agent.out().find(pid) != std::string::npos &&
+           test::run_shell("grep -q ^pmon " + quote(setup.folder + "/process-calls")).exit_code ==
+               0;
+  }));
+  ::kill(agent.pid(), SIGTERM);
+  CHECK(agent.wait() == 0);
+  CHECK_FALSE(fake_left());
+}
+
 TEST_CASE("watch: a stop signal other than SIGINT or SIGTERM takes the process group down, 128+N") {
   Setup setup;
   std::string marker = test::unique_marker();

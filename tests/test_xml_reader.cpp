@@ -1,3 +1,4 @@
+#include "nvsmi/gpu_state.hpp"
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/timestamp.hpp"
 #include "nvsmi/xml_reader.hpp"
@@ -240,4 +241,58 @@ TEST_CASE("entities in a DOCTYPE are not expanded") {
                         "\"AAAAAAAAAAAAAAAA\">]><nvidia_smi_log><gpu><product_name>&big;"
                         "</product_name></gpu></nvidia_smi_log>");
   CHECK(s.gpus[0].name == std::string("&big;"));
+}
+
+TEST_CASE("XML: [GPU is lost] in any reading the reader reads marks the GPU lost, as in CSV") {
+  std::string xml = test::read_file(test::fixture_path("xml/h100-8gpu-v12.xml"));
+  // None of these is a reading the reader looked at for a lost GPU before: the identity, core
+  // readings, clocks and power were.
+  for (const char *element :
+       {"ecc_errors", "pci", "memory_temp", "clocks_event_reasons", "remapped_rows"}) {
+    std::string lost = test::with_lost_readings(xml, 4, element);
+    for (XmlParse mode : {XmlParse::skip_unread, XmlParse::full}) {
+      INFO(element << (mode == XmlParse::full ? ", full parse" : ", skipping unread"));
+      Snapshot s = read_xml(lost, mode);
+      REQUIRE(s.gpus.size() == 8);
+      CHECK(s.gpus[4].lost_reason == std::string("GPU is lost"));
+      CHECK(gpu_state(s.gpus[4]) == GpuState::lost);
+      // Its own readings are still read: only the marked ones are unknown.
+      CHECK(s.gpus[4].temperature_c == 34);
+      for (int i : {0, 1, 2, 3, 5, 6, 7})
+        CHECK_FALSE(s.gpus[i].lost_reason);
+    }
+  }
+}
+
+TEST_CASE("XML: a process named [GPU is lost] does not mark its GPU lost") {
+  // A local user names a process as they like; nvidia-smi prints the name in the GPU's block.
+  std::string xml = test::read_file(test::fixture_path("xml/h100-8gpu-v12.xml"));
+  const std::string python = "<process_name>python3</process_name>";
+  std::size_t at = xml.find(python);
+  REQUIRE(at != std::string::npos);
+  xml.replace(at, python.size(), "<process_name>[GPU is lost]</process_name>");
+  for (XmlParse mode : {XmlParse::skip_unread, XmlParse::full}) {
+    Snapshot s = read_xml(xml, mode);
+    for (const Gpu &gpu : s.gpus) {
+      INFO("GPU " << gpu.index);
+      CHECK_FALSE(gpu.lost_reason);
+      CHECK(gpu_state(gpu) != GpuState::lost);
+    }
+  }
+}
+
+TEST_CASE("XML: a lost marker 200000 levels deep in a read element is found without recursion") {
+  const int depth = 200000;
+  std::string open, close;
+  for (int i = 0; i < depth; ++i) {
+    open += "<a>";
+    close += "</a>";
+  }
+  std::string document = "<nvidia_smi_log><gpu><product_name>X</product_name><ecc_errors>" + open +
+                         "[GPU is lost]" + close + "</ecc_errors></gpu></nvidia_smi_log>";
+  for (XmlParse mode : {XmlParse::skip_unread, XmlParse::full}) {
+    Snapshot s = read_xml(document, mode);
+    REQUIRE(s.gpus.size() == 1);
+    CHECK(s.gpus[0].lost_reason == std::string("GPU is lost"));
+  }
 }

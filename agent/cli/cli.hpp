@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace nvsmi {
 
@@ -28,6 +29,18 @@ Subcommand add_top_command(CLI::App &app);
 Subcommand add_pick_command(CLI::App &app);
 Subcommand add_run_command(CLI::App &app);
 Subcommand add_check_command(CLI::App &app);
+
+// The check of every floating-point option: a finite number from `min` to `max`. CLI::Range alone
+// lets nan through (every comparison with it is false) and inf where max is not finite.
+CLI::Validator finite_range(double min, double max);
+// Whether `text` reads as such a number, for a check that also takes words (check's thresholds).
+bool is_finite_in(const std::string &text, double min, double max);
+
+// The check of every option that names a program, a file or a folder: under sudo or setuid
+// (core/privilege.hpp) it is refused, with why and what to do instead, since the caller would
+// choose what the agent runs, reads or writes with rights the caller has not. `harmless`: values
+// that name nothing of the caller's choosing (--kernel-log none, --fixture - for stdin).
+CLI::Validator caller_path(std::vector<std::string> harmless = {});
 
 // --nvidia-smi, which every sampling subcommand has; it cannot go with --fixture.
 void add_nvidia_smi_option(CLI::App *command, std::optional<std::string> &target,

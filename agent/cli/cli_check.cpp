@@ -2,6 +2,8 @@
 #include "commands/check_command.hpp"
 #include "commands/snapshot_command.hpp"
 
+#include "nvsmi/thresholds.hpp"
+
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -20,14 +22,11 @@ std::optional<double> limit_value(const std::string &text) {
 CLI::Validator threshold_validator(bool slowdown_allowed) {
   return CLI::Validator(
       [slowdown_allowed](std::string &text) -> std::string {
-        if (text == "none" || (slowdown_allowed && text == "slowdown"))
+        if (text == "none" || (slowdown_allowed && text == "slowdown") ||
+            is_finite_in(text, 0, 1e12))
           return {};
-        char *end = nullptr;
-        double value = std::strtod(text.c_str(), &end);
-        if (text.empty() || *end != '\0' || !(value >= 0) || value > 1e12)
-          return "not a number of 0 or more" + std::string(slowdown_allowed ? ", slowdown" : "") +
-                 " or none: \"" + text + "\"";
-        return {};
+        return "not a finite number of 0 or more" +
+               std::string(slowdown_allowed ? ", slowdown" : "") + " or none: \"" + text + "\"";
       },
       slowdown_allowed ? "NUMBER|slowdown|none" : "NUMBER|none", "threshold");
 }
@@ -72,15 +71,18 @@ Subcommand add_check_command(CLI::App &app) {
                     "What to ask nvidia-smi for: xml (-q -x, every health reading: ECC, row "
                     "remapping, slowdown threshold) or csv (--query-gpu: temperature and memory "
                     "only)");
-  CLI::Option *fixture = command->add_option(
-      "--fixture", options.sample.fixture,
-      "Judge this recorded nvidia-smi output instead of running it, e.g. a file cron writes with "
-      "`nvidia-smi -q -x`; - for stdin. Its age then counts (--stale-*)");
+  CLI::Option *fixture =
+      command
+          ->add_option("--fixture", options.sample.fixture,
+                       "Judge this recorded nvidia-smi output instead of running it, e.g. a file "
+                       "cron writes with `nvidia-smi -q -x`; - for stdin. Its age then counts "
+                       "(--stale-*)")
+          ->check(caller_path({"-"}));
   add_nvidia_smi_option(command, options.sample.nvidia_smi, fixture);
   command
       ->add_option("--timeout", options.sample.timeout_seconds,
                    "Seconds nvidia-smi may take before it is killed and the check is CRITICAL")
-      ->check(CLI::Range(0.001, 86400.0))
+      ->check(finite_range(0.001, 86400.0))
       ->default_str("10");
   add_kernel_log_option(command, settings->kernel_log);
   command
@@ -93,12 +95,14 @@ Subcommand add_check_command(CLI::App &app) {
                    "vanish from its list). Default: not checked")
       ->check(CLI::Range(1, 1 << 20));
 
-  add_threshold(command, texts, "--temperature-warning", "85",
+  add_threshold(command, texts, "--temperature-warning", std::to_string(gpu_thresholds::hot_c),
                 "WARNING at this GPU temperature, C: a few degrees under where H100 and A100 "
                 "slow down");
   add_threshold(command, texts, "--temperature-critical", "slowdown",
                 "CRITICAL at this GPU temperature, C; slowdown: the GPU's own slowdown threshold "
-                "(it is losing clocks), else 90 where the driver does not give it",
+                "(it is losing clocks), else " +
+                    std::to_string(gpu_thresholds::too_hot_c) +
+                    " where the driver does not give it",
                 true);
   add_threshold(command, texts, "--memory-warning", "none",
                 "WARNING at this memory use, percent of total (off by default: a job filling its "

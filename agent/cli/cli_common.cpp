@@ -1,10 +1,14 @@
 #include "cli/cli.hpp"
 #include "core/exit_codes.hpp"
+#include "core/privilege.hpp"
 #include "kernel_log/xid_log.hpp"
 
 #include "nvsmi/csv_reader.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <sstream>
 
 namespace nvsmi {
 namespace {
@@ -25,15 +29,54 @@ bool is_field_name(const std::string &name) {
                                                  "0123456789._") == std::string::npos;
 }
 
+// 0.01, 86400 and 2678400 as written, not 2.6784e+06.
+std::string plain_number(double value) {
+  std::ostringstream text;
+  text << std::setprecision(15) << value;
+  return text.str();
+}
+
 } // namespace
+
+bool is_finite_in(const std::string &text, double min, double max) {
+  double value = 0;
+  return CLI::detail::lexical_cast(text, value) && std::isfinite(value) && value >= min &&
+         value <= max;
+}
+
+CLI::Validator finite_range(double min, double max) {
+  std::string range = plain_number(min) + " to " + plain_number(max);
+  return CLI::Validator(
+      [min, max, range](std::string &text) -> std::string {
+        if (!is_finite_in(text, min, max))
+          return "not a finite number from " + range + ": \"" + text + "\"";
+        return {};
+      },
+      "NUMBER in " + range, "finite range");
+}
+
+CLI::Validator caller_path(std::vector<std::string> harmless) {
+  return CLI::Validator(
+      [harmless](std::string &value) -> std::string {
+        std::optional<std::string> why = elevated_privilege();
+        if (!why || std::find(harmless.begin(), harmless.end(), value) != harmless.end())
+          return {};
+        return "refused " + *why +
+               ": it names what to run, read or write with the rights of another user; " +
+               privilege_advice;
+      },
+      "", "caller's path");
+}
 
 void add_nvidia_smi_option(CLI::App *command, std::optional<std::string> &target,
                            CLI::Option *fixture) {
   command
       ->add_option("--nvidia-smi", target,
                    "nvidia-smi command to run, with arguments (default: $NVIDIA_SMI, else "
-                   "nvidia-smi on PATH)")
-      ->excludes(fixture);
+                   "nvidia-smi on PATH; under sudo or setuid neither may be given, and nvidia-smi "
+                   "is looked up in the system folders only)")
+      ->excludes(fixture)
+      ->check(caller_path());
 }
 
 void add_source_option(CLI::App *command, std::string &target, const std::string &help) {
@@ -58,7 +101,8 @@ void add_kernel_log_option(CLI::App *command, KernelLogCli &target) {
                    "program appends to (a forwarded syslog); none to not look. Default: "
                    "/dev/kmsg when nvidia-smi runs here; none with --fixture or --no-host (the "
                    "GPUs are not this kernel's). See docs/XID.md")
-      ->type_name("PATH|none");
+      ->type_name("PATH|none")
+      ->check(caller_path({"none", std::string(default_kernel_log)}));
 }
 
 void SamplingCli::finish() {
@@ -71,7 +115,7 @@ void SamplingCli::finish() {
 void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
   SamplerOptions &options = sampling.options;
   command->add_option("--interval", options.interval_seconds, "Seconds between samples")
-      ->check(CLI::Range(0.01, 86400.0))
+      ->check(finite_range(0.01, 86400.0))
       ->capture_default_str();
   add_source_option(command, sampling.source, "csv (--query-gpu, cheap) or xml (-q -x, complete)");
   command
@@ -84,14 +128,17 @@ void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
             return is_field_name(name) ? std::string() : "not a query field name: \"" + name + "\"";
           },
           "FIELD", "field name"));
-  CLI::Option *fixture = command->add_option(
-      "--fixture", options.fixture, "Replay this recording at the interval instead of nvidia-smi");
+  CLI::Option *fixture =
+      command
+          ->add_option("--fixture", options.fixture,
+                       "Replay this recording at the interval instead of nvidia-smi")
+          ->check(caller_path());
   add_nvidia_smi_option(command, options.nvidia_smi, fixture);
   command
       ->add_option("--stall-timeout", options.stall_timeout_seconds,
                    "Kill and restart nvidia-smi after this many seconds without a whole sample "
                    "(default: max(3 x interval, 10))")
-      ->check(CLI::Range(0.01, 86400.0));
+      ->check(finite_range(0.01, 86400.0));
   CLI::Option *no_processes = command->add_flag(
       "--no-processes", [&options](std::int64_t) { options.processes = false; },
       "Do not run --query-compute-apps and pmon beside the GPU query (the csv source then has "
@@ -100,7 +147,7 @@ void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
       ->add_option("--process-interval", options.process_interval_seconds,
                    "Seconds between asking nvidia-smi for the processes (default: max(interval, "
                    "1)); pmon's interval is this, rounded to 1..10 s")
-      ->check(CLI::Range(0.1, 86400.0))
+      ->check(finite_range(0.1, 86400.0))
       ->excludes(no_processes);
   command->add_flag(
       "--no-host", [&options](std::int64_t) { options.host = false; },
@@ -117,18 +164,20 @@ void add_pick_options(CLI::App *command, PickCli &pick) {
   command
       ->add_option("--max-utilization", pick.criteria.max_utilization_percent,
                    "Only GPUs whose utilization is under this percentage (and no compute process)")
-      ->check(CLI::Range(0.0, 100.0))
+      ->check(finite_range(0.0, 100.0))
       ->capture_default_str();
   command
       ->add_option("--wait", pick.wait_seconds,
                    "Sample until enough GPUs are free, at most this many seconds (default: decide "
                    "on one sample)")
-      ->check(CLI::Range(0.0, 31.0 * 86400));
+      ->check(finite_range(0.0, 31.0 * 86400));
   command->add_flag("--uuid", pick.uuid,
                     "Name GPUs by UUID (they survive a reordering) instead of by index");
-  command->add_option("--lock-dir", pick.lock_dir,
-                      "Folder of the claims run holds (default: $NVSMI_LOCK_DIR, else "
-                      "/run/lock/nvsmi-agent)");
+  command
+      ->add_option("--lock-dir", pick.lock_dir,
+                   "Folder of the claims run holds (default: $NVSMI_LOCK_DIR, else "
+                   "/run/lock/nvsmi-agent)")
+      ->check(caller_path());
 }
 
 } // namespace nvsmi

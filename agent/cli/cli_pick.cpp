@@ -25,7 +25,7 @@ Subcommand add_pick_command(CLI::App &app) {
       ->capture_default_str();
   add_pick_options(command, settings->pick);
   command->add_option("--interval", options.interval_seconds, "Seconds between samples with --wait")
-      ->check(CLI::Range(0.01, 86400.0))
+      ->check(finite_range(0.01, 86400.0))
       ->capture_default_str();
   command
       ->add_option("--format", settings->format,
@@ -36,14 +36,17 @@ Subcommand add_pick_command(CLI::App &app) {
   add_source_option(command, settings->source,
                     "What to ask nvidia-smi for: xml (-q -x) or csv (--query-gpu, then "
                     "--query-compute-apps)");
-  CLI::Option *fixture = command->add_option(
-      "--fixture", options.sample.fixture,
-      "Decide on this recorded nvidia-smi output (XML or CSV) instead of running it");
+  CLI::Option *fixture =
+      command
+          ->add_option(
+              "--fixture", options.sample.fixture,
+              "Decide on this recorded nvidia-smi output (XML or CSV) instead of running it")
+          ->check(caller_path());
   add_nvidia_smi_option(command, options.sample.nvidia_smi, fixture);
   command
       ->add_option("--timeout", options.sample.timeout_seconds,
                    "Seconds nvidia-smi may take before it is killed")
-      ->check(CLI::Range(0.001, 86400.0))
+      ->check(finite_range(0.001, 86400.0))
       ->default_str("10");
 
   return {command, [settings] {

@@ -46,7 +46,8 @@ Subcommand add_report_command(CLI::App &app) {
       ->add_option("files", options.files,
                    "CSV or JSON logs; rotated ones together, in any order (gpu-log.csv.2 "
                    "gpu-log.csv.1 gpu-log.csv)")
-      ->required();
+      ->required()
+      ->check(caller_path());
   command->add_option("--from", settings->from, "Leave out rows before this time")
       ->check(time_validator);
   command->add_option("--to", settings->to, "Leave out rows after this time")
@@ -55,12 +56,13 @@ Subcommand add_report_command(CLI::App &app) {
   command->add_option("--format", settings->format, "text, json (one line) or html (one page)")
       ->check(CLI::IsMember({"text", "json", "html"}))
       ->capture_default_str();
-  command->add_option("--output", settings->output,
-                      "Replace this file atomically instead of printing");
+  command
+      ->add_option("--output", settings->output, "Replace this file atomically instead of printing")
+      ->check(caller_path());
   command
       ->add_option("--interval", options.interval,
                    "Seconds between samples (default: the median spacing of the first samples)")
-      ->check(CLI::Range(0.001, 86400.0));
+      ->check(finite_range(0.001, 86400.0));
 
   return {command, [settings] {
             if (settings->gpu)

@@ -32,16 +32,26 @@ Subcommand add_run_command(CLI::App &app) {
                    "another run: exit 9, or wait with --wait)")
       ->delimiter(',')
       ->excludes(count);
-  command->add_option("--report", options.report_file,
-                      "Replace this file atomically with the end-of-run report (default: stderr)");
+  command
+      ->add_option("--report", options.report_file,
+                   "Replace this file atomically with the end-of-run report (default: stderr)")
+      ->check(caller_path());
   command->add_option("--format", options.format, "Of the end-of-run report: text, json or html")
       ->check(CLI::IsMember({"text", "json", "html"}))
       ->capture_default_str();
-  command->add_option("--log", options.log_file,
-                      "Keep the job's samples in this JSON log (watch --json-log's format), for "
-                      "`nvsmi-agent report` later");
+  command
+      ->add_option("--log", options.log_file,
+                   "Keep the job's samples in this JSON log (watch --json-log's format), for "
+                   "`nvsmi-agent report` later")
+      ->check(caller_path());
   command->add_option("command", options.command, "The job: COMMAND [ARGS...], after --")
       ->required();
+  // CLI11 lets a `--` end the values of an option that takes several and eats it there:
+  // `--gpu-ids 0 -- sh -c CMD` then left `-c` to be read as an option of run's. One word of values
+  // per option (`--gpu-ids 0,4`) keeps the first `--` the job's.
+  for (CLI::Option *option : command->get_options())
+    if (option->nonpositional())
+      option->allow_extra_args(false);
   return {command, [settings] {
             settings->sampling.finish();
             RunOptions &o = settings->options;
@@ -50,8 +60,10 @@ Subcommand add_run_command(CLI::App &app) {
             o.wait_seconds = settings->pick.wait_seconds;
             o.uuid = settings->pick.uuid;
             o.lock_dir = settings->pick.lock_dir;
-            if (o.report_file) // refuse a device or a FIFO before the job runs
-              output_target(*o.report_file);
+            // The report is written at the end: a device, a FIFO or a folder that takes no file is
+            // refused before the job runs, not after hours of it.
+            if (o.report_file)
+              check_replaceable(*o.report_file);
             return run_job(o);
           }};
 }

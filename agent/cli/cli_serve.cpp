@@ -27,7 +27,7 @@ Subcommand add_serve_command(CLI::App &app) {
   command
       ->add_option("--history", options.history_seconds,
                    "Seconds of samples kept for /api/v1/history and the dashboard")
-      ->check(CLI::Range(0.0, 7 * 86400.0))
+      ->check(finite_range(0.0, 7 * 86400.0))
       ->capture_default_str();
   command
       ->add_option("--history-max-mib", options.history_max_mib,
@@ -42,7 +42,7 @@ Subcommand add_serve_command(CLI::App &app) {
   command
       ->add_option("--request-timeout", settings->request_timeout_seconds,
                    "Seconds a client has to send a whole request, idle time included")
-      ->check(CLI::Range(0.1, 3600.0))
+      ->check(finite_range(0.1, 3600.0))
       ->capture_default_str();
   return {command, [settings] {
             settings->options.limits.request_timeout = std::chrono::milliseconds(

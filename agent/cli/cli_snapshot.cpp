@@ -45,19 +45,24 @@ Subcommand add_snapshot_command(CLI::App &app) {
                    "NO_COLOR is set), legacy (the UI's document), json or csv. Default: table "
                    "when stdout is a terminal and there is no --output, else legacy")
       ->check(CLI::IsMember({"table", "legacy", "json", "csv"}));
-  CLI::Option *fixture = command->add_option(
-      "--fixture", options.fixture,
-      "Read this recorded nvidia-smi output (XML or CSV) instead of running it; - for stdin");
+  CLI::Option *fixture = command
+                             ->add_option("--fixture", options.fixture,
+                                          "Read this recorded nvidia-smi output (XML or CSV) "
+                                          "instead of running it; - for stdin")
+                             ->check(caller_path({"-"}));
   add_nvidia_smi_option(command, options.nvidia_smi, fixture);
   command
       ->add_option("--timeout", options.timeout_seconds,
                    "Seconds nvidia-smi may take before it is killed")
-      ->check(CLI::Range(0.001, 86400.0))
+      ->check(finite_range(0.001, 86400.0))
       ->default_str("10");
-  command->add_option("--output", options.output,
-                      "Replace this file atomically instead of printing");
-  command->add_option("--lock", options.lock,
-                      "Exit at once (code 8) if another run holds this lock file");
+  command
+      ->add_option("--output", options.output, "Replace this file atomically instead of printing")
+      ->check(caller_path());
+  command
+      ->add_option("--lock", options.lock,
+                   "Exit at once (code 8) if another run holds this lock file")
+      ->check(caller_path());
   command->add_flag(
       "--no-processes", [&options](std::int64_t) { options.processes = false; },
       "Do not run --query-compute-apps after the csv query (processes are then null)");

@@ -27,15 +27,19 @@ Subcommand add_watch_command(CLI::App &app) {
                    "legacy, or nothing when --csv-log or --json-log is given. (table is refused: "
                    "`nvsmi-agent top` is the table that refreshes)")
       ->check(CLI::IsMember({"legacy", "json", "csv", "table"}));
-  command->add_option("--csv-log", options.csv_log,
-                      "Append each sample's rows to this CSV file (header when new)");
+  command
+      ->add_option("--csv-log", options.csv_log,
+                   "Append each sample's rows to this CSV file (header when new)")
+      ->check(caller_path());
   command->add_option("--csv-max-bytes", options.csv_rotation.max_bytes,
                       "Rotate the CSV log before it passes this size (0: never)");
   command->add_option("--csv-keep", options.csv_rotation.keep, "Rotated CSV logs kept (FILE.1 ...)")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
-  command->add_option("--json-log", options.json_log,
-                      "Append each sample's typed snapshot to this file, one JSON line each");
+  command
+      ->add_option("--json-log", options.json_log,
+                   "Append each sample's typed snapshot to this file, one JSON line each")
+      ->check(caller_path());
   command->add_option("--json-max-bytes", options.json_rotation.max_bytes,
                       "Rotate the JSON log before it passes this size (0: never)");
   command

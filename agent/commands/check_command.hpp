@@ -7,6 +7,7 @@
 #include "commands/snapshot_command.hpp"
 
 #include "nvsmi/snapshot.hpp"
+#include "nvsmi/thresholds.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -33,12 +34,12 @@ struct Limits {
 };
 
 struct CheckThresholds {
-  // 85 C is where H100 and A100 are a few degrees from slowing down: time to look at the airflow.
-  Limits temperature_c{85, std::nullopt};
+  // Warning at the table's hot (nvsmi/thresholds.hpp): time to look at the airflow.
+  Limits temperature_c{static_cast<double>(gpu_thresholds::hot_c), std::nullopt};
   // Critical at the GPU's own slowdown threshold when the driver gives it (the GPU is then losing
   // clocks), else at the fallback below; false: at temperature_c.critical.
   bool temperature_critical_at_slowdown = true;
-  double temperature_critical_fallback_c = 90;
+  double temperature_critical_fallback_c = static_cast<double>(gpu_thresholds::too_hot_c);
   // Memory used, percent of total: off unless asked, since a job filling its GPU is normal.
   Limits memory_percent;
   // Volatile (since the driver loaded) ECC error counts. One uncorrectable error is data lost.

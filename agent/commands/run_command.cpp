@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -271,6 +272,16 @@ private:
     return "";
   }
 
+  // The samples' file, when it is only for the report: gone with its folder.
+  void remove_temporary_samples() {
+    if (!temporary_folder_)
+      return;
+    json_log_.reset();
+    std::remove(log_path_.c_str());
+    ::rmdir(temporary_folder_->c_str());
+    temporary_folder_.reset();
+  }
+
   void start_job(std::vector<JobGpu> gpus) {
     wait_deadline_.cancel();
     try {
@@ -282,10 +293,17 @@ private:
       }
       json_log_.emplace(log_path_, RotationSettings{});
     } catch (const AgentError &error) {
+      remove_temporary_samples();
       claims_.clear();
       fail(error.code(), error.what());
       return;
     }
+    // A worker that leaves the job's parent chain (a double fork, a daemon) comes to us rather
+    // than to init: it stays among our descendants, so it is still told the job's, and what is
+    // left running at the end can be named.
+    if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+      notes_.push_back(std::string("workers that leave the job's process tree are not followed: ") +
+                       std::strerror(errno));
     std::vector<std::string> environment = job_environment(gpus, options_.uuid);
     std::vector<char *> argv, envp;
     for (const std::string &word : options_.command)
@@ -311,6 +329,7 @@ private:
     int error = ::posix_spawnp(&pid, argv[0], nullptr, &attributes, argv.data(), envp.data());
     posix_spawnattr_destroy(&attributes);
     if (error != 0) {
+      remove_temporary_samples();
       claims_.clear();
       fail(static_cast<ExitCode>(error == ENOENT ? 127 : 126),
            options_.command[0] + ": " +
@@ -318,6 +337,8 @@ private:
       return;
     }
     job_pid_ = pid;
+    // Read while it cannot be reaped: before our wait, even a job that ended at once is a zombie.
+    job_start_ticks_ = process_start_ticks(job_pid_);
     phase_ = Phase::running;
     job_started_ = steady_clock::now();
     gpus_ = gpus;
@@ -378,14 +399,44 @@ private:
     return true;
   }
 
-  bool is_job_process(const Process &process) const {
-    if (!attribute_ || !process.pid)
-      return false;
+  Owner owner_of(const Process &process) const {
+    if (!attribute_)
+      return Owner::stranger; // said in a note: the samples are not of this machine
+    if (!process.pid)
+      return Owner::unknown;
     pid_t pid = static_cast<pid_t>(*process.pid);
-    if (descends_from(pid, job_pid_))
-      return true;
+    // Ours are the job's: the job, what it started, and what left its chain for us (the
+    // subreaper); nvidia-smi, our only other child, is never a GPU process.
+    if (descends_from(pid, ::getpid()))
+      return Owner::job;
     // Its cgroup tells only when the job has one of its own: in ours, everyone beside us is too.
-    return job_cgroup_ && job_cgroup_ != own_cgroup_ && process_cgroup(pid) == job_cgroup_;
+    if (job_cgroup_ && job_cgroup_ != own_cgroup_ && process_cgroup(pid) == job_cgroup_)
+      return Owner::job;
+    // What ran before the job is not the job's; what started since, outside its tree (a container
+    // that a daemon started for `docker run`), may be.
+    std::optional<std::uint64_t> started = process_start_ticks(pid);
+    if (started && job_start_ticks_ && *started < *job_start_ticks_)
+      return Owner::stranger;
+    return Owner::unknown;
+  }
+
+  // Zombies among what we adopted (see PR_SET_CHILD_SUBREAPER above), so that none stays one
+  // while the job runs. Not the job, which reap_job waits for, and not nvidia-smi, which its
+  // stream waits for: it leads a process group of its own. At the end (`all`), nvidia-smi is done
+  // and every zombie left is ours to reap. Returns the job's processes still running.
+  std::vector<Descendant> reap_adopted(bool all) {
+    std::vector<Descendant> running;
+    pid_t self = ::getpid();
+    for (const Descendant &process : process_descendants(self)) {
+      if (process.state != 'Z') {
+        running.push_back(process);
+        continue;
+      }
+      if (process.parent == self && process.pid != job_pid_ &&
+          (all || process.group != process.pid))
+        ::waitpid(process.pid, nullptr, WNOHANG);
+    }
+    return running;
   }
 
   void record(Snapshot snapshot) {
@@ -393,7 +444,8 @@ private:
     if (attribute_)
       if (std::optional<std::string> cgroup = process_cgroup(job_pid_))
         job_cgroup_ = cgroup; // the job may have moved itself
-    ledger_->add(snapshot, [this](const Process &process) { return is_job_process(process); });
+    ledger_->add(snapshot, [this](const Process &process) { return owner_of(process); });
+    reap_adopted(false);
     if (!json_log_)
       return;
     try {
@@ -424,14 +476,22 @@ private:
     job.notes = notes_;
     if (!attribute_)
       job.notes.push_back("processes are not told apart: the samples are not of this machine");
+    std::vector<Descendant> left = reap_adopted(true);
+    // A job that leaves thousands running gets a line, not thousands of names.
+    constexpr std::size_t named = 20;
+    for (std::size_t i = 0; i < left.size() && i < named; ++i)
+      job.left_running.push_back("pid " + std::to_string(left[i].pid) + " (" + left[i].name + ")");
+    if (left.size() > named)
+      job.left_running.push_back("and " + std::to_string(left.size() - named) + " more");
+    if (!job.left_running.empty()) // not waited for: they may be meant to outlive the job
+      log_line("left running by the job: " + printable_lines(joined(job.left_running, ", ")));
     try {
       write_report(job);
+      remove_temporary_samples();
     } catch (const AgentError &error) {
-      log_line(std::string("no end-of-run report: ") + error.what());
-    }
-    if (temporary_folder_) {
-      std::remove(log_path_.c_str());
-      ::rmdir(temporary_folder_->c_str());
+      // The samples are what the report is made of: kept, so that it can be made again.
+      log_line(std::string("no end-of-run report: ") + error.what() + "; the samples are in " +
+               log_path_ + " (nvsmi-agent report reads them)");
     }
     claims_.clear(); // only now: the job and its report are done with the GPUs
     return exit_code_;
@@ -453,8 +513,8 @@ private:
         text = add_job_to_json(format_report_json(report), job);
       else if (options_.format == "html")
         text = add_job_to_html(format_report_html(report), job);
-      else
-        text = format_report_text(report) + job_text(job);
+      else // a terminal's, perhaps: user and program names from outside go through top's filter
+        text = printable_lines(format_report_text(report) + job_text(job));
     } catch (const AgentError &error) {
       if (error.code() != exit_bad_output)
         throw;
@@ -490,6 +550,7 @@ private:
   std::vector<JobGpu> gpus_;
   pid_t job_pid_ = 0;
   std::optional<asio::posix::stream_descriptor> job_end_;
+  std::optional<std::uint64_t> job_start_ticks_;
   std::optional<std::string> own_cgroup_, job_cgroup_;
   std::optional<JobLedger> ledger_;
   std::optional<JsonLog> json_log_;

@@ -147,4 +147,13 @@ void replace_file_atomically(const std::string &path, const std::string &content
   io_failure("cannot write", target);
 }
 
+void check_replaceable(const std::string &path) {
+  std::string target = output_target(path);
+  std::string temporary = target + ".tmp.XXXXXX";
+  Descriptor fd(::mkstemp(temporary.data()));
+  if (fd.get() < 0)
+    io_failure("cannot create a temporary file beside", target);
+  ::unlink(temporary.c_str());
+}
+
 } // namespace nvsmi

@@ -34,4 +34,10 @@ std::string output_target(const std::string &path);
 // and the temporary removed. Throws AgentError(exit_io).
 void replace_file_atomically(const std::string &path, const std::string &content);
 
+// Whether replace_file_atomically(path, ...) could write now: output_target(path), then a
+// temporary file made and removed in its folder. For a file written only at the end of a long
+// run, so that a folder that is missing, read-only, is said at the start.
+// Throws AgentError(exit_io) as replace_file_atomically would.
+void check_replaceable(const std::string &path);
+
 } // namespace nvsmi

@@ -31,6 +31,10 @@ std::vector<std::string> extra_field_names(const Snapshot &snapshot);
 // fields last.
 std::string format_csv(const Snapshot &snapshot, bool header = true);
 
+// The thresholds table (nvsmi/thresholds.hpp) as one JSON object ("nvsmi-agent.thresholds/1"),
+// newline-terminated: what `serve` hands the dashboard at /api/v1/thresholds.
+std::string format_thresholds_json();
+
 // Any of the above, newline-terminated; `table` (format_table.hpp) drawn in `style`.
 std::string format_snapshot(const Snapshot &snapshot, Format format, const TableStyle &style = {});
 

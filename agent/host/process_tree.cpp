@@ -2,8 +2,11 @@
 
 #include "host/process_reader.hpp"
 
+#include <dirent.h>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <memory>
 #include <sstream>
 
 namespace nvsmi {
@@ -20,21 +23,43 @@ std::optional<std::string> read_small(const std::string &path, std::size_t max_b
   return text;
 }
 
-// The parent in /proc/PID/stat: the name in parentheses may hold spaces and ')', so read from
-// the last ')'.
-std::optional<pid_t> parent_of(pid_t pid) {
+struct StatLine {
+  std::string name;
+  char state = '?';
+  pid_t parent = 0, group = 0;
+  std::uint64_t start_ticks = 0;
+};
+
+// /proc/PID/stat: the name in parentheses may hold spaces and ')', so the fields are read from
+// the last ')'; the start is the 22nd field, the 20th after the name.
+std::optional<StatLine> read_stat(pid_t pid) {
   std::optional<std::string> stat = read_small("/proc/" + std::to_string(pid) + "/stat", 4096);
   if (!stat)
     return std::nullopt;
-  std::size_t paren = stat->rfind(')');
-  if (paren == std::string::npos)
+  std::size_t open = stat->find('('), paren = stat->rfind(')');
+  if (open == std::string::npos || paren == std::string::npos || paren < open)
     return std::nullopt;
+  StatLine line;
+  line.name = stat->substr(open + 1, paren - open - 1);
   std::istringstream rest(stat->substr(paren + 1));
-  char state = 0;
-  long parent = -1;
-  if (!(rest >> state >> parent) || parent < 0)
+  long parent = -1, group = -1;
+  if (!(rest >> line.state >> parent >> group) || parent < 0)
     return std::nullopt;
-  return static_cast<pid_t>(parent);
+  line.parent = static_cast<pid_t>(parent);
+  line.group = static_cast<pid_t>(group);
+  std::string skipped;
+  for (int field = 6; field < 22 && rest >> skipped; ++field) {
+  }
+  if (!(rest >> line.start_ticks))
+    return std::nullopt;
+  return line;
+}
+
+std::optional<pid_t> parent_of(pid_t pid) {
+  std::optional<StatLine> stat = read_stat(pid);
+  if (!stat)
+    return std::nullopt;
+  return stat->parent;
 }
 
 } // namespace
@@ -61,6 +86,13 @@ bool descends_from(pid_t pid, pid_t ancestor) {
   return false;
 }
 
+std::optional<std::uint64_t> process_start_ticks(pid_t pid) {
+  std::optional<StatLine> stat = read_stat(pid);
+  if (!stat)
+    return std::nullopt;
+  return stat->start_ticks;
+}
+
 std::optional<std::string> process_cgroup(pid_t pid) {
   std::optional<std::string> text =
       read_small("/proc/" + std::to_string(pid) + "/cgroup", max_cgroup_bytes);
@@ -71,6 +103,34 @@ std::optional<std::string> process_cgroup(pid_t pid) {
     if (line.rfind("0::", 0) == 0)
       return line.substr(3);
   return text;
+}
+
+std::vector<Descendant> process_descendants(pid_t ancestor) {
+  std::map<pid_t, Descendant> all;
+  std::unique_ptr<DIR, int (*)(DIR *)> proc(::opendir("/proc"), ::closedir);
+  if (!proc)
+    return {};
+  while (const dirent *entry = ::readdir(proc.get())) {
+    std::string name = entry->d_name;
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (std::optional<StatLine> stat = read_stat(pid))
+      all[pid] = Descendant{pid, stat->parent, stat->group, stat->state, stat->name};
+  }
+  // A chain is followed at most as far as there are processes: one read while processes come and
+  // go could otherwise loop.
+  std::vector<Descendant> found;
+  for (const auto &[pid, process] : all) {
+    pid_t at = process.parent;
+    for (std::size_t steps = 0; at > 1 && at != ancestor && steps < all.size(); ++steps) {
+      auto parent = all.find(at);
+      at = parent == all.end() ? 0 : parent->second.parent;
+    }
+    if (at == ancestor && pid != ancestor)
+      found.push_back(process);
+  }
+  return found;
 }
 
 } // namespace nvsmi

@@ -1,7 +1,9 @@
-// Where a process sits among the others: its ancestors and its cgroup, from /proc, for telling a
-// job's GPU processes (its descendants, or those in its cgroup) from everyone else's.
+// Where a process sits among the others: its ancestors, its start and its cgroup, from /proc, for
+// telling a job's GPU processes (its descendants, or those in its cgroup) from everyone else's,
+// and for finding what a job left running.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <sys/types.h>
@@ -17,8 +19,24 @@ std::vector<pid_t> process_ancestors(pid_t pid, std::size_t max_depth = 64);
 // Whether `ancestor` is `pid` itself or among its ancestors.
 bool descends_from(pid_t pid, pid_t ancestor);
 
+// When `pid` started, in clock ticks after boot (/proc/PID/stat); nullopt when it is not visible
+// here or has gone.
+std::optional<std::uint64_t> process_start_ticks(pid_t pid);
+
 // The unified (cgroup v2) path of `pid` ("/user.slice/user-1000.slice/session-4.scope"), else
 // the whole text of /proc/PID/cgroup for cgroup v1; nullopt when it cannot be read.
 std::optional<std::string> process_cgroup(pid_t pid);
+
+struct Descendant {
+  pid_t pid = 0;
+  pid_t parent = 0;
+  pid_t group = 0;  // its process group
+  char state = '?'; // as in /proc/PID/stat: 'Z' for a zombie
+  std::string name; // the kernel's short name (comm), raw bytes
+};
+
+// Every process visible here whose parent chain reaches `ancestor` (not `ancestor` itself), read
+// in one walk over /proc, in pid order.
+std::vector<Descendant> process_descendants(pid_t ancestor);
 
 } // namespace nvsmi

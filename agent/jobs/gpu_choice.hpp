@@ -3,6 +3,7 @@
 #pragma once
 
 #include "nvsmi/snapshot.hpp"
+#include "nvsmi/thresholds.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -12,8 +13,8 @@
 namespace nvsmi {
 
 struct PickCriteria {
-  double max_utilization_percent = 5; // utilization under this counts as idle
-  std::int64_t min_free_mib = 0;      // at least this much memory free
+  double max_utilization_percent = gpu_thresholds::idle_below_percent; // under this counts as idle
+  std::int64_t min_free_mib = 0; // at least this much memory free
 };
 
 struct GpuChoice {

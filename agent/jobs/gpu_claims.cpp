@@ -2,6 +2,7 @@
 
 #include "core/exit_codes.hpp"
 #include "core/log_line.hpp"
+#include "core/privilege.hpp"
 #include "files/file_lock.hpp"
 
 #include <algorithm>
@@ -197,9 +198,8 @@ bool same_file(const struct stat &a, const struct stat &b) {
 std::string claims_folder(const std::optional<std::string> &lock_dir) {
   if (lock_dir)
     return *lock_dir;
-  const char *from_environment = std::getenv("NVSMI_LOCK_DIR");
-  if (from_environment && *from_environment)
-    return from_environment;
+  if (std::optional<std::string> from_environment = caller_named_variable("NVSMI_LOCK_DIR"))
+    return *from_environment;
   return "/run/lock/nvsmi-agent";
 }
 

@@ -20,6 +20,18 @@ std::string program_of(const Process &process) {
   return process.pid ? "pid " + std::to_string(*process.pid) : "an unknown program";
 }
 
+// One more sample for each label, in the order first seen.
+void count_labels(const std::set<std::string> &labels, std::vector<StrangerTally> &tallies) {
+  for (const std::string &label : labels) {
+    auto known = std::find_if(tallies.begin(), tallies.end(),
+                              [&](const StrangerTally &s) { return s.label == label; });
+    if (known == tallies.end())
+      tallies.push_back({label, 1});
+    else
+      ++known->samples;
+  }
+}
+
 } // namespace
 
 std::string stranger_label(const Process &process) {
@@ -29,10 +41,10 @@ std::string stranger_label(const Process &process) {
 
 JobLedger::JobLedger(std::vector<JobGpu> gpus) {
   for (JobGpu &gpu : gpus)
-    gpus_.push_back(JobGpuTally{std::move(gpu), 0, 0, std::nullopt, std::nullopt, {}});
+    gpus_.push_back(JobGpuTally{std::move(gpu), 0, 0, std::nullopt, std::nullopt, {}, {}});
 }
 
-void JobLedger::add(const Snapshot &snapshot, const IsJobProcess &is_job) {
+void JobLedger::add(const Snapshot &snapshot, const OwnerOf &owner_of) {
   std::set<std::int64_t> job_pids;
   double cpu = 0;
   bool cpu_known = false;
@@ -49,9 +61,11 @@ void JobLedger::add(const Snapshot &snapshot, const IsJobProcess &is_job) {
       continue;
     bool job_here = false;
     Reading job_memory;
-    std::set<std::string> strangers_here; // one program with several processes counts once
+    // One program with several processes counts once.
+    std::set<std::string> strangers_here, unknown_here;
     for (const Process &process : *found->processes) {
-      if (is_job(process)) {
+      Owner owner = owner_of(process);
+      if (owner == Owner::job) {
         job_here = true;
         if (process.used_memory_mib)
           job_memory = job_memory.value_or(0) + *process.used_memory_mib;
@@ -60,21 +74,15 @@ void JobLedger::add(const Snapshot &snapshot, const IsJobProcess &is_job) {
           cpu_known = true;
         }
       } else {
-        strangers_here.insert(stranger_label(process));
+        (owner == Owner::stranger ? strangers_here : unknown_here).insert(stranger_label(process));
       }
     }
     if (job_here)
       ++tally.samples_with_job;
     if (job_memory && (!tally.peak_job_memory_mib || *job_memory > *tally.peak_job_memory_mib))
       tally.peak_job_memory_mib = job_memory;
-    for (const std::string &label : strangers_here) {
-      auto known = std::find_if(tally.strangers.begin(), tally.strangers.end(),
-                                [&](const StrangerTally &s) { return s.label == label; });
-      if (known == tally.strangers.end())
-        tally.strangers.push_back({label, 1});
-      else
-        ++known->samples;
-    }
+    count_labels(strangers_here, tally.strangers);
+    count_labels(unknown_here, tally.unknown);
   }
   if (cpu_known) {
     cpu_sum_ += cpu;
@@ -89,8 +97,11 @@ RealReading JobLedger::mean_cpu_percent() const {
   return cpu_sum_ / static_cast<double>(cpu_samples_);
 }
 
+bool peak_incomplete(const JobGpuTally &gpu) { return !gpu.unknown.empty(); }
+
 RealReading batch_growth_estimate(const JobGpuTally &gpu) {
-  if (!gpu.memory_total_mib || !gpu.peak_job_memory_mib || *gpu.peak_job_memory_mib <= 0)
+  if (peak_incomplete(gpu) || !gpu.memory_total_mib || !gpu.peak_job_memory_mib ||
+      *gpu.peak_job_memory_mib <= 0)
     return std::nullopt;
   double ratio =
       static_cast<double>(*gpu.memory_total_mib) / static_cast<double>(*gpu.peak_job_memory_mib);

@@ -1,6 +1,7 @@
 // What a job did on its GPUs, tallied sample by sample while it runs: how often its own processes
 // were there, its peak GPU memory, who else shared each GPU and for how many samples, and the CPU
-// its GPU processes used. Pure: the caller says which processes are the job's.
+// its GPU processes used. Pure: the caller says which processes are the job's, which another's,
+// and which it cannot tell.
 #pragma once
 
 #include "nvsmi/snapshot.hpp"
@@ -22,6 +23,11 @@ struct StrangerTally {
   long samples = 0; // samples of this GPU in which it was there
 };
 
+// Whose a GPU process is: the job's (in its process tree or its own cgroup), a stranger's (there
+// before the job started), or unknown (started while the job ran but outside its tree: a
+// container that `docker run` asked a daemon for may be the job's own worker).
+enum class Owner { job, stranger, unknown };
+
 struct JobGpuTally {
   JobGpu gpu;
   long samples = 0;          // samples that listed this GPU
@@ -31,16 +37,19 @@ struct JobGpuTally {
   // sample); nullopt while no sample gave one.
   Reading peak_job_memory_mib;
   std::vector<StrangerTally> strangers; // in the order first seen
+  // Processes that could not be told the job's or another's: while there were any, the peak may
+  // miss the job's own memory.
+  std::vector<StrangerTally> unknown; // in the order first seen
 };
 
 class JobLedger {
 public:
-  using IsJobProcess = std::function<bool(const Process &)>;
+  using OwnerOf = std::function<Owner(const Process &)>;
 
   explicit JobLedger(std::vector<JobGpu> gpus);
 
   // Tallies one sample: the job's GPUs (found by UUID) and the processes on them.
-  void add(const Snapshot &snapshot, const IsJobProcess &is_job);
+  void add(const Snapshot &snapshot, const OwnerOf &owner_of);
 
   const std::vector<JobGpuTally> &gpus() const { return gpus_; }
   // The job's GPU processes' CPU, summed over its distinct pids in a sample (100 is one core):
@@ -59,8 +68,12 @@ private:
 // nvidia-smi's name, else the command line, else "pid N").
 std::string stranger_label(const Process &process);
 
+// Whether the job's peak memory on this GPU may miss some of its own processes (some process on
+// it could not be told the job's or another's).
+bool peak_incomplete(const JobGpuTally &gpu);
+
 // What a GPU's total memory leaves for a batch larger than the job's: total / peak, rounded down
-// to one decimal; nullopt when either is unknown or the peak is 0.
+// to one decimal; nullopt when either is unknown, the peak is 0 or it may be incomplete.
 RealReading batch_growth_estimate(const JobGpuTally &gpu);
 
 } // namespace nvsmi

@@ -10,10 +10,15 @@
 #include <boost/process/v2/process.hpp>
 #include <boost/process/v2/stdio.hpp>
 
+#include "core/privilege.hpp"
+
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <optional>
 #include <string>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,11 +77,33 @@ struct NewProcessGroup {
   }
 };
 
-// A path as given, or a bare name looked up on PATH; empty when not found.
+// A path as given, or a bare name looked up on PATH; empty when not found. Under sudo or setuid
+// the caller's PATH would choose the program run with the agent's rights: a bare name is looked
+// up in trusted_program_path instead.
 inline boost::process::v2::filesystem::path find_program(const std::string &program) {
   if (program.find('/') != std::string::npos)
     return program;
-  return boost::process::v2::environment::find_executable(program);
+  if (!elevated_privilege())
+    return boost::process::v2::environment::find_executable(program);
+  std::string folders = trusted_program_path;
+  for (std::size_t start = 0; start <= folders.size();) {
+    std::size_t end = std::min(folders.find(':', start), folders.size());
+    std::string candidate = folders.substr(start, end - start) + "/" + program;
+    struct stat info {};
+    if (::stat(candidate.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+    start = end + 1;
+  }
+  return {};
+}
+
+// What a run says when find_program found nothing: where it looked.
+inline std::string program_not_found(const std::string &program) {
+  if (std::optional<std::string> why = elevated_privilege())
+    return program + ": not found in " + trusted_program_path + " (the caller's PATH is not used " +
+           *why + ")";
+  return program + ": not found on PATH";
 }
 
 } // namespace nvsmi

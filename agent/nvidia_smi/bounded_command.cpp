@@ -68,7 +68,7 @@ CommandResult run_bounded(const std::vector<std::string> &argv, const CommandLim
     throw AgentError(exit_usage, "empty command");
   bp::filesystem::path executable = find_program(argv[0]);
   if (executable.empty())
-    throw AgentError(exit_not_found, argv[0] + ": not found on PATH");
+    throw AgentError(exit_not_found, program_not_found(argv[0]));
 
   asio::io_context context;
   // Caught from before the fork, so that no moment is left in which a signal ends the agent

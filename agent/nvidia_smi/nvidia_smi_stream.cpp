@@ -121,9 +121,10 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
     if (error) {
       child.reset();
       std::string message = executable.empty()
-                                ? argv[0] + ": not found on PATH"
+                                ? program_not_found(argv[0])
                                 : "cannot run " + executable.string() + ": " + error.message();
-      if (generation == 1) // the first start: a first failure ends the agent, so none went before
+      // The first start of the GPU query: a failure ends the agent, so none went before.
+      if (generation == 1 && settings.first_start_fatal)
         throw AgentError(exit_not_found, message);
       ++counters.spawn_failures;
       log(LogKind::problem, message);

@@ -34,6 +34,11 @@ struct StreamSettings {
   std::chrono::milliseconds first_backoff{1000}, max_backoff{30000};
   std::chrono::milliseconds good_run{60000};  // a run this long with samples resets the backoff
   std::chrono::milliseconds term_grace{1000}; // SIGTERM to SIGKILL
+  // Whether a first start that fails (nvidia-smi missing, not executable) ends the agent: for the
+  // GPU query, a configuration error not worth a retry. A secondary stream (processes) retries it
+  // like any later failure: nvidia-smi can vanish between two starts (a driver upgrade), and
+  // losing that race must not take the GPU samples down with it.
+  bool first_start_fatal = true;
 };
 
 // What a log message is. Problems are what serve shows as the last one while its data is stale
@@ -65,8 +70,9 @@ public:
   ~NvidiaSmiStream();
 
   // Starts nvidia-smi. Throws AgentError(exit_not_found) when it cannot be started at all (missing,
-  // not executable): a configuration error, not worth a retry. Once it has started, a later
-  // failure to start it again is retried with backoff like any other failure.
+  // not executable) and settings.first_start_fatal: a configuration error, not worth a retry.
+  // Otherwise, and once it has started, a failure to start it is logged and retried with backoff
+  // like any other failure.
   void start();
   // After `on_rejected`: runs nvidia-smi again at once with other arguments, read by another
   // decoder (a query without the field the driver refused). Nothing once stop() was called.

@@ -95,8 +95,10 @@ void Sampler::start() {
       context_, settings, gpu_decoder(), log_,
       [this](const std::string &message) { query_refused(message); });
   stream_->start();
+  // The process streams start with the first GPU sample (deliver): they are of use only beside
+  // one, and a nvidia-smi that goes between the two starts is their failure, not the agent's.
   if (options_.processes)
-    start_process_streams(settings);
+    process_settings_ = settings;
 }
 
 std::unique_ptr<StreamDecoder> Sampler::gpu_decoder() {
@@ -121,8 +123,9 @@ void Sampler::query_refused(const std::string &message) {
 }
 
 void Sampler::start_process_streams(const StreamSettings &gpu_settings) {
-  // Who uses the GPUs is secondary to the GPUs themselves: its failures are logged at the rate of
-  // bad output, never stop sampling, and are not what serve shows as the cause of stale data.
+  // Who uses the GPUs is secondary to the GPUs themselves: its failures, a first start that fails
+  // included, are logged at the rate of bad output and retried with backoff, never stop sampling,
+  // and are not what serve shows as the cause of stale data.
   auto log = [](LogKind, const std::string &message) {
     log_stream_message(LogKind::bad_output, message);
   };
@@ -132,9 +135,11 @@ void Sampler::start_process_streams(const StreamSettings &gpu_settings) {
     };
   };
   milliseconds every = process_interval(options_);
+  StreamSettings secondary = gpu_settings;
+  secondary.first_start_fatal = false;
 
   if (options_.source == SourceKind::csv) { // -q -x lists the processes itself
-    StreamSettings apps = gpu_settings;
+    StreamSettings apps = secondary;
     apps.label = "nvidia-smi --query-compute-apps";
     apps.arguments = compute_apps_arguments();
     apps.rerun_every = every;
@@ -149,7 +154,7 @@ void Sampler::start_process_streams(const StreamSettings &gpu_settings) {
 
   // pmon's interval is whole seconds, 1 to 10.
   long seconds = std::clamp<long>((every.count() + 500) / 1000, 1, 10);
-  StreamSettings pmon = gpu_settings;
+  StreamSettings pmon = secondary;
   pmon.label = "nvidia-smi pmon";
   pmon.arguments = {"pmon", "-s", "um", "-d", std::to_string(seconds)};
   pmon.interval = std::chrono::seconds(seconds);
@@ -170,6 +175,14 @@ void Sampler::start_process_streams(const StreamSettings &gpu_settings) {
 }
 
 void Sampler::deliver(Snapshot snapshot) {
+  if (process_settings_) {
+    // Not from within the GPU stream's own handler, which called this.
+    boost::asio::post(context_, [this, settings = std::move(*process_settings_)] {
+      if (!stopped_)
+        start_process_streams(settings);
+    });
+    process_settings_.reset();
+  }
   auto now = steady_clock::now();
   if (apps_.value && now - apps_.at <= apps_fresh_for_)
     attach_compute_apps(snapshot, *apps_.value);

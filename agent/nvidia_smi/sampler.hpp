@@ -84,6 +84,8 @@ private:
     std::optional<T> value;
     std::chrono::steady_clock::time_point at;
   };
+  // The GPU stream's settings until its first sample starts the process streams from them.
+  std::optional<StreamSettings> process_settings_;
   std::unique_ptr<NvidiaSmiStream> apps_stream_, pmon_stream_;
   Latest<std::vector<ComputeApp>> apps_;
   Latest<std::vector<PmonRow>> pmon_;

@@ -1,6 +1,7 @@
 #include "nvidia_smi/source.hpp"
 
 #include "core/exit_codes.hpp"
+#include "core/privilege.hpp"
 #include "nvidia_smi/command_line.hpp"
 
 #include "nvsmi/compute_apps.hpp"
@@ -29,8 +30,8 @@ std::vector<std::string> nvidia_smi_argv(const std::optional<std::string> &optio
   std::string command = "nvidia-smi";
   if (option)
     command = *option;
-  else if (const char *variable = std::getenv("NVIDIA_SMI"); variable && *variable)
-    command = variable;
+  else if (std::optional<std::string> variable = caller_named_variable("NVIDIA_SMI"))
+    command = *variable;
   std::vector<std::string> argv;
   try {
     argv = split_command(command);

@@ -42,6 +42,9 @@ Finding report_user_finding(const UserSummary &user);
 // words; empty when the log has no host CPU reading for that time.
 std::string describe_starved_host_cpus(const GpuSummary &gpu);
 
+// A length of time as the report writes it: "42 s", "30 min 0 s", "2 h 5 min", "3 d 1 h 0 min".
+std::string describe_duration(double seconds);
+
 // The report as text, as one line of JSON ("nvsmi-agent.report/1"), or as a self-contained HTML
 // page with the series drawn in inline SVG.
 std::string format_report_text(const Report &report);

@@ -1,6 +1,9 @@
 // The finding rules, first match wins; README "report" lists them in the same order.
 #include "report/report.hpp"
 
+#include "nvsmi/thresholds.hpp"
+
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -11,8 +14,12 @@ namespace {
 constexpr double starved_finding_percent = 25;
 constexpr double most_of = 0.5; // "most of the time": more than half of it
 constexpr double throttled_finding_percent = 10;
-constexpr std::int64_t hot_celsius = 90;
 constexpr double tight_headroom_percent = 5;
+// Held and idle this much of the time, and working while held less than the next: nothing ran
+// between the waits, so the GPU is idle but held rather than a starved job.
+constexpr double idle_held_finding_percent = 25;
+constexpr double worked_while_held_percent = 10;
+constexpr std::size_t holders_named = 3; // more are "and N more"
 constexpr double idle_finding_percent = 90;
 constexpr double busy_mean_percent = 80;
 constexpr double idle_user_finding_percent = 25;
@@ -33,10 +40,50 @@ std::string hours(double seconds) {
   return printf_string(value < 1 ? "%.2f" : value < 10 ? "%.1f" : "%.0f", value);
 }
 
-// The starved rule, told apart by what the host's CPUs did while the GPU waited.
 Finding warning(std::string text) { return {Severity::warning, std::move(text)}; }
 Finding info(std::string text) { return {Severity::info, std::move(text)}; }
 
+// Whether the GPU sat idle while held, and did (almost) no work while held: no job alternated
+// between work and waiting on it.
+bool idle_but_held(const GpuSummary &gpu) {
+  std::optional<double> idle_held = gpu.idle_held.percent();
+  return idle_held && *idle_held >= idle_held_finding_percent &&
+         100 * gpu.held_working_seconds / gpu.idle_held.known_seconds < worked_while_held_percent;
+}
+
+// "alice", "alice and bob", "alice, bob, carol and 2 more"; "" when no holder is named.
+std::string holder_names(const GpuSummary &gpu) {
+  std::size_t named = std::min(gpu.idle_holders.size(), holders_named);
+  std::string out;
+  for (std::size_t i = 0; i < named; ++i) {
+    bool last = i + 1 == named && named == gpu.idle_holders.size();
+    out += (i == 0 ? "" : last ? " and " : ", ") + user_label(gpu.idle_holders[i].first);
+  }
+  if (gpu.idle_holders_left_out)
+    out += " and more than " + std::to_string(gpu.idle_holders.size() - named) + " others";
+  else if (gpu.idle_holders.size() > named)
+    out += " and " + std::to_string(gpu.idle_holders.size() - named) + " more";
+  return out;
+}
+
+// Who, how long and how much memory: each named only where the log knows it.
+std::string idle_held_finding(const GpuSummary &gpu) {
+  std::string out = "idle but held";
+  std::string names = holder_names(gpu);
+  if (!names.empty())
+    out += " by " + names;
+  out += " for " + describe_duration(gpu.idle_held.seconds) +
+         printf_string(" (%.0f%% of the time)", *gpu.idle_held.percent());
+  if (gpu.idle_held_memory_mean_mib)
+    out += ", holding " + gib(*gpu.idle_held_memory_mean_mib);
+  if (gpu.idle_held_unlisted_seconds > 0)
+    out += names.empty() ? "; the log does not say by whom (no process list)"
+                         : "; by whom is not logged for " +
+                               describe_duration(gpu.idle_held_unlisted_seconds) + " of it";
+  return out + ": nobody else can use it; end the idle job or free the GPU";
+}
+
+// The starved rule, told apart by what the host's CPUs did while the GPU waited.
 std::string starved_finding(const GpuSummary &gpu) {
   double starved = gpu.starved.seconds;
   double percent = *gpu.starved.percent();
@@ -77,6 +124,8 @@ Finding report_finding(const GpuSummary &gpu) {
   auto at_least = [](const TimeShare &share, double percent) {
     return share.percent() && *share.percent() >= percent;
   };
+  if (idle_but_held(gpu))
+    return warning(idle_held_finding(gpu));
   if (at_least(gpu.starved, starved_finding_percent))
     return warning(starved_finding(gpu));
   if (at_least(gpu.power_capped, throttled_finding_percent))
@@ -87,9 +136,11 @@ Finding report_finding(const GpuSummary &gpu) {
     return warning(printf_string("busy in a slow pstate (P3 or lower) %.0f%% of the time: check "
                                  "clocks and thermal throttling",
                                  *gpu.slow_pstate.percent()));
-  if (gpu.temperature_max_c && *gpu.temperature_max_c >= hot_celsius)
-    return {Severity::critical, printf_string("reached %.0f \u00b0C: check cooling",
-                                              static_cast<double>(*gpu.temperature_max_c))};
+  if (gpu.temperature_max_c && *gpu.temperature_max_c >= gpu_thresholds::hot_c)
+    return {*gpu.temperature_max_c >= gpu_thresholds::too_hot_c ? Severity::critical
+                                                                : Severity::warning,
+            printf_string("reached %.0f \u00b0C: check cooling",
+                          static_cast<double>(*gpu.temperature_max_c))};
   if (gpu.memory_peak_mib && gpu.memory_total_mib && *gpu.memory_total_mib > 0) {
     double peak = static_cast<double>(*gpu.memory_peak_mib);
     double total = static_cast<double>(*gpu.memory_total_mib);

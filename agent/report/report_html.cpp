@@ -167,8 +167,9 @@ void gpu_section(std::string &out, const GpuSummary &gpu, std::size_t position,
       "mean " + or_unknown(gpu.utilization_mean, "%.1f%%") + ", median " +
           whole(gpu.utilization_median) + ", p95 " + whole(gpu.utilization_p95) + ", max " +
           whole(gpu.utilization_max));
-  row(out, "idle / starved",
+  row(out, "idle / idle but held / starved",
       or_unknown(gpu.idle.percent(), "%.1f%%") + " / " +
+          or_unknown(gpu.idle_held.percent(), "%.1f%%") + " / " +
           or_unknown(gpu.starved.percent(), "%.1f%%") + " of the time");
   std::string memory = "unknown";
   if (gpu.memory_peak_mib) {

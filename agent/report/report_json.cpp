@@ -51,6 +51,8 @@ Json gpu_json(const GpuSummary &gpu) {
   out["idle_percent"] = rounded(gpu.idle.percent());
   out["starved_percent"] = rounded(gpu.starved.percent());
   out["starved_memory_mean_mib"] = rounded(gpu.starved_memory_mean_mib, 0);
+  out["idle_held_percent"] = rounded(gpu.idle_held.percent());
+  out["idle_held_memory_mean_mib"] = rounded(gpu.idle_held_memory_mean_mib, 0);
   out["memory_mib"] = {{"peak_used", maybe(gpu.memory_peak_mib)},
                        {"total", maybe(gpu.memory_total_mib)},
                        {"peak_used_percent", rounded(peak_percent)},

@@ -100,12 +100,18 @@ void GpuStats::take(const Sample &x) {
         utilization_sum_ += u * d;
         s_.utilization_known_seconds += d;
         s_.idle.known_seconds += d;
-        stretch.idle = u < idle_below_percent;
+        stretch.idle = u < gpu_thresholds::idle_below_percent;
         if (*stretch.idle)
           s_.idle.seconds += d;
         if (x.memory_used) {
           s_.starved.known_seconds += d;
-          if (*x.memory_used >= memory_held_mib && u < starved_below_percent) {
+          s_.idle_held.known_seconds += d;
+          bool held = *x.memory_used >= gpu_thresholds::memory_held_mib;
+          if (held && *stretch.idle)
+            take_idle_held(x, d);
+          else if (held)
+            s_.held_working_seconds += d;
+          if (held && u < gpu_thresholds::starved_below_percent) {
             s_.starved.seconds += d;
             starved_memory_sum_ += static_cast<double>(*x.memory_used) * d;
             if (x.host_cpu) {
@@ -132,13 +138,14 @@ void GpuStats::take(const Sample &x) {
       bool capped = false, slow = false, known = false;
       if (x.power && x.power_limit && *x.power_limit > 0) {
         known = true;
-        capped = *x.power >= power_limit_fraction * *x.power_limit;
+        capped = *x.power >= gpu_thresholds::power_limit_fraction * *x.power_limit;
         s_.power_capped.known_seconds += d;
         s_.power_capped.seconds += capped ? d : 0;
       }
       if (x.pstate && x.utilization) {
         known = true;
-        slow = *x.pstate > slow_pstate_above && *x.utilization >= idle_below_percent;
+        slow = *x.pstate > slow_pstate_above &&
+               static_cast<double>(*x.utilization) >= gpu_thresholds::idle_below_percent;
         s_.slow_pstate.known_seconds += d;
         s_.slow_pstate.seconds += slow ? d : 0;
       }
@@ -175,6 +182,26 @@ void GpuStats::take(const Sample &x) {
       after_gap);
 }
 
+// Who holds it is counted per user, in memory bounded by report_max_users: users past that many
+// are only said to be there.
+void GpuStats::take_idle_held(const Sample &x, double seconds) {
+  s_.idle_held.seconds += seconds;
+  idle_held_memory_sum_ += static_cast<double>(*x.memory_used) * seconds;
+  if (!x.users) {
+    s_.idle_held_unlisted_seconds += seconds;
+    return;
+  }
+  for (const GpuUser &user : *x.users) {
+    auto found = idle_holder_seconds_.find(user.user);
+    if (found != idle_holder_seconds_.end())
+      found->second += seconds;
+    else if (idle_holder_seconds_.size() < report_max_users)
+      idle_holder_seconds_.emplace(user.user, seconds);
+    else
+      s_.idle_holders_left_out = true;
+  }
+}
+
 GpuSummary GpuStats::finish() {
   if (!settled_)
     settle_interval();
@@ -187,6 +214,11 @@ GpuSummary GpuStats::finish() {
   }
   if (s_.starved.seconds > 0)
     out.starved_memory_mean_mib = starved_memory_sum_ / s_.starved.seconds;
+  if (s_.idle_held.seconds > 0)
+    out.idle_held_memory_mean_mib = idle_held_memory_sum_ / s_.idle_held.seconds;
+  out.idle_holders.assign(idle_holder_seconds_.begin(), idle_holder_seconds_.end());
+  std::stable_sort(out.idle_holders.begin(), out.idle_holders.end(),
+                   [](const auto &a, const auto &b) { return a.second > b.second; });
   if (s_.starved_host_known_seconds > 0)
     out.starved_host_cpu_mean = starved_host_cpu_sum_ / s_.starved_host_known_seconds;
   if (s_.power_known_seconds > 0) {

@@ -7,11 +7,14 @@
 #include "report/report_users.hpp"
 
 #include "nvsmi/snapshot.hpp"
+#include "nvsmi/thresholds.hpp"
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace nvsmi {
@@ -28,13 +31,10 @@ struct Sample {
   std::optional<GpuUsers> users; // nullopt: no process list
 };
 
-// The thresholds behind the shares and the findings (README "report").
+// The thresholds behind the shares and the findings (README "report"); those every view shares
+// (idle, starved, held, power limit, hot) are nvsmi/thresholds.hpp's.
 namespace report_rules {
-constexpr int idle_below_percent = 5;
-constexpr int starved_below_percent = 30;
-constexpr std::int64_t memory_held_mib = 1024; // a job is there
 constexpr double gap_intervals = 3;            // a longer stretch without samples is a gap
-constexpr double power_limit_fraction = 0.98;  // a capped GPU hovers just under its limit
 constexpr int slow_pstate_above = 2;           // P3..P15 while busy
 constexpr std::size_t interval_samples = 33;   // the interval is the median of their spacing
 constexpr double host_busy_percent = 90;       // the host's CPUs busy enough to starve a GPU
@@ -63,8 +63,18 @@ struct GpuSummary {
   std::optional<int> utilization_median, utilization_p95;
   Reading utilization_max;
   double utilization_known_seconds = 0;
-  TimeShare idle, starved;
-  std::optional<double> starved_memory_mean_mib; // memory held while starved
+  // starved: held (gpu_thresholds::memory_held_mib or more used: a job is there) and waiting
+  // (utilization under gpu_thresholds::starved_below_percent); idle_held: held and idle (under
+  // gpu_thresholds::idle_below_percent). Both known where utilization and memory are.
+  TimeShare idle, starved, idle_held;
+  std::optional<double> starved_memory_mean_mib;   // memory held while starved
+  std::optional<double> idle_held_memory_mean_mib; // memory held while idle
+  double held_working_seconds = 0;                 // held and not idle: the job worked
+  // Who held it while it was idle, most seconds first (a user the log does not name: nullopt),
+  // and the idle-held seconds whose sample had no process list (who is not in the log).
+  std::vector<std::pair<Text, double>> idle_holders;
+  bool idle_holders_left_out = false; // more users than report_max_users held it
+  double idle_held_unlisted_seconds = 0;
   // Of the starved time: the seconds with a host CPU reading, with the host's CPUs at least 90 %
   // busy, and under 50 % busy; and their mean busy percentage (nullopt without readings).
   double starved_host_known_seconds = 0, starved_host_busy_seconds = 0,
@@ -101,6 +111,7 @@ public:
 private:
   void settle_interval();
   void take(const Sample &sample);
+  void take_idle_held(const Sample &sample, double seconds);
 
   GpuSummary s_;
   UserLedger &ledger_;
@@ -112,7 +123,9 @@ private:
   double previous_time_ = 0;
   std::array<double, 101> utilization_seconds_{};
   double utilization_sum_ = 0, power_joules_ = 0, temperature_sum_ = 0,
-         temperature_known_seconds_ = 0, starved_memory_sum_ = 0, starved_host_cpu_sum_ = 0;
+         temperature_known_seconds_ = 0, starved_memory_sum_ = 0, starved_host_cpu_sum_ = 0,
+         idle_held_memory_sum_ = 0;
+  std::map<Text, double> idle_holder_seconds_; // at most report_max_users users
 };
 
 } // namespace nvsmi

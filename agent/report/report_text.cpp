@@ -1,6 +1,7 @@
 // `report --format text`: what a person reads in a terminal.
 #include "report/report.hpp"
 
+#include "nvsmi/thresholds.hpp"
 #include "nvsmi/timestamp.hpp"
 #include "nvsmi/utf8.hpp"
 
@@ -15,19 +16,6 @@ std::string printf_string(const char *format, double value) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, format, value);
   return buffer;
-}
-
-std::string duration(double seconds) {
-  if (seconds < 60)
-    return printf_string("%.4g s", seconds);
-  auto whole = static_cast<std::int64_t>(std::llround(seconds));
-  std::int64_t days = whole / 86400, hours = whole / 3600 % 24, minutes = whole / 60 % 60;
-  if (days > 0)
-    return std::to_string(days) + " d " + std::to_string(hours) + " h " + std::to_string(minutes) +
-           " min";
-  if (hours > 0)
-    return std::to_string(hours) + " h " + std::to_string(minutes) + " min";
-  return std::to_string(minutes) + " min " + std::to_string(whole % 60) + " s";
 }
 
 std::string percent(std::optional<double> value) {
@@ -88,16 +76,16 @@ void gpu_section(std::string &out, const GpuSummary &gpu) {
   out += '\n';
 
   line(out, "time", to_iso8601(gpu.first) + " to " + to_iso8601(gpu.last));
-  std::string coverage =
-      duration(gpu.covered_seconds) + " covered by " + std::to_string(gpu.samples) + " samples";
+  std::string coverage = describe_duration(gpu.covered_seconds) + " covered by " +
+                         std::to_string(gpu.samples) + " samples";
   if (gpu.interval)
-    coverage += ", every " + duration(*gpu.interval);
+    coverage += ", every " + describe_duration(*gpu.interval);
   if (gpu.gaps == 0)
     coverage += "; no gaps";
   else
     coverage += "; " + std::to_string(gpu.gaps) + (gpu.gaps == 1 ? " gap" : " gaps") + " (" +
-                duration(gpu.gap_seconds) + ", longest " + duration(gpu.longest_gap_seconds) +
-                ") not counted";
+                describe_duration(gpu.gap_seconds) + ", longest " +
+                describe_duration(gpu.longest_gap_seconds) + ") not counted";
   line(out, "", coverage);
 
   line(out, "utilization",
@@ -106,9 +94,10 @@ void gpu_section(std::string &out, const GpuSummary &gpu) {
            ", max " + whole_percent(gpu.utilization_max));
   std::string starved = "starved " + share(gpu.starved);
   if (gpu.starved_memory_mean_mib)
-    starved +=
-        printf_string(" (holding %.0f MiB on average, under 30%%)", *gpu.starved_memory_mean_mib);
-  line(out, "", "idle " + share(gpu.idle) + ", " + starved);
+    starved += printf_string(" (holding %.0f MiB on average, ", *gpu.starved_memory_mean_mib) +
+               printf_string("under %.0f%%)", gpu_thresholds::starved_below_percent);
+  line(out, "",
+       "idle " + share(gpu.idle) + ", idle but held " + share(gpu.idle_held) + ", " + starved);
 
   if (gpu.memory_peak_mib) {
     std::string memory = "peak " + std::to_string(*gpu.memory_peak_mib) + " MiB";
@@ -192,6 +181,19 @@ void users_section(std::string &out, const UserLedgerSummary &ledger) {
 }
 
 } // namespace
+
+std::string describe_duration(double seconds) {
+  if (seconds < 60)
+    return printf_string("%.4g s", seconds);
+  auto whole = static_cast<std::int64_t>(std::llround(seconds));
+  std::int64_t days = whole / 86400, hours = whole / 3600 % 24, minutes = whole / 60 % 60;
+  if (days > 0)
+    return std::to_string(days) + " d " + std::to_string(hours) + " h " + std::to_string(minutes) +
+           " min";
+  if (hours > 0)
+    return std::to_string(hours) + " h " + std::to_string(minutes) + " min";
+  return std::to_string(minutes) + " min " + std::to_string(whole % 60) + " s";
+}
 
 std::string format_report_text(const Report &report) {
   std::string out = "files: ";

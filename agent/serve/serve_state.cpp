@@ -134,6 +134,10 @@ HttpResponse ServeState::answer(std::string_view path, std::string_view query, c
     return asset("text/javascript; charset=utf-8", dygraph_script());
   if (path == "/assets/dygraph.min.css")
     return asset("text/css; charset=utf-8", dygraph_style());
+  if (path == "/api/v1/thresholds") {
+    static const std::shared_ptr<const std::string> table = shared(format_thresholds_json());
+    return {200, json_type, table, {}, {}};
+  }
   if (path == "/api/v1/series") {
     // Stale data stays on the charts under the page's banner: only no sample at all is a 503.
     if (!latest_)

@@ -89,6 +89,11 @@ void TopView::resize() {
   winsize size{};
   if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_row > 0 && size.ws_col > 0)
     ::resize_term(size.ws_row, size.ws_col);
+  // The terminal kept what it could of the old screen, where it chose: a terminal that shrinks
+  // keeps the rows by the cursor (the bottom ones), while ncurses believes the top ones are left.
+  // Sending only the cells that differ from that belief would leave a broken screen for good:
+  // the next frame clears and paints all of it.
+  ::clearok(curscr, TRUE);
 }
 
 void TopView::draw(const std::vector<ScreenLine> &screen) {

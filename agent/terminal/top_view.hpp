@@ -39,7 +39,8 @@ public:
   // Whether the locale is UTF-8 (block characters can be drawn).
   bool unicode() const { return unicode_; }
   ScreenSize size() const;
-  // Takes the terminal's new size (after SIGWINCH) from the kernel.
+  // Takes the terminal's new size (after SIGWINCH) from the kernel; the next draw paints the
+  // whole screen.
   void resize();
   // Paints `screen`; ncurses sends the terminal only the cells that differ from the last frame.
   void draw(const std::vector<ScreenLine> &screen);

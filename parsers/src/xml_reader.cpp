@@ -321,8 +321,28 @@ Gpu read_gpu(const Element &gpu, int index) {
   return out;
 }
 
+// Hands every value at or under an element (its own, and each descendant's) to the evidence.
+// pugixml's walk is a loop, not a recursion: a document nested a million deep costs no stack.
+class ValueWalker : public pugi::xml_tree_walker {
+public:
+  explicit ValueWalker(detail::LostEvidence &evidence) : evidence_(evidence) {}
+  bool begin(pugi::xml_node &node) override { return for_each(node); }
+  bool for_each(pugi::xml_node &node) override {
+    if (node.type() == pugi::node_element)
+      evidence_.reading(node.child_value());
+    return true;
+  }
+
+private:
+  detail::LostEvidence &evidence_;
+};
+
 // Whether nvidia-smi says in this <gpu>'s readings that the GPU itself is gone; kept apart from
-// read_gpu, which reads each value for what it is.
+// read_gpu, which reads each value for what it is. Like the CSV reader, which looks at every
+// column it asked for, "GPU is lost" in any reading the reader knows marks the GPU: every value
+// under the children read_gpu reads (so that both parse modes agree), but never a process's:
+// its name is whatever its owner chose, and an unprivileged user's process called
+// "[GPU is lost]" must not take a GPU out of service.
 Text lost_reason(const Element &gpu) {
   detail::LostEvidence evidence;
   for (const char *name : {"product_name", "uuid"})
@@ -332,11 +352,12 @@ Text lost_reason(const Element &gpu) {
     evidence.core_reading(gpu.child("fb_memory_usage").raw(name));
   for (const char *name : {"gpu_util", "memory_util"})
     evidence.core_reading(gpu.child("utilization").raw(name));
-  for (const char *name : {"performance_state", "fan_speed"})
-    evidence.reading(gpu.raw(name));
-  for (const char *block : {"gpu_power_readings", "power_readings", "clocks"})
-    for (pugi::xml_node reading : gpu.node().child(block).children())
-      evidence.reading(reading.child_value());
+  for (pugi::xml_node child : gpu.node().children())
+    if (child.type() == pugi::node_element && read_by_read_gpu(child.name()) &&
+        std::strcmp(child.name(), "processes") != 0) {
+      ValueWalker walker(evidence);
+      child.traverse(walker);
+    }
   return evidence.reason();
 }
 

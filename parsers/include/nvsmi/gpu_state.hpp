@@ -3,6 +3,7 @@
 #pragma once
 
 #include "nvsmi/snapshot.hpp"
+#include "nvsmi/thresholds.hpp"
 
 #include <optional>
 #include <string>
@@ -22,10 +23,11 @@ enum class GpuState {
   unknown,        // neither utilization nor processes known
 };
 
+// The table's (nvsmi/thresholds.hpp); only `pick` changes one (its --max-utilization).
 struct GpuStateThresholds {
-  double idle_below_percent = 5; // utilization under this is idle
-  std::int64_t hot_at_c = 85;    // H100/A100 slow down from about 87 C
-  double power_limit_fraction = 0.95;
+  double idle_below_percent = gpu_thresholds::idle_below_percent;
+  std::int64_t hot_at_c = gpu_thresholds::hot_c;
+  double power_limit_fraction = gpu_thresholds::power_limit_fraction;
 };
 
 // Most serious first: lost, failing, hot, at power limit, idle but held, in use, idle, free,
