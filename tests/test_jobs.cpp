@@ -1,4 +1,6 @@
+#include "claims_support.hpp"
 #include "core/exit_codes.hpp"
+#include "files/file_lock.hpp"
 #include "jobs/gpu_choice.hpp"
 #include "jobs/gpu_claims.hpp"
 #include "nvsmi/xml_reader.hpp"
@@ -9,6 +11,7 @@
 
 #include <csignal>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 using namespace nvsmi;
@@ -135,4 +138,79 @@ TEST_CASE("jobs: every GPU is offered or has its reason, in the sample's order")
   REQUIRE(judge_gpus(mig, {}).size() == 1);
   CHECK(judge_gpus(mig, {})[0].reason == "GPU 0 has MIG on");
   CHECK(free_gpus(mig, {}).empty());
+}
+
+TEST_CASE("jobs: a lock in /proc/locks is a file's only where both device and inode match") {
+  const std::string locks = "1: FLOCK  ADVISORY  WRITE 4242 08:01:1311766 0 EOF\n"
+                            "2: FLOCK  ADVISORY  READ  5151 08:01:1311766 0 EOF\n"
+                            "2: -> FLOCK  ADVISORY  WRITE 6161 08:01:1311766 0 EOF\n"
+                            "3: FLOCK  ADVISORY  WRITE 7373 00:2a:1311766 0 EOF\n"
+                            "4: POSIX  ADVISORY  WRITE 8484 08:01:1311766 0 EOF\n"
+                            "5: FLOCK  ADVISORY  WRITE 0 08:01:1311766 0 EOF\n";
+  std::vector<Flock> here = flocks_in(locks, makedev(8, 1), 1311766);
+  REQUIRE(here.size() == 3); // the waiter and the POSIX lock left out
+  CHECK((here[0].pid == 4242 && here[0].exclusive));
+  CHECK((here[1].pid == 5151 && !here[1].exclusive));
+  CHECK((here[2].pid == 0 && here[2].exclusive)); // a holder the kernel does not name
+  // The same inode number on another file system (device 0:42) is another file.
+  std::vector<Flock> elsewhere = flocks_in(locks, makedev(0, 0x2a), 1311766);
+  REQUIRE(elsewhere.size() == 1);
+  CHECK(elsewhere[0].pid == 7373);
+  CHECK(flocks_in(locks, makedev(0, 0x2b), 1311766).empty());
+}
+
+TEST_CASE("jobs: a UUID listed twice is one GPU, offered once and only when free both times") {
+  Snapshot twice = states();
+  twice.gpus[7].uuid = twice.gpus[0].uuid;
+  CHECK(indices(free_gpus(twice, {})) == std::vector<int>{0, 4});
+  CHECK(judge_gpus(twice, {})[7].reason == "GPU 7 is GPU 0 listed again (same UUID)");
+  twice.gpus[4].uuid = twice.gpus[1].uuid; // GPU 1, in use, listed again as free GPU 4
+  CHECK(indices(free_gpus(twice, {})) == std::vector<int>{0});
+  twice.gpus[1].uuid = twice.gpus[0].uuid; // free GPU 0 listed again in use; GPU 4 alone again
+  CHECK(indices(free_gpus(twice, {})) == std::vector<int>{4});
+  CHECK(judge_gpus(twice, {})[0].reason == "GPU 1 in use (10% >= 5%)");
+}
+
+TEST_CASE("jobs: the shipped tmpfiles.d line makes the claims folder root's and sticky") {
+  if (!test::installed("systemd-tmpfiles")) {
+    WARN("skipped: no systemd-tmpfiles (apt-get install systemd)");
+    return;
+  }
+  std::string root = test::temporary_folder();
+  test::Run made = test::run_shell("systemd-tmpfiles --create --root=" + test::quote(root) + " " +
+                                   SCRIPTS_DIR "/../deploy/tmpfiles.d/nvsmi-agent.conf");
+  INFO(made.err);
+  REQUIRE(made.exit_code == 0);
+  std::string folder = root + "/run/lock/nvsmi-agent";
+  struct stat info {};
+  REQUIRE(::stat(folder.c_str(), &info) == 0);
+  CHECK(S_ISDIR(info.st_mode));
+  CHECK((info.st_mode & 07777) == 01777);
+  CHECK(info.st_uid == 0);
+  CHECK(info.st_gid == 0);
+  CHECK(GpuClaim::try_take(folder, "GPU-00000000-0000-0000-0000-000000000003"));
+  CHECK(claims_folder(std::nullopt) == "/run/lock/nvsmi-agent"); // the folder it makes
+}
+
+TEST_CASE("jobs: a claims folder of the caller's own is accepted; made by a user, it is private") {
+  if (!test::can_be_nobody())
+    return;
+  std::string parent = test::temporary_folder();
+  REQUIRE(::chmod(parent.c_str(), 0777) == 0);
+  std::string folder = parent + "/nobodys";
+  test::Run run = test::run_shell(test::as_nobody + AGENT_BIN + " run --nvidia-smi " +
+                                  SCRIPTS_DIR "/fake-nvidia-smi --lock-dir " + test::quote(folder) +
+                                  " --report " + test::quote(parent + "/report") + " -- true");
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  struct stat info {};
+  REQUIRE(::stat(folder.c_str(), &info) == 0);
+  CHECK(info.st_uid == 65534);
+  CHECK((info.st_mode & 07777) == 0700);
+  REQUIRE(::stat((folder + "/GPU-00000000-0000-0000-0000-000000000000.65534.lock").c_str(),
+                 &info) == 0);
+  CHECK((info.st_mode & 0777) == 0644);
+  // Root's own is not nobody's: refused by root.
+  CHECK_THROWS_WITH(GpuClaim::try_take(folder, "GPU-00000000-0000-0000-0000-000000000000"),
+                    Catch::Contains("belongs to uid 65534, neither root nor you"));
 }

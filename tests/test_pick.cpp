@@ -1,5 +1,6 @@
 // `pick` through the built agent: the free GPUs of the states fixture (0, 7, 4 best first), the
 // claims `run` holds, --wait, and the shell that evals its output.
+#include "claims_support.hpp"
 #include "jobs/gpu_claims.hpp"
 #include "process_support.hpp"
 #include "support.hpp"
@@ -9,6 +10,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <sys/stat.h>
 #include <thread>
 
 using test::quote;
@@ -225,6 +227,119 @@ TEST_CASE("pick: the README's session is what the agent prints") {
   }
   Run run = test::run_shell("exec 2>&1\n" + script);
   CHECK(run.out == printed);
+}
+
+// An attacker's hand in the claims folder: they are a local user who can plant files in the
+// shared folder, make folders of their own, and run in a container of their own.
+
+TEST_CASE("pick: a FIFO, a symlink or a folder at a claim's path is never offered, said once, "
+          "and blocks nothing") {
+  std::string folder = test::temporary_folder();
+  REQUIRE(::mkfifo((folder + "/" + gpu0 + ".lock").c_str(), 0666) == 0); // opened, it would block
+  REQUIRE(::symlink("/etc/passwd", (folder + "/" + gpu7 + ".lock").c_str()) == 0);
+  Run one = test::run_shell("timeout 30 " + agent() + " pick --fixture " + states + " --lock-dir " +
+                            quote(folder));
+  INFO("stderr: " << one.err);
+  CHECK(one.exit_code == 0);
+  CHECK(one.out == "4\n");
+  CHECK_THAT(one.err, Catch::Contains(gpu0 + ".lock is a FIFO: its GPU is not offered"));
+  CHECK_THAT(one.err, Catch::Contains(gpu7 + ".lock is a symbolic link"));
+  // Under --wait, every sample finds them: each is said once, and the wait ends on time.
+  Run waited = test::run_shell("timeout 30 " + agent() + " pick 2 --wait 1 --interval 0.1 " +
+                               "--fixture " + states + " --lock-dir " + quote(folder));
+  INFO("stderr: " << waited.err);
+  CHECK(waited.exit_code == 10);
+  CHECK(test::lines_of(waited.err).size() == 3);
+  CHECK_THAT(waited.err, Catch::Contains("GPU 0 claim unusable"));
+  // Another user's claim file name is a claim's path too.
+  REQUIRE(::mkdir((folder + "/" + gpu4 + ".1000.lock").c_str(), 0755) == 0);
+  Run none = pick(folder, "");
+  CHECK(none.exit_code == 9);
+  CHECK_THAT(none.err, Catch::Contains(gpu4 + ".1000.lock is a folder"));
+  CHECK_THAT(none.err, Catch::Contains("0 of 1 GPUs free: "));
+}
+
+TEST_CASE("pick: a claims folder another user owns, or anyone may empty, is refused (exit 7)") {
+  std::string parent = test::temporary_folder();
+  std::string theirs = parent + "/theirs", open = parent + "/open", shared = parent + "/shared";
+  for (const std::string &folder : {theirs, open, shared})
+    REQUIRE(::mkdir(folder.c_str(), 0755) == 0);
+  REQUIRE(::chown(theirs.c_str(), 65534, 65534) == 0);
+  REQUIRE(::chmod(open.c_str(), 0777) == 0);
+  REQUIRE(::chmod(shared.c_str(), 01777) == 0);
+  check_not_enough(pick(theirs, ""), 7,
+                   "refusing the claims folder " + theirs +
+                       ": it belongs to uid 65534, neither "
+                       "root nor you");
+  check_not_enough(pick(open, ""), 7,
+                   "refusing the claims folder " + open +
+                       ": it is writable by others without the sticky bit");
+  CHECK(pick(shared, "").out == "0\n");
+  // A run that would claim there is refused too, and starts nothing.
+  Run run = test::run_shell(agent() + " run --nvidia-smi " + fake() + " --lock-dir " +
+                            quote(theirs) + " -- touch " + quote(parent + "/ran"));
+  CHECK(run.exit_code == 7);
+  CHECK_THAT(run.err, Catch::Contains("refusing the claims folder"));
+  CHECK_FALSE(::access((parent + "/ran").c_str(), F_OK) == 0);
+}
+
+TEST_CASE("pick: a lock on another file system's file with the same inode number claims nothing") {
+  if (!test::can_unshare("--mount"))
+    return;
+  // Two fresh tmpfs number their first files alike: a lock on one's, a claim file in the other.
+  std::string folder = test::temporary_folder();
+  std::string elsewhere = quote(folder + "/elsewhere"), claims = quote(folder + "/claims");
+  Run run = test::run_shell("mkdir " + elsewhere + " " + claims + " && unshare --mount sh -c '" +
+                            "mount -t tmpfs none \"$1\" && mount -t tmpfs none \"$2\" || exit 77; "
+                            ": >\"$1/x\"; : >\"$2/" +
+                            gpu0 +
+                            ".lock\"; "
+                            "[ \"$(stat -c %i \"$1/x\")\" = \"$(stat -c %i \"$2/" +
+                            gpu0 +
+                            ".lock\")\" ] || exit 77; "
+                            "exec 9<\"$1/x\" && flock -n 9 && exec " +
+                            agent() + " pick --fixture " + states + " --lock-dir \"$2\"' sh " +
+                            elsewhere + " " + claims);
+  if (run.exit_code == 77) {
+    WARN("skipped: no two tmpfs with the same inode numbers here");
+    return;
+  }
+  INFO("stderr: " << run.err);
+  CHECK(run.exit_code == 0);
+  CHECK(run.out == "0\n");
+}
+
+TEST_CASE("pick in a PID namespace of its own says a claim held outside it is unknown, not free") {
+  if (!test::can_unshare("--pid --fork --mount-proc"))
+    return;
+  std::string folder = test::temporary_folder();
+  ClaimHolder holder(folder, gpu0); // a run on the host: /proc/locks in the namespace hides it
+  std::string contained = "unshare --pid --fork --mount-proc " + agent() + " pick --fixture " +
+                          states + " --lock-dir " + quote(folder);
+  Run one = test::run_shell(contained);
+  INFO("stderr: " << one.err);
+  CHECK(one.exit_code == 0);
+  CHECK(one.out == "7\n");
+  Run three = test::run_shell(contained + " 3");
+  check_not_enough(three, 9,
+                   "2 of 3 GPUs free: GPU 0 claim unknown (held by a process not "
+                   "visible here)");
+}
+
+TEST_CASE("pick: a GPU that nvidia-smi lists twice is one GPU") {
+  std::string folder = test::temporary_folder();
+  std::string twice = folder + "/twice.xml";
+  // GPU 7 carries GPU 0's UUID.
+  REQUIRE(test::run_shell("sed 's/" + gpu7 + "/" + gpu0 + "/' " + states + " >" + quote(twice))
+              .exit_code == 0);
+  auto pick_twice = [&](const std::string &arguments) {
+    return test::run_agent("pick --fixture " + quote(twice) + " --lock-dir " + quote(folder) + " " +
+                           arguments);
+  };
+  CHECK(pick_twice("2").out == "0,4\n");
+  CHECK(pick_twice("2 --uuid").out == gpu0 + "," + gpu4 + "\n");
+  check_not_enough(pick_twice("3"), 9, "2 of 3 GPUs free: ");
+  CHECK_THAT(pick_twice("3").err, Catch::Contains("GPU 7 is GPU 0 listed again (same UUID)"));
 }
 
 TEST_CASE("pick: --interval nan and --wait inf are refused at once, exit 2, not a wait forever") {

@@ -2,6 +2,7 @@
 // exit code passed through, signals forwarded, claims that keep concurrent runs on different GPUs
 // and die with their holder, the job's GPU processes told from a stranger's, and the end-of-run
 // report's figures.
+#include "claims_support.hpp"
 #include "process_support.hpp"
 #include "support.hpp"
 #include "tmux_session.hpp"
@@ -16,6 +17,7 @@
 #include <memory>
 #include <set>
 #include <sstream>
+#include <sys/stat.h>
 
 using test::Background;
 using test::quote;
@@ -275,6 +277,119 @@ TEST_CASE("run --format json adds the job to report's JSON") {
   CHECK(document["job"]["gpus"][0]["uuid"] == gpu0);
   CHECK(document["job"]["gpus"][0]["peak_job_memory_mib"].is_null());
   CHECK(document["job"]["gpus"][0]["batch_growth_estimate"].is_null());
+}
+
+// Claims against a local user who attacks them: the shared folder as the package ships it, and
+// the user `nobody` running jobs there too and planting and removing what they can.
+namespace {
+
+// A folder `nobody` may write its reports in.
+std::string nobodys_folder(const std::string &claims) {
+  std::string folder = claims + "/../nobody";
+  REQUIRE(::mkdir(folder.c_str(), 0700) == 0);
+  REQUIRE(::chown(folder.c_str(), 65534, 65534) == 0);
+  return folder;
+}
+
+// `run --gpu-ids 0 -- true` with claims in `claims`, as `user` ("" for root).
+test::Run run_on_gpu0(const std::string &claims, const std::string &user,
+                      const std::string &report) {
+  return run_shell(user +
+                   run_command(claims, "--gpu-ids 0 --report " + quote(report) + " -- true"));
+}
+
+} // namespace
+
+TEST_CASE("run: another user who removes every claim file of theirs frees no GPU a run holds") {
+  if (!test::can_be_nobody())
+    return;
+  std::string claims = test::shared_claims_folder(), theirs = nobodys_folder(claims);
+  // nobody ran on GPU 0 first, so a claim file of theirs is there.
+  REQUIRE(run_on_gpu0(claims, test::as_nobody, theirs + "/report").exit_code == 0);
+  std::string folder = test::temporary_folder();
+  KillAtEnd job{folder + "/job.pid"};
+  Background holder("exec " +
+                    run_command(claims, "--gpu-ids 0 --report " + quote(folder + "/report") +
+                                            " -- sh -c 'echo $$ >" + job.pid_file +
+                                            "; exec sleep 300'"));
+  REQUIRE(test::wait_until([&] { return test::pid_in_file(job.pid_file) > 0; }));
+  // All the sticky folder lets them remove.
+  REQUIRE(
+      run_shell(test::as_nobody + "find " + quote(claims) + " -user nobody -delete").exit_code ==
+      0);
+  test::Run root = run_on_gpu0(claims, "", folder + "/again");
+  INFO("stderr: " << root.err);
+  CHECK(root.exit_code == 9);
+  CHECK_THAT(root.err,
+             Catch::Contains("GPU 0 is claimed by process " + std::to_string(holder.pid())));
+  CHECK(run_on_gpu0(claims, test::as_nobody, theirs + "/report").exit_code == 9);
+  ::kill(holder.pid(), SIGKILL);
+  CHECK(holder.wait() == 137);
+  CHECK(run_on_gpu0(claims, "", folder + "/free").exit_code == 0);
+}
+
+TEST_CASE("run: under fs.protected_regular=2, another user's run on a GPU leaves it to the next") {
+  if (!test::can_be_nobody())
+    return;
+  test::ProtectedRegular protected_regular;
+  if (!protected_regular.set())
+    return;
+  std::string claims = test::shared_claims_folder(), theirs = nobodys_folder(claims);
+  std::string folder = test::temporary_folder();
+  REQUIRE(run_on_gpu0(claims, test::as_nobody, theirs + "/report").exit_code == 0);
+  test::Run root = run_on_gpu0(claims, "", folder + "/report");
+  INFO("stderr: " << root.err);
+  CHECK(root.exit_code == 0);
+  CHECK(run_on_gpu0(claims, test::as_nobody, theirs + "/report").exit_code == 0);
+  CHECK(run_on_gpu0(claims, "", folder + "/report").exit_code == 0);
+}
+
+TEST_CASE("run: a FIFO or a symlink at a claim's path: run takes another GPU, never blocks") {
+  std::string folder = test::temporary_folder(), locks = folder + "/locks";
+  REQUIRE(::mkdir(locks.c_str(), 0700) == 0);
+  REQUIRE(::mkfifo((locks + "/" + gpu0 + ".lock").c_str(), 0666) == 0);
+  const std::string gpu7 = "GPU-00000000-0000-0000-0000-000000000007";
+  REQUIRE(::symlink("/etc/passwd", (locks + "/" + gpu7 + ".lock").c_str()) == 0);
+  std::string states =
+      "FAKE_NVSMI_XML=" + quote(test::fixture_path("xml/h100-8gpu-states-v12.xml"));
+  std::string report = " --report " + quote(folder + "/report");
+  test::Run free = run_shell("timeout -s KILL 60 env " + states + " " +
+                             run_command(locks, "--source xml --gpus 1" + report +
+                                                    " -- sh -c 'echo $CUDA_VISIBLE_DEVICES'"));
+  INFO("stderr: " << free.err);
+  CHECK(free.exit_code == 0);
+  CHECK(free.out == "4\n"); // GPUs 0 and 7 are free but cannot be claimed
+  for (const char *gpu : {"0", "7"}) {
+    test::Run named =
+        run_shell("timeout -s KILL 60 " +
+                  run_command(locks, std::string("--gpu-ids ") + gpu + report + " -- true"));
+    INFO("stderr: " << named.err);
+    CHECK(named.exit_code == 9);
+    CHECK_THAT(named.err, Catch::Contains("GPU " + std::string(gpu) + " cannot be claimed"));
+  }
+}
+
+TEST_CASE("run: a file another user plants under root's claim name is not root's to claim") {
+  if (!test::can_be_nobody())
+    return;
+  std::string claims = test::shared_claims_folder(), folder = test::temporary_folder();
+  // Its owner could remove it under root's lock: root never locks it.
+  REQUIRE(run_shell(test::as_nobody + "touch " + quote(claims + "/" + gpu0 + ".lock")).exit_code ==
+          0);
+  test::Run named = run_on_gpu0(claims, "", folder + "/report");
+  INFO("stderr: " << named.err);
+  CHECK(named.exit_code == 9);
+  CHECK_THAT(named.err, Catch::Contains(gpu0 + ".lock belongs to uid 65534, not to you"));
+  CHECK_THAT(named.err, Catch::Contains("GPU 0 cannot be claimed"));
+  test::Run other = run_shell(
+      "FAKE_NVSMI_XML=" + quote(test::fixture_path("xml/h100-8gpu-states-v12.xml")) + " " +
+      run_command(claims, "--source xml --gpus 1 --report " + quote(folder + "/report") +
+                              " -- sh -c 'echo $CUDA_VISIBLE_DEVICES'"));
+  INFO("stderr: " << other.err);
+  CHECK(other.exit_code == 0);
+  CHECK(other.out == "7\n"); // GPU 0, the best, is not offered to root
+  // nobody's own runs are not hindered by it.
+  CHECK(run_on_gpu0(claims, test::as_nobody, nobodys_folder(claims) + "/report").exit_code == 0);
 }
 
 // Issue 23, item 6: `--gpu-ids` took the `--` as the end of its list, and the job's own `-c` was

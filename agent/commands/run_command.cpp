@@ -208,8 +208,15 @@ private:
     if (!decisive)
       return;
     std::vector<JobGpu> gpus;
-    std::string shortage =
-        options_.gpu_ids.empty() ? claim_free(snapshot, gpus) : claim_named(snapshot, gpus);
+    std::string shortage;
+    try { // a refused claims folder: fail as any failure before the job, sampler stopped
+      shortage =
+          options_.gpu_ids.empty() ? claim_free(snapshot, gpus) : claim_named(snapshot, gpus);
+    } catch (const AgentError &error) {
+      claims_.clear();
+      fail(error.code(), error.what());
+      return;
+    }
     if (phase_ != Phase::choosing)
       return; // claim_named found a name that is no GPU
     if (!shortage.empty()) {
@@ -253,10 +260,11 @@ private:
         continue;
       std::optional<GpuClaim> claim = GpuClaim::try_take(folder_, *gpu->uuid);
       if (!claim) {
-        std::optional<pid_t> holder = claim_holder(folder_, *gpu->uuid);
-        return "GPU " + std::to_string(gpu->index) + " is claimed" +
-               (holder ? " by process " + std::to_string(*holder) : std::string()) + " (" +
-               folder_ + ")";
+        ClaimState state = claim_state(folder_, *gpu->uuid);
+        return "GPU " + std::to_string(gpu->index) +
+               (state.kind == ClaimState::unusable ? " cannot be claimed" : " is claimed") +
+               (state.holder ? " by process " + std::to_string(*state.holder) : std::string()) +
+               " (" + folder_ + ")";
       }
       claims_.push_back(std::move(*claim));
       gpus.push_back({gpu->index, *gpu->uuid});

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -41,32 +42,42 @@ void lock_exclusively(int fd, const std::string &path, const std::string &what) 
                                 "; two writers would corrupt it");
 }
 
-std::optional<pid_t> flock_holder(int fd) {
-  struct stat info {};
-  if (::fstat(fd, &info) != 0)
-    return std::nullopt;
+std::vector<Flock> flocks_in(const std::string &proc_locks, dev_t device, ino_t inode) {
   // Lines like "3: FLOCK  ADVISORY  WRITE 4242 08:01:1311766 0 EOF"; a waiter's has "->" after
-  // the number. The device is MAJOR:MINOR in hex. Some file systems (btrfs) show another device
-  // than stat does, so an inode alone is taken when no line matches both.
-  std::ifstream locks("/proc/locks");
-  std::optional<pid_t> same_inode;
+  // the number. The device is MAJOR:MINOR in hex.
+  std::vector<Flock> found;
+  std::istringstream locks(proc_locks);
   for (std::string line; std::getline(locks, line);) {
     std::istringstream words(line);
     std::string number, kind, mode, access, file;
     long pid = 0;
-    if (!(words >> number >> kind >> mode >> access >> pid >> file) || kind != "FLOCK" ||
-        access != "WRITE" || pid <= 0)
+    if (!(words >> number >> kind >> mode >> access >> pid >> file) || kind != "FLOCK" || pid < 0)
       continue;
     unsigned major_number = 0, minor_number = 0;
-    unsigned long long inode = 0;
-    if (std::sscanf(file.c_str(), "%x:%x:%llu", &major_number, &minor_number, &inode) != 3 ||
-        inode != static_cast<unsigned long long>(info.st_ino) || pid == ::getpid())
+    unsigned long long file_inode = 0;
+    if (std::sscanf(file.c_str(), "%x:%x:%llu", &major_number, &minor_number, &file_inode) != 3 ||
+        file_inode != static_cast<unsigned long long>(inode) || major_number != major(device) ||
+        minor_number != minor(device))
       continue;
-    if (major_number == major(info.st_dev) && minor_number == minor(info.st_dev))
-      return static_cast<pid_t>(pid);
-    same_inode = static_cast<pid_t>(pid);
+    found.push_back({static_cast<pid_t>(pid), access == "WRITE"});
   }
-  return same_inode;
+  return found;
+}
+
+std::vector<Flock> flocks_on(int fd) {
+  struct stat info {};
+  if (::fstat(fd, &info) != 0)
+    return {};
+  std::ifstream locks("/proc/locks");
+  std::string text((std::istreambuf_iterator<char>(locks)), std::istreambuf_iterator<char>());
+  return flocks_in(text, info.st_dev, info.st_ino);
+}
+
+std::optional<pid_t> flock_holder(int fd) {
+  for (const Flock &lock : flocks_on(fd))
+    if (lock.exclusive && lock.pid > 0 && lock.pid != ::getpid())
+      return lock.pid;
+  return std::nullopt;
 }
 
 } // namespace nvsmi

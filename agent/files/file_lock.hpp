@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 #include <sys/types.h>
+#include <vector>
 
 namespace nvsmi {
 
@@ -27,7 +28,24 @@ private:
 // AgentError(exit_io) when another process holds it, naming that process where it can be told.
 void lock_exclusively(int fd, const std::string &path, const std::string &what);
 
-// The process that holds a flock on the file open at `fd`, from /proc/locks (Linux).
+// One flock that /proc/locks lists: its holder (0 where the kernel does not name it) and kind.
+struct Flock {
+  pid_t pid = 0;
+  bool exclusive = false;
+};
+
+// The flocks that `proc_locks` (the text of /proc/locks) lists on the file with this device and
+// inode, waiters left out. Both must match: inode numbers repeat across file systems. A file
+// system whose locks name another device than stat gives (btrfs subvolumes) matches nothing, and
+// the kernel lists only the locks of processes in the reader's PID namespace: no line is no proof
+// that nobody holds a lock.
+std::vector<Flock> flocks_in(const std::string &proc_locks, dev_t device, ino_t inode);
+
+// flocks_in for the file open at `fd`, from this system's /proc/locks (Linux).
+std::vector<Flock> flocks_on(int fd);
+
+// Another process that holds an exclusive flock on the file open at `fd`, where /proc/locks names
+// one.
 std::optional<pid_t> flock_holder(int fd);
 
 } // namespace nvsmi

@@ -73,6 +73,24 @@ std::vector<GpuVerdict> judge_gpus(const Snapshot &snapshot, const PickCriteria 
       verdict.choice = GpuChoice{gpu.index, *gpu.uuid, free_mib, gpu.temperature_c};
     verdicts.push_back(std::move(verdict));
   }
+  // A UUID listed twice is one GPU: offered once, under its first listing, and only when every
+  // listing finds it free.
+  for (std::size_t later = 0; later < snapshot.gpus.size(); ++later) {
+    const std::optional<std::string> &uuid = snapshot.gpus[later].uuid;
+    for (std::size_t first = 0; uuid && first < later; ++first) {
+      if (snapshot.gpus[first].uuid != uuid)
+        continue;
+      GpuVerdict &original = verdicts[first], &again = verdicts[later];
+      if (!again.choice && original.choice) {
+        original.choice.reset();
+        original.reason = again.reason;
+      }
+      again.choice.reset();
+      again.reason = "GPU " + std::to_string(again.index) + " is GPU " +
+                     std::to_string(original.index) + " listed again (same UUID)";
+      break;
+    }
+  }
   return verdicts;
 }
 

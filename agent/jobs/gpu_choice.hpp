@@ -36,7 +36,8 @@ struct GpuVerdict {
 // `max_utilization_percent` as the idle threshold, so no compute process; not hot, not at the power
 // limit), a known free memory of at least `min_free_mib`, MIG off (its instances have no UUIDs in
 // a Snapshot, so a MIG GPU is never handed out whole), and a plain UUID (claims are files named by
-// it).
+// it). A UUID that nvidia-smi lists twice is one GPU: offered once, under its first index, and
+// only when both listings find it free.
 std::vector<GpuVerdict> judge_gpus(const Snapshot &snapshot, const PickCriteria &criteria);
 
 // The offered GPUs of judge_gpus, best first: most free memory, then coolest (unknown last), then

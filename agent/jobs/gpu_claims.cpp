@@ -1,38 +1,196 @@
 #include "jobs/gpu_claims.hpp"
 
 #include "core/exit_codes.hpp"
+#include "core/log_line.hpp"
 #include "core/privilege.hpp"
 #include "files/file_lock.hpp"
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
+#include <mutex>
+#include <set>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 namespace nvsmi {
 namespace {
 
-std::string claim_path(const std::string &folder, const std::string &uuid) {
-  return folder + "/" + uuid + ".lock";
-}
+// A lock that is refused but held by nobody /proc/locks names exclusively is most likely a
+// passing look (another `pick` trying the file shared): tried again for up to ~0.4 s.
+constexpr int lock_tries = 200;
+constexpr std::chrono::milliseconds between_tries{2};
 
 [[noreturn]] void cannot(const std::string &what, const std::string &path) {
   throw AgentError(exit_io, "cannot " + what + " " + path + ": " + std::strerror(errno) +
                                 " (--lock-dir or NVSMI_LOCK_DIR names another folder)");
 }
 
-void make_folder(const std::string &folder) {
-  if (::mkdir(folder.c_str(), 01777) == 0) {
-    ::chmod(folder.c_str(), 01777); // mkdir's mode went through the umask
-    return;
+// The caller's own claim file of `uuid`: root's keeps the name every claim had before claims were
+// per user.
+std::string own_name(const std::string &uuid) {
+  uid_t uid = ::geteuid();
+  return uid == 0 ? uuid + ".lock" : uuid + "." + std::to_string(uid) + ".lock";
+}
+
+// Whether `name` is some user's claim file of `uuid`: "<uuid>.lock" or "<uuid>.<digits>.lock".
+bool claim_name(const std::string &name, const std::string &uuid) {
+  const std::string prefix = uuid + ".", suffix = ".lock";
+  if (name == uuid + suffix)
+    return true;
+  if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return false;
+  return std::all_of(name.begin() + static_cast<long>(prefix.size()),
+                     name.end() - static_cast<long>(suffix.size()),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::string kind_of(mode_t mode) {
+  if (S_ISFIFO(mode))
+    return "a FIFO";
+  if (S_ISLNK(mode))
+    return "a symbolic link";
+  if (S_ISDIR(mode))
+    return "a folder";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode))
+    return "a device";
+  return "not a regular file";
+}
+
+// Says once per process why a GPU is never offered, though every sample of `--wait` finds it.
+void say_once(const std::string &message) {
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (said.insert(message).second)
+    log_line(message);
+}
+
+ClaimState unusable(const std::string &path, const std::string &why) {
+  say_once(path + " " + why + ": its GPU is not offered until it is removed");
+  return {ClaimState::unusable, std::nullopt, why};
+}
+
+// The folder, open, once it is one claims can be trusted in; nullopt when it does not exist and
+// `make` is false.
+std::optional<Descriptor> open_folder(const std::string &folder, bool make) {
+  int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT) {
+    if (!make)
+      return std::nullopt;
+    uid_t uid = ::geteuid();
+    // Root's is everybody's, as systemd-tmpfiles makes it; another user's is theirs alone, since
+    // a folder they own is one they could empty under anybody else's claims.
+    if (::mkdir(folder.c_str(), uid == 0 ? 01777 : 0700) != 0 && errno != EEXIST)
+      cannot("make the claims folder", folder);
+    fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct stat made {};
+    if (fd >= 0 && uid == 0 && ::fstat(fd, &made) == 0 && made.st_uid == 0 &&
+        (made.st_mode & 07777) != 01777)
+      ::fchmod(fd, 01777); // mkdir's mode went through the umask
   }
+  if (fd < 0)
+    cannot("open the claims folder", folder);
+  Descriptor descriptor(fd);
   struct stat info {};
-  if (errno != EEXIST || ::stat(folder.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
-    cannot("make the claims folder", folder);
+  if (::fstat(fd, &info) != 0)
+    cannot("read the claims folder", folder);
+  std::string why;
+  if (info.st_uid != 0 && info.st_uid != ::geteuid())
+    why = "belongs to uid " + std::to_string(info.st_uid) + ", neither root nor you";
+  else if ((info.st_mode & (S_IWGRP | S_IWOTH)) && !(info.st_mode & S_ISVTX))
+    why = "is writable by others without the sticky bit";
+  if (!why.empty())
+    throw AgentError(exit_io, "refusing the claims folder " + folder + ": it " + why +
+                                  ", so others could remove the claims in it (systemd-tmpfiles "
+                                  "--create makes /run/lock/nvsmi-agent; --lock-dir or "
+                                  "NVSMI_LOCK_DIR names another folder)");
+  return descriptor;
+}
+
+// The names of the claim files of `uuid` in the folder open at `folder_fd`.
+std::vector<std::string> claim_files(int folder_fd, const std::string &folder,
+                                     const std::string &uuid) {
+  int fd = ::openat(folder_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *listing = fd < 0 ? nullptr : ::fdopendir(fd);
+  if (!listing) {
+    if (fd >= 0)
+      ::close(fd);
+    cannot("list the claims folder", folder);
+  }
+  std::vector<std::string> names;
+  while (dirent *entry = ::readdir(listing))
+    if (claim_name(entry->d_name, uuid))
+      names.push_back(entry->d_name);
+  ::closedir(listing);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Whether someone holds the claim file `name` (any user's; `mine` when it has the caller's own
+// name): never blocks, never follows a link, never opens anything but a regular file.
+ClaimState look_at(int folder_fd, const std::string &folder, const std::string &name, bool mine) {
+  std::string path = folder + "/" + name;
+  struct stat info {};
+  if (::fstatat(folder_fd, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0)
+    return errno == ENOENT ? ClaimState{} : unusable(path, std::strerror(errno));
+  if (!S_ISREG(info.st_mode))
+    return unusable(path, "is " + kind_of(info.st_mode));
+  int fd =
+      ::openat(folder_fd, name.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT ? ClaimState{} : unusable(path, std::strerror(errno));
+  Descriptor descriptor(fd);
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode))
+    return unusable(path, "is " + kind_of(info.st_mode));
+  if (mine && info.st_uid != ::geteuid()) // never locked by the caller: see try_take
+    return unusable(path, "belongs to uid " + std::to_string(info.st_uid) + ", not to you");
+  if (std::optional<pid_t> holder = flock_holder(fd))
+    return {ClaimState::held, holder, ""};
+  // /proc/locks names no holder: none, or one it does not show (another PID namespace, another
+  // device number). A shared lock taken and let go at once tells (a `run` taking the file at that
+  // very instant tries again).
+  if (::flock(fd, LOCK_SH | LOCK_NB) == 0) {
+    ::flock(fd, LOCK_UN);
+    return {};
+  }
+  if (errno == EWOULDBLOCK || errno == EINTR) // taken since /proc/locks was read, perhaps
+    return {ClaimState::held, flock_holder(fd), ""};
+  return unusable(path, std::string("cannot be locked: ") + std::strerror(errno));
+}
+
+// The state of `uuid` from all its claim files, `skip` (the caller's own, held) left out: held or
+// unusable by the first that is.
+ClaimState state_in(int folder_fd, const std::string &folder, const std::string &uuid,
+                    const std::string &skip = "") {
+  for (const std::string &name : claim_files(folder_fd, folder, uuid)) {
+    if (name == skip)
+      continue;
+    ClaimState state = look_at(folder_fd, folder, name, name == own_name(uuid));
+    if (state.kind != ClaimState::free)
+      return state;
+  }
+  return {};
+}
+
+// Whether a process that /proc/locks names holds the file open at `fd` exclusively: a claim
+// rather than someone's passing look.
+bool held_exclusively(int fd) {
+  std::vector<Flock> locks = flocks_on(fd);
+  return std::any_of(locks.begin(), locks.end(), [](const Flock &lock) { return lock.exclusive; });
+}
+
+bool same_file(const struct stat &a, const struct stat &b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 } // namespace
@@ -48,36 +206,89 @@ std::string claims_folder(const std::optional<std::string> &lock_dir) {
 std::optional<GpuClaim> GpuClaim::try_take(const std::string &folder, const std::string &uuid) {
   if (!plain_uuid(uuid))
     throw AgentError(exit_bad_output, "a GPU UUID that cannot name a claim: \"" + uuid + "\"");
-  make_folder(folder);
-  std::string path = claim_path(folder, uuid);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0)
-    cannot("open the claim", path);
-  Descriptor descriptor(fd);
-  ::fchmod(fd, 0644); // a no-op unless we made it: the umask may have taken read bits away
-  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EWOULDBLOCK)
+  Descriptor directory = *open_folder(folder, true);
+  const int folder_fd = directory.get();
+  const std::string name = own_name(uuid), path = folder + "/" + name;
+  for (int attempt = 0; attempt < lock_tries; ++attempt) {
+    if (attempt > 0)
+      std::this_thread::sleep_for(between_tries);
+    // An existing file is opened without O_CREAT, which fs.protected_regular may refuse.
+    const int flags = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC;
+    struct stat found {};
+    if (::fstatat(folder_fd, name.c_str(), &found, AT_SYMLINK_NOFOLLOW) == 0 &&
+        !S_ISREG(found.st_mode)) {
+      unusable(path, "is " + kind_of(found.st_mode)); // never opened: a device, a FIFO
       return std::nullopt;
-    if (errno != EINTR)
-      cannot("lock the claim", path);
+    }
+    int fd = ::openat(folder_fd, name.c_str(), flags);
+    bool made = false;
+    if (fd < 0 && errno == ENOENT) {
+      fd = ::openat(folder_fd, name.c_str(), flags | O_CREAT | O_EXCL, 0644);
+      if (fd < 0 && errno == EEXIST)
+        continue; // made by another run of ours just now: open it next time
+      if (fd < 0)
+        cannot("make the claim", path);
+      made = true;
+    }
+    if (fd < 0) { // something someone else put there
+      if (errno == ELOOP)
+        unusable(path, "is a symbolic link");
+      else if (errno == EACCES || errno == ENXIO || errno == EPERM)
+        unusable(path, std::strerror(errno));
+      else
+        cannot("open the claim", path);
+      return std::nullopt;
+    }
+    Descriptor descriptor(fd);
+    struct stat opened {};
+    if (::fstat(fd, &opened) != 0)
+      cannot("read the claim", path);
+    if (!S_ISREG(opened.st_mode)) {
+      unusable(path, "is " + kind_of(opened.st_mode));
+      return std::nullopt;
+    }
+    if (opened.st_uid != ::geteuid()) {
+      // Its owner could remove it under a claim of ours.
+      unusable(path, "belongs to uid " + std::to_string(opened.st_uid) + ", not to you");
+      return std::nullopt;
+    }
+    if (made)
+      ::fchmod(fd, 0644); // the umask may have taken read bits away
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK && errno != EINTR)
+        cannot("lock the claim", path);
+      if (held_exclusively(fd))
+        return std::nullopt; // another run of ours has it
+      continue;
+    }
+    // Still the file at that path, or the lock keeps nobody out.
+    struct stat there {};
+    if (::fstatat(folder_fd, name.c_str(), &there, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !same_file(opened, there))
+      continue;
+    // Another user's claim on the same GPU, taken before ours: theirs stands.
+    if (state_in(folder_fd, folder, uuid, name).kind != ClaimState::free)
+      return std::nullopt;
+    return GpuClaim(std::move(descriptor), uuid);
   }
-  return GpuClaim(std::move(descriptor), uuid);
+  return std::nullopt;
+}
+
+ClaimState claim_state(const std::string &folder, const std::string &uuid) {
+  if (!plain_uuid(uuid))
+    return {};
+  std::optional<Descriptor> directory = open_folder(folder, false);
+  if (!directory)
+    return {}; // no folder, no claims
+  return state_in(directory->get(), folder, uuid);
 }
 
 std::optional<pid_t> claim_holder(const std::string &folder, const std::string &uuid) {
-  if (!plain_uuid(uuid))
-    return std::nullopt;
-  int fd = ::open(claim_path(folder, uuid).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0)
-    return std::nullopt;
-  Descriptor descriptor(fd);
-  // Read from /proc/locks rather than tried: a trial lock, however short, could make a `run`
-  // starting at that instant pass this GPU over.
-  return flock_holder(fd);
+  return claim_state(folder, uuid).holder;
 }
 
 bool claimed(const std::string &folder, const std::string &uuid) {
-  return claim_holder(folder, uuid).has_value();
+  return claim_state(folder, uuid).kind == ClaimState::held;
 }
 
 GpuAvailability available_gpus(const Snapshot &snapshot, const PickCriteria &criteria,
@@ -85,11 +296,18 @@ GpuAvailability available_gpus(const Snapshot &snapshot, const PickCriteria &cri
   GpuAvailability result;
   std::vector<std::string> unclaimed; // UUIDs
   for (const GpuVerdict &verdict : judge_gpus(snapshot, criteria)) {
-    if (!verdict.choice)
+    if (!verdict.choice) {
       result.reasons.push_back(verdict.reason);
-    else if (std::optional<pid_t> holder = claim_holder(folder, verdict.choice->uuid))
-      result.reasons.push_back("GPU " + std::to_string(verdict.index) + " claimed by pid " +
-                               std::to_string(*holder));
+      continue;
+    }
+    std::string gpu = "GPU " + std::to_string(verdict.index);
+    ClaimState state = claim_state(folder, verdict.choice->uuid);
+    if (state.kind == ClaimState::unusable)
+      result.reasons.push_back(gpu + " claim unusable");
+    else if (state.kind == ClaimState::held && state.holder)
+      result.reasons.push_back(gpu + " claimed by pid " + std::to_string(*state.holder));
+    else if (state.kind == ClaimState::held)
+      result.reasons.push_back(gpu + " claim unknown (held by a process not visible here)");
     else
       unclaimed.push_back(verdict.choice->uuid);
   }

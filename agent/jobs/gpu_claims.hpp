@@ -1,7 +1,17 @@
-// Claims on GPUs for the lifetime of a job: an advisory lock (flock) on FOLDER/<uuid>.lock, held
-// while the claim lives and dropped by the kernel when its process dies however it dies, so a
-// `run` killed with SIGKILL leaves nothing to clean up. `pick` offers only GPUs nobody claims;
-// `run` takes its claims before it starts the job, so two launches never share a GPU.
+// Claims on GPUs for the lifetime of a job: an advisory lock (flock) on a claim file per GPU UUID
+// and user in the claims folder, held while the claim lives and dropped by the kernel when its
+// process dies however it dies, so a `run` killed with SIGKILL leaves nothing to clean up. `pick`
+// offers only GPUs nobody claims; `run` takes its claims before it starts the job, so two launches
+// never share a GPU.
+//
+// Why a file per user: in a shared (sticky) folder a file can be removed by its owner, and a lock
+// on a removed file keeps nobody else out. So each user locks only a file of their own
+// (FOLDER/<uuid>.lock for root, FOLDER/<uuid>.<uid>.lock for another user), which no other user can
+// remove, and after locking it looks at every other user's file of that GPU: held, it lets go.
+// Two users taking one GPU at once each lock first and look second, so at least one of them sees
+// the other (both may, and both then let go: never two jobs on one GPU). Opening only one's own
+// file with O_CREAT also keeps clear of fs.protected_regular, which refuses O_CREAT on another
+// user's file in a sticky folder, root included.
 #pragma once
 
 #include "core/descriptor.hpp"
@@ -15,17 +25,24 @@
 namespace nvsmi {
 
 // --lock-dir when given, else $NVSMI_LOCK_DIR when set and not empty, else
-// /run/lock/nvsmi-agent.
+// /run/lock/nvsmi-agent (made at boot by the package's tmpfiles.d file: root's, mode 1777).
 std::string claims_folder(const std::optional<std::string> &lock_dir);
+
+// The claims folder is trusted only when it is owned by root or by the caller (nobody else can
+// then remove or rename what is in it) and writable by others only with the sticky bit (so that
+// they cannot remove the caller's files either); anything else is refused with
+// AgentError(exit_io), naming the folder and why.
 
 class GpuClaim {
 public:
-  // The claim on `uuid` (a plain_uuid), or nullopt when another process holds it. Makes the
-  // folder (mode 1777, as /run/lock: every user's jobs share it, none may remove another's file)
-  // and the lock file (mode 0644; flock needs only read access, so any user can lock a file
-  // another user made). Lock files are never removed: removing one while another process
-  // waits to lock it would let two processes hold "the" lock. Throws AgentError(exit_io) when the
-  // folder or the file cannot be made or opened, naming the path and the reason.
+  // The claim on `uuid` (a plain_uuid), or nullopt when another process holds it, or when the
+  // GPU cannot be claimed: something other than a regular file, or a file another user made,
+  // sits where a claim file goes (said once on stderr). Makes a missing folder (root: mode 1777,
+  // as /run/lock, for every user's jobs; another user: 0700, their own) and the caller's claim
+  // file (mode 0644: others need to read it to see its lock). Claim files are never removed:
+  // removing one while another process waits to lock it would let two processes hold "the" lock.
+  // Never blocks. Throws AgentError(exit_io) when the folder is refused or cannot be made or
+  // opened, or the file cannot be made, naming the path and the reason.
   static std::optional<GpuClaim> try_take(const std::string &folder, const std::string &uuid);
 
   const std::string &uuid() const { return uuid_; }
@@ -36,15 +53,27 @@ private:
   std::string uuid_;
 };
 
+// Who has `uuid` now, as far as this process can tell: nobody, a process (its pid where
+// /proc/locks names it), or unusable (something not a claim file sits at a claim's path).
+struct ClaimState {
+  enum Kind { free, held, unusable } kind = free;
+  std::optional<pid_t> holder; // held: the holder, where /proc/locks names it
+  std::string why;             // unusable: what sits there
+};
+// Never makes the folder or a file. Throws AgentError(exit_io) when the folder is refused.
+ClaimState claim_state(const std::string &folder, const std::string &uuid);
+
 // The process that holds the claim on `uuid` now (from /proc/locks), nullopt when none does or
-// it cannot be told. A claim this process holds counts too.
+// it cannot be told.
 std::optional<pid_t> claim_holder(const std::string &folder, const std::string &uuid);
 
-// Whether another process holds the claim on `uuid` now. Never makes the folder or the file.
+// Whether another process holds the claim on `uuid` now, named or not.
 bool claimed(const std::string &folder, const std::string &uuid);
 
 // The GPUs a job may have now: free by judge_gpus and claimed by nobody, best first, and why each
-// other GPU of the sample is not ("GPU 3 claimed by pid 4242"), in the sample's order.
+// other GPU of the sample is not ("GPU 3 claimed by pid 4242"; "GPU 3 claim unknown" when a
+// process that /proc/locks does not name holds it, as a `run` outside this PID namespace), in the
+// sample's order.
 struct GpuAvailability {
   std::vector<GpuChoice> available;
   std::vector<std::string> reasons;
