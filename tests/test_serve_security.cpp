@@ -43,6 +43,15 @@ std::string web_config(const std::string &text, std::string folder = "") {
   return path;
 }
 
+// TLS with the certificate of `folder` (named relative to the config's folder, as the exporters
+// read them), and the user prometheus with `password`.
+std::string tls_and_password_config(const std::string &folder, const std::string &password) {
+  return web_config("tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n"
+                    "basic_auth_users:\n  prometheus: " +
+                        bcrypt(password) + "\n",
+                    folder);
+}
+
 } // namespace
 
 TEST_CASE("serve with basic_auth_users: 401 without the right password, 200 with it") {
@@ -71,11 +80,7 @@ TEST_CASE("serve with basic_auth_users: 401 without the right password, 200 with
 
 TEST_CASE("serve with tls_server_config answers HTTPS only, with its certificate") {
   std::string folder = certificate_folder();
-  // Named relative to the config's folder, as the exporters read them.
-  std::string config = web_config("tls_server_config:\n  cert_file: cert.pem\n"
-                                  "  key_file: key.pem\nbasic_auth_users:\n  prometheus: " +
-                                      bcrypt("s3cret") + "\n",
-                                  folder);
+  std::string config = tls_and_password_config(folder, "s3cret");
   Server server("--fixture " + recording + " --web.config.file " + quote(config));
   REQUIRE(server.url().rfind("https://", 0) == 0);
   std::string ca = "--cacert " + quote(folder + "/cert.pem");
@@ -188,10 +193,7 @@ TEST_CASE("a real Prometheus scrapes serve over TLS with basic auth") {
     return;
   }
   std::string folder = certificate_folder();
-  std::string config = web_config("tls_server_config:\n  cert_file: cert.pem\n"
-                                  "  key_file: key.pem\nbasic_auth_users:\n  prometheus: " +
-                                      bcrypt("s3cret") + "\n",
-                                  folder);
+  std::string config = tls_and_password_config(folder, "s3cret");
   Server server("--fixture " + recording + " --web.config.file " + quote(config));
   test::write_file(folder + "/password", "s3cret");
   test::Prometheus prometheus({server.port()}, "    scheme: https\n"
