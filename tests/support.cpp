@@ -20,8 +20,9 @@ const std::string run_tag = [] {
                     std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
   ::setenv("NVSMI_TEST_RUN", tag.c_str(), 1);
   // A suite started from a `sudo -i` shell would otherwise see every --nvidia-smi and --fixture
-  // refused as under sudo; the tests of that refusal set SUDO_UID themselves.
-  ::unsetenv("SUDO_UID");
+  // refused as under sudo (or doas, pkexec); the tests of that refusal set them themselves.
+  for (const char *name : {"SUDO_UID", "DOAS_USER", "PKEXEC_UID"})
+    ::unsetenv(name);
   return tag;
 }();
 

@@ -466,7 +466,9 @@ struct CallersProgram {
 // where the tests run as root, as a setuid copy would (real user nobody, effective user root).
 std::vector<std::pair<std::string, std::string>> privileged_prefixes() {
   std::vector<std::pair<std::string, std::string>> prefixes = {
-      {"SUDO_UID=1000 ", "refused under sudo (SUDO_UID is set)"}};
+      {"SUDO_UID=1000 ", "refused under sudo (SUDO_UID is set)"},
+      {"DOAS_USER=alice ", "refused under doas (DOAS_USER is set)"},
+      {"PKEXEC_UID=1000 ", "refused under pkexec (PKEXEC_UID is set)"}};
   if (::geteuid() == 0)
     prefixes.push_back({"setpriv --ruid 65534 --euid 0 -- ",
                         "refused as setuid (effective user 0, real user 65534)"});
@@ -506,6 +508,7 @@ TEST_CASE("under sudo or setuid, every option naming a program or a file is refu
       {"serve --listen 127.0.0.1:0 --nvidia-smi " + smi, "--nvidia-smi"},
       {"serve --listen 127.0.0.1:0 --fixture " + xml, "--fixture"},
       {"serve --listen 127.0.0.1:0 --kernel-log " + xml, "--kernel-log"},
+      {"serve --listen 127.0.0.1:0 --web.config.file " + xml, "--web.config.file"},
       {"top --nvidia-smi " + smi, "--nvidia-smi"},
       {"top --fixture " + xml, "--fixture"},
       {"pick --nvidia-smi " + smi, "--nvidia-smi"},

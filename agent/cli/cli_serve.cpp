@@ -31,10 +31,12 @@ Subcommand add_serve_command(CLI::App &app) {
                    "on a loopback --listen). See the README's serve Security")
       ->check(CLI::IsMember({"command-lines", "users"}))
       ->delimiter(',');
-  command->add_option("--web.config.file", options.web_config_file,
-                      "The Prometheus exporters' web config (YAML): TLS (tls_server_config: "
-                      "cert_file, key_file) and basic auth (basic_auth_users: user: bcrypt "
-                      "hash). See the README's serve Security");
+  command
+      ->add_option("--web.config.file", options.web_config_file,
+                   "The Prometheus exporters' web config (YAML): TLS (tls_server_config: "
+                   "cert_file, key_file) and basic auth (basic_auth_users: user: bcrypt "
+                   "hash). See the README's serve Security")
+      ->check(caller_path()); // under sudo it would read root's files, and echo their keys
   command
       ->add_option("--history", options.history_seconds,
                    "Seconds of samples kept for /api/v1/history and the dashboard")

@@ -12,6 +12,12 @@ std::optional<std::string> elevated_privilege() {
   // a `sudo -i` shell who wants the options back can (env -u SUDO_UID).
   if (const char *sudo = std::getenv("SUDO_UID"); sudo != nullptr)
     return std::string("under sudo (SUDO_UID is set)");
+  // The other ways a rule runs a command as root say so too: doas sets DOAS_USER, pkexec
+  // PKEXEC_UID. (su and a root cron job are the administrator's own, and set neither.)
+  if (const char *doas = std::getenv("DOAS_USER"); doas != nullptr)
+    return std::string("under doas (DOAS_USER is set)");
+  if (const char *pkexec = std::getenv("PKEXEC_UID"); pkexec != nullptr)
+    return std::string("under pkexec (PKEXEC_UID is set)");
   if (::geteuid() != ::getuid())
     return "as setuid (effective user " + std::to_string(::geteuid()) + ", real user " +
            std::to_string(::getuid()) + ")";

@@ -1,6 +1,7 @@
 #include "serve/web_config.hpp"
 
 #include "core/exit_codes.hpp"
+#include "core/log_line.hpp"
 #include "serve/basic_auth.hpp"
 
 #include <boost/asio/ssl/context.hpp>
@@ -23,14 +24,19 @@ void only_keys(const YAML::Node &node, const std::set<std::string> &known, const
     refuse(path, where + " must be a mapping");
   for (const auto &entry : node) {
     std::string key = entry.first.Scalar();
+    // The key is quoted from the file, cut short: any file named here could be one that is not
+    // a web config at all.
     if (!known.count(key))
       refuse(
-          path, "unknown or unsupported key \"" + key + "\" in " + where + " (supported: " + [&] {
-            std::string list;
-            for (const std::string &name : known)
-              list += (list.empty() ? "" : ", ") + name;
-            return list;
-          }() + ")");
+          path, "unknown or unsupported key \"" + printable_message(key, 64) + "\" in " + where +
+                    " (supported: " +
+                    [&] {
+                      std::string list;
+                      for (const std::string &name : known)
+                        list += (list.empty() ? "" : ", ") + name;
+                      return list;
+                    }() +
+                    ")");
   }
 }
 
