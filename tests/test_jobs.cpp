@@ -196,7 +196,7 @@ TEST_CASE("jobs: a claims folder of the caller's own is accepted; made by a user
   if (!test::can_be_nobody())
     return;
   std::string parent = test::temporary_folder();
-  REQUIRE(::chmod(parent.c_str(), 0777) == 0);
+  REQUIRE(::chmod(parent.c_str(), 01777) == 0); // as /tmp: without the sticky bit, refused above
   std::string folder = parent + "/nobodys";
   test::Run run = test::run_shell(test::as_nobody + AGENT_BIN + " run --nvidia-smi " +
                                   SCRIPTS_DIR "/fake-nvidia-smi --lock-dir " + test::quote(folder) +

@@ -326,6 +326,39 @@ TEST_CASE("pick in a PID namespace of its own says a claim held outside it is un
                    "visible here)");
 }
 
+TEST_CASE("pick, run: a shared lock another user holds on a claim file blocks its GPU, named") {
+  if (!test::can_be_nobody())
+    return;
+  std::string claims = test::shared_claims_folder(), folder = test::temporary_folder();
+  // Root's claim file of GPU 7, as a run leaves it: readable by all, so that they see its lock.
+  std::string claim = claims + "/" + gpu7 + ".lock";
+  REQUIRE(test::run_shell(": >" + quote(claim) + " && chmod 644 " + quote(claim)).exit_code == 0);
+  // flock(1) with a command holds the lock itself, so /proc/locks names a live process.
+  test::Background blocker(test::as_nobody + "flock -s -n " + quote(claim) + " sleep 300");
+  REQUIRE(test::wait_until(
+      [&] { return nvsmi::claim_state(claims, gpu7).kind == nvsmi::ClaimState::blocked; }));
+  const std::string named = "GPU 7 claim blocked by pid " + std::to_string(blocker.pid()) +
+                            " (uid 65534) holding a shared lock on " + claim;
+  Run two = pick(claims, "2");
+  INFO("stderr: " << two.err);
+  CHECK(two.exit_code == 0);
+  CHECK(two.out.find('7') == std::string::npos);
+  check_not_enough(pick(claims, "3"), 9, "2 of 3 GPUs free: ");
+  CHECK_THAT(pick(claims, "3").err, Catch::Contains(named));
+  std::string run = "FAKE_NVSMI_XML=" + states + " " + agent() + " run --source xml --nvidia-smi " +
+                    fake() + " --interval 0.2 --lock-dir " + quote(claims) + " --report " +
+                    quote(folder + "/report") + " ";
+  auto start = std::chrono::steady_clock::now();
+  Run taken = test::run_shell(run + "--gpu-ids 7 -- true");
+  CHECK(std::chrono::steady_clock::now() - start < test::promptly);
+  check_not_enough(taken, 9, named);
+  Run three = test::run_shell(run + "--gpus 3 -- true");
+  CHECK(three.exit_code == 9);
+  CHECK_THAT(three.err, Catch::Contains(named));
+  ::kill(blocker.pid(), SIGKILL);
+  blocker.wait();
+}
+
 TEST_CASE("pick: a GPU that nvidia-smi lists twice is one GPU") {
   std::string folder = test::temporary_folder();
   std::string twice = folder + "/twice.xml";

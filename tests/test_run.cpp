@@ -392,6 +392,65 @@ TEST_CASE("run: a file another user plants under root's claim name is not root's
   CHECK(run_on_gpu0(claims, test::as_nobody, nobodys_folder(claims) + "/report").exit_code == 0);
 }
 
+TEST_CASE("run: a claims folder that is a symbolic link, or that another user could swap, is "
+          "refused") {
+  if (!test::can_be_nobody())
+    return;
+  std::string parent = test::temporary_folder();
+  REQUIRE(::chmod(parent.c_str(), 0755) == 0);
+  std::string pub = parent + "/pub", root_claims = parent + "/A", ran = parent + "/ran";
+  for (const std::string &folder : {pub, root_claims}) {
+    REQUIRE(::mkdir(folder.c_str(), 0700) == 0);
+    REQUIRE(::chmod(folder.c_str(), 01777) == 0);
+  }
+  auto run_in = [&](const std::string &locks, const std::string &in = "") {
+    return run_shell((in.empty() ? "" : "cd " + quote(in) + " && ") +
+                     run_command(locks, "--gpu-ids 0 --report " + quote(parent + "/report") +
+                                            " -- touch " + quote(ran)));
+  };
+  auto check_refused = [&](const test::Run &run, const std::string &why) {
+    INFO("stderr: " << run.err);
+    CHECK(run.exit_code == 7);
+    CHECK_THAT(run.err, Catch::StartsWith("nvsmi-agent: refusing the claims folder "));
+    CHECK_THAT(run.err, Catch::Contains(why));
+    CHECK(test::lines_of(run.err).size() == 1);
+    CHECK_FALSE(::access(ran.c_str(), F_OK) == 0);
+  };
+  // nobody's link to a folder of root's: they could repoint it to another while a run holds GPU
+  // 0 through it, and the next run would get GPU 0 too.
+  REQUIRE(run_shell(test::as_nobody + "ln -s " + quote(root_claims) + " " + quote(pub + "/claims"))
+              .exit_code == 0);
+  const std::string link = "it is a symbolic link, which its owner (uid 65534) could repoint";
+  check_refused(run_in(pub + "/claims"), link);
+  check_refused(run_in(pub + "/claims/"), link);
+  check_refused(run_in("claims", pub), link); // a relative path: from the current folder
+  // A folder of root's in one of nobody's, which they could rename away and put theirs there.
+  std::string theirs = pub + "/theirs";
+  REQUIRE(run_shell(test::as_nobody + "mkdir -m 755 " + quote(theirs)).exit_code == 0);
+  REQUIRE(::mkdir((theirs + "/claims").c_str(), 0700) == 0);
+  check_refused(run_in(theirs + "/claims"),
+                "its parent " + theirs + " belongs to uid 65534, neither root nor you");
+  // A link of nobody's above the folder.
+  REQUIRE(
+      run_shell(test::as_nobody + "ln -s " + quote(parent) + " " + quote(pub + "/up")).exit_code ==
+      0);
+  check_refused(run_in(pub + "/up/A"),
+                "its parent " + pub + "/up is a symbolic link of uid 65534, who could repoint it");
+  // A folder above that anyone may rename things in.
+  std::string open = parent + "/open";
+  REQUIRE(::mkdir(open.c_str(), 0700) == 0);
+  REQUIRE(::chmod(open.c_str(), 0777) == 0);
+  REQUIRE(::mkdir((open + "/claims").c_str(), 0700) == 0);
+  check_refused(run_in(open + "/claims"),
+                "its parent " + open + " is writable by others without the sticky bit");
+  // Root's own links above the folder are followed, as /var/run is.
+  REQUIRE(::symlink(parent.c_str(), (parent + "/rootlink").c_str()) == 0);
+  test::Run trusted = run_in(parent + "/rootlink/A");
+  INFO("stderr: " << trusted.err);
+  CHECK(trusted.exit_code == 0);
+  CHECK(::access(ran.c_str(), F_OK) == 0);
+}
+
 // Issue 23, item 6: `--gpu-ids` took the `--` as the end of its list, and the job's own `-c` was
 // then read as an option of run's (exit 2).
 TEST_CASE("run --gpu-ids 0 -- sh -c CMD runs the job, as the README writes it") {

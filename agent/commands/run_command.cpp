@@ -261,6 +261,8 @@ private:
       std::optional<GpuClaim> claim = GpuClaim::try_take(folder_, *gpu->uuid);
       if (!claim) {
         ClaimState state = claim_state(folder_, *gpu->uuid);
+        if (state.kind == ClaimState::blocked)
+          return "GPU " + std::to_string(gpu->index) + " claim " + state.why;
         return "GPU " + std::to_string(gpu->index) +
                (state.kind == ClaimState::unusable ? " cannot be claimed" : " is claimed") +
                (state.holder ? " by process " + std::to_string(*state.holder) : std::string()) +

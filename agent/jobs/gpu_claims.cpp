@@ -80,23 +80,97 @@ ClaimState unusable(const std::string &path, const std::string &why) {
   return {ClaimState::unusable, std::nullopt, why};
 }
 
+[[noreturn]] void refuse(const std::string &folder, const std::string &why) {
+  throw AgentError(exit_io, "refusing the claims folder " + folder + ": " + why +
+                                " (systemd-tmpfiles --create makes /run/lock/nvsmi-agent; "
+                                "--lock-dir or NVSMI_LOCK_DIR names another folder)");
+}
+
+// Why another user could put another folder at `path` (absolute, no trailing slash) in place of
+// the one there: a folder above it that they own or may rename things in, or a symbolic link of
+// theirs. "" when nobody but root and the caller could. A root's link is followed as root made it,
+// and then the folders it leads to are looked at too.
+std::string swappable_parent(const std::string &path) {
+  const std::size_t last = path.find_last_of('/');
+  std::vector<std::string> parents{"/"};
+  for (std::size_t at = path.find('/', 1); at != std::string::npos && at <= last;
+       at = path.find('/', at + 1))
+    if (path[at - 1] != '/')
+      parents.push_back(path.substr(0, at));
+  bool through_link = false;
+  for (const std::string &parent : parents) {
+    struct stat info {};
+    if (::lstat(parent.c_str(), &info) != 0)
+      break; // opening the folder says why
+    std::string owner = "uid " + std::to_string(info.st_uid);
+    if (S_ISLNK(info.st_mode) && info.st_uid != 0)
+      return "its parent " + parent + " is a symbolic link of " + owner + ", who could repoint it";
+    through_link = through_link || S_ISLNK(info.st_mode);
+    if (!S_ISDIR(info.st_mode))
+      continue;
+    if (info.st_uid != 0 && info.st_uid != ::geteuid())
+      return "its parent " + parent + " belongs to " + owner +
+             ", neither root nor you, who could put another folder in its place";
+    if ((info.st_mode & (S_IWGRP | S_IWOTH)) && !(info.st_mode & S_ISVTX))
+      return "its parent " + parent +
+             " is writable by others without the sticky bit, so they could put another folder "
+             "in its place";
+  }
+  if (!through_link)
+    return "";
+  char *resolved = ::realpath(last == 0 ? "/" : path.substr(0, last).c_str(), nullptr);
+  if (!resolved)
+    return ""; // opening the folder says why
+  std::string real(resolved);
+  std::free(resolved);
+  return swappable_parent((real == "/" ? "" : real) + path.substr(last));
+}
+
+// `folder` as an absolute path without trailing slashes, so that O_NOFOLLOW applies to its last
+// component.
+std::string absolute(const std::string &folder) {
+  std::string path = folder;
+  if (path.empty() || path[0] != '/') {
+    char *here = ::getcwd(nullptr, 0);
+    if (!here)
+      cannot("find the current folder for", folder);
+    path = std::string(here) + "/" + path;
+    std::free(here);
+  }
+  while (path.size() > 1 && path.back() == '/')
+    path.pop_back();
+  return path;
+}
+
 // The folder, open, once it is one claims can be trusted in; nullopt when it does not exist and
-// `make` is false.
+// `make` is false. Its parents are looked at by path, the folder itself by the descriptor that is
+// kept, so that no swap between the look and the open can win.
 std::optional<Descriptor> open_folder(const std::string &folder, bool make) {
-  int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const std::string path = absolute(folder);
+  const std::string parent_why = swappable_parent(path);
+  if (!parent_why.empty())
+    refuse(folder, parent_why);
+  const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  int fd = ::open(path.c_str(), flags);
   if (fd < 0 && errno == ENOENT) {
     if (!make)
       return std::nullopt;
     uid_t uid = ::geteuid();
     // Root's is everybody's, as systemd-tmpfiles makes it; another user's is theirs alone, since
     // a folder they own is one they could empty under anybody else's claims.
-    if (::mkdir(folder.c_str(), uid == 0 ? 01777 : 0700) != 0 && errno != EEXIST)
+    if (::mkdir(path.c_str(), uid == 0 ? 01777 : 0700) != 0 && errno != EEXIST)
       cannot("make the claims folder", folder);
-    fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    fd = ::open(path.c_str(), flags);
     struct stat made {};
     if (fd >= 0 && uid == 0 && ::fstat(fd, &made) == 0 && made.st_uid == 0 &&
         (made.st_mode & 07777) != 01777)
       ::fchmod(fd, 01777); // mkdir's mode went through the umask
+  }
+  if (fd < 0 && (errno == ELOOP || errno == ENOTDIR)) {
+    struct stat link {};
+    if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode))
+      refuse(folder, "it is a symbolic link, which its owner (uid " + std::to_string(link.st_uid) +
+                         ") could repoint to another folder");
   }
   if (fd < 0)
     cannot("open the claims folder", folder);
@@ -104,16 +178,12 @@ std::optional<Descriptor> open_folder(const std::string &folder, bool make) {
   struct stat info {};
   if (::fstat(fd, &info) != 0)
     cannot("read the claims folder", folder);
-  std::string why;
   if (info.st_uid != 0 && info.st_uid != ::geteuid())
-    why = "belongs to uid " + std::to_string(info.st_uid) + ", neither root nor you";
-  else if ((info.st_mode & (S_IWGRP | S_IWOTH)) && !(info.st_mode & S_ISVTX))
-    why = "is writable by others without the sticky bit";
-  if (!why.empty())
-    throw AgentError(exit_io, "refusing the claims folder " + folder + ": it " + why +
-                                  ", so others could remove the claims in it (systemd-tmpfiles "
-                                  "--create makes /run/lock/nvsmi-agent; --lock-dir or "
-                                  "NVSMI_LOCK_DIR names another folder)");
+    refuse(folder, "it belongs to uid " + std::to_string(info.st_uid) +
+                       ", neither root nor you, so others could remove the claims in it");
+  if ((info.st_mode & (S_IWGRP | S_IWOTH)) && !(info.st_mode & S_ISVTX))
+    refuse(folder, "it is writable by others without the sticky bit, so others could remove the "
+                   "claims in it");
   return descriptor;
 }
 
@@ -136,6 +206,34 @@ std::vector<std::string> claim_files(int folder_fd, const std::string &folder,
   return names;
 }
 
+// " (uid U)" of the process `pid`, "" when it cannot be told.
+std::string owner_of(pid_t pid) {
+  struct stat info {};
+  if (::stat(("/proc/" + std::to_string(pid)).c_str(), &info) != 0)
+    return "";
+  return " (uid " + std::to_string(info.st_uid) + ")";
+}
+
+// A process other than this one that holds a shared flock on the file open at `fd` all through
+// the ~0.4 s that a passing look (a `pick`) would take: it keeps every `run` out, though a shared
+// trial lock still succeeds. Anyone who may read a claim file can do that.
+std::optional<pid_t> lasting_shared_lock(int fd) {
+  std::set<pid_t> lasting;
+  for (int attempt = 0; attempt < lock_tries; ++attempt) {
+    if (attempt > 0)
+      std::this_thread::sleep_for(between_tries);
+    std::set<pid_t> now;
+    for (const Flock &lock : flocks_on(fd))
+      if (!lock.exclusive && lock.pid > 0 && lock.pid != ::getpid() &&
+          (attempt == 0 || lasting.count(lock.pid)))
+        now.insert(lock.pid);
+    if (now.empty())
+      return std::nullopt;
+    lasting = std::move(now);
+  }
+  return *lasting.begin();
+}
+
 // Whether someone holds the claim file `name` (any user's; `mine` when it has the caller's own
 // name): never blocks, never follows a link, never opens anything but a regular file.
 ClaimState look_at(int folder_fd, const std::string &folder, const std::string &name, bool mine) {
@@ -156,6 +254,10 @@ ClaimState look_at(int folder_fd, const std::string &folder, const std::string &
     return unusable(path, "belongs to uid " + std::to_string(info.st_uid) + ", not to you");
   if (std::optional<pid_t> holder = flock_holder(fd))
     return {ClaimState::held, holder, ""};
+  if (std::optional<pid_t> blocker = lasting_shared_lock(fd))
+    return {ClaimState::blocked, blocker,
+            "blocked by pid " + std::to_string(*blocker) + owner_of(*blocker) +
+                " holding a shared lock on " + path};
   // /proc/locks names no holder: none, or one it does not show (another PID namespace, another
   // device number). A shared lock taken and let go at once tells (a `run` taking the file at that
   // very instant tries again).
@@ -304,6 +406,8 @@ GpuAvailability available_gpus(const Snapshot &snapshot, const PickCriteria &cri
     ClaimState state = claim_state(folder, verdict.choice->uuid);
     if (state.kind == ClaimState::unusable)
       result.reasons.push_back(gpu + " claim unusable");
+    else if (state.kind == ClaimState::blocked)
+      result.reasons.push_back(gpu + " claim " + state.why);
     else if (state.kind == ClaimState::held && state.holder)
       result.reasons.push_back(gpu + " claimed by pid " + std::to_string(*state.holder));
     else if (state.kind == ClaimState::held)

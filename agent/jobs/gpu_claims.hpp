@@ -29,9 +29,12 @@ namespace nvsmi {
 std::string claims_folder(const std::optional<std::string> &lock_dir);
 
 // The claims folder is trusted only when it is owned by root or by the caller (nobody else can
-// then remove or rename what is in it) and writable by others only with the sticky bit (so that
-// they cannot remove the caller's files either); anything else is refused with
-// AgentError(exit_io), naming the folder and why.
+// then remove or rename what is in it), writable by others only with the sticky bit (so that
+// they cannot remove the caller's files either), not a symbolic link (its owner could repoint
+// it), and every folder above it is one of root's or the caller's that others may write only with
+// the sticky bit, reached through no symbolic link but root's (so that nobody can put another
+// folder in its place); anything else is refused with AgentError(exit_io), naming the folder and
+// why.
 
 class GpuClaim {
 public:
@@ -55,10 +58,12 @@ private:
 
 // Who has `uuid` now, as far as this process can tell: nobody, a process (its pid where
 // /proc/locks names it), or unusable (something not a claim file sits at a claim's path).
+// Or blocked: a process that /proc/locks names holds a shared lock on a claim file (anyone who
+// may read it can), which keeps every `run` out.
 struct ClaimState {
-  enum Kind { free, held, unusable } kind = free;
-  std::optional<pid_t> holder; // held: the holder, where /proc/locks names it
-  std::string why;             // unusable: what sits there
+  enum Kind { free, held, unusable, blocked } kind = free;
+  std::optional<pid_t> holder; // held: the holder, where /proc/locks names it; blocked: the blocker
+  std::string why; // unusable: what sits there; blocked: "blocked by pid N (uid U) holding ..."
 };
 // Never makes the folder or a file. Throws AgentError(exit_io) when the folder is refused.
 ClaimState claim_state(const std::string &folder, const std::string &uuid);
