@@ -644,3 +644,44 @@ TEST_CASE("what the job leaves behind: an ended worker is reaped at once, many l
   CHECK(text.find(" (sleep), and 5 more\n") != std::string::npos);
   CHECK(run.err.find(" (sleep), and 5 more\n") != std::string::npos);
 }
+
+TEST_CASE("workers that make a session of their own and end are reaped while the job runs; "
+          "nvidia-smi's own runs are left to the sampler") {
+  std::string folder = test::temporary_folder();
+  std::string apps = folder + "/apps", pids = folder + "/pids", report = folder + "/report";
+  std::string started = folder + "/started", release = folder + "/release";
+  test::write_file(apps, "");
+  // Each worker leads a session and a process group of its own (as a daemon does), leaves the
+  // job's chain for run (the subreaper) and ends at once. --process-interval 0.2: a run of
+  // nvidia-smi that exits (the compute-apps query) every 0.2 s, for run's reaping to steal.
+  Background run(
+      "FAKE_NVSMI_STAMP_NOW=1 FAKE_NVSMI_APPS=" + quote(apps) + " exec " +
+      run_command(folder + "/locks", "--gpu-ids 0 --process-interval 0.2 --report " +
+                                         quote(report) + " -- sh -c 'echo \"" + gpu0 +
+                                         ", $$, 20480 MiB, python\" >>" + apps +
+                                         "; for i in $(seq 30); do (setsid sh -c \"sleep 0.2\" & "
+                                         "echo $! >>" +
+                                         pids + "); done; touch " + started + "; until [ -e " +
+                                         release + " ]; do sleep 0.1; done'"));
+  REQUIRE(test::wait_until([&] { return std::ifstream(started).good(); }));
+  std::vector<std::string> workers = lines_of(test::read_file(pids));
+  REQUIRE(workers.size() == 30);
+  // A zombie stays in /proc: gone means reaped, while the job still runs.
+  bool reaped = test::wait_until([&] {
+    return std::all_of(workers.begin(), workers.end(), [](const std::string &pid) {
+      return test::process_stat(std::stoi(pid)).state == 0;
+    });
+  });
+  std::string zombies;
+  for (const std::string &pid : workers)
+    if (test::process_stat(std::stoi(pid)).state == 'Z')
+      zombies += " " + pid;
+  test::write_file(release, "");
+  CHECK(run.wait() == 0);
+  std::string text = test::read_file(report);
+  INFO(run.err() << text << "zombies:" << zombies);
+  CHECK(reaped);
+  CHECK(text.find("peak memory 20480 MiB of 81559 MiB") != std::string::npos);
+  CHECK(run.err().find("restarting") == std::string::npos);
+  CHECK(run.err().find("exited with code") == std::string::npos);
+}

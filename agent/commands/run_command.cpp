@@ -423,10 +423,13 @@ private:
   }
 
   // Zombies among what we adopted (see PR_SET_CHILD_SUBREAPER above), so that none stays one
-  // while the job runs. Not the job, which reap_job waits for, and not nvidia-smi, which its
-  // stream waits for: it leads a process group of its own. At the end (`all`), nvidia-smi is done
-  // and every zombie left is ours to reap. Returns the job's processes still running.
-  std::vector<Descendant> reap_adopted(bool all) {
+  // while the job runs: every child of ours that has ended, whatever session or process group it
+  // made for itself, but those another wait is for: the job (reap_job) and the runs of nvidia-smi
+  // that the sampler's streams wait for. A zombie's pid is not reused until it is reaped, so one
+  // the sampler names is its own. Returns the job's processes still running.
+  std::vector<Descendant> reap_adopted() {
+    std::vector<pid_t> waited_for = sampler_.children();
+    waited_for.push_back(job_pid_);
     std::vector<Descendant> running;
     pid_t self = ::getpid();
     for (const Descendant &process : process_descendants(self)) {
@@ -434,8 +437,8 @@ private:
         running.push_back(process);
         continue;
       }
-      if (process.parent == self && process.pid != job_pid_ &&
-          (all || process.group != process.pid))
+      if (process.parent == self &&
+          std::find(waited_for.begin(), waited_for.end(), process.pid) == waited_for.end())
         ::waitpid(process.pid, nullptr, WNOHANG);
     }
     return running;
@@ -447,7 +450,7 @@ private:
       if (std::optional<std::string> cgroup = process_cgroup(job_pid_))
         job_cgroup_ = cgroup; // the job may have moved itself
     ledger_->add(snapshot, [this](const Process &process) { return owner_of(process); });
-    reap_adopted(false);
+    reap_adopted();
     if (!json_log_)
       return;
     try {
@@ -478,7 +481,7 @@ private:
     job.notes = notes_;
     if (!attribute_)
       job.notes.push_back("processes are not told apart: the samples are not of this machine");
-    std::vector<Descendant> left = reap_adopted(true);
+    std::vector<Descendant> left = reap_adopted();
     // A job that leaves thousands running gets a line, not thousands of names.
     constexpr std::size_t named = 20;
     for (std::size_t i = 0; i < left.size() && i < named; ++i)

@@ -26,7 +26,7 @@ std::optional<std::string> read_small(const std::string &path, std::size_t max_b
 struct StatLine {
   std::string name;
   char state = '?';
-  pid_t parent = 0, group = 0;
+  pid_t parent = 0;
   std::uint64_t start_ticks = 0;
 };
 
@@ -42,13 +42,12 @@ std::optional<StatLine> read_stat(pid_t pid) {
   StatLine line;
   line.name = stat->substr(open + 1, paren - open - 1);
   std::istringstream rest(stat->substr(paren + 1));
-  long parent = -1, group = -1;
-  if (!(rest >> line.state >> parent >> group) || parent < 0)
+  long parent = -1;
+  if (!(rest >> line.state >> parent) || parent < 0)
     return std::nullopt;
   line.parent = static_cast<pid_t>(parent);
-  line.group = static_cast<pid_t>(group);
   std::string skipped;
-  for (int field = 6; field < 22 && rest >> skipped; ++field) {
+  for (int field = 5; field < 22 && rest >> skipped; ++field) {
   }
   if (!(rest >> line.start_ticks))
     return std::nullopt;
@@ -116,7 +115,7 @@ std::vector<Descendant> process_descendants(pid_t ancestor) {
       continue;
     pid_t pid = static_cast<pid_t>(std::stol(name));
     if (std::optional<StatLine> stat = read_stat(pid))
-      all[pid] = Descendant{pid, stat->parent, stat->group, stat->state, stat->name};
+      all[pid] = Descendant{pid, stat->parent, stat->state, stat->name};
   }
   // A chain is followed at most as far as there are processes: one read while processes come and
   // go could otherwise loop.

@@ -30,7 +30,6 @@ std::optional<std::string> process_cgroup(pid_t pid);
 struct Descendant {
   pid_t pid = 0;
   pid_t parent = 0;
-  pid_t group = 0;  // its process group
   char state = '?'; // as in /proc/PID/stat: 'Z' for a zombie
   std::string name; // the kernel's short name (comm), raw bytes
 };

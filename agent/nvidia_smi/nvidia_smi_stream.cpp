@@ -331,4 +331,11 @@ void NvidiaSmiStream::restart_with(std::vector<std::string> arguments,
 }
 const SamplingCounters &NvidiaSmiStream::counters() const { return state_->counters; }
 
+std::optional<pid_t> NvidiaSmiStream::child_pid() const {
+  // `exited` is set once Boost.Process has reaped it; the pid may then be another process's.
+  if (state_->child && !state_->exited)
+    return state_->child->id();
+  return std::nullopt;
+}
+
 } // namespace nvsmi

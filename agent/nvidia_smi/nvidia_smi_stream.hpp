@@ -14,7 +14,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 namespace nvsmi {
@@ -80,6 +82,9 @@ public:
   // Stops the child (SIGTERM, then SIGKILL) and calls `done` once it is reaped.
   void stop(std::function<void()> done);
   const SamplingCounters &counters() const;
+  // The nvidia-smi it started and has yet to reap, if any. Whoever reaps children it adopted (a
+  // subreaper) must leave this one alone: reaped elsewhere, its exit would be lost to the stream.
+  std::optional<pid_t> child_pid() const;
 
 private:
   struct State;

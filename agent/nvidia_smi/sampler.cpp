@@ -238,6 +238,15 @@ void Sampler::stop(std::function<void()> done) {
   one_done();
 }
 
+std::vector<pid_t> Sampler::children() const {
+  std::vector<pid_t> pids;
+  for (const auto *stream : {&stream_, &apps_stream_, &pmon_stream_})
+    if (*stream)
+      if (std::optional<pid_t> pid = (*stream)->child_pid())
+        pids.push_back(*pid);
+  return pids;
+}
+
 SamplingCounters Sampler::counters() const {
   return stream_ ? stream_->counters() : SamplingCounters{};
 }

@@ -57,6 +57,8 @@ public:
   std::chrono::milliseconds interval() const;
   // Zero while a recording is replayed.
   SamplingCounters counters() const;
+  // The runs of nvidia-smi it started and still waits for (NvidiaSmiStream::child_pid).
+  std::vector<pid_t> children() const;
 
 private:
   void replay_next();
