@@ -9,7 +9,8 @@
 namespace nvsmi {
 
 // Why the caller is not to be trusted with paths: "under sudo (SUDO_UID is set)" (or doas, or
-// pkexec) or "as setuid (effective user 0, real user 1000)"; nullopt when the agent runs as whoever started it.
+// pkexec) or "as setuid (effective user 0, real user 1000)"; nullopt when the agent runs as whoever
+// started it.
 std::optional<std::string> elevated_privilege();
 
 // What a refusal says to do instead, after its reason.
