@@ -21,7 +21,11 @@ std::string folder_of(const std::string &path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-const char *kind_of(mode_t mode) {
+} // namespace
+
+const char *file_kind(mode_t mode) {
+  if (S_ISLNK(mode))
+    return "a symbolic link";
   if (S_ISDIR(mode))
     return "a folder";
   if (S_ISCHR(mode))
@@ -34,8 +38,6 @@ const char *kind_of(mode_t mode) {
     return "a socket";
   return "of another kind";
 }
-
-} // namespace
 
 void io_failure(const std::string &what, const std::string &path) {
   throw AgentError(exit_io, what + " " + path + ": " + std::strerror(errno));
@@ -102,7 +104,7 @@ std::string output_target(const std::string &path) {
   bool linked = ::lstat(path.c_str(), &name) == 0 && S_ISLNK(name.st_mode);
   if (!S_ISREG(info.st_mode))
     throw AgentError(exit_io, path + (linked ? " -> " + target : "") + " is " +
-                                  kind_of(info.st_mode) +
+                                  file_kind(info.st_mode) +
                                   ", not a regular file; refusing to replace it");
   return target;
 }

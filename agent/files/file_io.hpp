@@ -12,6 +12,9 @@ namespace nvsmi {
 // Throws AgentError(exit_io): "WHAT PATH: strerror(errno)".
 [[noreturn]] void io_failure(const std::string &what, const std::string &path);
 
+// What a file of `mode` is, for a message: "a FIFO", "a symbolic link", "a character device", ...
+const char *file_kind(mode_t mode);
+
 // Renames `from` to `to`, or to `to`.2, .3 ... where that name is taken: never over another
 // file. Returns the name it took. Throws AgentError(exit_io) naming `what` when it cannot.
 std::string rename_without_replacing(const std::string &from, const std::string &to,

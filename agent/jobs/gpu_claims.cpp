@@ -3,6 +3,7 @@
 #include "core/exit_codes.hpp"
 #include "core/log_line.hpp"
 #include "core/privilege.hpp"
+#include "files/file_io.hpp"
 #include "files/file_lock.hpp"
 
 #include <algorithm>
@@ -50,20 +51,6 @@ bool claim_name(const std::string &name, const std::string &uuid) {
   return std::all_of(name.begin() + static_cast<long>(prefix.size()),
                      name.end() - static_cast<long>(suffix.size()),
                      [](char c) { return c >= '0' && c <= '9'; });
-}
-
-std::string kind_of(mode_t mode) {
-  if (S_ISFIFO(mode))
-    return "a FIFO";
-  if (S_ISLNK(mode))
-    return "a symbolic link";
-  if (S_ISDIR(mode))
-    return "a folder";
-  if (S_ISSOCK(mode))
-    return "a socket";
-  if (S_ISCHR(mode) || S_ISBLK(mode))
-    return "a device";
-  return "not a regular file";
 }
 
 // Says once per process why a GPU is never offered, though every sample of `--wait` finds it.
@@ -242,14 +229,14 @@ ClaimState look_at(int folder_fd, const std::string &folder, const std::string &
   if (::fstatat(folder_fd, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0)
     return errno == ENOENT ? ClaimState{} : unusable(path, std::strerror(errno));
   if (!S_ISREG(info.st_mode))
-    return unusable(path, "is " + kind_of(info.st_mode));
+    return unusable(path, std::string("is ") + file_kind(info.st_mode));
   int fd =
       ::openat(folder_fd, name.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
   if (fd < 0)
     return errno == ENOENT ? ClaimState{} : unusable(path, std::strerror(errno));
   Descriptor descriptor(fd);
   if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode))
-    return unusable(path, "is " + kind_of(info.st_mode));
+    return unusable(path, std::string("is ") + file_kind(info.st_mode));
   if (mine && info.st_uid != ::geteuid()) // never locked by the caller: see try_take
     return unusable(path, "belongs to uid " + std::to_string(info.st_uid) + ", not to you");
   if (std::optional<pid_t> holder = flock_holder(fd))
@@ -319,7 +306,8 @@ std::optional<GpuClaim> GpuClaim::try_take(const std::string &folder, const std:
     struct stat found {};
     if (::fstatat(folder_fd, name.c_str(), &found, AT_SYMLINK_NOFOLLOW) == 0 &&
         !S_ISREG(found.st_mode)) {
-      unusable(path, "is " + kind_of(found.st_mode)); // never opened: a device, a FIFO
+      unusable(path,
+               std::string("is ") + file_kind(found.st_mode)); // never opened: a device, a FIFO
       return std::nullopt;
     }
     int fd = ::openat(folder_fd, name.c_str(), flags);
@@ -346,7 +334,7 @@ std::optional<GpuClaim> GpuClaim::try_take(const std::string &folder, const std:
     if (::fstat(fd, &opened) != 0)
       cannot("read the claim", path);
     if (!S_ISREG(opened.st_mode)) {
-      unusable(path, "is " + kind_of(opened.st_mode));
+      unusable(path, std::string("is ") + file_kind(opened.st_mode));
       return std::nullopt;
     }
     if (opened.st_uid != ::geteuid()) {
