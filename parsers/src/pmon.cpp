@@ -17,21 +17,6 @@ constexpr std::size_t max_sample_rows = 4096;
 // not a row, and refusing it keeps what a pending sample holds small.
 constexpr std::size_t max_line_bytes = 1024;
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
-
-// The next whitespace-separated token of `rest`, which loses it.
-std::string_view next_token(std::string_view &rest) {
-  std::size_t begin = 0;
-  while (begin < rest.size() && is_space(rest[begin]))
-    ++begin;
-  std::size_t end = begin;
-  while (end < rest.size() && !is_space(rest[end]))
-    ++end;
-  std::string_view token = rest.substr(begin, end - begin);
-  rest.remove_prefix(end);
-  return token;
-}
-
 // pmon prints `-` for a value it does not have; is_unknown does not take it (a leading '-' is a
 // negative number there), so it is told apart here.
 Reading number(std::string_view token, const std::string &column) {

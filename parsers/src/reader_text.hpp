@@ -26,4 +26,19 @@ inline std::string excerpt(std::string_view line) {
   return out;
 }
 
+// The next token of `rest` separated by spaces or tabs (the text tables pmon and dmon print), which
+// `rest` loses.
+inline std::string_view next_token(std::string_view &rest) {
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  std::size_t begin = 0;
+  while (begin < rest.size() && space(rest[begin]))
+    ++begin;
+  std::size_t end = begin;
+  while (end < rest.size() && !space(rest[end]))
+    ++end;
+  std::string_view token = rest.substr(begin, end - begin);
+  rest.remove_prefix(end);
+  return token;
+}
+
 } // namespace nvsmi

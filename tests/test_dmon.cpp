@@ -1,0 +1,151 @@
+#include "nvsmi/dmon.hpp"
+#include "nvsmi/quantity.hpp"
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace nvsmi;
+
+namespace {
+
+std::string recorded(const std::string &name) {
+  return test::read_file(test::fixture_path("recorded/nvidia-h200__580.159.04/" + name));
+}
+
+constexpr std::int64_t mib = 1024 * 1024;
+
+std::string error_of(const std::string &text) {
+  DmonReader reader;
+  std::string last;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos)
+      end = text.size();
+    DmonReader::Outcome outcome =
+        reader.add_line(std::string_view(text).substr(start, end - start));
+    CHECK_FALSE(outcome.row.has_value());
+    if (outcome.error)
+      last = *outcome.error;
+    start = end + 1;
+  }
+  return last;
+}
+
+} // namespace
+
+TEST_CASE("dmon --gpm-metrics (H200, 580): GPM columns by name, `-` until GPM has two readings") {
+  std::vector<DmonRow> rows = read_dmon(recorded("dmon-gpm.txt"));
+  REQUIRE(rows.size() == 3);
+  for (int i = 0; i < 2; ++i) {
+    CHECK(rows[i].gpu_index == 0);
+    CHECK_FALSE(rows[i].sm_active_percent.has_value()); // `-`: unknown, never 0
+    CHECK_FALSE(rows[i].tensor_active_percent.has_value());
+    CHECK_FALSE(rows[i].fp32_active_percent.has_value());
+  }
+  // gract smutil smocc intutil mmaact dfmat hmmat immat dram fp64 fp32 fp16
+  //    21     18     2       0     14     0    14     0    3    0    2    0
+  CHECK(rows[2].sm_active_percent == 18);
+  CHECK(rows[2].sm_occupancy_percent == 2);
+  CHECK(rows[2].tensor_active_percent == 14);
+  CHECK(rows[2].dram_active_percent == 3);
+  CHECK(rows[2].fp64_active_percent == 0);
+  CHECK(rows[2].fp32_active_percent == 2);
+  CHECK(rows[2].fp16_active_percent == 0);
+  // No column for traffic was asked for: unknown, not 0.
+  CHECK_FALSE(rows[2].pcie_rx_bytes_per_second.has_value());
+  CHECK_FALSE(rows[2].nvlink_rx_bytes_per_second.has_value());
+
+  std::vector<DmonRow> idle = read_dmon(recorded("idle-dmon-gpm.txt"));
+  REQUIRE(idle.size() == 2);
+  CHECK_FALSE(idle[1].sm_active_percent.has_value());
+}
+
+TEST_CASE("dmon: PCIe MB/s and GPM NVLink MiB/s are bytes per second") {
+  std::vector<DmonRow> all = read_dmon(recorded("dmon-all.txt"));
+  REQUIRE(all.size() == 3);
+  CHECK(all[1].pcie_rx_bytes_per_second == 14139 * mib);
+  CHECK(all[1].pcie_tx_bytes_per_second == 1 * mib);
+  CHECK(all[2].pcie_tx_bytes_per_second == 15569 * mib);
+  CHECK_FALSE(all[2].sm_active_percent.has_value()); // no GPM asked for
+
+  std::vector<DmonRow> pcie = read_dmon(recorded("dmon-pcie.txt"));
+  REQUIRE(pcie.size() == 3);
+  CHECK(pcie[0].pcie_rx_bytes_per_second == 0);
+  CHECK(pcie[1].pcie_rx_bytes_per_second == 738 * mib);
+
+  // A GPU without NVLink peers: 0 once GPM has two readings (the driver measured nothing moved).
+  std::vector<DmonRow> nvlink = read_dmon(recorded("dmon-gpm-nvlink.txt"));
+  REQUIRE(nvlink.size() == 3);
+  CHECK_FALSE(nvlink[0].nvlink_rx_bytes_per_second.has_value());
+  CHECK(nvlink[2].nvlink_rx_bytes_per_second == 0);
+  CHECK(nvlink[2].nvlink_tx_bytes_per_second == 0);
+}
+
+TEST_CASE("dmon --format csv reads as the table does") {
+  std::vector<DmonRow> rows = read_dmon(recorded("dmon-csv.txt"));
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].gpu_index == 0);
+  CHECK(rows[1].pcie_rx_bytes_per_second == 14143 * mib);
+  CHECK(rows[1].pcie_tx_bytes_per_second == 1035 * mib);
+  CHECK(rows[2].pcie_tx_bytes_per_second == 9 * mib);
+}
+
+TEST_CASE("dmon: the default columns of another driver (L40S, 595) read, with no activity") {
+  std::string text =
+      "# gpu    pwr  gtemp  mtemp     sm    mem    enc    dec    jpg    ofa   mclk   pclk \n"
+      "# Idx      W      C      C      %      %      %      %      %      %    MHz    MHz \n"
+      "    0     66     57      -      0      0      0      0      0      0   9001    210 \n"
+      "    1    109     53      -     10      2     67      0      0      0   9001   2520 \n";
+  std::vector<DmonRow> rows = read_dmon(text);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[1].gpu_index == 1);
+  CHECK_FALSE(rows[1].sm_active_percent.has_value()); // `sm` is utilization, not SM activity
+  CHECK_FALSE(rows[1].pcie_rx_bytes_per_second.has_value());
+}
+
+TEST_CASE("dmon: a header it does not know is refused by name, and its rows are not read") {
+  std::string unknown = "# gpu    pwr  pcitx\n# Idx      W  GPM:MiB/s\n    0     77     12\n";
+  std::string message = error_of(unknown);
+  CHECK_THAT(error_of("# gpu    pwr  pcitx\n# Idx      W  GPM:MiB/s\n"),
+             Catch::Contains("\"pcitx\"") && Catch::Contains("not one this reader knows"));
+  CHECK_THAT(message, Catch::Contains("without a header it knows"));
+  CHECK_THROWS_AS(read_dmon(unknown), ParseError);
+
+  // A known name in another unit is not guessed at either.
+  CHECK_THAT(error_of("# gpu  rxpci\n# Idx  KB/s\n"),
+             Catch::Contains("\"rxpci\"") && Catch::Contains("knows it in MB/s"));
+  CHECK_THAT(error_of("# gpu  pwr\n# Idx  W  C\n"), Catch::Contains("2 names but 3 units"));
+  CHECK_THAT(error_of("    0     77\n"), Catch::Contains("without a header it knows"));
+  CHECK_THAT(error_of("# Idx  W\n"), Catch::Contains("units line without its names line"));
+
+  // A known header after a refused one is read again.
+  std::vector<DmonRow> rows;
+  DmonReader reader;
+  for (const char *line :
+       {"# gpu pcitx", "# Idx GPM:MiB/s", "0 5", "# gpu rxpci", "# Idx MB/s", "0 5"}) {
+    DmonReader::Outcome outcome = reader.add_line(line);
+    if (outcome.row)
+      rows.push_back(*outcome.row);
+  }
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].pcie_rx_bytes_per_second == 5 * mib);
+}
+
+TEST_CASE("dmon: bad rows are errors and skipped, never a crash or a reading") {
+  DmonReader reader;
+  REQUIRE_FALSE(reader.add_line("# gpu  rxpci  smutil").error);
+  REQUIRE_FALSE(reader.add_line("# Idx   MB/s   GPM:%").error);
+  for (const char *line :
+       {"0 1", "0 1 2 3", "0 x 2", "0 -5 2", "- 1 2", "0 99999999999999 2", "\xff\xfe 1 2"}) {
+    INFO(line);
+    DmonReader::Outcome outcome = reader.add_line(line);
+    CHECK(outcome.error.has_value());
+    CHECK_FALSE(outcome.row.has_value());
+  }
+  CHECK(reader.add_line(std::string(5000, '0')).error.has_value());
+  DmonReader::Outcome fine = reader.add_line("0 N/A 7");
+  REQUIRE(fine.row.has_value());
+  CHECK_FALSE(fine.row->pcie_rx_bytes_per_second.has_value());
+  CHECK(fine.row->sm_active_percent == 7);
+}
