@@ -236,3 +236,76 @@ TEST_CASE("attach_compute_apps: a GPU without a uuid keeps nullopt; MIG apps mat
   CHECK(snapshot.gpus[0].processes->at(1).pid == 12);
   CHECK_FALSE(snapshot.gpus[1].processes);
 }
+
+TEST_CASE("compute-apps loop: rows grouped by their timestamp, the last one taken by flush") {
+  ComputeAppsLoopReader reader;
+  std::vector<ComputeAppsLoopReader::Sample> samples;
+  auto add = [&](const std::string &line) {
+    ComputeAppsLoopReader::Outcome outcome = reader.add_line(line);
+    INFO(line);
+    CHECK_FALSE(outcome.error.has_value());
+    if (outcome.sample)
+      samples.push_back(*outcome.sample);
+  };
+  // As `--format=csv,nounits -lms 500` prints it, with timestamp first: a header once, then two
+  // processes in one iteration, one in the next, and a name holding ", ".
+  add("timestamp, gpu_uuid, pid, used_gpu_memory [MiB], process_name");
+  add("2026/11/26 02:31:30.012, GPU-00000000-0000-0000-0000-000000000000, 473, 1578, python3");
+  add("2026/11/26 02:31:30.012, GPU-00000000-0000-0000-0000-000000000001, 474, 20, a, b");
+  CHECK(samples.empty()); // the iteration may have more rows to come
+  add("2026/11/26 02:31:30.512, GPU-00000000-0000-0000-0000-000000000000, 473, 1580, python3");
+  REQUIRE(samples.size() == 1);
+  CHECK(samples[0].timestamp == "2026/11/26 02:31:30.012");
+  REQUIRE(samples[0].apps.size() == 2);
+  CHECK(samples[0].apps[1].pid == 474);
+  CHECK(samples[0].apps[1].process_name == std::string("a, b"));
+  CHECK(samples[0].apps[1].used_memory_mib == 20);
+
+  std::optional<ComputeAppsLoopReader::Sample> last = reader.flush();
+  REQUIRE(last.has_value());
+  CHECK(last->timestamp == "2026/11/26 02:31:30.512");
+  REQUIRE(last->apps.size() == 1);
+  CHECK(last->apps[0].used_memory_mib == 1580);
+  CHECK_FALSE(reader.flush().has_value()); // taken once
+
+  // A row of the iteration already taken comes late: skipped, not a second sample of that moment.
+  ComputeAppsLoopReader::Outcome late = reader.add_line(
+      "2026/11/26 02:31:30.512, GPU-00000000-0000-0000-0000-000000000001, 474, 20, x");
+  CHECK(late.error.has_value());
+  CHECK_FALSE(reader.flush().has_value());
+}
+
+TEST_CASE("compute-apps loop: the real H200 loop, re-asked with timestamps, and bad lines") {
+  // The recorded loop has no timestamp column: without one a row cannot be placed, so it is an
+  // error, never a guess.
+  ComputeAppsLoopReader plain;
+  CHECK(plain.add_line("GPU-00000000-0000-0000-0000-000000000000, 473, 1578 MiB, python3")
+            .error.has_value());
+
+  ComputeAppsLoopReader reader;
+  for (const char *bad :
+       {"[N/A], GPU-00000000-0000-0000-0000-000000000000, 473, 1578, python3",
+        "2026/11/26 02:31:30.012, GPU-00000000-0000-0000-0000-000000000000, x, 1578, python3",
+        "2026/11/26 02:31:30.012, GPU-00000000-0000-0000-0000-000000000000, 473, 1578 W, p",
+        "No devices were found"}) {
+    INFO(bad);
+    ComputeAppsLoopReader::Outcome outcome = reader.add_line(bad);
+    CHECK(outcome.error.has_value());
+    CHECK_FALSE(outcome.sample.has_value());
+  }
+  CHECK(reader.add_line(std::string(5000, 'a')).error.has_value());
+  CHECK_FALSE(reader.flush().has_value());
+
+  // Past 4096 rows one iteration is dropped whole, the rest of its rows with it.
+  std::string row = "2026/11/26 02:31:30.012, GPU-00000000-0000-0000-0000-000000000000, ";
+  int errors = 0;
+  for (int pid = 1; pid <= 4100; ++pid)
+    errors += reader.add_line(row + std::to_string(pid) + ", 1, p").error.has_value();
+  CHECK(errors == 4);
+  CHECK_FALSE(reader.flush().has_value());
+  ComputeAppsLoopReader::Outcome next =
+      reader.add_line("2026/11/26 02:31:30.512, GPU-00000000-0000-0000-0000-000000000000, 7, 1, p");
+  CHECK_FALSE(next.error.has_value());
+  CHECK_FALSE(next.sample.has_value()); // the dropped iteration gives no sample
+  REQUIRE(reader.flush().has_value());
+}

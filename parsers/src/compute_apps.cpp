@@ -179,6 +179,70 @@ std::vector<ComputeApp> read_compute_apps(std::string_view text) {
   return apps;
 }
 
+const std::vector<std::string> &compute_apps_loop_fields() {
+  static const std::vector<std::string> fields = [] {
+    std::vector<std::string> all{"timestamp"};
+    all.insert(all.end(), compute_apps_fields().begin(), compute_apps_fields().end());
+    return all;
+  }();
+  return fields;
+}
+
+ComputeAppsLoopReader::Outcome ComputeAppsLoopReader::add_line(std::string_view line) {
+  // A row is under 200 bytes and an iteration lists a few hundred processes at most: far past
+  // either is not nvidia-smi's loop, and holding it would let the writer grow our memory.
+  constexpr std::size_t max_line_bytes = 4096, max_rows = 4096;
+  Outcome outcome;
+  if (!line.empty() && line.back() == '\r')
+    line.remove_suffix(1);
+  if (line.size() > max_line_bytes) {
+    outcome.error = "compute-apps line of " + std::to_string(line.size()) +
+                    " bytes skipped (longer than " + std::to_string(max_line_bytes) + ")";
+    return outcome;
+  }
+  if (trim(line).empty() || is_header(line))
+    return outcome;
+  static const Layout layout = layout_from_fields(compute_apps_loop_fields());
+  ComputeApp app;
+  try {
+    app = read_row(line, layout, pending_ ? pending_->apps.size() + 1 : 1);
+  } catch (const ParseError &error) {
+    outcome.error = error.what();
+    return outcome;
+  }
+  std::string_view timestamp = cell_text(line, split_cells(line).front());
+  if (timestamp.empty() || is_unknown(timestamp)) {
+    outcome.error = "compute-apps row without its timestamp: " + excerpt(line);
+    return outcome;
+  }
+  if (pending_ && pending_->timestamp != timestamp)
+    outcome.sample = flush();
+  if (!pending_ && timestamp == done_) {
+    outcome.error =
+        "compute-apps row of an iteration already taken or dropped skipped: " + excerpt(line);
+    return outcome;
+  }
+  if (!pending_)
+    pending_ = Sample{std::string(timestamp), {}};
+  if (pending_->apps.size() >= max_rows) {
+    outcome.error =
+        "compute-apps iteration of more than " + std::to_string(max_rows) + " rows dropped";
+    done_ = pending_->timestamp;
+    pending_.reset();
+    return outcome;
+  }
+  pending_->apps.push_back(std::move(app));
+  return outcome;
+}
+
+std::optional<ComputeAppsLoopReader::Sample> ComputeAppsLoopReader::flush() {
+  std::optional<Sample> sample = std::move(pending_);
+  pending_.reset();
+  if (sample)
+    done_ = sample->timestamp;
+  return sample;
+}
+
 void attach_compute_apps(Snapshot &snapshot, const std::vector<ComputeApp> &apps) {
   for (Gpu &gpu : snapshot.gpus) {
     if (!gpu.uuid)
