@@ -177,3 +177,39 @@ TEST_CASE("H200 recording: pmon with a process, and with none") {
     CHECK_FALSE(sample[0].sm_percent.has_value());
   }
 }
+
+TEST_CASE("H200 recording: the compute-apps loop with timestamps, as two processes end") {
+  // Two processes (pids 442, 443), `-lms 500`: 442 ended after the 6th iteration, 443 after the
+  // 11th, and from then on the loop printed nothing. Each iteration's rows share its timestamp.
+  for (const char *file :
+       {"compute-apps-loop-timestamps.csv", "compute-apps-loop-timestamps-noheader-nounits.csv"}) {
+    INFO(file);
+    std::istringstream lines(recorded(file));
+    ComputeAppsLoopReader reader;
+    std::vector<ComputeAppsLoopReader::Sample> samples;
+    for (std::string line; std::getline(lines, line);) {
+      ComputeAppsLoopReader::Outcome outcome = reader.add_line(line);
+      CHECK_FALSE(outcome.error.has_value());
+      if (outcome.sample)
+        samples.push_back(*outcome.sample);
+    }
+    if (std::optional<ComputeAppsLoopReader::Sample> last = reader.flush())
+      samples.push_back(*last);
+    REQUIRE(samples.size() == 11);
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      INFO(samples[i].timestamp);
+      REQUIRE(samples[i].apps.size() == (i < 6 ? 2u : 1u));
+      CHECK(samples[i].apps.back().pid == 443);
+      CHECK(samples[i].apps.back().used_memory_mib == 666);
+      if (i < 6)
+        CHECK(samples[i].apps.front().pid == 442);
+    }
+    CHECK(samples[0].timestamp.substr(0, 11) == "2026/11/26 ");
+  }
+  // pmon over the same time: its `-` row says at once that none is left.
+  std::vector<std::vector<PmonRow>> pmon = read_pmon(recorded("pmon-exits.txt"));
+  REQUIRE(pmon.size() >= 6);
+  CHECK(pmon[0].size() == 2);
+  CHECK(pmon.back().size() == 1);
+  CHECK_FALSE(pmon.back()[0].pid.has_value());
+}
