@@ -138,6 +138,12 @@ std::vector<std::string> lines_of(const std::string &text) {
   return lines;
 }
 
+std::vector<std::string> non_empty_lines_of(const std::string &text) {
+  std::vector<std::string> lines = lines_of(text);
+  lines.erase(std::remove(lines.begin(), lines.end(), std::string()), lines.end());
+  return lines;
+}
+
 Run promtool_check_metrics(const std::string &metrics) {
   std::string file = temporary_folder() + "/metrics";
   write_file(file, metrics);

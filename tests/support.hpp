@@ -70,6 +70,8 @@ Run chromium(const std::string &arguments);
 
 // The lines of `text`, without their '\n' (a last line without one counts too).
 std::vector<std::string> lines_of(const std::string &text);
+// The same without its empty lines.
+std::vector<std::string> non_empty_lines_of(const std::string &text);
 
 // Prometheus's own linter on a /metrics text: `promtool check metrics`. Only where
 // installed("promtool").

@@ -5,6 +5,7 @@
 #include "jobs/gpu_claims.hpp"
 #include "nvsmi/xml_reader.hpp"
 #include "process_support.hpp"
+#include "snapshot_builders.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
@@ -18,9 +19,7 @@ using namespace nvsmi;
 
 namespace {
 
-Snapshot states() {
-  return read_xml(test::read_file(test::fixture_path("xml/h100-8gpu-states-v12.xml")));
-}
+Snapshot states() { return test::xml_fixture("xml/h100-8gpu-states-v12.xml"); }
 
 std::vector<int> indices(const std::vector<GpuChoice> &choices) {
   std::vector<int> result;
@@ -133,7 +132,7 @@ TEST_CASE("jobs: every GPU is offered or has its reason, in the sample's order")
   lenient.max_utilization_percent = 12.5;
   CHECK(judge_gpus(states(), lenient)[1].reason.empty());
 
-  Snapshot mig = read_xml(test::read_file(test::fixture_path("xml/a100-mig-v12.xml")));
+  Snapshot mig = test::xml_fixture("xml/a100-mig-v12.xml");
   mig.gpus[0].processes = std::vector<Process>{}; // even with nothing running on it
   REQUIRE(judge_gpus(mig, {}).size() == 1);
   CHECK(judge_gpus(mig, {})[0].reason == "GPU 0 has MIG on");

@@ -52,15 +52,6 @@ std::string until_logged(const std::string &pid, const std::string &log) {
          " && break; sleep 0.1; done";
 }
 
-std::vector<std::string> lines_of(const std::string &text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty())
-      lines.push_back(line);
-  return lines;
-}
-
 } // namespace
 
 TEST_CASE("run exits with the job's exit code, 128 + N when signal N ended it") {
@@ -170,7 +161,7 @@ TEST_CASE("eight runs at once on four free GPUs: four run on four different GPUs
       }
     std::set<std::string> gpus;
     test::Run jobs = run_shell("cat " + quote(folder) + "/job.*");
-    for (const std::string &line : lines_of(jobs.out))
+    for (const std::string &line : test::non_empty_lines_of(jobs.out))
       gpus.insert(line.substr(0, line.find(' ')));
     CHECK(gpus == std::set<std::string>{"0", "1", "4", "7"});
     test::write_file(release, "");
@@ -664,7 +655,7 @@ TEST_CASE("workers that make a session of their own and end are reaped while the
                                          pids + "); done; touch " + started + "; until [ -e " +
                                          release + " ]; do sleep 0.1; done'"));
   REQUIRE(test::wait_until([&] { return std::ifstream(started).good(); }));
-  std::vector<std::string> workers = lines_of(test::read_file(pids));
+  std::vector<std::string> workers = test::non_empty_lines_of(test::read_file(pids));
   REQUIRE(workers.size() == 30);
   // A zombie stays in /proc: gone means reaped, while the job still runs.
   bool reaped = test::wait_until([&] {
