@@ -115,10 +115,6 @@ Run run_shell(const std::string &command) {
   return run;
 }
 
-Run run_agent(const std::string &arguments) {
-  return run_shell(quote(AGENT_BIN) + " " + arguments);
-}
-
 bool installed(const std::string &program) {
   return run_shell("command -v " + quote(program)).exit_code == 0;
 }

@@ -60,7 +60,8 @@ struct Run {
 };
 // Runs `command` through /bin/sh with stdout and stderr captured.
 Run run_shell(const std::string &command);
-// Runs the built nvsmi-agent with `arguments` (already shell-quoted where needed).
+// Runs the built nvsmi-agent with `arguments` (already shell-quoted where needed); only in the
+// suites that run the agent (agent_support.cpp).
 Run run_agent(const std::string &arguments);
 std::string quote(const std::string &word);
 // Whether `program` is on PATH (tests that need it warn and skip where it is not).

@@ -190,26 +190,3 @@ TEST_CASE("jobs: the shipped tmpfiles.d line makes the claims folder root's and 
   CHECK(GpuClaim::try_take(folder, "GPU-00000000-0000-0000-0000-000000000003"));
   CHECK(claims_folder(std::nullopt) == "/run/lock/nvsmi-agent"); // the folder it makes
 }
-
-TEST_CASE("jobs: a claims folder of the caller's own is accepted; made by a user, it is private") {
-  if (!test::can_be_nobody())
-    return;
-  std::string parent = test::temporary_folder();
-  REQUIRE(::chmod(parent.c_str(), 01777) == 0); // as /tmp: without the sticky bit, refused above
-  std::string folder = parent + "/nobodys";
-  test::Run run = test::run_shell(test::as_nobody + AGENT_BIN + " run --nvidia-smi " +
-                                  SCRIPTS_DIR "/fake-nvidia-smi --lock-dir " + test::quote(folder) +
-                                  " --report " + test::quote(parent + "/report") + " -- true");
-  INFO(run.err);
-  CHECK(run.exit_code == 0);
-  struct stat info {};
-  REQUIRE(::stat(folder.c_str(), &info) == 0);
-  CHECK(info.st_uid == 65534);
-  CHECK((info.st_mode & 07777) == 0700);
-  REQUIRE(::stat((folder + "/GPU-00000000-0000-0000-0000-000000000000.65534.lock").c_str(),
-                 &info) == 0);
-  CHECK((info.st_mode & 0777) == 0644);
-  // Root's own is not nobody's: refused by root.
-  CHECK_THROWS_WITH(GpuClaim::try_take(folder, "GPU-00000000-0000-0000-0000-000000000000"),
-                    Catch::Contains("belongs to uid 65534, neither root nor you"));
-}

@@ -3,6 +3,7 @@
 // and die with their holder, the job's GPU processes told from a stranger's, and the end-of-run
 // report's figures.
 #include "claims_support.hpp"
+#include "jobs/gpu_claims.hpp"
 #include "process_support.hpp"
 #include "support.hpp"
 #include "tmux_session.hpp"
@@ -675,4 +676,29 @@ TEST_CASE("workers that make a session of their own and end are reaped while the
   CHECK(text.find("peak memory 20480 MiB of 81559 MiB") != std::string::npos);
   CHECK(run.err().find("restarting") == std::string::npos);
   CHECK(run.err().find("exited with code") == std::string::npos);
+}
+
+// Moved from the unit suite, which links the libraries only: it runs the built agent.
+TEST_CASE("jobs: a claims folder of the caller's own is accepted; made by a user, it is private") {
+  if (!test::can_be_nobody())
+    return;
+  std::string parent = test::temporary_folder();
+  REQUIRE(::chmod(parent.c_str(), 01777) ==
+          0); // as /tmp: without the sticky bit, refused (test_jobs.cpp)
+  std::string folder = parent + "/nobodys";
+  test::Run run = test::run_shell(test::as_nobody + AGENT_BIN + " run --nvidia-smi " +
+                                  SCRIPTS_DIR "/fake-nvidia-smi --lock-dir " + test::quote(folder) +
+                                  " --report " + test::quote(parent + "/report") + " -- true");
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  struct stat info {};
+  REQUIRE(::stat(folder.c_str(), &info) == 0);
+  CHECK(info.st_uid == 65534);
+  CHECK((info.st_mode & 07777) == 0700);
+  REQUIRE(::stat((folder + "/GPU-00000000-0000-0000-0000-000000000000.65534.lock").c_str(),
+                 &info) == 0);
+  CHECK((info.st_mode & 0777) == 0644);
+  // Root's own is not nobody's: refused by root.
+  CHECK_THROWS_WITH(nvsmi::GpuClaim::try_take(folder, "GPU-00000000-0000-0000-0000-000000000000"),
+                    Catch::Contains("belongs to uid 65534, neither root nor you"));
 }
