@@ -115,10 +115,6 @@ Run run_shell(const std::string &command) {
   return run;
 }
 
-Run run_agent(const std::string &arguments) {
-  return run_shell(quote(AGENT_BIN) + " " + arguments);
-}
-
 bool installed(const std::string &program) {
   return run_shell("command -v " + quote(program)).exit_code == 0;
 }
@@ -135,6 +131,12 @@ std::vector<std::string> lines_of(const std::string &text) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);)
     lines.push_back(line);
+  return lines;
+}
+
+std::vector<std::string> non_empty_lines_of(const std::string &text) {
+  std::vector<std::string> lines = lines_of(text);
+  lines.erase(std::remove(lines.begin(), lines.end(), std::string()), lines.end());
   return lines;
 }
 

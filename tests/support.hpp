@@ -60,7 +60,8 @@ struct Run {
 };
 // Runs `command` through /bin/sh with stdout and stderr captured.
 Run run_shell(const std::string &command);
-// Runs the built nvsmi-agent with `arguments` (already shell-quoted where needed).
+// Runs the built nvsmi-agent with `arguments` (already shell-quoted where needed); only in the
+// suites that run the agent (agent_support.cpp).
 Run run_agent(const std::string &arguments);
 std::string quote(const std::string &word);
 // Whether `program` is on PATH (tests that need it warn and skip where it is not).
@@ -70,6 +71,8 @@ Run chromium(const std::string &arguments);
 
 // The lines of `text`, without their '\n' (a last line without one counts too).
 std::vector<std::string> lines_of(const std::string &text);
+// The same without its empty lines.
+std::vector<std::string> non_empty_lines_of(const std::string &text);
 
 // Prometheus's own linter on a /metrics text: `promtool check metrics`. Only where
 // installed("promtool").

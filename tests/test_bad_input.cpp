@@ -3,6 +3,7 @@
 #include "formats/formats.hpp"
 #include "kernel_log/kmsg_record.hpp"
 #include "report/report.hpp"
+#include "snapshot_builders.hpp"
 #include "support.hpp"
 
 #include "nvsmi/csv_reader.hpp"
@@ -195,7 +196,7 @@ TEST_CASE("bad input: mismatched CSV columns") {
 }
 
 TEST_CASE("bad input: CRLF line ends") {
-  Snapshot xml = read_xml(test::read_file(test::fixture_path("xml/rtx4080-windows-v13.xml")));
+  Snapshot xml = test::xml_fixture("xml/rtx4080-windows-v13.xml");
   Snapshot csv = read_csv(test::read_file(test::fixture_path("csv/rtx4080-windows-crlf.csv")));
   REQUIRE(xml.gpus.size() == 1);
   REQUIRE(csv.gpus.size() == 1);

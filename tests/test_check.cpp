@@ -4,6 +4,8 @@
 
 #include "nvsmi/utf8.hpp"
 
+#include "snapshot_builders.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -15,14 +17,8 @@ namespace {
 
 using Clock = std::chrono::system_clock;
 
-// 2024-03-12 14:03:27 UTC, when every hand-made sample is taken.
-Timestamp taken() {
-  Timestamp t;
-  t.year = 2024, t.month = 3, t.day = 12, t.hour = 14, t.minute = 3, t.second = 27;
-  t.utc_offset_minutes = 0;
-  return t;
-}
-
+// `seconds` after test::sample_time() (2024-03-12 14:03:27 UTC), when every hand-made sample
+// is taken.
 Clock::time_point seconds_after_taken(double seconds) {
   std::tm fields{};
   fields.tm_year = 124, fields.tm_mon = 2, fields.tm_mday = 12;
@@ -32,29 +28,6 @@ Clock::time_point seconds_after_taken(double seconds) {
 }
 
 const Clock::time_point now = seconds_after_taken(5);
-
-Gpu healthy_gpu(int index) {
-  Gpu gpu;
-  gpu.index = index;
-  char bus[32];
-  std::snprintf(bus, sizeof bus, "00000000:%02X:00.0", 0x19 + 0x10 * index);
-  gpu.pci_bus_id = bus;
-  gpu.temperature_c = 40;
-  gpu.memory_total_mib = 80000;
-  gpu.memory_used_mib = 1000;
-  gpu.utilization_gpu_percent = 0;
-  gpu.health.ecc_volatile.corrected = 0;
-  gpu.health.ecc_volatile.uncorrected = 0;
-  return gpu;
-}
-
-Snapshot healthy(int count) {
-  Snapshot snapshot;
-  snapshot.timestamp = taken();
-  for (int i = 0; i < count; ++i)
-    snapshot.gpus.push_back(healthy_gpu(i));
-  return snapshot;
-}
 
 CheckResult judge(const Snapshot &snapshot, const CheckThresholds &thresholds = {},
                   const std::vector<int> &gpus = {}, Clock::time_point at = now) {
@@ -82,7 +55,7 @@ KernelLog readable_log(std::vector<XidTally> xids) {
 } // namespace
 
 TEST_CASE("check: healthy GPUs are OK, with the perfdata exactly as Nagios reads it") {
-  Snapshot snapshot = healthy(2);
+  Snapshot snapshot = test::quiet_machine(2);
   snapshot.gpus[1].temperature_c = 51;
   snapshot.gpus[1].memory_used_mib = 20000;
   CheckResult result = judge(snapshot);
@@ -109,7 +82,7 @@ TEST_CASE("check: the exit codes are Nagios's, and CRITICAL outranks WARNING out
 }
 
 TEST_CASE("check: temperature warns at 85 C and is critical at the GPU's slowdown threshold") {
-  Snapshot snapshot = healthy(1);
+  Snapshot snapshot = test::quiet_machine(1);
   snapshot.gpus[0].temperature_c = 84;
   CHECK(judge(snapshot).status == CheckStatus::ok);
   snapshot.gpus[0].temperature_c = 85;
@@ -151,7 +124,7 @@ TEST_CASE("check: temperature warns at 85 C and is critical at the GPU's slowdow
 }
 
 TEST_CASE("check: an unknown temperature is UNKNOWN, never OK by zero") {
-  Snapshot snapshot = healthy(2);
+  Snapshot snapshot = test::quiet_machine(2);
   snapshot.gpus[1].temperature_c.reset();
   CheckResult result = judge(snapshot);
   CHECK(result.status == CheckStatus::unknown);
@@ -164,7 +137,7 @@ TEST_CASE("check: an unknown temperature is UNKNOWN, never OK by zero") {
 }
 
 TEST_CASE("check: a GPU with no readings at all is UNKNOWN, said once") {
-  Snapshot snapshot = healthy(2);
+  Snapshot snapshot = test::quiet_machine(2);
   Gpu blank;
   blank.index = 1;
   blank.pci_bus_id = "00000000:29:00.0";
@@ -176,7 +149,7 @@ TEST_CASE("check: a GPU with no readings at all is UNKNOWN, said once") {
 }
 
 TEST_CASE("check: memory use is judged only when a threshold is given") {
-  Snapshot snapshot = healthy(1);
+  Snapshot snapshot = test::quiet_machine(1);
   snapshot.gpus[0].memory_used_mib = 79000; // 98.75%
   CHECK(judge(snapshot).status == CheckStatus::ok);
   CheckThresholds memory;
@@ -193,7 +166,7 @@ TEST_CASE("check: memory use is judged only when a threshold is given") {
 }
 
 TEST_CASE("check: one uncorrectable ECC error is CRITICAL; corrected ones only when asked") {
-  Snapshot snapshot = healthy(1);
+  Snapshot snapshot = test::quiet_machine(1);
   snapshot.gpus[0].health.ecc_volatile.corrected = 500;
   CHECK(judge(snapshot).status == CheckStatus::ok);
   CheckThresholds corrected;
@@ -204,7 +177,7 @@ TEST_CASE("check: one uncorrectable ECC error is CRITICAL; corrected ones only w
   snapshot.gpus[0].health.ecc_volatile.corrected = 1000;
   CHECK(judge(snapshot, corrected).status == CheckStatus::critical);
 
-  snapshot = healthy(1);
+  snapshot = test::quiet_machine(1);
   snapshot.gpus[0].health.ecc_volatile.uncorrected = 1;
   CheckResult one = judge(snapshot);
   CHECK(one.status == CheckStatus::critical);
@@ -222,7 +195,7 @@ TEST_CASE("check: one uncorrectable ECC error is CRITICAL; corrected ones only w
 }
 
 TEST_CASE("check: lost and failing GPUs come first, with their bus id, then the count") {
-  Snapshot snapshot = healthy(8);
+  Snapshot snapshot = test::quiet_machine(8);
   Gpu lost;
   lost.index = 4;
   lost.pci_bus_id = "00000000:3B:00.0";
@@ -243,8 +216,8 @@ TEST_CASE("check: lost and failing GPUs come first, with their bus id, then the 
 
   CheckThresholds two_lost;
   two_lost.lost = {1, 2};
-  snapshot.gpus[3] = healthy_gpu(3);
-  snapshot.gpus[6] = healthy_gpu(6);
+  snapshot.gpus[3] = test::quiet_gpu(3);
+  snapshot.gpus[6] = test::quiet_gpu(6);
   CHECK(judge(snapshot, two_lost).status == CheckStatus::warning);
   snapshot.gpus[5] = lost;
   snapshot.gpus[5].index = 5;
@@ -252,7 +225,7 @@ TEST_CASE("check: lost and failing GPUs come first, with their bus id, then the 
 }
 
 TEST_CASE("check: a GPU whose health asks for a reset is failing, CRITICAL by default") {
-  Snapshot snapshot = healthy(2);
+  Snapshot snapshot = test::quiet_machine(2);
   snapshot.gpus[0].health.recovery_action = "None";
   CHECK(judge(snapshot).status == CheckStatus::ok);
   snapshot.gpus[0].health.recovery_action = "GPU Reset Required";
@@ -269,7 +242,7 @@ TEST_CASE("check: a GPU whose health asks for a reset is failing, CRITICAL by de
 }
 
 TEST_CASE("check: Xids that need a reset are CRITICAL, others a WARNING, per GPU") {
-  Snapshot snapshot = healthy(3);
+  Snapshot snapshot = test::quiet_machine(3);
   snapshot.kernel_log = readable_log({});
   CheckResult clean = judge(snapshot);
   CHECK(clean.status == CheckStatus::ok);
@@ -293,7 +266,7 @@ TEST_CASE("check: Xids that need a reset are CRITICAL, others a WARNING, per GPU
 }
 
 TEST_CASE("check: Xids of a device nvidia-smi no longer lists are counted, but not with --gpu") {
-  Snapshot snapshot = healthy(2);
+  Snapshot snapshot = test::quiet_machine(2);
   snapshot.kernel_log = readable_log({tally("0000:c1:00", 79, 3, "GPU has fallen off the bus.")});
   CheckResult result = judge(snapshot);
   CHECK(result.status == CheckStatus::critical);
@@ -303,7 +276,7 @@ TEST_CASE("check: Xids of a device nvidia-smi no longer lists are counted, but n
 }
 
 TEST_CASE("check: an unreadable kernel log is a WARNING by default, else a note") {
-  Snapshot snapshot = healthy(1);
+  Snapshot snapshot = test::quiet_machine(1);
   KernelLog log;
   log.source = "/dev/kmsg";
   log.error = "Permission denied";
@@ -322,7 +295,7 @@ TEST_CASE("check: an unreadable kernel log is a WARNING by default, else a note"
 }
 
 TEST_CASE("check: the sample's age against the stale thresholds") {
-  Snapshot snapshot = healthy(1);
+  Snapshot snapshot = test::quiet_machine(1);
   CheckThresholds stale;
   stale.age_seconds = {300, 900};
   CHECK(judge(snapshot, stale, {}, seconds_after_taken(299)).status == CheckStatus::ok);
@@ -366,7 +339,7 @@ TEST_CASE("check: the stale defaults are off for nvidia-smi run now, on for a re
 }
 
 TEST_CASE("check: --gpu judges only those GPUs; one not listed is CRITICAL") {
-  Snapshot snapshot = healthy(4);
+  Snapshot snapshot = test::quiet_machine(4);
   snapshot.gpus[1].temperature_c = 95;
   CheckResult some = judge(snapshot, {}, {0, 2});
   CHECK(some.status == CheckStatus::ok);
@@ -381,18 +354,18 @@ TEST_CASE("check: fewer GPUs than expected is CRITICAL; none at all without an e
           "UNKNOWN") {
   CheckThresholds eight;
   eight.expected_gpus = 8;
-  CheckResult seven = judge(healthy(7), eight);
+  CheckResult seven = judge(test::quiet_machine(7), eight);
   CHECK(seven.status == CheckStatus::critical);
   CHECK(seven.summary == "7 of 8 expected GPUs listed; 7 of 7 OK");
-  CHECK(judge(healthy(8), eight).status == CheckStatus::ok);
-  CheckResult none = judge(healthy(0));
+  CHECK(judge(test::quiet_machine(8), eight).status == CheckStatus::ok);
+  CheckResult none = judge(test::quiet_machine(0));
   CHECK(none.status == CheckStatus::unknown);
   CHECK(none.summary == "no GPUs in the sample");
-  CHECK(judge(healthy(0), eight).status == CheckStatus::critical);
+  CHECK(judge(test::quiet_machine(0), eight).status == CheckStatus::critical);
 }
 
 TEST_CASE("check: hostile text from nvidia-smi or the kernel stays on one valid line") {
-  Snapshot snapshot = healthy(2);
+  Snapshot snapshot = test::quiet_machine(2);
   snapshot.gpus[0].lost_reason =
       std::string("lost | 'x'=1\nGPU OK - \xff\xfe fine\r\t\x1b[31m") + "\xc2\x85 \xe2\x80\xa8 end";
   snapshot.gpus[1].health.recovery_action = std::string(500, 'A') + "|";

@@ -2,6 +2,7 @@
 #include "nvsmi/csv_reader.hpp"
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/xml_reader.hpp"
+#include "snapshot_builders.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
@@ -200,7 +201,7 @@ TEST_CASE("attach_compute_apps: each GPU gets its apps by uuid, type C, in outpu
 }
 
 TEST_CASE("attach_compute_apps: matches the XML's own process lists") {
-  Snapshot from_xml = read_xml(test::read_file(test::fixture_path("xml/h100-8gpu-v12.xml")));
+  Snapshot from_xml = test::xml_fixture("xml/h100-8gpu-v12.xml");
   Snapshot from_csv = read_csv(test::read_file(test::fixture_path("csv/h100-8gpu.csv")));
   attach_compute_apps(from_csv, read_fixture("compute-apps-8gpu.csv"));
   REQUIRE(from_xml.gpus.size() == from_csv.gpus.size());

@@ -5,9 +5,8 @@
 #include "formats/prometheus_metrics.hpp"
 #include "nvsmi/utf8.hpp"
 #include "nvsmi/xml_reader.hpp"
-#include "observed_process.hpp"
 #include "report/report_json_log.hpp"
-#include "support.hpp"
+#include "snapshot_builders.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -23,49 +22,6 @@ const std::string gpu0 = R"(gpu="0",uuid="GPU-0",name="NVIDIA H100 80GB HBM3")";
 const std::string gpu1 = R"(gpu="1",uuid="GPU-1",name="NVIDIA H100 80GB HBM3")";
 const std::string gpu2 = R"(gpu="2")";
 
-// A readable, healthy GPU with every health reading known.
-Gpu healthy_gpu(int index, const char *bus_id) {
-  Gpu g;
-  g.index = index;
-  g.uuid = "GPU-" + std::to_string(index);
-  g.name = "NVIDIA H100 80GB HBM3";
-  g.pci_bus_id = bus_id;
-  g.pstate = "P0";
-  g.temperature_c = 45;
-  g.memory_total_mib = 81559;
-  g.memory_used_mib = 0;
-  g.memory_free_mib = 81559;
-  g.utilization_gpu_percent = 0;
-  g.power_draw_w = 70;
-  g.power_limit_w = 700;
-  g.processes = std::vector<Process>{};
-  g.clock_event_reasons_reported =
-      std::vector<std::string>{"gpu_idle", "sw_power_cap", "hw_thermal_slowdown"};
-  g.clock_event_reasons_active = std::vector<std::string>{"gpu_idle"};
-  GpuHealth &h = g.health;
-  h.ecc_enabled = true;
-  h.ecc_pending_enabled = false;
-  h.ecc_volatile = {3, 0};
-  h.ecc_aggregate = {12, 1};
-  h.retired_pages_single_bit = 2;
-  h.retired_pages_double_bit = 0;
-  h.retired_pages_pending = false;
-  h.remapped_rows_correctable = 1;
-  h.remapped_rows_uncorrectable = 0;
-  h.remapped_rows_pending = false;
-  h.remapped_rows_failure = false;
-  h.pcie_link_gen = 5;
-  h.pcie_link_gen_max = 5;
-  h.pcie_link_width = 8;
-  h.pcie_link_width_max = 16;
-  h.pcie_tx_kib_per_s = 585;
-  h.pcie_rx_kib_per_s = 244;
-  h.temperature_slowdown_c = 90;
-  h.temperature_shutdown_c = 95;
-  h.recovery_action = "None";
-  return g;
-}
-
 XidTally tally(const char *device, int xid, std::int64_t count, const char *message, Text seen) {
   return {device, xid, count, message, std::move(seen)};
 }
@@ -76,7 +32,8 @@ Snapshot fleet() {
   Snapshot s;
   s.timestamp = Timestamp{2026, 11, 23, 9, 14, 2, std::nullopt, 60};
   s.driver_version = "570.124.04";
-  s.gpus = {healthy_gpu(0, "00000000:3B:00.0"), healthy_gpu(1, "00000000:3C:00.0")};
+  s.gpus = {test::fully_known_gpu(0, "00000000:3B:00.0"),
+            test::fully_known_gpu(1, "00000000:3C:00.0")};
   Gpu &failing = s.gpus[1];
   failing.health.remapped_rows_pending = true;
   failing.health.recovery_action = "GPU Reset Required";

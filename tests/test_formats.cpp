@@ -1,8 +1,7 @@
 #include "formats/formats.hpp"
 #include "formats/prometheus_metrics.hpp"
 #include "nvsmi/xml_reader.hpp"
-#include "observed_process.hpp"
-#include "support.hpp"
+#include "snapshot_builders.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -12,34 +11,6 @@ using test::observed_host;
 using test::observed_process;
 
 namespace {
-
-Gpu sample_gpu(int index) {
-  Gpu gpu;
-  gpu.index = index;
-  gpu.uuid = "GPU-00000000-0000-0000-0000-00000000000" + std::to_string(index);
-  gpu.name = "Tesla T4";
-  gpu.pci_bus_id = "00000000:00:1E.0";
-  gpu.pstate = "P0";
-  gpu.temperature_c = 72;
-  gpu.memory_total_mib = 15079;
-  gpu.memory_used_mib = 8493;
-  gpu.memory_free_mib = 6586;
-  gpu.utilization_gpu_percent = 99;
-  gpu.utilization_memory_percent = 40;
-  gpu.power_draw_w = 67.03;
-  gpu.power_limit_w = 70.0;
-  return gpu;
-}
-
-Snapshot sample_snapshot() {
-  Snapshot s;
-  s.source = Source::xml;
-  s.timestamp = Timestamp{2024, 3, 12, 14, 3, 27, std::nullopt, 60};
-  s.driver_version = "550.54.15";
-  s.cuda_version = "12.4";
-  s.gpus = {sample_gpu(0)};
-  return s;
-}
 
 // The keys of a JSON object, in their order.
 std::vector<std::string> keys_of(const nlohmann::ordered_json &object) {
@@ -52,14 +23,14 @@ std::vector<std::string> keys_of(const nlohmann::ordered_json &object) {
 } // namespace
 
 TEST_CASE("legacy: exactly the shape and key order the UI reads") {
-  CHECK(format_legacy(sample_snapshot()) ==
+  CHECK(format_legacy(test::t4_snapshot()) ==
         R"({"temp":[{"data":["72","72C"],"name":0}],)"
         R"("usage":[{"data":["8493","8493MiB/15079MiB"],"name":0}],)"
         R"("usedPercent":[{"data":["56.32","56.32%"],"name":0}]})");
 }
 
 TEST_CASE("legacy: the Go example's bugs are gone") {
-  Snapshot s = sample_snapshot();
+  Snapshot s = test::t4_snapshot();
   s.gpus[0].memory_used_mib = 1128;
   s.gpus[0].memory_total_mib = 10240;
   std::string out = format_legacy(s);
@@ -72,7 +43,7 @@ TEST_CASE("legacy: the Go example's bugs are gone") {
 }
 
 TEST_CASE("legacy: unknown values are N/A, never made up") {
-  Snapshot s = sample_snapshot();
+  Snapshot s = test::t4_snapshot();
   s.gpus[0].temperature_c.reset();
   s.gpus[0].memory_total_mib.reset();
   CHECK(format_legacy(s) == R"({"temp":[{"data":["N/A","N/A"],"name":0}],)"
@@ -83,8 +54,8 @@ TEST_CASE("legacy: unknown values are N/A, never made up") {
 }
 
 TEST_CASE("legacy: one entry per GPU, named by index") {
-  Snapshot s = sample_snapshot();
-  s.gpus.push_back(sample_gpu(1));
+  Snapshot s = test::t4_snapshot();
+  s.gpus.push_back(test::t4_gpu(1));
   s.gpus[1].temperature_c = 41;
   auto document = nlohmann::json::parse(format_legacy(s));
   REQUIRE(document["temp"].size() == 2);
@@ -93,7 +64,7 @@ TEST_CASE("legacy: one entry per GPU, named by index") {
 }
 
 TEST_CASE("json: typed values, null for unknown, keys in order") {
-  Snapshot s = sample_snapshot();
+  Snapshot s = test::t4_snapshot();
   s.gpus[0].fan_speed_percent.reset();
   Process process;
   process.pid = 4242;
@@ -136,7 +107,7 @@ TEST_CASE("json: typed values, null for unknown, keys in order") {
 }
 
 TEST_CASE("json: who runs each process, where, and the host; null where unknown") {
-  Snapshot s = sample_snapshot();
+  Snapshot s = test::t4_snapshot();
   Process bare; // a recording's process: nothing from pmon or /proc
   bare.pid = 77;
   s.gpus[0].processes = std::vector<Process>{observed_process(4242, "alice", 40950), bare};
@@ -183,7 +154,7 @@ TEST_CASE("json: who runs each process, where, and the host; null where unknown"
 }
 
 TEST_CASE("json: a user, command or container of any bytes stays valid UTF-8") {
-  Snapshot s = sample_snapshot();
+  Snapshot s = test::t4_snapshot();
   Process p = observed_process(1, "b\xff\"ob", 10);
   p.command = std::string("sh -c \"x\n\x01\xc3\x28\"");
   p.container = std::string("\xfe\xfe");
@@ -196,13 +167,13 @@ TEST_CASE("json: a user, command or container of any bytes stays valid UTF-8") {
 }
 
 TEST_CASE("json: a snapshot without a timestamp says null") {
-  Snapshot s = sample_snapshot();
+  Snapshot s = test::t4_snapshot();
   s.timestamp.reset();
   CHECK(nlohmann::json::parse(format_json(s))["timestamp"].is_null());
 }
 
 TEST_CASE("csv: nvidia-smi's column names, plain numbers, empty for unknown") {
-  Snapshot s = sample_snapshot();
+  Snapshot s = test::t4_snapshot();
   s.gpus[0].power_draw_w.reset();
   s.gpus[0].name = "Tesla \"T4\", rev 2"; // RFC 4180 quoting where a name needs it
   CHECK(format_csv(s) ==
@@ -215,8 +186,8 @@ TEST_CASE("csv: nvidia-smi's column names, plain numbers, empty for unknown") {
 }
 
 TEST_CASE("csv: power limit, fan and the host's CPU and memory, the same on each GPU's row") {
-  Snapshot s = sample_snapshot();
-  s.gpus.push_back(sample_gpu(1));
+  Snapshot s = test::t4_snapshot();
+  s.gpus.push_back(test::t4_gpu(1));
   s.gpus[0].fan_speed_percent = 35;
   s.host = observed_host();
   s.host->cpu_percent = 7.0 / 3;
@@ -241,7 +212,7 @@ TEST_CASE("csv: the header of earlier versions is known, extra fields and all") 
 }
 
 TEST_CASE("csv: an unknown timestamp leaves the first cell empty") {
-  Snapshot s = sample_snapshot();
+  Snapshot s = test::t4_snapshot();
   s.timestamp.reset();
   std::string out = format_csv(s, false);
   CHECK(out.rfind(",0,GPU-", 0) == 0);
@@ -255,7 +226,7 @@ TEST_CASE("format names") {
 }
 
 TEST_CASE("extra query fields: last csv columns and json keys, text or null") {
-  Snapshot s = sample_snapshot();
+  Snapshot s = test::t4_snapshot();
   s.gpus[0].extras = {{"driver_version", std::string("535.10")}, {"serial", std::nullopt}};
   std::string csv = format_csv(s);
   CHECK(csv.substr(0, csv.find('\n')) == csv_header({"driver_version", "serial"}));
@@ -267,7 +238,7 @@ TEST_CASE("extra query fields: last csv columns and json keys, text or null") {
 }
 
 TEST_CASE("json: quotes, control characters and invalid UTF-8 in a name stay valid JSON") {
-  Snapshot s = sample_snapshot();
+  Snapshot s = test::t4_snapshot();
   s.gpus[0].name = std::string("a\"b\\c\n\x01 \xc3\xa9 \xff");
   s.gpus[0].power_limit_w = 700.0;
   s.gpus[0].power_draw_w = 1e-7;
@@ -290,8 +261,8 @@ const std::string gpu0 =
 
 // Two GPUs: alice on both (one process each), bob on GPU 1, and one process /proc could not see.
 Snapshot shared_machine() {
-  Snapshot s = sample_snapshot();
-  s.gpus.push_back(sample_gpu(1));
+  Snapshot s = test::t4_snapshot();
+  s.gpus.push_back(test::t4_gpu(1));
   Process unseen;
   unseen.pid = 99;
   unseen.name = "hidden";
@@ -393,7 +364,7 @@ TEST_CASE("metrics: users, commands and containers of any bytes pass promtool") 
 }
 
 TEST_CASE("json: each GPU says its state in one word, the views' definition") {
-  Snapshot s = read_xml(test::read_file(test::fixture_path("xml/h100-8gpu-states-v12.xml")));
+  Snapshot s = test::xml_fixture("xml/h100-8gpu-states-v12.xml");
   auto gpus = nlohmann::json::parse(format_json(s))["gpus"];
   std::vector<std::string> states;
   for (const auto &gpu : gpus)

@@ -1,5 +1,6 @@
 #include "nvsmi/gpu_state.hpp"
 #include "nvsmi/xml_reader.hpp"
+#include "snapshot_builders.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
@@ -28,7 +29,7 @@ Process process_of_type(const char *type) {
 } // namespace
 
 TEST_CASE("the states fixture has one GPU in each state the views show") {
-  Snapshot s = read_xml(test::read_file(test::fixture_path("xml/h100-8gpu-states-v12.xml")));
+  Snapshot s = test::xml_fixture("xml/h100-8gpu-states-v12.xml");
   std::vector<std::string> words;
   for (const Gpu &gpu : s.gpus)
     words.emplace_back(gpu_state_name(gpu_state(gpu)));

@@ -4,6 +4,7 @@
 #include "nvsmi/gpu_state.hpp"
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/xml_reader.hpp"
+#include "snapshot_builders.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
@@ -388,7 +389,7 @@ TEST_CASE("health: corpus CSV, RTX 2080 SUPER Windows 591.86: bitmask 0x1 is gpu
 // ---- fixtures ----
 
 TEST_CASE("health: h100-8gpu-failing, XML and CSV") {
-  Snapshot xml = read_xml(test::read_file(test::fixture_path("xml/h100-8gpu-failing-v12.xml")));
+  Snapshot xml = test::xml_fixture("xml/h100-8gpu-failing-v12.xml");
   Snapshot csv = read_csv(test::read_file(test::fixture_path("csv/h100-8gpu-failing.csv")));
   REQUIRE(xml.gpus.size() == 8);
   REQUIRE(csv.gpus.size() == 8);
@@ -434,7 +435,7 @@ TEST_CASE("health: the CSV fixtures agree with their XML twins") {
                     Twin{"xml/h100-8gpu-failing-v12.xml", "csv/h100-8gpu-failing.csv"},
                     Twin{"xml/rtx4080-windows-v13.xml", "csv/rtx4080-windows-crlf.csv"}}) {
     INFO(twin.csv);
-    Snapshot xml = read_xml(test::read_file(test::fixture_path(twin.xml)));
+    Snapshot xml = test::xml_fixture(twin.xml);
     Snapshot csv = read_csv(test::read_file(test::fixture_path(twin.csv)));
     REQUIRE(xml.gpus.size() == csv.gpus.size());
     for (std::size_t i = 0; i < xml.gpus.size(); ++i) {
@@ -461,7 +462,7 @@ TEST_CASE("health: every marker of no reading is nullopt, in both sources") {
   check_health(csv.gpus.at(0).health, GpuHealth{});
   CHECK_FALSE(csv.gpus.at(0).clock_event_reasons_reported);
   CHECK_FALSE(csv.gpus.at(0).clock_event_reasons_active);
-  Snapshot xml = read_xml(test::read_file(test::fixture_path("xml/rtx4090-all-unknown-v13.xml")));
+  Snapshot xml = test::xml_fixture("xml/rtx4090-all-unknown-v13.xml");
   const GpuHealth &health = xml.gpus.at(0).health;
   CHECK_FALSE(health.ecc_enabled);
   CHECK_FALSE(health.ecc_volatile.uncorrected);

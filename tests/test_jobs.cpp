@@ -5,6 +5,7 @@
 #include "jobs/gpu_claims.hpp"
 #include "nvsmi/xml_reader.hpp"
 #include "process_support.hpp"
+#include "snapshot_builders.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
@@ -18,9 +19,7 @@ using namespace nvsmi;
 
 namespace {
 
-Snapshot states() {
-  return read_xml(test::read_file(test::fixture_path("xml/h100-8gpu-states-v12.xml")));
-}
+Snapshot states() { return test::xml_fixture("xml/h100-8gpu-states-v12.xml"); }
 
 std::vector<int> indices(const std::vector<GpuChoice> &choices) {
   std::vector<int> result;
@@ -133,7 +132,7 @@ TEST_CASE("jobs: every GPU is offered or has its reason, in the sample's order")
   lenient.max_utilization_percent = 12.5;
   CHECK(judge_gpus(states(), lenient)[1].reason.empty());
 
-  Snapshot mig = read_xml(test::read_file(test::fixture_path("xml/a100-mig-v12.xml")));
+  Snapshot mig = test::xml_fixture("xml/a100-mig-v12.xml");
   mig.gpus[0].processes = std::vector<Process>{}; // even with nothing running on it
   REQUIRE(judge_gpus(mig, {}).size() == 1);
   CHECK(judge_gpus(mig, {})[0].reason == "GPU 0 has MIG on");
@@ -190,27 +189,4 @@ TEST_CASE("jobs: the shipped tmpfiles.d line makes the claims folder root's and 
   CHECK(info.st_gid == 0);
   CHECK(GpuClaim::try_take(folder, "GPU-00000000-0000-0000-0000-000000000003"));
   CHECK(claims_folder(std::nullopt) == "/run/lock/nvsmi-agent"); // the folder it makes
-}
-
-TEST_CASE("jobs: a claims folder of the caller's own is accepted; made by a user, it is private") {
-  if (!test::can_be_nobody())
-    return;
-  std::string parent = test::temporary_folder();
-  REQUIRE(::chmod(parent.c_str(), 01777) == 0); // as /tmp: without the sticky bit, refused above
-  std::string folder = parent + "/nobodys";
-  test::Run run = test::run_shell(test::as_nobody + AGENT_BIN + " run --nvidia-smi " +
-                                  SCRIPTS_DIR "/fake-nvidia-smi --lock-dir " + test::quote(folder) +
-                                  " --report " + test::quote(parent + "/report") + " -- true");
-  INFO(run.err);
-  CHECK(run.exit_code == 0);
-  struct stat info {};
-  REQUIRE(::stat(folder.c_str(), &info) == 0);
-  CHECK(info.st_uid == 65534);
-  CHECK((info.st_mode & 07777) == 0700);
-  REQUIRE(::stat((folder + "/GPU-00000000-0000-0000-0000-000000000000.65534.lock").c_str(),
-                 &info) == 0);
-  CHECK((info.st_mode & 0777) == 0644);
-  // Root's own is not nobody's: refused by root.
-  CHECK_THROWS_WITH(GpuClaim::try_take(folder, "GPU-00000000-0000-0000-0000-000000000000"),
-                    Catch::Contains("belongs to uid 65534, neither root nor you"));
 }

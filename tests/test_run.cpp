@@ -3,6 +3,7 @@
 // and die with their holder, the job's GPU processes told from a stranger's, and the end-of-run
 // report's figures.
 #include "claims_support.hpp"
+#include "jobs/gpu_claims.hpp"
 #include "process_support.hpp"
 #include "support.hpp"
 #include "tmux_session.hpp"
@@ -50,15 +51,6 @@ struct KillAtEnd {
 std::string until_logged(const std::string &pid, const std::string &log) {
   return "for i in $(seq 600); do grep -qs \"\\\"pid\\\":" + pid + ",\" " + log +
          " && break; sleep 0.1; done";
-}
-
-std::vector<std::string> lines_of(const std::string &text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty())
-      lines.push_back(line);
-  return lines;
 }
 
 } // namespace
@@ -170,7 +162,7 @@ TEST_CASE("eight runs at once on four free GPUs: four run on four different GPUs
       }
     std::set<std::string> gpus;
     test::Run jobs = run_shell("cat " + quote(folder) + "/job.*");
-    for (const std::string &line : lines_of(jobs.out))
+    for (const std::string &line : test::non_empty_lines_of(jobs.out))
       gpus.insert(line.substr(0, line.find(' ')));
     CHECK(gpus == std::set<std::string>{"0", "1", "4", "7"});
     test::write_file(release, "");
@@ -664,7 +656,7 @@ TEST_CASE("workers that make a session of their own and end are reaped while the
                                          pids + "); done; touch " + started + "; until [ -e " +
                                          release + " ]; do sleep 0.1; done'"));
   REQUIRE(test::wait_until([&] { return std::ifstream(started).good(); }));
-  std::vector<std::string> workers = lines_of(test::read_file(pids));
+  std::vector<std::string> workers = test::non_empty_lines_of(test::read_file(pids));
   REQUIRE(workers.size() == 30);
   // A zombie stays in /proc: gone means reaped, while the job still runs.
   bool reaped = test::wait_until([&] {
@@ -684,4 +676,29 @@ TEST_CASE("workers that make a session of their own and end are reaped while the
   CHECK(text.find("peak memory 20480 MiB of 81559 MiB") != std::string::npos);
   CHECK(run.err().find("restarting") == std::string::npos);
   CHECK(run.err().find("exited with code") == std::string::npos);
+}
+
+// Moved from the unit suite, which links the libraries only: it runs the built agent.
+TEST_CASE("jobs: a claims folder of the caller's own is accepted; made by a user, it is private") {
+  if (!test::can_be_nobody())
+    return;
+  std::string parent = test::temporary_folder();
+  REQUIRE(::chmod(parent.c_str(), 01777) ==
+          0); // as /tmp: without the sticky bit, refused (test_jobs.cpp)
+  std::string folder = parent + "/nobodys";
+  test::Run run = test::run_shell(test::as_nobody + AGENT_BIN + " run --nvidia-smi " +
+                                  SCRIPTS_DIR "/fake-nvidia-smi --lock-dir " + test::quote(folder) +
+                                  " --report " + test::quote(parent + "/report") + " -- true");
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  struct stat info {};
+  REQUIRE(::stat(folder.c_str(), &info) == 0);
+  CHECK(info.st_uid == 65534);
+  CHECK((info.st_mode & 07777) == 0700);
+  REQUIRE(::stat((folder + "/GPU-00000000-0000-0000-0000-000000000000.65534.lock").c_str(),
+                 &info) == 0);
+  CHECK((info.st_mode & 0777) == 0644);
+  // Root's own is not nobody's: refused by root.
+  CHECK_THROWS_WITH(nvsmi::GpuClaim::try_take(folder, "GPU-00000000-0000-0000-0000-000000000000"),
+                    Catch::Contains("belongs to uid 65534, neither root nor you"));
 }

@@ -1,8 +1,8 @@
 #include "formats/formats.hpp"
 #include "nvidia_smi/source.hpp"
-#include "observed_process.hpp"
 #include "serve/compact_snapshot.hpp"
 #include "serve/serve_history.hpp"
+#include "snapshot_builders.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>

@@ -2,9 +2,9 @@
 // min, mean and max are known: bucketing aligned to the step, nulls where nothing was known, the
 // bounds and the 400s, an outage answered 200 with fresh:false, and since/step.
 #include "nvidia_smi/source.hpp"
-#include "observed_process.hpp"
 #include "serve/serve_series.hpp"
 #include "serve/serve_state.hpp"
+#include "snapshot_builders.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>

@@ -3,7 +3,7 @@
 #include "formats/formats.hpp"
 #include "nvsmi/utf8.hpp"
 #include "nvsmi/xml_reader.hpp"
-#include "observed_process.hpp"
+#include "snapshot_builders.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
@@ -14,18 +14,11 @@ using namespace nvsmi;
 
 namespace {
 
-Snapshot fixture(const std::string &name) {
-  return read_xml(test::read_file(test::fixture_path("xml/" + name)));
-}
-
-std::vector<std::string> lines_of(const std::string &text) {
+// The table's lines: a table is whole lines, each ended by '\n'.
+std::vector<std::string> table_lines(const std::string &text) {
   REQUIRE(!text.empty());
   REQUIRE(text.back() == '\n');
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(line);
-  return lines;
+  return test::lines_of(text);
 }
 
 bool has(const std::string &text, const std::string &part) {
@@ -35,7 +28,7 @@ bool has(const std::string &text, const std::string &part) {
 // Every line fits `width`, is valid UTF-8 and holds no control character (but the colour escapes
 // when `colour`).
 void check_screen_safe(const std::string &table, std::size_t width, bool colour) {
-  for (const std::string &line : lines_of(table)) {
+  for (const std::string &line : table_lines(table)) {
     INFO(line);
     CHECK(is_valid_utf8(line));
     std::string visible;
@@ -57,8 +50,8 @@ void check_screen_safe(const std::string &table, std::size_t width, bool colour)
 } // namespace
 
 TEST_CASE("table: a header, then one line per GPU with its readings and state word", "[table]") {
-  std::string table = format_table(fixture("h100-8gpu-states-v12.xml"));
-  std::vector<std::string> lines = lines_of(table);
+  std::string table = format_table(test::xml_fixture("xml/h100-8gpu-states-v12.xml"));
+  std::vector<std::string> lines = table_lines(table);
   REQUIRE(lines.size() == 9);
   // A recording has no host: it says so, with no host readings (never zeros).
   CHECK(lines[0] == "recording  2024-03-12 14:03:27  driver 550.54.15  CUDA 12.4");
@@ -81,7 +74,8 @@ TEST_CASE("table: a header, then one line per GPU with its readings and state wo
 }
 
 TEST_CASE("table: unknown readings are -, never 0", "[table]") {
-  std::vector<std::string> lines = lines_of(format_table(fixture("rtx4090-all-unknown-v13.xml")));
+  std::vector<std::string> lines =
+      table_lines(format_table(test::xml_fixture("xml/rtx4090-all-unknown-v13.xml")));
   REQUIRE(lines.size() == 2);
   INFO(lines[1]);
   // Its readings include [GPU is lost]: nvidia-smi says the GPU is gone.
@@ -93,7 +87,8 @@ TEST_CASE("table: unknown readings are -, never 0", "[table]") {
 }
 
 TEST_CASE("table: MIG instances under their GPU, each with its own processes", "[table]") {
-  std::vector<std::string> lines = lines_of(format_table(fixture("a100-mig-v12.xml")));
+  std::vector<std::string> lines =
+      table_lines(format_table(test::xml_fixture("xml/a100-mig-v12.xml")));
   REQUIRE(lines.size() == 4);
   CHECK_THAT(lines[1], Catch::StartsWith("[0] NVIDIA A100-SXM4-80GB"));
   CHECK(has(lines[1], "4033/81920MiB"));
@@ -103,11 +98,11 @@ TEST_CASE("table: MIG instances under their GPU, each with its own processes", "
 }
 
 TEST_CASE("table: colours by threshold only when asked", "[table]") {
-  Snapshot snapshot = fixture("h100-8gpu-states-v12.xml");
+  Snapshot snapshot = test::xml_fixture("xml/h100-8gpu-states-v12.xml");
   std::string plain = format_table(snapshot, {false, 80});
   CHECK_FALSE(has(plain, "\x1b"));
   std::string coloured = format_table(snapshot, {true, 80});
-  std::vector<std::string> lines = lines_of(coloured);
+  std::vector<std::string> lines = table_lines(coloured);
   CHECK(has(lines[3], "\x1b[31m89\u00b0C\x1b[0m")); // hot: red
   CHECK(has(lines[3], "\x1b[31mhot\x1b[0m"));
   CHECK(has(lines[4], "\x1b[31m81000/81559MiB\x1b[0m")); // 99 % of memory: red
@@ -122,7 +117,7 @@ TEST_CASE("table: colours by threshold only when asked", "[table]") {
 }
 
 TEST_CASE("table: who runs each process, as user:program(MiB), biggest first", "[table]") {
-  Snapshot snapshot = fixture("h100-8gpu-states-v12.xml");
+  Snapshot snapshot = test::xml_fixture("xml/h100-8gpu-states-v12.xml");
   Gpu &gpu = snapshot.gpus[0];
   gpu.processes = std::vector<Process>{
       test::observed_process(11, "alice", 100, "/opt/conda/bin/python3 train.py --epochs 90"),
@@ -138,21 +133,21 @@ TEST_CASE("table: who runs each process, as user:program(MiB), biggest first", "
   gpu.processes->push_back(by_uid);
   gpu.processes->push_back(unseen);
   snapshot.host = test::observed_host();
-  std::vector<std::string> lines = lines_of(format_table(snapshot, {false, 200}));
+  std::vector<std::string> lines = table_lines(format_table(snapshot, {false, 200}));
   CHECK(lines[0] ==
         "gpu07  2024-03-12 14:03:27  driver 550.54.15  CUDA 12.4  CPU 12%  mem 120.6/502.9 GiB  "
         "load 3.25");
   CHECK(has(lines[1], "idle but held  bob:torchrun(2000MiB)  alice:python3(100MiB)  "
                       "1234:ollama(50MiB)  ?:python3(-)"));
   // At 80 columns what does not fit is counted, and the line still fits.
-  std::vector<std::string> narrow = lines_of(format_table(snapshot, {false, 80}));
+  std::vector<std::string> narrow = table_lines(format_table(snapshot, {false, 80}));
   INFO(narrow[1]);
   CHECK_THAT(narrow[1], Catch::EndsWith(" more"));
   CHECK(screen_columns(narrow[1]) <= 80);
 }
 
 TEST_CASE("table: hostile names and commands never break the screen", "[table]") {
-  Snapshot snapshot = fixture("h100-8gpu-states-v12.xml");
+  Snapshot snapshot = test::xml_fixture("xml/h100-8gpu-states-v12.xml");
   std::string long_command = "/usr/bin/" + std::string(280, 'x') + "\x1b[2J\x07\xff\xfe" +
                              "\xe6\xbc\xa2\xe5\xad\x97 --flag";
   snapshot.gpus[1].name = std::string(60, 'N');
@@ -171,7 +166,7 @@ TEST_CASE("table: hostile names and commands never break the screen", "[table]")
     check_screen_safe(format_table(snapshot, {false, width}), width, false);
     check_screen_safe(format_table(snapshot, {true, width}), width, true);
   }
-  std::vector<std::string> lines = lines_of(format_table(snapshot, {false, 300}));
+  std::vector<std::string> lines = table_lines(format_table(snapshot, {false, 300}));
   CHECK_FALSE(has(lines[2], "\x1b"));
   CHECK(has(lines[2], "mallory"));
   CHECK_FALSE(has(lines[2], "\xe2\x80\xae")); // the right-to-left override is gone
@@ -192,6 +187,6 @@ TEST_CASE("table: columns of text are counted in characters, cut between them", 
 
 TEST_CASE("table is a format by name", "[table]") {
   CHECK(format_from_name("table") == Format::table);
-  Snapshot snapshot = fixture("h100-8gpu-states-v12.xml");
+  Snapshot snapshot = test::xml_fixture("xml/h100-8gpu-states-v12.xml");
   CHECK(format_snapshot(snapshot, Format::table, {true, 90}) == format_table(snapshot, {true, 90}));
 }

@@ -6,6 +6,7 @@
 #include "formats/formats.hpp"
 #include "report/report.hpp"
 #include "serve_support.hpp"
+#include "snapshot_builders.hpp"
 #include "support.hpp"
 #include "terminal/top_layout.hpp"
 
@@ -26,22 +27,15 @@ namespace {
 // GPU 0 busy (50 %, a compute process), at `celsius` and drawing `watts` of a 700 W limit.
 Snapshot busy_gpu(std::int64_t celsius, double watts = 300) {
   Snapshot snapshot;
-  Timestamp t;
-  t.year = 2024, t.month = 3, t.day = 12, t.hour = 14, t.minute = 3, t.second = 27;
-  t.utc_offset_minutes = 0;
-  snapshot.timestamp = t;
-  Gpu gpu;
-  gpu.index = 0;
+  snapshot.timestamp = test::sample_time();
+  Gpu gpu = test::quiet_gpu(0);
   gpu.name = "NVIDIA H100";
-  gpu.pci_bus_id = "00000000:19:00.0";
   gpu.temperature_c = celsius;
   gpu.utilization_gpu_percent = 50;
   gpu.memory_total_mib = 81559;
   gpu.memory_used_mib = 30720;
   gpu.power_draw_w = watts;
   gpu.power_limit_w = 700;
-  gpu.health.ecc_volatile.corrected = 0;
-  gpu.health.ecc_volatile.uncorrected = 0;
   Process process;
   process.pid = 100;
   process.type = "C";

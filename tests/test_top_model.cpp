@@ -1,6 +1,6 @@
 // `top` without a terminal: the model (sorting, filters, history, lateness), the layout of a
 // screen of a given size, and the text that goes on it.
-#include "observed_process.hpp"
+#include "snapshot_builders.hpp"
 #include "support.hpp"
 #include "terminal/screen_text.hpp"
 #include "terminal/top_layout.hpp"
@@ -18,9 +18,7 @@ using std::chrono::seconds;
 
 namespace {
 
-Snapshot states_fixture() {
-  return read_xml(test::read_file(test::fixture_path("xml/h100-8gpu-states-v12.xml")));
-}
+Snapshot states_fixture() { return test::xml_fixture("xml/h100-8gpu-states-v12.xml"); }
 
 // Two users on GPUs 0 and 1 of the fixture, with everything /proc would say.
 Snapshot with_users() {

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <unistd.h>
 
+using test::lines_of;
 using test::quote;
 using test::Run;
 
@@ -37,16 +38,6 @@ struct Setup {
     return static_cast<int>(std::count(calls.begin(), calls.end(), '\n'));
   }
 };
-
-std::vector<std::string> lines_of(const std::string &text) {
-  std::vector<std::string> lines;
-  for (std::size_t start = 0; start < text.size();) {
-    std::size_t end = text.find('\n', start);
-    lines.push_back(text.substr(start, end - start));
-    start = end == std::string::npos ? text.size() : end + 1;
-  }
-  return lines;
-}
 
 // Every line after the header is a whole row of the csv format: 17 cells.
 void check_whole_rows(const std::string &log, std::size_t expected_rows) {

@@ -2,6 +2,7 @@
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/timestamp.hpp"
 #include "nvsmi/xml_reader.hpp"
+#include "snapshot_builders.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
@@ -9,10 +10,6 @@
 using namespace nvsmi;
 
 namespace {
-
-Snapshot read_fixture(const std::string &name) {
-  return read_xml(test::read_file(test::fixture_path(name)));
-}
 
 // A minimal document around one <gpu> body, for the drift cases.
 Snapshot read_gpu_body(const std::string &body) {
@@ -23,7 +20,7 @@ Snapshot read_gpu_body(const std::string &body) {
 } // namespace
 
 TEST_CASE("8 GPUs, v12, processes on some") {
-  Snapshot s = read_fixture("xml/h100-8gpu-v12.xml");
+  Snapshot s = test::xml_fixture("xml/h100-8gpu-v12.xml");
   CHECK(s.source == Source::xml);
   CHECK(s.driver_version == std::string("550.54.15"));
   CHECK(s.cuda_version == std::string("12.4"));
@@ -74,7 +71,7 @@ TEST_CASE("8 GPUs, v12, processes on some") {
 }
 
 TEST_CASE("MIG: devices listed, GPU-level utilization unknown") {
-  Snapshot s = read_fixture("xml/a100-mig-v12.xml");
+  Snapshot s = test::xml_fixture("xml/a100-mig-v12.xml");
   REQUIRE(s.gpus.size() == 1);
   const Gpu &gpu = s.gpus[0];
   CHECK(gpu.mig_enabled == true);
@@ -98,7 +95,7 @@ TEST_CASE("MIG: devices listed, GPU-level utilization unknown") {
 }
 
 TEST_CASE("every reading unknown, each marker nvidia-smi prints") {
-  Snapshot s = read_fixture("xml/rtx4090-all-unknown-v13.xml");
+  Snapshot s = test::xml_fixture("xml/rtx4090-all-unknown-v13.xml");
   REQUIRE(s.gpus.size() == 1);
   const Gpu &gpu = s.gpus[0];
   CHECK(gpu.name == std::string("NVIDIA GeForce RTX 4090"));
@@ -121,7 +118,7 @@ TEST_CASE("every reading unknown, each marker nvidia-smi prints") {
 }
 
 TEST_CASE("schema v10 without DOCTYPE: old power block, throttle reasons, two GPUs") {
-  Snapshot s = read_fixture("xml/gtx1080ti-2gpu-v10-nodoctype.xml");
+  Snapshot s = test::xml_fixture("xml/gtx1080ti-2gpu-v10-nodoctype.xml");
   CHECK(s.driver_version == std::string("410.79"));
   CHECK(s.cuda_version == std::string("10.0"));
   REQUIRE(s.gpus.size() == 2);
@@ -144,7 +141,7 @@ TEST_CASE("schema v10 without DOCTYPE: old power block, throttle reasons, two GP
 }
 
 TEST_CASE("Windows, CRLF: the GPU's power, never the module's") {
-  Snapshot s = read_fixture("xml/rtx4080-windows-v13.xml");
+  Snapshot s = test::xml_fixture("xml/rtx4080-windows-v13.xml");
   REQUIRE(s.gpus.size() == 1);
   const Gpu &gpu = s.gpus[0];
   CHECK(gpu.name == std::string("NVIDIA GeForce RTX 4080 SUPER"));
