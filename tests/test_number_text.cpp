@@ -7,9 +7,11 @@
 using namespace nvsmi;
 using std::chrono::milliseconds;
 
-// run's --wait once cut seconds to milliseconds (0.29 s waited 289 ms) where the sampler rounded
-// them (290 ms): both now round to the nearest.
+// run's --wait once cut seconds to milliseconds (1.001 s waited 1000 ms, since 1.001 * 1000 is
+// 1000.9999999999999) where the sampler rounded them (1001 ms): both now round to the nearest.
 TEST_CASE("number text: seconds become milliseconds rounded to the nearest", "[number_text]") {
+  CHECK(to_ms(1.001) == milliseconds(1001));
+  CHECK(to_ms(2.006) == milliseconds(2006));
   CHECK(to_ms(0.29) == milliseconds(290));
   CHECK(to_ms(0.57) == milliseconds(570));
   CHECK(to_ms(1.0015) == milliseconds(1002));

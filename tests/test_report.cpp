@@ -927,7 +927,8 @@ TEST_CASE("report: names from a log are escaped in HTML and cannot break a text 
   test::write_file(path, line + json_line({10}));
   Run named = test::run_agent("report " + quote(path));
   CHECK_THAT(named.out, Catch::Contains("GPU 0  H100\xEF\xBF\xBDGPU 9\xEF\xBF\xBD"
-                                        "2J\xEF\xBF\xBDevil  GPU-0"));
+                                        "2J\xEF\xBF\xBD"
+                                        "evil  GPU-0"));
   CHECK(named.out.find("\xC2\x9B") == std::string::npos);
   // Nor a right-to-left override, which would show what follows it backwards (the report once
   // had a filter of its own that let it through; it now takes core/screen_text.hpp's controls).

@@ -20,8 +20,8 @@ std::string trimmed_text(double value, int decimals);
 // A duration in seconds, exact to the millisecond and no longer: "2", "1.5", "0.25", "1234.567".
 std::string seconds_text(std::chrono::milliseconds duration);
 
-// Seconds from the command line or a config as milliseconds, rounded to the nearest, so that 0.29
-// is 290 ms and not the 289 that cutting 289.99999999999997 gives.
+// Seconds from the command line or a config as milliseconds, rounded to the nearest, so that 1.001
+// is 1001 ms and not the 1000 that cutting 1000.9999999999999 gives.
 std::chrono::milliseconds to_ms(double seconds);
 
 } // namespace nvsmi
