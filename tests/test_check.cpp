@@ -1,6 +1,7 @@
 // check's judgement on hand-made snapshots: every threshold's warning and critical crossing, the
 // defaults, the summary's order, the perfdata's exact form, and hostile text kept to one line.
 #include "commands/check_command.hpp"
+#include "formats/prometheus_metrics.hpp"
 
 #include "nvsmi/utf8.hpp"
 
@@ -185,6 +186,7 @@ TEST_CASE("check: one uncorrectable ECC error is CRITICAL; corrected ones only w
   CHECK_THAT(one.perfdata, Catch::Contains("'gpu0_ecc_uncorr'=1;;1;0"));
   CheckThresholds lenient;
   lenient.ecc_uncorrected = {1, 5};
+  lenient.failing = {1, std::nullopt};
   CHECK(judge(snapshot, lenient).status == CheckStatus::warning);
 
   // A GPU without ECC (GeForce) reports no counts: nothing to judge, nothing invented.
@@ -239,6 +241,41 @@ TEST_CASE("check: a GPU whose health asks for a reset is failing, CRITICAL by de
   CheckThresholds warn;
   warn.failing = {1, 3};
   CHECK(judge(snapshot, warn).status == CheckStatus::warning);
+}
+
+// check once counted as failing only the GPUs with a reset, remap or retirement pending, where the
+// state (and so /metrics, the table and top) also calls failing a GPU with uncorrectable ECC
+// errors: an ECC-only GPU was 'failing'=0 here and state="failing" there.
+TEST_CASE("check: failing means what the GPU's state and /metrics call failing") {
+  Snapshot snapshot = healthy(3);
+  snapshot.gpus[0].health.ecc_volatile.uncorrected = 2;
+  snapshot.gpus[2].health.retired_pages_pending = true;
+  CheckResult result = judge(snapshot);
+  CHECK_THAT(result.perfdata, Catch::Contains("'failing'=2;;1;0"));
+  std::string metrics = format_snapshot_metrics(snapshot);
+  for (int index : {0, 2}) {
+    INFO("GPU " << index);
+    std::string prefix = "nvsmi_gpu_state{gpu=\"" + std::to_string(index) + "\"";
+    std::size_t at = metrics.find(prefix);
+    REQUIRE(at != std::string::npos);
+    std::string failing_line;
+    for (std::size_t line = at; line != std::string::npos; line = metrics.find(prefix, line + 1)) {
+      std::string text = metrics.substr(line, metrics.find('\n', line) - line);
+      if (text.find("state=\"failing\"") != std::string::npos)
+        failing_line = text;
+    }
+    CHECK_THAT(failing_line, Catch::EndsWith(" 1"));
+  }
+  // The failing thresholds judge the ECC-only GPU as they judge the others.
+  CheckThresholds warn_only;
+  warn_only.ecc_uncorrected = {1, std::nullopt};
+  warn_only.failing = {1, std::nullopt};
+  CHECK(judge(snapshot, warn_only).status == CheckStatus::warning);
+  warn_only.failing = {std::nullopt, 1};
+  CHECK(judge(snapshot, warn_only).status == CheckStatus::critical);
+  CHECK(judge(snapshot, warn_only).summary ==
+        "GPU 0 (0000:19:00.0): 2 uncorrectable ECC errors; GPU 2 (0000:39:00.0): page retirement "
+        "pending; 1 of 3 OK");
 }
 
 TEST_CASE("check: Xids that need a reset are CRITICAL, others a WARNING, per GPU") {

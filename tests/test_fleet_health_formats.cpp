@@ -1,6 +1,7 @@
 // Fleet health in the outputs (docs/METRICS.md): /metrics families, the JSON's health, xid and
 // kernel_log, and the table's lost and failing rows, from hand-made snapshots whose every reading
 // is known, so that each series and key can be checked exactly.
+#include "core/screen_text.hpp"
 #include "formats/formats.hpp"
 #include "formats/prometheus_metrics.hpp"
 #include "nvsmi/utf8.hpp"
@@ -492,7 +493,7 @@ TEST_CASE("health table: a lost GPU says why, a failing one what, before its pro
   for (std::size_t width : {40, 50, 60, 70}) {
     for (const std::string &line : lines_of(format_table(s, {false, width}))) {
       INFO(width << ": " << line);
-      CHECK(screen_columns(line) <= width);
+      CHECK(text_columns(line) <= width);
     }
   }
   // A hostile reason is screen text.

@@ -922,13 +922,17 @@ TEST_CASE("report: names from a log are escaped in HTML and cannot break a text 
 
   // A GPU's name from a JSON line may hold a newline or a C1 CSI (U+009B) too.
   std::string line = json_line({0});
-  line.replace(line.find("NVIDIA H100"), 11, "H100\\nGPU 9\\u009b2J");
+  line.replace(line.find("NVIDIA H100"), 11, "H100\\nGPU 9\\u009b2J\\u202eevil");
   std::string path = test::temporary_folder() + "/gpu-log.jsonl";
   test::write_file(path, line + json_line({10}));
   Run named = test::run_agent("report " + quote(path));
   CHECK_THAT(named.out, Catch::Contains("GPU 0  H100\xEF\xBF\xBDGPU 9\xEF\xBF\xBD"
-                                        "2J  GPU-0"));
+                                        "2J\xEF\xBF\xBD"
+                                        "evil  GPU-0"));
   CHECK(named.out.find("\xC2\x9B") == std::string::npos);
+  // Nor a right-to-left override, which would show what follows it backwards (the report once
+  // had a filter of its own that let it through; it now takes core/screen_text.hpp's controls).
+  CHECK(named.out.find("\xE2\x80\xAE") == std::string::npos);
 }
 
 namespace {

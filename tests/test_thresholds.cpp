@@ -47,7 +47,7 @@ Snapshot busy_gpu(std::int64_t celsius, double watts = 300) {
 }
 
 // The style `top` gives the span that shows `text` on GPU 0's line.
-std::optional<Style> top_style(const Snapshot &snapshot, const std::string &text) {
+std::optional<Tone> top_style(const Snapshot &snapshot, const std::string &text) {
   TopModel model(std::chrono::milliseconds(1000));
   TopClock::time_point now = TopClock::now();
   model.add_sample(snapshot, now);
@@ -119,8 +119,8 @@ TEST_CASE("thresholds: every screen's hot is the table's") {
   CHECK_FALSE(table_red(warm_gpu, std::to_string(hot - 1)));
 
   // `top`: the temperature an alarm from hot on.
-  CHECK(top_style(hot_gpu, at) == Style::alarm);
-  CHECK(top_style(warm_gpu, under) == Style::normal);
+  CHECK(top_style(hot_gpu, at) == Tone::alarm);
+  CHECK(top_style(warm_gpu, under) == Tone::normal);
 
   // `check`'s default warning, and its critical where the driver gives no slowdown threshold.
   auto check_status = [](const Snapshot &snapshot) {
@@ -158,6 +158,25 @@ TEST_CASE("thresholds: at the power limit and idle are the table's on every scre
   idle.gpus[0].utilization_gpu_percent =
       static_cast<std::int64_t>(gpu_thresholds::idle_below_percent) - 1;
   CHECK(gpu_state(idle.gpus[0]) == GpuState::idle_held);
+}
+
+// The table and top once each mapped a state to their own colours: top left an idle or unknown
+// GPU's state plain where the table dimmed it. Both now take core/tone.hpp's state_tone.
+TEST_CASE("thresholds: the table and top colour every state alike") {
+  Snapshot snapshot = busy_gpu(40);
+  snapshot.gpus[0].utilization_gpu_percent = 0;
+  snapshot.gpus[0].processes.reset();
+  REQUIRE(gpu_state(snapshot.gpus[0]) == GpuState::idle);
+  CHECK(top_style(snapshot, "idle") == Tone::dim);
+  CHECK(format_table(snapshot, {true, 160}).find("\x1b[2midle\x1b[0m") != std::string::npos);
+  snapshot.gpus[0].utilization_gpu_percent.reset();
+  REQUIRE(gpu_state(snapshot.gpus[0]) == GpuState::unknown);
+  CHECK(top_style(snapshot, "unknown") == Tone::dim);
+  CHECK(format_table(snapshot, {true, 160}).find("\x1b[2munknown\x1b[0m") != std::string::npos);
+
+  snapshot = busy_gpu(gpu_thresholds::hot_c);
+  CHECK(top_style(snapshot, "hot") == state_tone(GpuState::hot));
+  CHECK(table_red(snapshot, "hot"));
 }
 
 TEST_CASE("thresholds: the Prometheus rules carry the table's numbers") {

@@ -1,8 +1,8 @@
 // `top` without a terminal: the model (sorting, filters, history, lateness), the layout of a
 // screen of a given size, and the text that goes on it.
+#include "core/screen_text.hpp"
 #include "snapshot_builders.hpp"
 #include "support.hpp"
-#include "terminal/screen_text.hpp"
 #include "terminal/top_layout.hpp"
 #include "terminal/top_model.hpp"
 

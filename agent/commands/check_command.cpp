@@ -2,8 +2,10 @@
 
 #include "core/exit_codes.hpp"
 #include "core/local_time.hpp"
+#include "core/number_text.hpp"
 #include "nvidia_smi/stop_signals.hpp"
 
+#include "nvsmi/gpu_state.hpp"
 #include "nvsmi/pci_address.hpp"
 #include "nvsmi/utf8.hpp"
 #include "nvsmi/xid.hpp"
@@ -45,14 +47,7 @@ bool active(const Limits &limits) { return limits.warning || limits.critical; }
 std::string number(double value) {
   if (std::isnan(value) || std::isinf(value))
     return "U";
-  char text[64];
-  std::snprintf(text, sizeof text, "%.2f", value);
-  std::string out = text;
-  while (out.back() == '0')
-    out.pop_back();
-  if (out.back() == '.')
-    out.pop_back();
-  return out == "-0" ? "0" : out;
+  return trimmed_text(value, 2);
 }
 
 std::string optional_number(const std::optional<double> &value) {
@@ -138,21 +133,6 @@ std::string gpu_name(const Gpu &gpu) {
   if (std::optional<std::string> bus = short_bus_id(gpu.pci_bus_id))
     name += " (" + *bus + ")";
   return name;
-}
-
-// What other than its ECC counts says the GPU is failing, every one of them (gpu_failure names
-// only the first, and counts uncorrectable errors too, which have their own threshold here).
-std::vector<std::string> failure_words(const GpuHealth &health) {
-  std::vector<std::string> words;
-  if (health.remapped_rows_failure.value_or(false))
-    words.emplace_back("row remapping failed");
-  if (health.remapped_rows_pending.value_or(false))
-    words.emplace_back("row remap pending");
-  if (health.retired_pages_pending.value_or(false))
-    words.emplace_back("page retirement pending");
-  if (health.recovery_action && *health.recovery_action != "None")
-    words.push_back("recovery action: " + plugin_text(*health.recovery_action, 60));
-  return words;
 }
 
 // Nothing at all read: the GPU is listed, but no figure says how it is.
@@ -279,7 +259,7 @@ CheckResult judge_snapshot(const Snapshot &snapshot, const CheckThresholds &thre
   std::int64_t lost = 0, failing = 0, xid_reset = 0, xid_other = 0;
   for (const Gpu *gpu : chosen) {
     lost += gpu->lost_reason ? 1 : 0;
-    failing += !gpu->lost_reason && !failure_words(gpu->health).empty() ? 1 : 0;
+    failing += !gpu->lost_reason && gpu_failure(*gpu) ? 1 : 0;
   }
   CheckStatus lost_status = level(static_cast<double>(lost), thresholds.lost);
   CheckStatus failing_status = level(static_cast<double>(failing), thresholds.failing);
@@ -330,15 +310,19 @@ CheckResult judge_snapshot(const Snapshot &snapshot, const CheckThresholds &thre
         subject.add(CheckStatus::unknown, "memory use unknown");
       }
       const EccErrorCounts &ecc = gpu->health.ecc_volatile;
+      // Uncorrectable errors make the GPU failing too, so the failing thresholds judge them as
+      // they judge the other reasons, and the `failing` count is the one /metrics shows.
       if (ecc.uncorrected && *ecc.uncorrected > 0)
         subject.add(
-            level(static_cast<double>(*ecc.uncorrected), thresholds.ecc_uncorrected),
+            worse(level(static_cast<double>(*ecc.uncorrected), thresholds.ecc_uncorrected),
+                  failing_status),
             plural(*ecc.uncorrected, "uncorrectable ECC error", "uncorrectable ECC errors"));
       if (ecc.corrected && *ecc.corrected > 0)
         subject.add(level(static_cast<double>(*ecc.corrected), thresholds.ecc_corrected),
                     plural(*ecc.corrected, "correctable ECC error", "correctable ECC errors"));
-      for (const std::string &words : failure_words(gpu->health))
-        subject.add(failing_status, words);
+      // 77 bytes: a recovery action keeps 60 of its own after "recovery action: ".
+      for (const std::string &words : gpu_failures(*gpu, false))
+        subject.add(failing_status, plugin_text(words, 77));
     }
 
     if (kernel_log) {

@@ -4,6 +4,7 @@
 #include "core/exit_codes.hpp"
 #include "core/local_time.hpp"
 #include "core/log_line.hpp"
+#include "core/number_text.hpp"
 #include "files/file_io.hpp"
 #include "files/json_log.hpp"
 #include "host/process_tree.hpp"
@@ -39,8 +40,6 @@ namespace {
 namespace asio = boost::asio;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
-
-milliseconds to_ms(double seconds) { return milliseconds(static_cast<long>(seconds * 1000)); }
 
 std::string joined(const std::vector<std::string> &words, const std::string &separator) {
   std::string out;

@@ -1,7 +1,8 @@
 #include "commands/run_report.hpp"
 
+#include "core/number_text.hpp"
+#include "core/screen_text.hpp"
 #include "report/report.hpp"
-#include "terminal/screen_text.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -10,12 +11,6 @@
 
 namespace nvsmi {
 namespace {
-
-std::string fixed(double value, int decimals) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", decimals, value);
-  return text;
-}
 
 // A name from outside, one line of printable UTF-8.
 std::string shown(const std::string &raw) { return printable_text(raw, true); }
@@ -50,9 +45,9 @@ std::vector<std::string> gpu_lines(const JobGpuTally &gpu) {
     memory += std::to_string(*gpu.peak_job_memory_mib) + " MiB";
     if (gpu.memory_total_mib && *gpu.memory_total_mib > 0)
       memory += " of " + std::to_string(*gpu.memory_total_mib) + " MiB (" +
-                fixed(100.0 * static_cast<double>(*gpu.peak_job_memory_mib) /
-                          static_cast<double>(*gpu.memory_total_mib),
-                      1) +
+                fixed_text(100.0 * static_cast<double>(*gpu.peak_job_memory_mib) /
+                               static_cast<double>(*gpu.memory_total_mib),
+                           1) +
                 "%)";
   } else {
     memory += "unknown (no sample showed the job's processes with their memory)";
@@ -61,7 +56,7 @@ std::vector<std::string> gpu_lines(const JobGpuTally &gpu) {
     memory += ", perhaps incomplete: it counts only the processes known to be the job's";
   lines.push_back(memory);
   if (RealReading growth = batch_growth_estimate(gpu))
-    lines.push_back("a batch about " + fixed(*growth, 1) + " times as large might fit (" +
+    lines.push_back("a batch about " + fixed_text(*growth, 1) + " times as large might fit (" +
                     estimate_caveat + ")");
   else if (peak_incomplete(gpu))
     lines.push_back("how much larger a batch might fit: unknown (the peak may miss the job's own "
@@ -85,16 +80,16 @@ std::vector<std::string> gpu_lines(const JobGpuTally &gpu) {
 std::string cpu_line(const JobSummary &job) {
   std::string out;
   if (job.cpu_seconds) {
-    out = fixed(*job.cpu_seconds, 1) + " s of CPU in " + fixed(job.seconds, 1) + " s";
+    out = fixed_text(*job.cpu_seconds, 1) + " s of CPU in " + fixed_text(job.seconds, 1) + " s";
     if (job.seconds > 0)
-      out += " (" + fixed(100.0 * *job.cpu_seconds / job.seconds, 0) + "% of one core)";
+      out += " (" + fixed_text(100.0 * *job.cpu_seconds / job.seconds, 0) + "% of one core)";
     out += ", the job and the children it waited for";
   } else {
     out = "unknown";
   }
   if (job.gpu_process_cpu_mean && job.gpu_process_cpu_peak)
-    out += "; its GPU processes: mean " + fixed(*job.gpu_process_cpu_mean, 0) + "%, peak " +
-           fixed(*job.gpu_process_cpu_peak, 0) + "% of one core";
+    out += "; its GPU processes: mean " + fixed_text(*job.gpu_process_cpu_mean, 0) + "%, peak " +
+           fixed_text(*job.gpu_process_cpu_peak, 0) + "% of one core";
   return out;
 }
 
@@ -130,7 +125,7 @@ std::string printable_lines(const std::string &text) {
 
 std::string job_text(const JobSummary &job) {
   std::string out = "\nJob  " + joined_command(job.command) + "\n";
-  out += "  ended        " + ending(job) + " after " + fixed(job.seconds, 1) + " s\n";
+  out += "  ended        " + ending(job) + " after " + fixed_text(job.seconds, 1) + " s\n";
   for (const JobGpuTally &gpu : job.gpus) {
     std::string head = "GPU " + std::to_string(gpu.gpu.index);
     head.resize(std::max<std::size_t>(head.size() + 1, 13), ' ');
@@ -195,7 +190,7 @@ std::string add_job_to_json(const std::string &report_json, const JobSummary &jo
 std::string add_job_to_html(const std::string &report_html, const JobSummary &job) {
   std::string section =
       "<section class=\"job\"><h2>Job: " + html_escape(joined_command(job.command)) + "</h2>\n<p>" +
-      html_escape(ending(job)) + " after " + fixed(job.seconds, 1) + " s</p>\n";
+      html_escape(ending(job)) + " after " + fixed_text(job.seconds, 1) + " s</p>\n";
   for (const JobGpuTally &gpu : job.gpus) {
     section += "<h3>GPU " + std::to_string(gpu.gpu.index) + " " + html_escape(gpu.gpu.uuid) +
                "</h3>\n<ul>\n";

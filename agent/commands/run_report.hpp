@@ -26,7 +26,7 @@ struct JobSummary {
 };
 
 // Text from outside (a command, a process or user name) made fit for a terminal, as `top` shows
-// it: valid UTF-8 without controls (terminal/screen_text.hpp), each line on its own.
+// it: valid UTF-8 without controls (core/screen_text.hpp), each line on its own.
 std::string printable_lines(const std::string &text);
 
 std::string job_text(const JobSummary &job);

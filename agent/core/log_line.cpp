@@ -1,5 +1,7 @@
 #include "core/log_line.hpp"
 
+#include "core/number_text.hpp"
+
 #include "nvsmi/utf8.hpp"
 
 #include <cstdio>
@@ -7,10 +9,6 @@
 
 namespace nvsmi {
 namespace {
-
-std::string seconds_text(LogRateLimit::Clock::duration duration) {
-  return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(duration).count()) + " s";
-}
 
 void write_line(const std::string &text) {
   std::time_t now = std::time(nullptr);
@@ -43,7 +41,8 @@ std::vector<std::string> LogRateLimit::admit(std::string message, Clock::time_po
   }
   if (suppressed_++ == 0)
     lines.push_back("more than " + std::to_string(burst_) + " messages in " +
-                    seconds_text(interval_) + ": the rest are counted, not shown");
+                    seconds_text(std::chrono::duration_cast<std::chrono::milliseconds>(interval_)) +
+                    " s: the rest are counted, not shown");
   return lines;
 }
 

@@ -1,3 +1,4 @@
+#include "core/number_text.hpp"
 #include "formats/formats.hpp"
 
 #include "nvsmi/timestamp.hpp"
@@ -42,9 +43,7 @@ std::string cell(const Reading &value) { return value ? std::to_string(*value) :
 std::string cell_2dp(const RealReading &value) {
   if (!value)
     return {};
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.2f", *value);
-  return buffer;
+  return fixed_text(*value, 2);
 }
 
 } // namespace

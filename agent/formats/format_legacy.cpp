@@ -1,3 +1,4 @@
+#include "core/number_text.hpp"
 #include "formats/formats.hpp"
 #include "formats/json_writer.hpp"
 
@@ -5,12 +6,6 @@
 
 namespace nvsmi {
 namespace {
-
-std::string two_decimals(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.2f", value);
-  return buffer;
-}
 
 // {"data":[value, shown],"name":index}, both "N/A" when the reading is unknown.
 void entry(JsonWriter &json, int gpu_index, const std::optional<std::string> &value,
@@ -56,7 +51,7 @@ std::string format_legacy(const Snapshot &snapshot) {
   json.begin_array();
   for (const Gpu &gpu : snapshot.gpus) {
     auto percent = gpu.memory_used_percent();
-    auto value = percent ? std::optional<std::string>(two_decimals(*percent)) : std::nullopt;
+    auto value = percent ? std::optional<std::string>(fixed_text(*percent, 2)) : std::nullopt;
     entry(json, gpu.index, value, value.value_or("") + "%");
   }
   json.end_array();

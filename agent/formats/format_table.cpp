@@ -1,9 +1,10 @@
 #include "formats/format_table.hpp"
 
-#include "core/screen_control.hpp"
+#include "core/number_text.hpp"
+#include "core/screen_text.hpp"
+#include "core/tone.hpp"
 
 #include "nvsmi/gpu_state.hpp"
-#include "nvsmi/utf8.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -28,33 +29,22 @@ constexpr std::size_t least_name_columns = 12;
 // where at least a few of its letters fit.
 constexpr std::size_t note_columns = 32, least_note_columns = 6;
 
-// Two for East Asian wide and fullwidth characters and the emoji blocks, one for the rest: a
-// combining mark counted as one makes a line shorter on screen, never longer.
-std::size_t columns_of(char32_t c) {
-  bool wide = (c >= 0x1100 && c <= 0x115F) || (c >= 0x2E80 && c <= 0xA4CF) ||
-              (c >= 0xAC00 && c <= 0xD7A3) || (c >= 0xF900 && c <= 0xFAFF) ||
-              (c >= 0xFE30 && c <= 0xFE4F) || (c >= 0xFF00 && c <= 0xFF60) ||
-              (c >= 0xFFE0 && c <= 0xFFE6) || (c >= 0x1F000 && c <= 0x1FAFF) ||
-              (c >= 0x20000 && c <= 0x3FFFD);
-  return wide ? 2 : 1;
-}
-
-enum class Tone { plain, bold, dim, red, yellow, green };
-
 const char *sgr(Tone tone) {
   switch (tone) {
-  case Tone::plain:
+  case Tone::normal:
     return "";
-  case Tone::bold:
+  case Tone::heading:
     return "\x1b[1m";
   case Tone::dim:
     return "\x1b[2m";
-  case Tone::red:
+  case Tone::alarm:
     return "\x1b[31m";
-  case Tone::yellow:
+  case Tone::warning:
     return "\x1b[33m";
-  case Tone::green:
+  case Tone::good:
     return "\x1b[32m";
+  case Tone::busy: // in use is the table's plain text: its readings carry the colours
+    break;
   }
   return "";
 }
@@ -62,18 +52,18 @@ const char *sgr(Tone tone) {
 // A line as pieces of screen text, each in one tone: measured and cut before any escape is in it.
 class Line {
 public:
-  void add(std::string text, Tone tone = Tone::plain) {
-    columns_ += screen_columns(text);
+  void add(std::string text, Tone tone = Tone::normal) {
+    columns_ += text_columns(text);
     pieces_.push_back({std::move(text), tone});
   }
   void gap(std::size_t columns) { add(std::string(columns, ' ')); }
   void add_right_aligned(std::string text, std::size_t width, Tone tone) {
-    std::size_t columns = screen_columns(text);
+    std::size_t columns = text_columns(text);
     gap(width > columns ? width - columns : 0);
     add(std::move(text), tone);
   }
   void add_left_aligned(std::string text, std::size_t width, Tone tone) {
-    std::size_t columns = screen_columns(text);
+    std::size_t columns = text_columns(text);
     add(std::move(text), tone);
     gap(width > columns ? width - columns : 0);
   }
@@ -94,9 +84,10 @@ public:
     for (const Piece &piece : pieces) {
       std::size_t left = style.width > used ? style.width - used : 0;
       std::string text = cut_to_columns(piece.text, left);
-      used += screen_columns(text);
-      if (style.colour && piece.tone != Tone::plain && !text.empty())
-        out += sgr(piece.tone) + text + "\x1b[0m";
+      used += text_columns(text);
+      std::string escape = sgr(piece.tone);
+      if (style.colour && !escape.empty() && !text.empty())
+        out += escape + text + "\x1b[0m";
       else
         out += text;
       if (text.size() < piece.text.size())
@@ -127,12 +118,6 @@ std::string used_of(const std::string &used, const std::string &total, const cha
   return used == "-" && total == "-" ? "-" : used + "/" + total + unit;
 }
 
-std::string fixed(double value, int decimals) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
-  return buffer;
-}
-
 std::string time_text(const std::optional<Timestamp> &timestamp) {
   if (!timestamp)
     return "-";
@@ -151,52 +136,36 @@ RealReading used_percent(const Reading &used, const Reading &total) {
 
 Tone temperature_tone(const Reading &celsius) {
   if (!celsius)
-    return Tone::plain;
+    return Tone::normal;
   if (*celsius >= state_thresholds.hot_at_c)
-    return Tone::red;
-  return *celsius >= temperature_yellow_c ? Tone::yellow : Tone::plain;
+    return Tone::alarm;
+  return *celsius >= temperature_yellow_c ? Tone::warning : Tone::normal;
 }
 
 Tone utilization_tone(const Reading &percent) {
   if (!percent)
-    return Tone::plain;
+    return Tone::normal;
   if (*percent >= utilization_high_percent)
-    return Tone::green;
+    return Tone::good;
   return static_cast<double>(*percent) < state_thresholds.idle_below_percent ? Tone::dim
-                                                                             : Tone::plain;
+                                                                             : Tone::normal;
 }
 
 Tone memory_tone(const RealReading &percent) {
   if (!percent)
-    return Tone::plain;
+    return Tone::normal;
   if (*percent >= memory_red_percent)
-    return Tone::red;
-  return *percent >= memory_yellow_percent ? Tone::yellow : Tone::plain;
+    return Tone::alarm;
+  return *percent >= memory_yellow_percent ? Tone::warning : Tone::normal;
 }
 
 Tone power_tone(const Gpu &gpu) {
   if (!gpu.power_draw_w || !gpu.power_limit_w || *gpu.power_limit_w <= 0)
-    return Tone::plain;
+    return Tone::normal;
   double fraction = *gpu.power_draw_w / *gpu.power_limit_w;
   if (fraction >= state_thresholds.power_limit_fraction)
-    return Tone::red;
-  return fraction >= power_yellow_fraction ? Tone::yellow : Tone::plain;
-}
-
-Tone state_tone(GpuState state) {
-  switch (gpu_state_concern(state)) {
-  case StateConcern::alarm:
-    return Tone::red;
-  case StateConcern::warning:
-    return Tone::yellow;
-  case StateConcern::good:
-    return Tone::green;
-  case StateConcern::busy:
-    return Tone::plain;
-  case StateConcern::none:
-    break;
-  }
-  return Tone::dim;
+    return Tone::alarm;
+  return fraction >= power_yellow_fraction ? Tone::warning : Tone::normal;
 }
 
 // nvidia-smi on Windows names a process by its path with backslashes.
@@ -216,16 +185,16 @@ struct ProcessEntry {
 };
 
 ProcessEntry process_entry(const Process &process) {
-  std::string user = process.user  ? screen_text(*process.user)
+  std::string user = process.user  ? printable_text(*process.user)
                      : process.uid ? std::to_string(*process.uid)
                                    : "";
   std::string program;
   if (process.command) {
     std::string_view command = *process.command;
-    program = screen_text(basename_of(command.substr(0, command.find(' '))));
+    program = printable_text(basename_of(command.substr(0, command.find(' '))));
   }
   if (program.empty() && process.name)
-    program = screen_text(basename_of(*process.name));
+    program = printable_text(basename_of(*process.name));
   return {cut_to_columns(user.empty() ? "?" : user, user_columns), program.empty() ? "?" : program,
           or_dash(process.used_memory_mib, "MiB")};
 }
@@ -249,10 +218,10 @@ void add_processes(Line &line, const std::vector<const Process *> &processes, st
     std::size_t taken = line.columns() + 2 + (after > 0 ? 2 + more_text(after).size() : 0);
     std::size_t room = width > taken ? width - taken : 0;
     std::string text = entry.text();
-    std::size_t frame = screen_columns(entry.text(0)); // all but the program
-    if (screen_columns(text) > room && room >= frame + 4)
+    std::size_t frame = text_columns(entry.text(0)); // all but the program
+    if (text_columns(text) > room && room >= frame + 4)
       text = entry.text(room - frame);
-    if (screen_columns(text) > room) {
+    if (text_columns(text) > room) {
       line.gap(2);
       line.add(more_text(processes.size() - i), Tone::dim);
       return;
@@ -286,17 +255,17 @@ struct GpuRow {
 // Why a GPU is lost (nvidia-smi's words) or failing (gpu_failure's), else empty.
 std::string state_note(const Gpu &gpu, GpuState state) {
   if (state == GpuState::lost && gpu.lost_reason)
-    return screen_text(*gpu.lost_reason);
+    return printable_text(*gpu.lost_reason);
   if (state == GpuState::failing)
     if (std::optional<std::string> failure = gpu_failure(gpu))
-      return screen_text(*failure);
+      return printable_text(*failure);
   return {};
 }
 
 GpuRow gpu_row(const Gpu &gpu) {
   GpuRow row{&gpu,
              "[" + std::to_string(gpu.index) + "]",
-             screen_text(gpu.name.value_or("-")),
+             printable_text(gpu.name.value_or("-")),
              or_dash(gpu.temperature_c, "\u00b0C"),
              or_dash(gpu.utilization_gpu_percent, "%"),
              used_of(or_dash(gpu.memory_used_mib), or_dash(gpu.memory_total_mib), "MiB"),
@@ -318,18 +287,18 @@ GpuRow gpu_row(const Gpu &gpu) {
 // to "RTX 4090"), then words at its end ("H100 80GB HBM3" to "H100 80GB"); only a first word too
 // long is cut.
 std::string shown_name(const std::string &name, std::size_t columns) {
-  if (screen_columns(name) <= columns)
+  if (text_columns(name) <= columns)
     return name;
   std::string_view rest = name;
   for (std::string_view prefix : {"NVIDIA ", "GeForce ", "Tesla ", "Quadro "})
     if (rest.substr(0, prefix.size()) == prefix)
       rest.remove_prefix(prefix.size());
-  if (screen_columns(rest) <= columns)
+  if (text_columns(rest) <= columns)
     return std::string(rest);
   std::size_t words_end = 0;
   for (std::size_t space = rest.find(' '); space != std::string_view::npos;
        space = rest.find(' ', space + 1))
-    if (space > 0 && screen_columns(rest.substr(0, space)) <= columns)
+    if (space > 0 && text_columns(rest.substr(0, space)) <= columns)
       words_end = space;
   if (words_end > 0)
     return std::string(rest.substr(0, words_end));
@@ -341,31 +310,33 @@ std::string shown_name(const std::string &name, std::size_t columns) {
 std::string header(const Snapshot &snapshot, const TableStyle &style) {
   Line line;
   if (snapshot.host)
-    line.add(cut_to_columns(screen_text(snapshot.host->hostname.value_or("-")), 24), Tone::bold);
+    line.add(cut_to_columns(printable_text(snapshot.host->hostname.value_or("-")), 24),
+             Tone::heading);
   else
-    line.add("recording", Tone::bold); // another machine's output: no host readings to show
+    line.add("recording", Tone::heading); // another machine's output: no host readings to show
   line.gap(2);
   line.add(time_text(snapshot.timestamp));
   std::vector<std::pair<std::string, Tone>> rest = {
-      {"driver " + cut_to_columns(screen_text(snapshot.driver_version.value_or("-")), 16),
-       Tone::plain},
-      {"CUDA " + cut_to_columns(screen_text(snapshot.cuda_version.value_or("-")), 8), Tone::plain}};
+      {"driver " + cut_to_columns(printable_text(snapshot.driver_version.value_or("-")), 16),
+       Tone::normal},
+      {"CUDA " + cut_to_columns(printable_text(snapshot.cuda_version.value_or("-")), 8),
+       Tone::normal}};
   if (snapshot.host) {
     const Host &host = *snapshot.host;
-    rest.emplace_back("CPU " +
-                          (host.cpu_percent ? fixed(*host.cpu_percent, 0) + "%" : std::string("-")),
-                      Tone::plain);
+    rest.emplace_back(
+        "CPU " + (host.cpu_percent ? fixed_text(*host.cpu_percent, 0) + "%" : std::string("-")),
+        Tone::normal);
     auto gib = [](const Reading &mib) {
-      return mib ? fixed(static_cast<double>(*mib) / 1024.0, 1) : std::string("-");
+      return mib ? fixed_text(static_cast<double>(*mib) / 1024.0, 1) : std::string("-");
     };
     rest.emplace_back("mem " +
                           used_of(gib(host.memory_used_mib), gib(host.memory_total_mib), " GiB"),
                       memory_tone(used_percent(host.memory_used_mib, host.memory_total_mib)));
-    rest.emplace_back("load " + (host.load1 ? fixed(*host.load1, 2) : std::string("-")),
-                      Tone::plain);
+    rest.emplace_back("load " + (host.load1 ? fixed_text(*host.load1, 2) : std::string("-")),
+                      Tone::normal);
   }
   for (auto &[text, tone] : rest)
-    if (line.columns() + 2 + screen_columns(text) <= style.width) {
+    if (line.columns() + 2 + text_columns(text) <= style.width) {
       line.gap(2);
       line.add(std::move(text), tone);
     }
@@ -395,45 +366,6 @@ void add_mig_lines(std::string &out, const Gpu &gpu, std::size_t indent, const T
 
 } // namespace
 
-std::string screen_text(std::string_view text) {
-  std::string valid = valid_utf8(text);
-  std::string out;
-  out.reserve(valid.size());
-  for (std::size_t at = 0; at < valid.size();) {
-    CodePoint c = code_point_at(valid, at);
-    if (!is_screen_control(c.value))
-      out.append(valid, at, c.bytes);
-    at += c.bytes;
-  }
-  return out;
-}
-
-std::size_t screen_columns(std::string_view text) {
-  std::size_t columns = 0;
-  for (std::size_t at = 0; at < text.size();) {
-    CodePoint c = code_point_at(text, at);
-    columns += columns_of(c.value);
-    at += c.bytes;
-  }
-  return columns;
-}
-
-std::string cut_to_columns(std::string_view text, std::size_t columns) {
-  if (screen_columns(text) <= columns)
-    return std::string(text);
-  if (columns == 0)
-    return {};
-  std::size_t used = 0, at = 0;
-  while (at < text.size()) {
-    CodePoint c = code_point_at(text, at);
-    if (used + columns_of(c.value) > columns - 1)
-      break;
-    used += columns_of(c.value);
-    at += c.bytes;
-  }
-  return std::string(text.substr(0, at)) + "\u2026";
-}
-
 std::string format_table(const Snapshot &snapshot, const TableStyle &style) {
   std::string out = header(snapshot, style);
   std::vector<GpuRow> rows;
@@ -443,17 +375,17 @@ std::string format_table(const Snapshot &snapshot, const TableStyle &style) {
   std::size_t index_w = 0, temperature_w = 0, utilization_w = 0, memory_w = 0, power_w = 0,
               state_w = 0, first_process_w = 0;
   for (const GpuRow &row : rows) {
-    index_w = std::max(index_w, screen_columns(row.index));
-    temperature_w = std::max(temperature_w, screen_columns(row.temperature));
-    utilization_w = std::max(utilization_w, screen_columns(row.utilization));
-    memory_w = std::max(memory_w, screen_columns(row.memory));
-    power_w = std::max(power_w, screen_columns(row.power));
+    index_w = std::max(index_w, text_columns(row.index));
+    temperature_w = std::max(temperature_w, text_columns(row.temperature));
+    utilization_w = std::max(utilization_w, text_columns(row.utilization));
+    memory_w = std::max(memory_w, text_columns(row.memory));
+    power_w = std::max(power_w, text_columns(row.power));
     state_w = std::max(state_w, gpu_state_name(row.state).size());
     std::size_t after_state =
-        row.note.empty() ? 0 : 2 + std::min(screen_columns(row.note), note_columns);
+        row.note.empty() ? 0 : 2 + std::min(text_columns(row.note), note_columns);
     if (!row.processes.empty()) {
       std::size_t after = row.processes.size() - 1;
-      after_state += 2 + screen_columns(process_entry(*row.processes[0]).text()) +
+      after_state += 2 + text_columns(process_entry(*row.processes[0]).text()) +
                      (after > 0 ? 2 + more_text(after).size() : 0);
     }
     first_process_w = std::max(first_process_w, after_state);
@@ -468,15 +400,15 @@ std::string format_table(const Snapshot &snapshot, const TableStyle &style) {
   std::size_t name_w = 0;
   for (GpuRow &row : rows) {
     row.name = shown_name(row.name, name_room);
-    name_w = std::max(name_w, screen_columns(row.name));
+    name_w = std::max(name_w, text_columns(row.name));
   }
 
   for (const GpuRow &row : rows) {
     const Gpu &gpu = *row.gpu;
     Line line;
-    line.add_left_aligned(row.index, index_w, Tone::plain);
+    line.add_left_aligned(row.index, index_w, Tone::normal);
     line.gap(1);
-    line.add_left_aligned(row.name, name_w, Tone::bold);
+    line.add_left_aligned(row.name, name_w, Tone::heading);
     line.gap(2);
     line.add_right_aligned(row.temperature, temperature_w, temperature_tone(gpu.temperature_c));
     line.gap(1);

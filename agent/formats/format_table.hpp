@@ -7,7 +7,6 @@
 
 #include <cstddef>
 #include <string>
-#include <string_view>
 
 namespace nvsmi {
 
@@ -22,22 +21,10 @@ struct TableStyle {
 // style.width columns. Colours: temperature red from the `hot` state's threshold (85 C), yellow
 // from 70 C; utilization green from 50 %, dim under the idle threshold (5 %); memory red from
 // 90 % used, yellow from 75 %; power red from the `at power limit` threshold (95 % of the limit),
-// yellow from 80 %; the state red when hot or at its power limit, yellow when idle but held,
-// green in use, dim unknown. A lost GPU shows why and a failing one what fails (gpu_failure), in
+// yellow from 80 %; the state in its tone (core/tone.hpp, as in `top`): red when lost, failing,
+// hot or at its power limit, yellow when idle but held, green when free, dim when idle or
+// unknown. A lost GPU shows why and a failing one what fails (gpu_failure), in
 // red where its first process would be.
 std::string format_table(const Snapshot &snapshot, const TableStyle &style = {});
-
-// Text from outside (process names, commands, users, host and GPU names) as it may go on a
-// screen: valid UTF-8, without control characters (C0, DEL, C1) and the invisible ones that
-// reorder or hide what follows (bidi overrides and isolates, direction marks).
-std::string screen_text(std::string_view text);
-
-// The terminal columns valid UTF-8 `text` takes: one per code point, two for the wide ones (CJK,
-// Hangul, fullwidth forms, emoji). It never counts fewer than a terminal shows.
-std::size_t screen_columns(std::string_view text);
-
-// `text` (valid UTF-8) cut to at most `columns`, ending in `…` where it was cut; never in the
-// middle of a character.
-std::string cut_to_columns(std::string_view text, std::size_t columns);
 
 } // namespace nvsmi

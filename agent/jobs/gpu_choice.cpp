@@ -1,5 +1,7 @@
 #include "jobs/gpu_choice.hpp"
 
+#include "core/number_text.hpp"
+
 #include "nvsmi/gpu_state.hpp"
 
 #include <algorithm>
@@ -17,11 +19,7 @@ bool plain_uuid(const std::string &uuid) {
 namespace {
 
 // 1.5 as "1.5%", 5 as "5%".
-std::string percent_text(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g%%", value);
-  return text;
-}
+std::string percent_text(double value) { return number(value, "%g%%"); }
 
 // Why `gpu` is not offered, or empty when it is (its free memory then in `free_mib`).
 std::string why_not(const Gpu &gpu, const PickCriteria &criteria, std::int64_t &free_mib) {

@@ -1,6 +1,7 @@
 #include "nvidia_smi/bounded_command.hpp"
 
 #include "core/exit_codes.hpp"
+#include "core/number_text.hpp"
 #include "nvidia_smi/stop_signals.hpp"
 
 #include "nvidia_smi/boost_process.hpp"
@@ -52,14 +53,6 @@ private:
   std::function<void()> on_overflow_, on_end_;
   std::array<char, 16384> buffer_{};
 };
-
-std::string seconds_text(std::chrono::milliseconds duration) {
-  std::string text = std::to_string(static_cast<double>(duration.count()) / 1000.0);
-  text.erase(text.find_last_not_of('0') + 1);
-  if (text.back() == '.')
-    text.pop_back();
-  return text;
-}
 
 } // namespace
 

@@ -2,6 +2,7 @@
 
 #include "core/exit_codes.hpp"
 #include "core/log_line.hpp"
+#include "core/number_text.hpp"
 #include "nvidia_smi/boost_process.hpp"
 
 #include "nvsmi/quantity.hpp"
@@ -22,12 +23,6 @@ namespace asio = boost::asio;
 namespace bp = boost::process::v2;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
-
-std::string seconds_text(milliseconds duration) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%g", static_cast<double>(duration.count()) / 1000.0);
-  return buffer;
-}
 
 // The last line that says something, for an exit message.
 void remember_message(std::string &last, std::string_view bytes) {

@@ -1,6 +1,7 @@
 #include "nvidia_smi/sampler.hpp"
 
 #include "core/exit_codes.hpp"
+#include "core/number_text.hpp"
 #include "files/file_io.hpp"
 #include "nvidia_smi/source.hpp"
 
@@ -20,9 +21,8 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
-milliseconds to_ms(double seconds) {
-  return milliseconds(std::max<long long>(1, std::llround(seconds * 1000)));
-}
+// A zero interval or timeout would spin: a millisecond at the least.
+milliseconds at_least_1ms(double seconds) { return std::max(milliseconds(1), to_ms(seconds)); }
 
 // Every whole sample in a recording: one document or CSV sample, or several recorded from a loop.
 std::vector<Snapshot> fixture_samples(const std::string &path,
@@ -57,8 +57,8 @@ std::vector<Snapshot> fixture_samples(const std::string &path,
 
 milliseconds process_interval(const SamplerOptions &options) {
   return options.process_interval_seconds
-             ? to_ms(*options.process_interval_seconds)
-             : std::max(to_ms(options.interval_seconds), milliseconds(1000));
+             ? at_least_1ms(*options.process_interval_seconds)
+             : std::max(at_least_1ms(options.interval_seconds), milliseconds(1000));
 }
 
 Sampler::Sampler(boost::asio::io_context &context, const SamplerOptions &options,
@@ -72,7 +72,7 @@ Sampler::Sampler(boost::asio::io_context &context, const SamplerOptions &options
 
 Sampler::~Sampler() = default;
 
-milliseconds Sampler::interval() const { return to_ms(options_.interval_seconds); }
+milliseconds Sampler::interval() const { return at_least_1ms(options_.interval_seconds); }
 
 void Sampler::start() {
   if (!fixture_.empty()) {
@@ -87,7 +87,7 @@ void Sampler::start() {
   };
   settings.interval = interval();
   settings.stall_timeout = options_.stall_timeout_seconds
-                               ? to_ms(*options_.stall_timeout_seconds)
+                               ? at_least_1ms(*options_.stall_timeout_seconds)
                                : std::max(settings.interval * 3, milliseconds(10000));
   if (options_.host)
     host_.emplace();

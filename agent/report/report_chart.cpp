@@ -2,6 +2,8 @@
 // strokes that keep their width in pixels; labels are placed in percent of the same box.
 #include "report/report_chart.hpp"
 
+#include "core/number_text.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -13,12 +15,6 @@ namespace {
 
 constexpr double box_width = 1000, box_height = 100;
 constexpr double most_intervals = 8;
-
-std::string number(double value, const char *format = "%.2f") {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, format, value);
-  return buffer;
-}
 
 // The value's calendar fields, read as UTC: a time already moved to the log's offset comes out
 // as the log's clock shows it, whatever the reader's zone.
@@ -134,14 +130,14 @@ std::string draw_chart(const Chart &chart) {
          "\" preserveAspectRatio=\"none\" aria-hidden=\"true\">";
   std::vector<TimeTick> ticks = time_ticks(chart.time);
   for (const TimeTick &tick : ticks) {
-    std::string x = number(x_of(chart.time, tick.time));
+    std::string x = number(x_of(chart.time, tick.time), "%.2f");
     out += "<line class=\"grid\" x1=\"" + x + "\" x2=\"" + x + "\" y1=\"0\" y2=\"" +
            number(box_height, "%.0f") + "\"/>";
   }
   // Bounded: top / step is at most about 8 by value_axis.
   int value_ticks = static_cast<int>(std::lround(chart.value.top / chart.value.step));
   for (int i = 0; i <= value_ticks; ++i) {
-    std::string y = number(y_of(chart.value, i * chart.value.step));
+    std::string y = number(y_of(chart.value, i * chart.value.step), "%.2f");
     out += "<line class=\"grid\" x1=\"0\" x2=\"" + number(box_width, "%.0f") + "\" y1=\"" + y +
            "\" y2=\"" + y + "\"/>";
   }
@@ -151,7 +147,8 @@ std::string draw_chart(const Chart &chart) {
         continue;
       std::string points;
       for (const auto &[time, value] : run)
-        points += number(x_of(chart.time, time)) + "," + number(y_of(chart.value, value)) + " ";
+        points += number(x_of(chart.time, time), "%.2f") + "," +
+                  number(y_of(chart.value, value), "%.2f") + " ";
       // A lone point is drawn as a dot: a line to itself with round ends.
       if (run.size() == 1)
         points += points;
@@ -163,13 +160,13 @@ std::string draw_chart(const Chart &chart) {
   for (int i = 0; i <= value_ticks; ++i) {
     double value = i * chart.value.step;
     out += "<span class=\"y-tick\" style=\"top:" +
-           number(100 * y_of(chart.value, value) / box_height) + "%\">" + tick_value(value) +
-           "</span>";
+           number(100 * y_of(chart.value, value) / box_height, "%.2f") + "%\">" +
+           tick_value(value) + "</span>";
   }
   for (const TimeTick &tick : ticks) {
     out += std::string("<span class=\"x-tick") + (tick.minor ? " minor" : "") +
-           "\" style=\"left:" + number(100 * x_of(chart.time, tick.time) / box_width) + "%\">" +
-           tick.clock;
+           "\" style=\"left:" + number(100 * x_of(chart.time, tick.time) / box_width, "%.2f") +
+           "%\">" + tick.clock;
     if (!tick.date.empty())
       out += "<small>" + tick.date + "</small>";
     out += "</span>";

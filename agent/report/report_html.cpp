@@ -1,5 +1,6 @@
 // `report --format html`: one self-contained page, the series drawn as inline SVG. Nothing is
 // fetched: no script, no stylesheet, no font, no image from anywhere.
+#include "core/number_text.hpp"
 #include "report/report.hpp"
 #include "report/report_chart.hpp"
 
@@ -15,12 +16,6 @@
 
 namespace nvsmi {
 namespace {
-
-std::string number(double value, const char *format = "%.1f") {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, format, value);
-  return buffer;
-}
 
 std::string elapsed(double seconds) {
   if (seconds < 120)

@@ -1,9 +1,10 @@
 // `report --format text`: what a person reads in a terminal.
+#include "core/number_text.hpp"
+#include "core/screen_text.hpp"
 #include "report/report.hpp"
 
 #include "nvsmi/thresholds.hpp"
 #include "nvsmi/timestamp.hpp"
-#include "nvsmi/utf8.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -12,14 +13,8 @@
 namespace nvsmi {
 namespace {
 
-std::string printf_string(const char *format, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, format, value);
-  return buffer;
-}
-
 std::string percent(std::optional<double> value) {
-  return value ? printf_string("%.1f%%", *value) : "unknown";
+  return value ? number(*value, "%.1f%%") : "unknown";
 }
 std::string whole_percent(const std::optional<int> &value) {
   return value ? std::to_string(*value) + "%" : "unknown";
@@ -28,7 +23,7 @@ std::string whole_percent(const Reading &value) {
   return value ? std::to_string(*value) + "%" : "unknown";
 }
 std::string with_unit(const std::optional<double> &value, const char *format) {
-  return value ? printf_string(format, *value) : "unknown";
+  return value ? number(*value, format) : "unknown";
 }
 std::string whole_with_unit(const Reading &value, const std::string &unit) {
   return value ? std::to_string(*value) + unit : "unknown";
@@ -38,41 +33,20 @@ std::string share(const TimeShare &share) {
   return share.percent() ? percent(share.percent()) + " of the time" : "unknown";
 }
 
-// Text from a log (a GPU's name, a user's, a message quoting a value) as it may be printed on a
-// terminal: valid UTF-8, and each control character, C0 or C1, replaced by U+FFFD, so that it can
-// neither start a line of its own nor move the cursor (U+009B is a terminal's CSI).
-std::string printable(std::string_view text) {
-  const std::string replacement = "\xEF\xBF\xBD";
-  std::string valid = valid_utf8(text), out;
-  for (std::size_t i = 0; i < valid.size(); ++i) {
-    auto c = static_cast<unsigned char>(valid[i]);
-    if (c < 0x20 || c == 0x7f) {
-      out += replacement;
-    } else if (c == 0xC2 && i + 1 < valid.size() &&
-               static_cast<unsigned char>(valid[i + 1]) < 0xA0) {
-      out += replacement; // U+0080..U+009F: 0xC2 then 0x80..0x9F
-      ++i;
-    } else {
-      out += valid[i];
-    }
-  }
-  return out;
-}
-
 void line(std::string &out, const char *label, const std::string &text) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "  %-13s", label);
   out += buffer;
-  out += printable(text);
+  out += marked_text(text);
   out += '\n';
 }
 
 void gpu_section(std::string &out, const GpuSummary &gpu) {
   out += "\nGPU " + std::to_string(gpu.index);
   if (gpu.name)
-    out += "  " + printable(*gpu.name);
+    out += "  " + marked_text(*gpu.name);
   if (gpu.uuid)
-    out += "  " + printable(*gpu.uuid);
+    out += "  " + marked_text(*gpu.uuid);
   out += '\n';
 
   line(out, "time", to_iso8601(gpu.first) + " to " + to_iso8601(gpu.last));
@@ -94,8 +68,8 @@ void gpu_section(std::string &out, const GpuSummary &gpu) {
            ", max " + whole_percent(gpu.utilization_max));
   std::string starved = "starved " + share(gpu.starved);
   if (gpu.starved_memory_mean_mib)
-    starved += printf_string(" (holding %.0f MiB on average, ", *gpu.starved_memory_mean_mib) +
-               printf_string("under %.0f%%)", gpu_thresholds::starved_below_percent);
+    starved += number(*gpu.starved_memory_mean_mib, " (holding %.0f MiB on average, ") +
+               number(gpu_thresholds::starved_below_percent, "under %.0f%%)");
   line(out, "",
        "idle " + share(gpu.idle) + ", idle but held " + share(gpu.idle_held) + ", " + starved);
 
@@ -136,7 +110,7 @@ void gpu_section(std::string &out, const GpuSummary &gpu) {
 // the user's time (then `starred` is set).
 std::string cell(const std::optional<double> &value, const char *format, bool partial, int width,
                  bool &starred) {
-  std::string text = value ? printf_string(format, *value) + (partial ? "*" : " ") : "unknown ";
+  std::string text = value ? number(*value, format) + (partial ? "*" : " ") : "unknown ";
   starred = starred || (value && partial);
   if (text.size() < static_cast<std::size_t>(width))
     text.insert(0, static_cast<std::size_t>(width) - text.size(), ' ');
@@ -157,24 +131,23 @@ void users_section(std::string &out, const UserLedgerSummary &ledger) {
     out += cell(user.idle_percent(), "%.1f%%", user.idle_partly_unknown(), 9, starred);
     out += cell(user.memory_gib_hours(), "%.2f", user.memory_partly_unknown(), 15, starred);
     out += cell(user.energy_wh(), "%.2f", user.energy_partly_unknown(), 13, starred);
-    out += " " + printable(user_label(user.user)) + "\n";
+    out += " " + marked_text(user_label(user.user)) + "\n";
   }
   if (ledger.users.empty())
     out += "  no processes on any GPU\n";
   if (starred)
     out += "  * counts only the time when it was known (--format json has the unknown hours)\n";
   double covered = ledger.listed_seconds + ledger.unlisted_seconds;
-  out += printf_string("  process lists for %.2f", ledger.listed_seconds / 3600) +
-         printf_string(" of %.2f GPU-hours covered", covered / 3600);
+  out += number(ledger.listed_seconds / 3600, "  process lists for %.2f") +
+         number(covered / 3600, " of %.2f GPU-hours covered");
   if (ledger.unsplit_joules > 0)
-    out += printf_string("; %.2f Wh of shared GPUs not split (a share unknown)",
-                         ledger.unsplit_joules / 3600);
+    out += number(ledger.unsplit_joules / 3600,
+                  "; %.2f Wh of shared GPUs not split (a share unknown)");
   if (ledger.no_process_joules > 0)
-    out += printf_string("; %.2f Wh drawn with no process", ledger.no_process_joules / 3600);
+    out += number(ledger.no_process_joules / 3600, "; %.2f Wh drawn with no process");
   if (ledger.left_out_seconds > 0)
-    out +=
-        printf_string("; %.2f GPU-hours of users past the first ", ledger.left_out_seconds / 3600) +
-        std::to_string(report_max_users) + " left out";
+    out += number(ledger.left_out_seconds / 3600, "; %.2f GPU-hours of users past the first ") +
+           std::to_string(report_max_users) + " left out";
   out += '\n';
   for (const UserSummary &user : ledger.users)
     line(out, "finding", std::string(severity_name(user.finding_severity)) + ": " + user.finding);
@@ -184,7 +157,7 @@ void users_section(std::string &out, const UserLedgerSummary &ledger) {
 
 std::string describe_duration(double seconds) {
   if (seconds < 60)
-    return printf_string("%.4g s", seconds);
+    return number(seconds, "%.4g s");
   auto whole = static_cast<std::int64_t>(std::llround(seconds));
   std::int64_t days = whole / 86400, hours = whole / 3600 % 24, minutes = whole / 60 % 60;
   if (days > 0)
@@ -198,7 +171,7 @@ std::string describe_duration(double seconds) {
 std::string format_report_text(const Report &report) {
   std::string out = "files: ";
   for (std::size_t i = 0; i < report.files.size(); ++i)
-    out += (i ? ", " : "") + printable(report.files[i]);
+    out += (i ? ", " : "") + marked_text(report.files[i]);
   if (report.files.size() > 1)
     out += " (read in this order)";
   out += "\nrows: " + std::to_string(report.rows_read) + " read, " +
@@ -219,7 +192,7 @@ std::string format_report_text(const Report &report) {
   }
   out += '\n';
   for (const std::string &example : report.bad.examples)
-    out += "  " + printable(example) + '\n';
+    out += "  " + marked_text(example) + '\n';
   for (const GpuSummary &gpu : report.gpus)
     gpu_section(out, gpu);
   if (report.users.listed_seconds > 0)

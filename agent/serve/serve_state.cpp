@@ -1,5 +1,6 @@
 #include "serve/serve_state.hpp"
 
+#include "core/number_text.hpp"
 #include "formats/formats.hpp"
 #include "formats/json_writer.hpp"
 #include "serve/embedded_files.hpp"
@@ -20,12 +21,6 @@ constexpr const char *json_type = "application/json";
 
 std::shared_ptr<const std::string> shared(std::string text) {
   return std::make_shared<const std::string>(std::move(text));
-}
-
-std::string seconds_text(double seconds) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.0f", seconds);
-  return buffer;
 }
 
 // This machine's name, for the dashboard where the samples carry none (a --fixture replay).
@@ -71,7 +66,7 @@ bool ServeState::fresh(const ServeClock &at) const {
 std::string ServeState::stale_reason(const ServeClock &at) const {
   std::string reason =
       latest_ ? "no sample for " +
-                    seconds_text(duration<double>(at.steady - latest_->steady).count()) + " s"
+                    fixed_text(duration<double>(at.steady - latest_->steady).count(), 0) + " s"
               : std::string("no sample yet");
   if (!last_error_.empty())
     reason += "; last problem: " + last_error_;
@@ -81,7 +76,7 @@ std::string ServeState::stale_reason(const ServeClock &at) const {
 HttpResponse ServeState::unavailable(const ServeClock &at) const {
   HttpResponse response = json_error(503, stale_reason(at));
   response.headers.push_back(
-      {"Retry-After", seconds_text(std::ceil(duration<double>(interval_).count()))});
+      {"Retry-After", fixed_text(std::ceil(duration<double>(interval_).count()), 0)});
   return response;
 }
 

@@ -1,6 +1,7 @@
 #include "terminal/top_layout.hpp"
 
-#include "terminal/screen_text.hpp"
+#include "core/number_text.hpp"
+#include "core/screen_text.hpp"
 
 #include "nvsmi/gpu_state.hpp"
 
@@ -18,7 +19,7 @@ class LineBuilder {
 public:
   explicit LineBuilder(int columns) : left_(columns) {}
   // `text` (printable) cut or padded to `width` columns.
-  void add(const std::string &text, int width, Style style = Style::normal,
+  void add(const std::string &text, int width, Tone style = Tone::normal,
            Align align = Align::left) {
     width = std::min(width, left_);
     if (width <= 0)
@@ -27,8 +28,8 @@ public:
     left_ -= width;
   }
   // `text` as wide as it is, or as much as fits.
-  void add(const std::string &text, Style style = Style::normal) {
-    add(text, text_columns(text), style);
+  void add(const std::string &text, Tone style = Tone::normal) {
+    add(text, static_cast<int>(text_columns(text)), style);
   }
   int left() const { return left_; }
   ScreenLine take() { return std::move(line_); }
@@ -37,12 +38,6 @@ private:
   int left_;
   ScreenLine line_;
 };
-
-std::string format(const char *pattern, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, pattern, value);
-  return buffer;
-}
 
 std::string or_dash(const Reading &value, const char *unit = "") {
   return value ? std::to_string(*value) + unit : "-";
@@ -55,7 +50,7 @@ std::string mib_text(const Reading &mib) {
   if (*mib < 1024)
     return std::to_string(*mib) + "M";
   double gib = static_cast<double>(*mib) / 1024;
-  return format(gib < 100 ? "%.1fG" : "%.0fG", gib);
+  return number(gib, gib < 100 ? "%.1fG" : "%.0fG");
 }
 
 std::string timestamp_text(const std::optional<Timestamp> &t, bool with_date) {
@@ -119,22 +114,6 @@ std::string sparkline(const std::deque<Reading> &history, int width, bool unicod
   return out;
 }
 
-Style state_style(GpuState state) {
-  switch (gpu_state_concern(state)) {
-  case StateConcern::alarm:
-    return Style::alarm;
-  case StateConcern::warning:
-    return Style::warning;
-  case StateConcern::good:
-    return Style::good;
-  case StateConcern::busy:
-    return Style::busy;
-  case StateConcern::none:
-    break;
-  }
-  return Style::normal;
-}
-
 // Column widths of the GPU rows for a screen `columns` wide.
 struct GpuColumns {
   bool name;
@@ -150,18 +129,18 @@ GpuColumns gpu_columns(int columns) {
 
 ScreenLine gpu_heading(const GpuColumns &c, int columns) {
   LineBuilder line(columns);
-  line.add("GPU", 4, Style::heading);
+  line.add("GPU", 4, Tone::heading);
   if (c.name)
-    line.add("NAME", 23, Style::heading);
-  line.add("STATE", 15, Style::heading);
-  line.add("UTIL", c.bar + 6, Style::heading);
-  line.add("MEMORY", c.bar + 12, Style::heading);
-  line.add("POWER", c.bar + 11, Style::heading);
-  line.add("TEMP", 4, Style::heading, Align::right);
-  line.add("FAN", 5, Style::heading, Align::right);
-  line.add("PS", 4, Style::heading, Align::right);
+    line.add("NAME", 23, Tone::heading);
+  line.add("STATE", 15, Tone::heading);
+  line.add("UTIL", c.bar + 6, Tone::heading);
+  line.add("MEMORY", c.bar + 12, Tone::heading);
+  line.add("POWER", c.bar + 11, Tone::heading);
+  line.add("TEMP", 4, Tone::heading, Align::right);
+  line.add("FAN", 5, Tone::heading, Align::right);
+  line.add("PS", 4, Tone::heading, Align::right);
   line.add(" ", 1);
-  line.add(c.history >= 19 ? "UTILIZATION HISTORY" : "HIST", c.history, Style::heading);
+  line.add(c.history >= 19 ? "UTILIZATION HISTORY" : "HIST", c.history, Tone::heading);
   return line.take();
 }
 
@@ -177,27 +156,27 @@ std::optional<double> real(const Reading &value) {
 ScreenLine gpu_line(const Gpu &gpu, const TopModel &model, const GpuColumns &c, int columns,
                     bool late, bool unicode) {
   LineBuilder line(columns);
-  line.add(std::to_string(gpu.index) + "  ", 4, Style::normal, Align::right);
+  line.add(std::to_string(gpu.index) + "  ", 4, Tone::normal, Align::right);
   if (c.name)
     line.add(printable_text(gpu.name.value_or("-"), unicode), 23);
   std::string spark = sparkline(model.utilization_history(gpu.index), c.history, unicode);
   if (late) {
     // The readings are of a sample too old to be the present: not shown at all.
-    line.add("stale", 15, Style::alarm);
+    line.add("stale", 15, Tone::alarm);
     line.add("", (c.bar + 6) + (c.bar + 12) + (c.bar + 11) + 13 + 1);
-    line.add(spark, c.history, Style::dim);
+    line.add(spark, c.history, Tone::dim);
     return line.take();
   }
   GpuState state = gpu_state(gpu);
-  line.add(std::string(gpu_state_name(state)), 15, state_style(state));
+  line.add(std::string(gpu_state_name(state)), 15, state_tone(state));
 
   line.add(bar(fraction(real(gpu.utilization_gpu_percent), 100.0), c.bar, unicode), c.bar,
-           Style::busy);
-  line.add(or_dash(gpu.utilization_gpu_percent, "%"), 5, Style::normal, Align::right);
+           Tone::busy);
+  line.add(or_dash(gpu.utilization_gpu_percent, "%"), 5, Tone::normal, Align::right);
   line.add(" ", 1);
 
   line.add(bar(fraction(real(gpu.memory_used_mib), real(gpu.memory_total_mib)), c.bar, unicode),
-           c.bar, Style::busy);
+           c.bar, Tone::busy);
   std::string memory = "-";
   if (gpu.memory_used_mib || gpu.memory_total_mib) {
     std::string total = mib_text(gpu.memory_total_mib);
@@ -206,26 +185,26 @@ ScreenLine gpu_line(const Gpu &gpu, const TopModel &model, const GpuColumns &c, 
       memory.pop_back(); // "40.0/80.0G", one unit for both
     memory += "/" + total;
   }
-  line.add(memory, 11, Style::normal, Align::right);
+  line.add(memory, 11, Tone::normal, Align::right);
   line.add(" ", 1);
 
   std::optional<double> power = fraction(gpu.power_draw_w, gpu.power_limit_w);
   GpuStateThresholds thresholds;
   line.add(bar(power, c.bar, unicode), c.bar,
-           power && *power >= thresholds.power_limit_fraction ? Style::alarm : Style::busy);
+           power && *power >= thresholds.power_limit_fraction ? Tone::alarm : Tone::busy);
   std::string watts = "-";
   if (gpu.power_draw_w || gpu.power_limit_w)
-    watts = (gpu.power_draw_w ? format("%.0f", *gpu.power_draw_w) : "-") + "/" +
-            (gpu.power_limit_w ? format("%.0f", *gpu.power_limit_w) : "-") + "W";
-  line.add(watts, 10, Style::normal, Align::right);
+    watts = (gpu.power_draw_w ? number(*gpu.power_draw_w, "%.0f") : "-") + "/" +
+            (gpu.power_limit_w ? number(*gpu.power_limit_w, "%.0f") : "-") + "W";
+  line.add(watts, 10, Tone::normal, Align::right);
   line.add(" ", 1);
 
   bool hot = gpu.temperature_c && *gpu.temperature_c >= thresholds.hot_at_c;
-  line.add(or_dash(gpu.temperature_c, "C"), 4, hot ? Style::alarm : Style::normal, Align::right);
-  line.add(or_dash(gpu.fan_speed_percent, "%"), 5, Style::normal, Align::right);
-  line.add(printable_text(gpu.pstate.value_or("-"), unicode), 4, Style::normal, Align::right);
+  line.add(or_dash(gpu.temperature_c, "C"), 4, hot ? Tone::alarm : Tone::normal, Align::right);
+  line.add(or_dash(gpu.fan_speed_percent, "%"), 5, Tone::normal, Align::right);
+  line.add(printable_text(gpu.pstate.value_or("-"), unicode), 4, Tone::normal, Align::right);
   line.add(" ", 1);
-  line.add(spark, c.history, Style::busy);
+  line.add(spark, c.history, Tone::busy);
   return line.take();
 }
 
@@ -244,32 +223,32 @@ ScreenLine mig_line(const MigDevice &mig, int columns, bool late, bool unicode) 
 ScreenLine header_line(const TopModel &model, TopClock::time_point now, int columns) {
   LineBuilder line(columns);
   const std::optional<Snapshot> &latest = model.latest();
-  line.add("nvsmi-agent top", Style::heading);
-  std::vector<std::pair<std::string, Style>> parts;
+  line.add("nvsmi-agent top", Tone::heading);
+  std::vector<std::pair<std::string, Tone>> parts;
   if (!latest) {
-    parts.push_back({"waiting for the first sample", Style::alarm});
+    parts.push_back({"waiting for the first sample", Tone::alarm});
   } else {
     const std::optional<Host> &host = latest->host;
     parts.push_back({"host " + printable_text(host && host->hostname ? *host->hostname : "-", true),
-                     Style::normal});
+                     Tone::normal});
     milliseconds age = model.sample_age(now).value_or(milliseconds(0));
     if (model.late(now))
-      parts.push_back({"LATE: no sample for " + age_text(age), Style::alarm});
-    parts.push_back({"sample " + timestamp_text(latest->timestamp, columns >= 120), Style::normal});
+      parts.push_back({"LATE: no sample for " + age_text(age), Tone::alarm});
+    parts.push_back({"sample " + timestamp_text(latest->timestamp, columns >= 120), Tone::normal});
     parts.push_back(
-        {"driver " + printable_text(latest->driver_version.value_or("-"), true), Style::normal});
-    std::string cpu = host && host->cpu_percent ? format("%.0f%%", *host->cpu_percent) : "-";
-    parts.push_back({"CPU " + cpu, Style::normal});
+        {"driver " + printable_text(latest->driver_version.value_or("-"), true), Tone::normal});
+    std::string cpu = host && host->cpu_percent ? number(*host->cpu_percent, "%.0f%%") : "-";
+    parts.push_back({"CPU " + cpu, Tone::normal});
     std::string memory = "-";
     if (host && (host->memory_used_mib || host->memory_total_mib))
       memory = mib_text(host->memory_used_mib) + "/" + mib_text(host->memory_total_mib);
-    parts.push_back({"mem " + memory, Style::normal});
+    parts.push_back({"mem " + memory, Tone::normal});
     if (latest->cuda_version)
-      parts.push_back({"CUDA " + printable_text(*latest->cuda_version, true), Style::normal});
+      parts.push_back({"CUDA " + printable_text(*latest->cuda_version, true), Tone::normal});
   }
   // Whole parts only, in order: a cut "driver 55" would be a wrong reading.
   for (auto &[text, style] : parts) {
-    if (text_columns(text) + 2 > line.left())
+    if (static_cast<int>(text_columns(text)) + 2 > line.left())
       break;
     line.add("  ");
     line.add(text, style);
@@ -299,32 +278,31 @@ ScreenLine process_heading(const TopModel &model, const ProcessColumns &c, int c
     return text;
   };
   LineBuilder line(columns);
-  line.add("GPU", 3, Style::heading, Align::right);
-  line.add(label("PID", SortKey::pid), 9, Style::heading, Align::right);
-  line.add(" " + label("USER", SortKey::user), 11, Style::heading);
-  line.add(label("GPU MEM", SortKey::gpu_memory), 9, Style::heading, Align::right);
-  line.add(label("SM%", SortKey::sm), 5, Style::heading, Align::right);
-  line.add(label("CPU%", SortKey::cpu), 7, Style::heading, Align::right);
+  line.add("GPU", 3, Tone::heading, Align::right);
+  line.add(label("PID", SortKey::pid), 9, Tone::heading, Align::right);
+  line.add(" " + label("USER", SortKey::user), 11, Tone::heading);
+  line.add(label("GPU MEM", SortKey::gpu_memory), 9, Tone::heading, Align::right);
+  line.add(label("SM%", SortKey::sm), 5, Tone::heading, Align::right);
+  line.add(label("CPU%", SortKey::cpu), 7, Tone::heading, Align::right);
   if (c.host_memory)
-    line.add("HOST MEM", 9, Style::heading, Align::right);
+    line.add("HOST MEM", 9, Tone::heading, Align::right);
   if (c.container)
-    line.add(" CONTAINER", 13, Style::heading);
+    line.add(" CONTAINER", 13, Tone::heading);
   line.add(" ", 1);
-  line.add("COMMAND", c.command, Style::heading);
+  line.add("COMMAND", c.command, Tone::heading);
   return line.take();
 }
 
 ScreenLine process_line(const ProcessRow &row, const ProcessColumns &c, int columns, bool unicode) {
   LineBuilder line(columns);
-  line.add(std::to_string(row.gpu), 3, Style::normal, Align::right);
-  line.add(or_dash(row.pid), 9, Style::normal, Align::right);
+  line.add(std::to_string(row.gpu), 3, Tone::normal, Align::right);
+  line.add(or_dash(row.pid), 9, Tone::normal, Align::right);
   line.add(" " + printable_text(row.user.value_or("-"), unicode), 11);
-  line.add(mib_text(row.gpu_memory_mib), 9, Style::normal, Align::right);
-  line.add(or_dash(row.sm_percent), 5, Style::normal, Align::right);
-  line.add(row.cpu_percent ? format("%.1f", *row.cpu_percent) : "-", 7, Style::normal,
-           Align::right);
+  line.add(mib_text(row.gpu_memory_mib), 9, Tone::normal, Align::right);
+  line.add(or_dash(row.sm_percent), 5, Tone::normal, Align::right);
+  line.add(row.cpu_percent ? number(*row.cpu_percent, "%.1f") : "-", 7, Tone::normal, Align::right);
   if (c.host_memory)
-    line.add(mib_text(row.host_memory_mib), 9, Style::normal, Align::right);
+    line.add(mib_text(row.host_memory_mib), 9, Tone::normal, Align::right);
   if (c.container)
     line.add(" " + printable_text(row.container ? row.container->substr(0, 12) : "-", unicode), 13);
   line.add(" ", 1);
@@ -335,7 +313,7 @@ ScreenLine process_line(const ProcessRow &row, const ProcessColumns &c, int colu
 ScreenLine footer_line(const TopModel &model, int columns) {
   LineBuilder line(columns);
   auto key = [&](const char *k, const std::string &what) {
-    line.add(k, Style::heading);
+    line.add(k, Tone::heading);
     line.add(" " + what + "  ");
   };
   key("q", "quit");
@@ -351,7 +329,7 @@ ScreenLine footer_line(const TopModel &model, int columns) {
   return line.take();
 }
 
-ScreenLine text_line(const std::string &text, int columns, Style style = Style::normal) {
+ScreenLine text_line(const std::string &text, int columns, Tone style = Tone::normal) {
   LineBuilder line(columns);
   line.add(text, style);
   return line.take();
@@ -380,16 +358,16 @@ std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_poin
     }
     for (const LostGpu &gpu : model.lost_gpus()) {
       LineBuilder line(columns);
-      line.add(std::to_string(gpu.index) + "  ", 4, Style::normal, Align::right);
+      line.add(std::to_string(gpu.index) + "  ", 4, Tone::normal, Align::right);
       if (gpu_cols.name)
         line.add(printable_text(gpu.name.value_or("-"), unicode), 23);
-      line.add("lost: not in the latest sample", Style::alarm);
+      line.add("lost: not in the latest sample", Tone::alarm);
       body.push_back(line.take());
     }
     rows = model.process_rows();
   }
   if (model.message())
-    body.push_back(text_line(printable_text(*model.message(), unicode), columns, Style::alarm));
+    body.push_back(text_line(printable_text(*model.message(), unicode), columns, Tone::alarm));
 
   // What is left under the GPUs, less the footer: a blank line, the table's heading, its rows.
   int room = lines - 1 - static_cast<int>(body.size());
@@ -401,9 +379,9 @@ std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_poin
       body.push_back(text_line("processes hidden: the latest sample is " +
                                    age_text(model.sample_age(now).value_or(milliseconds(0))) +
                                    " old",
-                               columns, Style::alarm));
+                               columns, Tone::alarm));
     } else if (!any_process_list) {
-      body.push_back(text_line("no process list from this source", columns, Style::dim));
+      body.push_back(text_line("no process list from this source", columns, Tone::dim));
     } else {
       body.push_back(process_heading(model, proc_cols, columns, unicode));
       --room;
@@ -417,13 +395,13 @@ std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_poin
         int below = count - first - shown;
         body.push_back(text_line(std::to_string(below) + " more, " + std::to_string(first) +
                                      " above (" + (unicode ? "↑↓" : "up/down") + " scroll)",
-                                 columns, Style::dim));
+                                 columns, Tone::dim));
       }
       if (count == 0)
         body.push_back(text_line(model.gpu_filter() || model.user_filter()
                                      ? "no process matches the filter"
                                      : "no compute process",
-                                 columns, Style::dim));
+                                 columns, Tone::dim));
     }
   }
   body.resize(static_cast<std::size_t>(lines - 1));

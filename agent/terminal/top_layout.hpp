@@ -2,6 +2,7 @@
 // model, so that what fits at 80x24 and what a late sample hides are tested without a terminal.
 #pragma once
 
+#include "core/tone.hpp"
 #include "terminal/top_model.hpp"
 
 #include <string>
@@ -9,20 +10,9 @@
 
 namespace nvsmi {
 
-// What a span means; the view picks the colour.
-enum class Style {
-  normal,
-  heading, // column names, keys in the footer
-  dim,     // old or absent: a sparkline of a late sample
-  good,    // free
-  warning, // idle but held
-  alarm,   // hot, at power limit, lost, late
-  busy,    // in use, bars
-};
-
 struct Span {
-  std::string text; // printable (screen_text.hpp), its columns counted
-  Style style = Style::normal;
+  std::string text; // printable (core/screen_text.hpp), its columns counted
+  Tone style = Tone::normal;
 };
 using ScreenLine = std::vector<Span>;
 

@@ -15,22 +15,22 @@
 namespace nvsmi {
 namespace {
 
-// Colour pairs, numbered by Style.
-short pair_of(Style style) { return static_cast<short>(static_cast<int>(style) + 1); }
+// Colour pairs, numbered by Tone.
+short pair_of(Tone style) { return static_cast<short>(static_cast<int>(style) + 1); }
 
-attr_t attributes(Style style, bool colour) {
+attr_t attributes(Tone style, bool colour) {
   switch (style) {
-  case Style::normal:
+  case Tone::normal:
     return A_NORMAL;
-  case Style::heading:
+  case Tone::heading:
     return A_BOLD;
-  case Style::dim:
+  case Tone::dim:
     return colour ? A_DIM | COLOR_PAIR(pair_of(style)) : A_DIM;
-  case Style::good:
-  case Style::warning:
-  case Style::busy:
+  case Tone::good:
+  case Tone::warning:
+  case Tone::busy:
     return colour ? COLOR_PAIR(pair_of(style)) : A_NORMAL;
-  case Style::alarm:
+  case Tone::alarm:
     return colour ? A_BOLD | COLOR_PAIR(pair_of(style)) : A_BOLD | A_REVERSE;
   }
   return A_NORMAL;
@@ -70,11 +70,11 @@ TopView::TopView() {
   if (::has_colors()) {
     ::start_color();
     ::use_default_colors();
-    ::init_pair(pair_of(Style::dim), COLOR_WHITE, -1);
-    ::init_pair(pair_of(Style::good), COLOR_GREEN, -1);
-    ::init_pair(pair_of(Style::warning), COLOR_YELLOW, -1);
-    ::init_pair(pair_of(Style::alarm), COLOR_RED, -1);
-    ::init_pair(pair_of(Style::busy), COLOR_CYAN, -1);
+    ::init_pair(pair_of(Tone::dim), COLOR_WHITE, -1);
+    ::init_pair(pair_of(Tone::good), COLOR_GREEN, -1);
+    ::init_pair(pair_of(Tone::warning), COLOR_YELLOW, -1);
+    ::init_pair(pair_of(Tone::alarm), COLOR_RED, -1);
+    ::init_pair(pair_of(Tone::busy), COLOR_CYAN, -1);
   }
 }
 

@@ -15,20 +15,29 @@ std::optional<bool> held_for_compute(const Gpu &gpu) {
 
 } // namespace
 
-std::optional<std::string> gpu_failure(const Gpu &gpu) {
+std::vector<std::string> gpu_failures(const Gpu &gpu, bool with_ecc) {
   const GpuHealth &health = gpu.health;
-  if (health.ecc_volatile.uncorrected && *health.ecc_volatile.uncorrected > 0)
-    return std::to_string(*health.ecc_volatile.uncorrected) + " uncorrectable ECC error" +
-           (*health.ecc_volatile.uncorrected == 1 ? "" : "s");
+  std::vector<std::string> reasons;
+  if (with_ecc && health.ecc_volatile.uncorrected && *health.ecc_volatile.uncorrected > 0)
+    reasons.push_back(std::to_string(*health.ecc_volatile.uncorrected) +
+                      " uncorrectable ECC error" +
+                      (*health.ecc_volatile.uncorrected == 1 ? "" : "s"));
   if (health.remapped_rows_failure.value_or(false))
-    return std::string("row remapping failed");
+    reasons.emplace_back("row remapping failed");
   if (health.remapped_rows_pending.value_or(false))
-    return std::string("row remap pending");
+    reasons.emplace_back("row remap pending");
   if (health.retired_pages_pending.value_or(false))
-    return std::string("page retirement pending");
+    reasons.emplace_back("page retirement pending");
   if (health.recovery_action && *health.recovery_action != "None")
-    return "recovery action: " + *health.recovery_action;
-  return std::nullopt;
+    reasons.push_back("recovery action: " + *health.recovery_action);
+  return reasons;
+}
+
+std::optional<std::string> gpu_failure(const Gpu &gpu) {
+  std::vector<std::string> reasons = gpu_failures(gpu);
+  if (reasons.empty())
+    return std::nullopt;
+  return reasons.front();
 }
 
 GpuState gpu_state(const Gpu &gpu, const GpuStateThresholds &thresholds) {
@@ -75,26 +84,6 @@ std::string_view gpu_state_name(GpuState state) {
     break;
   }
   return "unknown";
-}
-
-StateConcern gpu_state_concern(GpuState state) {
-  switch (state) {
-  case GpuState::lost:
-  case GpuState::failing:
-  case GpuState::hot:
-  case GpuState::at_power_limit:
-    return StateConcern::alarm;
-  case GpuState::idle_held:
-    return StateConcern::warning;
-  case GpuState::free:
-    return StateConcern::good;
-  case GpuState::in_use:
-    return StateConcern::busy;
-  case GpuState::idle:
-  case GpuState::unknown:
-    break;
-  }
-  return StateConcern::none;
 }
 
 std::string_view gpu_state_key(GpuState state) {

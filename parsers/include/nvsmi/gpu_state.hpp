@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace nvsmi {
 
@@ -38,17 +39,16 @@ GpuState gpu_state(const Gpu &gpu, const GpuStateThresholds &thresholds = {});
 // Why a readable GPU is failing, in words ("2 uncorrectable ECC errors", "row remap pending",
 // "recovery action: GPU Reset Required"), or nullopt when nothing says so: uncorrected volatile
 // ECC errors, a pending or failed row remap, a pending page retirement, a recovery action other
-// than "None". The first that applies.
+// than "None". The first that applies. This is the one meaning of failing: the state, the
+// table, top, the JSON's "failure", /metrics and check's `failing` count all ask it.
 std::optional<std::string> gpu_failure(const Gpu &gpu);
+
+// Every reason of gpu_failure, in its order; without `with_ecc` all but the uncorrectable ECC
+// errors (for check, which says those with their count and their own thresholds).
+std::vector<std::string> gpu_failures(const Gpu &gpu, bool with_ecc = true);
 
 // "lost", "failing", "free", "in use", "idle but held", "idle", "hot", "at power limit", "unknown".
 std::string_view gpu_state_name(GpuState state);
-
-// How much a state asks for attention, so that every view colours a state alike: alarm (lost,
-// failing, hot, at power limit) red, warning (idle but held) yellow, good (free) green, busy (in
-// use) the view's plain or busy colour, none (idle, unknown) dim.
-enum class StateConcern { none, good, busy, warning, alarm };
-StateConcern gpu_state_concern(GpuState state);
 
 // The same words with underscores ("idle_but_held"), for labels, CSS classes and JSON consumers.
 std::string_view gpu_state_key(GpuState state);
