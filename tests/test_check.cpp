@@ -247,7 +247,7 @@ TEST_CASE("check: a GPU whose health asks for a reset is failing, CRITICAL by de
 // state (and so /metrics, the table and top) also calls failing a GPU with uncorrectable ECC
 // errors: an ECC-only GPU was 'failing'=0 here and state="failing" there.
 TEST_CASE("check: failing means what the GPU's state and /metrics call failing") {
-  Snapshot snapshot = healthy(3);
+  Snapshot snapshot = test::quiet_machine(3);
   snapshot.gpus[0].health.ecc_volatile.uncorrected = 2;
   snapshot.gpus[2].health.retired_pages_pending = true;
   CheckResult result = judge(snapshot);

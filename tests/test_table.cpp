@@ -197,7 +197,7 @@ TEST_CASE("table: hostile names and commands never break the screen", "[table]")
 // table ("ab") but a space in `top` ("a b").
 TEST_CASE("table: text is measured as the terminal shows it and filtered as top filters it",
           "[table]") {
-  Snapshot snapshot = fixture("h100-8gpu-states-v12.xml");
+  Snapshot snapshot = test::xml_fixture("xml/h100-8gpu-states-v12.xml");
   snapshot.gpus[0].name = std::string("GPU ") + std::string(20, 'N');
   for (int i = 0; i < 12; ++i)
     *snapshot.gpus[0].name += "\u26a1\u231a";
@@ -206,12 +206,12 @@ TEST_CASE("table: text is measured as the terminal shows it and filtered as top 
       test::observed_process(7, "eve\tadmin", 10, "/usr/bin/x\u26a1\u26a1\u26a1 --flag")};
   for (std::size_t width : {40, 60, 79, 80, 100}) {
     INFO("width " << width);
-    for (const std::string &line : lines_of(format_table(snapshot, {false, width}))) {
+    for (const std::string &line : table_lines(format_table(snapshot, {false, width}))) {
       INFO(line);
       CHECK(terminal_columns(line) <= width);
     }
   }
-  std::vector<std::string> lines = lines_of(format_table(snapshot, {false, 300}));
+  std::vector<std::string> lines = table_lines(format_table(snapshot, {false, 300}));
   CHECK(has(lines[2], "GPU cafe\u0301"));
   CHECK(has(lines[2], "eve admin:x\u26a1\u26a1\u26a1(10MiB)"));
   CHECK(text_columns("\u26a1\u231a") == 4);
