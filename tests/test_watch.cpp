@@ -150,9 +150,10 @@ TEST_CASE("watch: a CSV log of an earlier version is moved aside untouched, neve
   check_whole_rows(content, 16);
   std::vector<std::string> lines = lines_of(content);
   CHECK_THAT(lines[0], Catch::EndsWith(",power.draw [W],power.limit [W],fan.speed [%],"
-                                       "host.cpu [%],host.memory.used [MiB]"));
-  // A recording was not taken on this machine: its host cells are empty, never 0.
-  CHECK_THAT(lines[1], Catch::EndsWith(",700.00,,,"));
+                                       "host.cpu [%],host.memory.used [MiB],pcie.replay_counter"));
+  // A recording was not taken on this machine: its host cells are empty, never 0; nor has the
+  // CSV query a replay counter.
+  CHECK_THAT(lines[1], Catch::EndsWith(",700.00,,,,"));
 
   // Another such file later takes the next free name: the first one moved aside stays.
   test::write_file(setup.log, earlier + earlier.substr(earlier.find('\n') + 1));
@@ -410,7 +411,8 @@ TEST_CASE("watch: --fields adds query fields to json and to the CSV log") {
   CHECK(gpu["serial"].is_null()); // nvidia-smi said [N/A]
   std::vector<std::string> log = lines_of(test::read_file(setup.log));
   REQUIRE(log.size() == 17);
-  CHECK_THAT(log[0], Catch::EndsWith(",host.memory.used [MiB],clocks.max.sm,serial"));
+  CHECK_THAT(log[0],
+             Catch::EndsWith(",host.memory.used [MiB],pcie.replay_counter,clocks.max.sm,serial"));
   CHECK_THAT(log[16], Catch::EndsWith(",1980,"));
 }
 

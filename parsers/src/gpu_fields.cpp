@@ -16,6 +16,13 @@ const std::vector<GpuField> &gpu_fields() {
       // Prometheus family is labelled by the action (prometheus_health.cpp).
       {FieldKind::text, nullptr, &GpuHealth::recovery_action, Unit::none, "recovery_action",
        "gpu_recovery_action", false, false, "", "", "", "", "", 1},
+      // Driver 580 has no --query-gpu field for it (help-query-gpu.txt of the H200 recording):
+      // the CSV name is the agent's own, for its log.
+      {FieldKind::integer, &GpuHealth::pcie_replay_count, nullptr, Unit::none, "pcie_replay_count",
+       "pcie.replay_counter", false, true, "pci", "replay_counter", "nvsmi_gpu_pcie_replays_total",
+       "PCIe packets the link had to resend (nvidia-smi's XML pci/replay_counter). A count that "
+       "keeps rising: check the riser, slot or cable.",
+       "counter", 1},
   };
   return fields;
 }

@@ -99,6 +99,9 @@ struct GpuHealth {
   // gpu_reset_status reads as "GPU Reset Required" (reset_required Yes), "Drain and Reset"
   // (drain_and_reset_recommended Yes) or "None" (both No).
   Text recovery_action;
+  // Packets the PCIe link had to resend (XML pci/replay_counter, as the driver counts them): a
+  // count that keeps rising says a bad riser, slot or cable. No CSV query field on driver 580.
+  Reading pcie_replay_count;
 
   // Every member above but the PCIe throughput, which moves every sample, and those of the field
   // table (nvsmi/gpu_fields.hpp, compared by same_field_readings): what changes seldom, so that
