@@ -354,3 +354,15 @@ TEST_CASE("plain cells read as the general parsers read them") {
       CHECK_THROWS_WITH(row("1", "1", cell), expected);
   }
 }
+
+TEST_CASE(
+    "the PCIe replay counter: not in the real H200 recording's CSV, read from the log's column") {
+  const std::string folder = "recorded/nvidia-h200__580.159.04/";
+  // Driver 580 has no --query-gpu field for it: unknown from its CSV, never 0.
+  Snapshot csv = read_csv(test::read_file(test::fixture_path(folder + "query-gpu-all.csv")));
+  REQUIRE(csv.gpus.size() == 1);
+  CHECK_FALSE(csv.gpus[0].health.pcie_replay_count);
+  CHECK(read_csv("index, pcie.replay_counter\n0, 7\n").gpus[0].health.pcie_replay_count ==
+        Reading(7));
+  CHECK_THROWS_AS(read_csv("index, pcie.replay_counter [KB/s]\n0, 7\n"), ParseError);
+}

@@ -379,7 +379,8 @@ TEST_CASE("health json: each GPU's health, xid, lost_reason and failure after it
     "clock_event_reasons": {"gpu_idle": true, "sw_power_cap": false, "hw_thermal_slowdown": false},
     "pcie": {"link_gen": 5, "link_gen_max": 5, "link_width": 8, "link_width_max": 16,
              "tx_kib_per_s": 585, "rx_kib_per_s": 244},
-    "temperature_slowdown_c": 90, "temperature_shutdown_c": 95, "recovery_action": "None"})"));
+    "temperature_slowdown_c": 90, "temperature_shutdown_c": 95, "recovery_action": "None",
+    "pcie_replay_count": null})"));
   // The latest of GPU 0's Xids by time, not by its place in the list.
   CHECK(g0["xid"] == nlohmann::ordered_json::parse(R"({"total": 3, "counts": {"13": 2, "31": 1},
     "last": {"xid": 13, "message": "pid=1797, name=python3, Graphics Exception",

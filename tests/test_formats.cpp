@@ -180,9 +180,9 @@ TEST_CASE("csv: nvidia-smi's column names, plain numbers, empty for unknown") {
         "timestamp,index,uuid,name,pstate,temperature.gpu,utilization.gpu [%],"
         "utilization.memory [%],memory.total [MiB],memory.free [MiB],memory.used [MiB],"
         "memory.used_percent [%],power.draw [W],power.limit [W],fan.speed [%],host.cpu [%],"
-        "host.memory.used [MiB]\n"
+        "host.memory.used [MiB],pcie.replay_counter\n"
         "2024-03-12T14:03:27+01:00,0,GPU-00000000-0000-0000-0000-000000000000,"
-        "\"Tesla \"\"T4\"\", rev 2\",P0,72,99,40,15079,6586,8493,56.32,,70.00,,,\n");
+        "\"Tesla \"\"T4\"\", rev 2\",P0,72,99,40,15079,6586,8493,56.32,,70.00,,,,\n");
 }
 
 TEST_CASE("csv: power limit, fan and the host's CPU and memory, the same on each GPU's row") {
@@ -193,22 +193,25 @@ TEST_CASE("csv: power limit, fan and the host's CPU and memory, the same on each
   s.host->cpu_percent = 7.0 / 3;
   std::string rows = format_csv(s, false);
   CHECK(rows == "2024-03-12T14:03:27+01:00,0,GPU-00000000-0000-0000-0000-000000000000,Tesla T4,"
-                "P0,72,99,40,15079,6586,8493,56.32,67.03,70.00,35,2.33,123456\n"
+                "P0,72,99,40,15079,6586,8493,56.32,67.03,70.00,35,2.33,123456,\n"
                 "2024-03-12T14:03:27+01:00,1,GPU-00000000-0000-0000-0000-000000000001,Tesla T4,"
-                "P0,72,99,40,15079,6586,8493,56.32,67.03,70.00,,2.33,123456\n");
+                "P0,72,99,40,15079,6586,8493,56.32,67.03,70.00,,2.33,123456,\n");
   s.host->cpu_percent.reset(); // unknown is an empty cell, never 0
-  CHECK_THAT(format_csv(s, false), Catch::EndsWith(",67.03,70.00,,,123456\n"));
+  CHECK_THAT(format_csv(s, false), Catch::EndsWith(",67.03,70.00,,,123456,\n"));
 }
 
 TEST_CASE("csv: the header of earlier versions is known, extra fields and all") {
   std::vector<std::string> earlier = earlier_csv_headers({"serial"});
-  REQUIRE(earlier.size() == 1);
+  REQUIRE(earlier.size() == 2);
   CHECK(earlier[0] == "timestamp,index,uuid,name,pstate,temperature.gpu,utilization.gpu [%],"
                       "utilization.memory [%],memory.total [MiB],memory.free [MiB],"
                       "memory.used [MiB],memory.used_percent [%],power.draw [W],serial");
-  CHECK(csv_header({"serial"}) ==
+  // Before the field table's first column, pcie.replay_counter.
+  CHECK(earlier[1] ==
         earlier[0].substr(0, earlier[0].size() - 7) +
             ",power.limit [W],fan.speed [%],host.cpu [%],host.memory.used [MiB],serial");
+  CHECK(csv_header({"serial"}) ==
+        earlier[1].substr(0, earlier[1].size() - 7) + ",pcie.replay_counter,serial");
 }
 
 TEST_CASE("csv: an unknown timestamp leaves the first cell empty") {
@@ -230,7 +233,7 @@ TEST_CASE("extra query fields: last csv columns and json keys, text or null") {
   s.gpus[0].extras = {{"driver_version", std::string("535.10")}, {"serial", std::nullopt}};
   std::string csv = format_csv(s);
   CHECK(csv.substr(0, csv.find('\n')) == csv_header({"driver_version", "serial"}));
-  CHECK_THAT(csv, Catch::EndsWith(",67.03,70.00,,,,535.10,\n"));
+  CHECK_THAT(csv, Catch::EndsWith(",67.03,70.00,,,,,535.10,\n"));
   CHECK(extra_field_names(s) == std::vector<std::string>{"driver_version", "serial"});
   auto gpu = nlohmann::json::parse(format_json(s))["gpus"][0];
   CHECK(gpu["driver_version"] == "535.10"); // a string: "535.10" is a version, not a number

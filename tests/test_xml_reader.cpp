@@ -293,3 +293,25 @@ TEST_CASE("XML: a lost marker 200000 levels deep in a read element is found with
     CHECK(s.gpus[0].lost_reason == std::string("GPU is lost"));
   }
 }
+
+TEST_CASE("the PCIe replay counter: the real H200 recording's XML") {
+  const std::string folder = "recorded/nvidia-h200__580.159.04/";
+  std::string xml = test::read_file(test::fixture_path(folder + "query.xml"));
+  for (XmlParse mode : {XmlParse::skip_unread, XmlParse::full}) {
+    Snapshot read = read_xml(xml, mode);
+    REQUIRE(read.gpus.size() == 1);
+    CHECK(read.gpus[0].health.pcie_replay_count == Reading(1));
+  }
+  const std::string recorded = "<replay_counter>1</replay_counter>";
+  REQUIRE(xml.find(recorded) != std::string::npos);
+  auto with_counter = [&](const std::string &value) {
+    std::string changed = xml;
+    changed.replace(changed.find(recorded), recorded.size(),
+                    "<replay_counter>" + value + "</replay_counter>");
+    return changed;
+  };
+  CHECK_FALSE(read_xml(with_counter("N/A")).gpus[0].health.pcie_replay_count);
+  CHECK_FALSE(read_xml(with_counter("")).gpus[0].health.pcie_replay_count);
+  CHECK_THROWS_AS(read_xml(with_counter("12abc")), ParseError);
+  CHECK_THROWS_AS(read_xml(with_counter("-1")), ParseError);
+}

@@ -1,6 +1,7 @@
 #include "core/number_text.hpp"
 #include "formats/formats.hpp"
 
+#include "nvsmi/gpu_fields.hpp"
 #include "nvsmi/timestamp.hpp"
 #include "nvsmi/utf8.hpp"
 
@@ -46,21 +47,56 @@ std::string cell_2dp(const RealReading &value) {
   return fixed_text(*value, 2);
 }
 
-} // namespace
+// The field table's logged columns (nvsmi/gpu_fields.hpp), the first `count` of them, each with
+// its unit as the other columns have theirs.
+std::string table_columns(std::size_t count) {
+  std::string columns;
+  for (const GpuField &field : gpu_fields()) {
+    if (!field.csv_logged)
+      continue;
+    if (count-- == 0)
+      break;
+    columns += ',';
+    columns += field.csv_name;
+    if (field.unit != Unit::none) {
+      columns += " [";
+      columns += unit_symbol(field.unit);
+      columns += ']';
+    }
+  }
+  return columns;
+}
 
-std::string csv_header(const std::vector<std::string> &extra_fields) {
-  std::string line(csv_header_before_host);
-  line += csv_header_added_columns;
+std::size_t logged_field_count() {
+  std::size_t count = 0;
+  for (const GpuField &field : gpu_fields())
+    count += field.csv_logged;
+  return count;
+}
+
+std::string header_with(std::string line, const std::vector<std::string> &extra_fields) {
   for (const std::string &name : extra_fields)
     append_cell(line, name);
   return line;
 }
 
+} // namespace
+
+std::string csv_header(const std::vector<std::string> &extra_fields) {
+  return header_with(std::string(csv_header_before_host) + std::string(csv_header_added_columns) +
+                         table_columns(logged_field_count()),
+                     extra_fields);
+}
+
+// The field table's columns were added one at a time after the host's: a header with fewer of
+// them is an earlier agent's.
 std::vector<std::string> earlier_csv_headers(const std::vector<std::string> &extra_fields) {
-  std::string line(csv_header_before_host);
-  for (const std::string &name : extra_fields)
-    append_cell(line, name);
-  return {line};
+  std::vector<std::string> headers{header_with(std::string(csv_header_before_host), extra_fields)};
+  for (std::size_t count = 0; count < logged_field_count(); ++count)
+    headers.push_back(header_with(std::string(csv_header_before_host) +
+                                      std::string(csv_header_added_columns) + table_columns(count),
+                                  extra_fields));
+  return headers;
 }
 
 std::vector<std::string> extra_field_names(const Snapshot &snapshot) {
@@ -100,6 +136,10 @@ std::string format_csv(const Snapshot &snapshot, bool header) {
     append_cell(row, cell(gpu.fan_speed_percent));
     append_cell(row, host_cpu);
     append_cell(row, host_memory);
+    for (const GpuField &field : gpu_fields())
+      if (field.csv_logged)
+        append_cell(row, field.kind == FieldKind::integer ? cell(gpu.health.*field.integer)
+                                                          : cell(gpu.health.*field.text));
     for (const ExtraField &extra : gpu.extras)
       append_cell(row, cell(extra.value));
     out += row;

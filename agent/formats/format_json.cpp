@@ -1,5 +1,6 @@
 #include "formats/formats.hpp"
 
+#include "nvsmi/gpu_fields.hpp"
 #include "nvsmi/gpu_state.hpp"
 #include "nvsmi/timestamp.hpp"
 
@@ -81,9 +82,12 @@ void write_health(JsonWriter &json, const Gpu &gpu) {
   field(json, "tx_kib_per_s", h.pcie_tx_kib_per_s);
   field(json, "rx_kib_per_s", h.pcie_rx_kib_per_s);
   json.end_object();
-  field(json, "temperature_slowdown_c", h.temperature_slowdown_c);
-  field(json, "temperature_shutdown_c", h.temperature_shutdown_c);
-  field(json, "recovery_action", h.recovery_action);
+  for (const GpuField &each : gpu_fields()) {
+    if (each.kind == FieldKind::integer)
+      field(json, each.json_key, h.*each.integer);
+    else
+      field(json, each.json_key, h.*each.text);
+  }
   json.end_object();
 }
 

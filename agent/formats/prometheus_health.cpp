@@ -3,6 +3,7 @@
 #include "formats/fleet_health.hpp"
 #include "formats/prometheus_text.hpp"
 
+#include "nvsmi/gpu_fields.hpp"
 #include "nvsmi/gpu_state.hpp"
 #include "nvsmi/utf8.hpp"
 
@@ -161,6 +162,22 @@ void write_memory_health(const Snapshot &snapshot, const std::vector<std::string
               snapshot, labels, out);
 }
 
+// A family per numeric field of the table that names one (nvsmi/gpu_fields.hpp).
+void write_field_table_metrics(const Snapshot &snapshot, const std::vector<std::string> &labels,
+                               std::string &out) {
+  for (const GpuField &field : gpu_fields()) {
+    if (*field.prometheus_name == '\0' || field.kind != FieldKind::integer)
+      continue;
+    Family family(field.prometheus_name, field.prometheus_help, field.prometheus_type);
+    for (std::size_t i = 0; i < snapshot.gpus.size(); ++i) {
+      const Reading &value = snapshot.gpus[i].health.*field.integer;
+      family.add(labels[i], value ? std::optional<double>(static_cast<double>(*value) * field.scale)
+                                  : std::nullopt);
+    }
+    family.write(out);
+  }
+}
+
 void write_clock_and_link_health(const Snapshot &snapshot, const std::vector<std::string> &labels,
                                  std::string &out) {
   Family reasons("nvsmi_gpu_clock_event_reason_active",
@@ -197,15 +214,10 @@ void write_clock_and_link_health(const Snapshot &snapshot, const std::vector<std
       {"nvsmi_gpu_pcie_rx_bytes_per_second",
        "PCIe receive throughput in bytes per second (nvidia-smi's XML rx_util).",
        [](const Gpu &g) { return kib_as_bytes(g.health.pcie_rx_kib_per_s); }},
-      {"nvsmi_gpu_temperature_slowdown_celsius",
-       "Temperature in degrees Celsius at which the GPU slows its clocks down.",
-       [](const Gpu &g) { return plain(g.health.temperature_slowdown_c); }},
-      {"nvsmi_gpu_temperature_shutdown_celsius",
-       "Temperature in degrees Celsius at which the GPU shuts down.",
-       [](const Gpu &g) { return plain(g.health.temperature_shutdown_c); }},
   };
   for (const HealthGauge &gauge : gauges)
     write_gauge(gauge, snapshot, labels, out);
+  write_field_table_metrics(snapshot, labels, out);
 }
 
 void write_recovery_and_xids(const Snapshot &snapshot, const std::vector<std::string> &labels,

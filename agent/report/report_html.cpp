@@ -5,6 +5,7 @@
 #include "report/report_chart.hpp"
 
 #include "nvsmi/timestamp.hpp"
+#include "nvsmi/utf8.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -174,6 +175,9 @@ void gpu_section(std::string &out, const GpuSummary &gpu, std::size_t position,
                 std::to_string(*gpu.memory_total_mib - *gpu.memory_peak_mib) + " MiB";
   }
   row(out, "memory", memory);
+  std::string fields = latest_fields_text(gpu.latest_fields);
+  if (!fields.empty())
+    row(out, "health", valid_utf8(fields));
   row(out, "power",
       "mean " + or_unknown(gpu.power_mean_w, "%.1f W") + ", max " +
           or_unknown(gpu.power_max_w, "%.1f W") + ", limit " +

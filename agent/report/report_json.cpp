@@ -1,6 +1,7 @@
 // `report --format json`: the text report's figures for scripts, null where unknown.
 #include "report/report.hpp"
 
+#include "nvsmi/gpu_fields.hpp"
 #include "nvsmi/timestamp.hpp"
 
 #include <algorithm>
@@ -64,6 +65,11 @@ Json gpu_json(const GpuSummary &gpu) {
                     {"known_s", rounded(gpu.power_known_seconds, 3)}};
   out["temperature_c"] = {{"mean", rounded(gpu.temperature_mean_c)},
                           {"max", maybe(gpu.temperature_max_c)}};
+  Json &fields = out["health"] = Json::object();
+  for (const GpuField &field : gpu_fields())
+    fields[std::string(field.json_key)] = field.kind == FieldKind::integer
+                                              ? maybe(gpu.latest_fields.*field.integer)
+                                              : maybe(gpu.latest_fields.*field.text);
   out["throttled_percent"] = rounded(gpu.throttled.percent());
   out["power_limit_percent"] = rounded(gpu.power_capped.percent());
   out["slow_pstate_percent"] = rounded(gpu.slow_pstate.percent());

@@ -1,5 +1,6 @@
 #include "report/report_json_log.hpp"
 
+#include "nvsmi/gpu_fields.hpp"
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/timestamp.hpp"
 
@@ -121,6 +122,16 @@ Gpu read_gpu(const Json &value, const std::string &where) {
   gpu.power_draw_w = in.real("power_draw_w");
   gpu.power_limit_w = in.real("power_limit_w");
   gpu.fan_speed_percent = in.whole("fan_speed_percent");
+  if (const Json *health = in.find("health")) {
+    Members health_in(object_at(*health, where + ".health"), where + ".health.");
+    for (const GpuField &field : gpu_fields()) {
+      std::string key(field.json_key);
+      if (field.kind == FieldKind::integer)
+        gpu.health.*field.integer = health_in.whole(key.c_str(), field.unit == Unit::celsius);
+      else
+        gpu.health.*field.text = health_in.text(key.c_str());
+    }
+  }
   if (const Json *processes = in.list("processes")) {
     gpu.processes.emplace();
     for (std::size_t i = 0; i < processes->size(); ++i)

@@ -1,5 +1,7 @@
 #include "report/report_stats.hpp"
 
+#include "nvsmi/gpu_fields.hpp"
+
 #include <algorithm>
 
 namespace nvsmi {
@@ -48,6 +50,14 @@ bool GpuStats::add(const Sample &sample, const Gpu &identity) {
     s_.uuid = identity.uuid;
   if (!s_.name)
     s_.name = identity.name;
+  for (const GpuField &field : gpu_fields()) {
+    if (field.kind == FieldKind::integer) {
+      if (const Reading &value = identity.health.*field.integer)
+        s_.latest_fields.*field.integer = value;
+    } else if (const Text &value = identity.health.*field.text) {
+      s_.latest_fields.*field.text = value;
+    }
+  }
   if (settled_) {
     take(sample);
     return true;
@@ -228,6 +238,21 @@ GpuSummary GpuStats::finish() {
   if (temperature_known_seconds_ > 0)
     out.temperature_mean_c = temperature_sum_ / temperature_known_seconds_;
   return out;
+}
+
+std::string latest_fields_text(const GpuHealth &latest) {
+  std::string text;
+  for (const GpuField &field : gpu_fields()) {
+    std::string value;
+    if (field.kind == FieldKind::integer && latest.*field.integer)
+      value = std::to_string(*(latest.*field.integer));
+    else if (field.kind == FieldKind::text && latest.*field.text)
+      value = *(latest.*field.text);
+    else
+      continue;
+    text += (text.empty() ? "" : ", ") + std::string(field.json_key) + ' ' + value;
+  }
+  return text;
 }
 
 } // namespace nvsmi

@@ -89,10 +89,17 @@ struct GpuSummary {
   TimeShare throttled, power_capped, slow_pstate;
 
   RealReading power_limit_max_w; // the largest limit the log gives
+  // The latest known reading of each field of the table (nvsmi/gpu_fields.hpp) over the log.
+  GpuHealth latest_fields;
   std::string finding;
   Severity finding_severity = Severity::info;
   Series series;
 };
+
+// The known readings of `latest`'s table fields by their JSON keys, "temperature_slowdown_c 87,
+// recovery_action None"; empty where none is known. Text as the log had it: the caller makes it
+// printable.
+std::string latest_fields_text(const GpuHealth &latest);
 
 class GpuStats {
 public:

@@ -97,6 +97,9 @@ void gpu_section(std::string &out, const GpuSummary &gpu) {
   line(out, "temperature",
        "mean " + with_unit(gpu.temperature_mean_c, "%.1f C") + ", max " +
            whole_with_unit(gpu.temperature_max_c, " C"));
+  std::string fields = latest_fields_text(gpu.latest_fields);
+  if (!fields.empty())
+    line(out, "health", fields);
   line(out, "throttling",
        "at the power limit: " + share(gpu.power_capped) +
            "; busy in a slow pstate: " + share(gpu.slow_pstate));

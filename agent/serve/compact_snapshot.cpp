@@ -1,5 +1,7 @@
 #include "serve/compact_snapshot.hpp"
 
+#include "nvsmi/gpu_fields.hpp"
+
 #include <cmath>
 #include <limits>
 
@@ -43,8 +45,12 @@ private:
 
 std::size_t health_cost(const CompactHealth &block) {
   std::size_t cost = allocation(sizeof(CompactHealth) + 16);
-  if (block.health.recovery_action && block.health.recovery_action->size() > 15)
-    cost += allocation(block.health.recovery_action->capacity() + 1);
+  for (const GpuField &field : gpu_fields())
+    if (field.kind == FieldKind::text) {
+      const Text &text = block.health.*field.text;
+      if (text && text->size() > 15)
+        cost += allocation(text->capacity() + 1);
+    }
   if (block.clock_event_reasons_reported) {
     cost += allocation(block.clock_event_reasons_reported->capacity() * sizeof(std::string));
     for (const std::string &reason : *block.clock_event_reasons_reported)
@@ -56,6 +62,7 @@ std::size_t health_cost(const CompactHealth &block) {
 
 bool same_health(const std::shared_ptr<const CompactHealth> &block, const Gpu &gpu) {
   return block && block->health.settled_members() == gpu.health.settled_members() &&
+         same_field_readings(block->health, gpu.health) &&
          block->clock_event_reasons_reported == gpu.clock_event_reasons_reported;
 }
 

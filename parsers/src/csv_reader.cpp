@@ -2,6 +2,7 @@
 
 #include "csv_cells.hpp"
 #include "lost_gpu.hpp"
+#include "nvsmi/gpu_fields.hpp"
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/timestamp.hpp"
 #include "nvsmi/unreadable_gpu.hpp"
@@ -66,7 +67,6 @@ enum class Field {
   clock_reasons_supported,
   clock_reasons_active,
   clock_reason, // one reason's "Active"/"Not Active"; FieldSpec::bit says which
-  recovery_action,
 };
 
 struct FieldSpec {
@@ -171,14 +171,25 @@ constexpr FieldSpec field_table[] = {
     {"clocks_throttle_reasons.hw_thermal_slowdown", Field::clock_reason, Unit::none, 0x40},
     {"clocks_event_reasons.hw_power_brake_slowdown", Field::clock_reason, Unit::none, 0x80},
     {"clocks_throttle_reasons.hw_power_brake_slowdown", Field::clock_reason, Unit::none, 0x80},
-    {"gpu_recovery_action", Field::recovery_action, Unit::none},
 };
 
+// Column numbers from here on are the field table's (nvsmi/gpu_fields.hpp), less this.
+constexpr int table_base = static_cast<int>(std::size(field_table));
+
+// The reader's own field, else the field table's (from table_base), else -1.
 int find_field(std::string_view name) {
   for (std::size_t i = 0; i < std::size(field_table); ++i)
     if (field_table[i].name == name)
       return static_cast<int>(i);
+  const std::vector<GpuField> &table = gpu_fields();
+  for (std::size_t i = 0; i < table.size(); ++i)
+    if (!table[i].csv_name.empty() && table[i].csv_name == name)
+      return table_base + static_cast<int>(i);
   return -1;
+}
+
+Unit field_unit(int field) {
+  return field < table_base ? field_table[field].unit : gpu_fields()[field - table_base].unit;
 }
 
 bool blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
@@ -287,49 +298,55 @@ bool names_a_field(const CsvCells &cells) {
 } // namespace detail
 
 const std::vector<std::string> &query_fields() {
-  static const std::vector<std::string> fields{"timestamp",
-                                               "driver_version",
-                                               "count",
-                                               "index",
-                                               "uuid",
-                                               "name",
-                                               "pci.bus_id",
-                                               "pstate",
-                                               "temperature.gpu",
-                                               "utilization.gpu",
-                                               "utilization.memory",
-                                               "memory.total",
-                                               "memory.used",
-                                               "memory.free",
-                                               "power.draw",
-                                               "power.limit",
-                                               "enforced.power.limit",
-                                               "fan.speed",
-                                               "clocks.current.graphics",
-                                               "clocks.current.sm",
-                                               "clocks.current.memory",
-                                               "clocks.current.video",
-                                               "ecc.mode.current",
-                                               "ecc.mode.pending",
-                                               "ecc.errors.corrected.volatile.total",
-                                               "ecc.errors.corrected.aggregate.total",
-                                               "ecc.errors.uncorrected.volatile.total",
-                                               "ecc.errors.uncorrected.aggregate.total",
-                                               "retired_pages.sbe",
-                                               "retired_pages.dbe",
-                                               "retired_pages.pending",
-                                               "remapped_rows.correctable",
-                                               "remapped_rows.uncorrectable",
-                                               "remapped_rows.pending",
-                                               "remapped_rows.failure",
-                                               "pcie.link.gen.current",
-                                               "pcie.link.gen.max",
-                                               "pcie.link.width.current",
-                                               "pcie.link.width.max",
-                                               "clocks_throttle_reasons.supported",
-                                               "clocks_throttle_reasons.active"};
-  // Not gpu_recovery_action: drivers before it (about 570) refuse the whole query for a name
-  // they do not know. It is read where a header has it.
+  static const std::vector<std::string> fields = [] {
+    std::vector<std::string> names{"timestamp",
+                                   "driver_version",
+                                   "count",
+                                   "index",
+                                   "uuid",
+                                   "name",
+                                   "pci.bus_id",
+                                   "pstate",
+                                   "temperature.gpu",
+                                   "utilization.gpu",
+                                   "utilization.memory",
+                                   "memory.total",
+                                   "memory.used",
+                                   "memory.free",
+                                   "power.draw",
+                                   "power.limit",
+                                   "enforced.power.limit",
+                                   "fan.speed",
+                                   "clocks.current.graphics",
+                                   "clocks.current.sm",
+                                   "clocks.current.memory",
+                                   "clocks.current.video",
+                                   "ecc.mode.current",
+                                   "ecc.mode.pending",
+                                   "ecc.errors.corrected.volatile.total",
+                                   "ecc.errors.corrected.aggregate.total",
+                                   "ecc.errors.uncorrected.volatile.total",
+                                   "ecc.errors.uncorrected.aggregate.total",
+                                   "retired_pages.sbe",
+                                   "retired_pages.dbe",
+                                   "retired_pages.pending",
+                                   "remapped_rows.correctable",
+                                   "remapped_rows.uncorrectable",
+                                   "remapped_rows.pending",
+                                   "remapped_rows.failure",
+                                   "pcie.link.gen.current",
+                                   "pcie.link.gen.max",
+                                   "pcie.link.width.current",
+                                   "pcie.link.width.max",
+                                   "clocks_throttle_reasons.supported",
+                                   "clocks_throttle_reasons.active"};
+    for (const GpuField &field : gpu_fields())
+      if (field.csv_asked)
+        names.emplace_back(field.csv_name);
+    return names;
+  }();
+  // Not gpu_recovery_action (csv_asked false): drivers before it (about 570) refuse the whole
+  // query for a name they do not know. It is read where a header has it.
   return fields;
 }
 
@@ -342,9 +359,9 @@ CsvLayout CsvLayout::from_header(std::string_view header_line,
     std::string_view name, unit;
     split_header_cell(cell, name, unit);
     int field = find_field(name);
-    if (field >= 0 && !unit.empty() && unit != unit_symbol(field_table[field].unit))
+    if (field >= 0 && !unit.empty() && unit != unit_symbol(field_unit(field)))
       throw ParseError(std::string(name) + ": header unit [" + std::string(unit) + "], expected [" +
-                       std::string(unit_symbol(field_table[field].unit)) + "]");
+                       std::string(unit_symbol(field_unit(field))) + "]");
     bool extra = field < 0 &&
                  std::find(extra_fields.begin(), extra_fields.end(), name) != extra_fields.end();
     layout.columns_.push_back({field, std::string(name), extra});
@@ -533,6 +550,14 @@ void read_cells(const detail::CsvCells &cells, const CsvLayout &layout,
         gpu.extras.push_back({column.name, parse_text(value)});
       continue;
     }
+    if (column.field >= table_base) {
+      const GpuField &field = gpu_fields()[column.field - table_base];
+      if (field.kind == FieldKind::integer)
+        integer_cell(value, field.unit, column.name, health.*field.integer);
+      else
+        health.*field.text = parse_text(value);
+      continue;
+    }
     const FieldSpec &spec = field_table[column.field];
     auto integer = [&](Reading &out) { integer_cell(value, spec.unit, column.name, out); };
     auto real = [&](RealReading &out) { real_cell(value, spec.unit, column.name, out); };
@@ -698,9 +723,6 @@ void read_cells(const detail::CsvCells &cells, const CsvLayout &layout,
           alternatives.flags_active |= spec.bit;
       }
       break;
-    case Field::recovery_action:
-      health.recovery_action = parse_text(value);
-      break;
     }
   }
 }
@@ -714,6 +736,10 @@ Text lost_reason(const detail::CsvCells &cells, const CsvLayout &layout) {
     int field = column++->field;
     if (field < 0)
       continue;
+    if (field >= table_base) {
+      evidence.reading(value);
+      continue;
+    }
     switch (field_table[field].field) {
     case Field::uuid:
     case Field::name:

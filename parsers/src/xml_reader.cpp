@@ -3,6 +3,7 @@
 #include "lost_gpu.hpp"
 #include "xml_filter.hpp"
 
+#include "nvsmi/gpu_fields.hpp"
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/timestamp.hpp"
 
@@ -239,11 +240,18 @@ GpuHealth read_health(const Element &gpu) {
   health.pcie_tx_kib_per_s = pci.integer("tx_util", Unit::kib_per_s);
   health.pcie_rx_kib_per_s = pci.integer("rx_util", Unit::kib_per_s);
 
-  // Ada on 595 gives only offsets from T.Limit (gpu_temp_slow_tlimit_threshold ...), from which
-  // no absolute temperature follows: those stay nullopt.
-  Element temperature = gpu.child("temperature");
-  health.temperature_slowdown_c = temperature.integer("gpu_temp_slow_threshold", Unit::celsius);
-  health.temperature_shutdown_c = temperature.integer("gpu_temp_max_threshold", Unit::celsius);
+  // The field table's leaves. Ada on 595 gives only offsets from T.Limit
+  // (gpu_temp_slow_tlimit_threshold ...), from which no absolute temperature follows: the
+  // thresholds stay nullopt there.
+  for (const GpuField &field : gpu_fields()) {
+    if (*field.xml_leaf == '\0')
+      continue;
+    Element parent = *field.xml_parent == '\0' ? gpu : gpu.child(field.xml_parent);
+    if (field.kind == FieldKind::integer)
+      health.*field.integer = parent.integer(field.xml_leaf, field.unit);
+    else
+      health.*field.text = parent.text(field.xml_leaf);
+  }
 
   health.recovery_action = read_recovery_action(gpu);
   return health;
@@ -273,7 +281,12 @@ bool read_by_read_gpu(std::string_view name) {
                                               "gpu_power_readings",
                                               "clocks_event_reasons",
                                               "clocks_throttle_reasons"};
-  return std::find(std::begin(read), std::end(read), name) != std::end(read);
+  if (std::find(std::begin(read), std::end(read), name) != std::end(read))
+    return true;
+  for (const GpuField &field : gpu_fields())
+    if (name == (*field.xml_parent == '\0' ? field.xml_leaf : field.xml_parent))
+      return true;
+  return false;
 }
 
 Gpu read_gpu(const Element &gpu, int index) {

@@ -99,18 +99,21 @@ struct GpuHealth {
   // gpu_reset_status reads as "GPU Reset Required" (reset_required Yes), "Drain and Reset"
   // (drain_and_reset_recommended Yes) or "None" (both No).
   Text recovery_action;
+  // Packets the PCIe link had to resend (XML pci/replay_counter, as the driver counts them): a
+  // count that keeps rising says a bad riser, slot or cable. No CSV query field on driver 580.
+  Reading pcie_replay_count;
 
-  // Every member above but the PCIe throughput, which moves every sample: what changes seldom,
-  // so that where many samples keep one copy of it (serve's history) two can be compared. A
-  // member added above belongs here too, or the history drops it unseen.
+  // Every member above but the PCIe throughput, which moves every sample, and those of the field
+  // table (nvsmi/gpu_fields.hpp, compared by same_field_readings): what changes seldom, so that
+  // where many samples keep one copy of it (serve's history) two can be compared. A member added
+  // above and not to the table belongs here too, or the history drops it unseen.
   auto settled_members() const {
     return std::tie(ecc_enabled, ecc_pending_enabled, ecc_volatile.corrected,
                     ecc_volatile.uncorrected, ecc_aggregate.corrected, ecc_aggregate.uncorrected,
                     retired_pages_single_bit, retired_pages_double_bit, retired_pages_pending,
                     remapped_rows_correctable, remapped_rows_uncorrectable, remapped_rows_pending,
                     remapped_rows_failure, pcie_link_gen, pcie_link_gen_max, pcie_link_width,
-                    pcie_link_width_max, temperature_slowdown_c, temperature_shutdown_c,
-                    recovery_action);
+                    pcie_link_width_max);
   }
 };
 

@@ -1,0 +1,60 @@
+// The one declarative table of a GPU's scalar health readings: each field once, with where every
+// reader finds it and every output puts it. The CSV and XML readers, the JSON format, the CSV log,
+// the Prometheus gauges, serve's history and the JSON-log reader walk this table, so that a new
+// field is a member of GpuHealth, an entry in gpu_fields.cpp and a test (docs/ARCHITECTURE.md).
+//
+// Not in it, and read and written by hand where they are: what is not one scalar of GpuHealth
+// (processes, MIG devices, the clock event reasons' bitmasks and per-reason columns, ECC counts
+// summed over locations, the PCIe generation read from one of several columns, the power
+// readings' alternatives) and the GPU's own readings written in a fixed order that predates the
+// table (temperature, memory, utilization, power, clocks; the JSON's nested ECC, retired-page,
+// remapped-row and PCIe objects).
+#pragma once
+
+#include "nvsmi/quantity.hpp"
+#include "nvsmi/snapshot.hpp"
+
+#include <string_view>
+#include <vector>
+
+namespace nvsmi {
+
+enum class FieldKind { integer, text };
+
+struct GpuField {
+  FieldKind kind;
+  Reading GpuHealth::*integer; // where an integer field lives; nullptr for a text field
+  Text GpuHealth::*text;       // where a text field lives; nullptr for an integer field
+  Unit unit;                   // the unit nvidia-smi prints after it (XML, CSV header)
+
+  // Key in the GPU's "health" object of the JSON snapshot (and read back by `report`).
+  std::string_view json_key;
+  // The CSV column name: nvidia-smi's --query-gpu name where it has one, else the agent's own
+  // (then only its CSV log carries it). Empty: not read from CSV.
+  std::string_view csv_name;
+  // Whether query_fields() asks nvidia-smi for it: an older driver refuses the whole query for one
+  // name it does not know, so only names every supported driver knows are asked for.
+  bool csv_asked;
+  // Whether the agent's CSV log has a column for it (after the host's, in this table's order).
+  bool csv_logged;
+  // Under <gpu> in `nvidia-smi -q -x`: `xml_parent`/`xml_leaf`, or `xml_leaf` alone where
+  // xml_parent is empty. An empty leaf: read by hand in xml_reader.cpp.
+  const char *xml_parent;
+  const char *xml_leaf;
+  // Prometheus: a family per field, one series per GPU, value times `scale`. Empty name: none.
+  const char *prometheus_name;
+  const char *prometheus_help;
+  const char *prometheus_type; // "gauge" or "counter"
+  double scale;
+  // serve's history keeps every field with the GPU's health block, shared by samples while it is
+  // the same, so it suits readings that seldom change. A reading that moves every sample needs a
+  // slot of its own in serve/compact_snapshot (as the PCIe throughput has), not this table.
+};
+
+// In the order the JSON, the CSV log and /metrics write them.
+const std::vector<GpuField> &gpu_fields();
+
+// Whether two GPUs' readings of every field of the table are the same.
+bool same_field_readings(const GpuHealth &a, const GpuHealth &b);
+
+} // namespace nvsmi
