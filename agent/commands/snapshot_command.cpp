@@ -27,7 +27,7 @@ namespace {
 std::vector<std::string> nvidia_smi_command(const OneSampleOptions &options,
                                             const GpuQuery &query) {
   std::vector<std::string> argv = nvidia_smi_argv(options.nvidia_smi);
-  if (options.source == SourceKind::xml) {
+  if (options.source == Source::xml) {
     argv.insert(argv.end(), {"-q", "-x"});
   } else {
     argv.push_back(query.argument());
@@ -100,7 +100,7 @@ Snapshot read_gpu_query(const OneSampleOptions &options) {
   CommandResult result = run_to_end(argv, options);
   // An older driver refuses a field it does not know, one at a time: asked again without it, the
   // reading stays unknown (null), as it would in the XML of that driver. Bounded by the fields.
-  while (options.source == SourceKind::csv && result.exit_code != 0 &&
+  while (options.source == Source::csv && result.exit_code != 0 &&
          query.drop_refused(first_message_line(result))) {
     argv = nvidia_smi_command(options, query);
     result = run_to_end(argv, options);
@@ -175,7 +175,7 @@ Snapshot read_one_sample(const OneSampleOptions &options) {
     snapshot = parse_output(read_capped(*options.fixture, max_input_bytes), origin);
   } else {
     snapshot = read_gpu_query(options);
-    if (options.source == SourceKind::csv && options.processes)
+    if (options.source == Source::csv && options.processes)
       attach_processes(snapshot, options);
     // One look: CPU shares need two, so they stay unknown here.
     if (options.host)

@@ -11,7 +11,7 @@ namespace nvsmi {
 
 // Where one sample comes from: what `snapshot` prints, what `pick` decides on.
 struct OneSampleOptions {
-  SourceKind source = SourceKind::xml;
+  Source source = Source::xml;
   std::optional<std::string> fixture;    // a recorded output to read instead; "-" is stdin
   std::optional<std::string> nvidia_smi; // command (with arguments) to run instead of nvidia-smi
   double timeout_seconds = 10;

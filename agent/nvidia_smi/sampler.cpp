@@ -138,7 +138,7 @@ void Sampler::start_process_streams(const StreamSettings &gpu_settings) {
   StreamSettings secondary = gpu_settings;
   secondary.first_start_fatal = false;
 
-  if (options_.source == SourceKind::csv) { // -q -x lists the processes itself
+  if (options_.source == Source::csv) { // -q -x lists the processes itself
     StreamSettings apps = secondary;
     apps.label = "nvidia-smi --query-compute-apps";
     apps.arguments = compute_apps_arguments();

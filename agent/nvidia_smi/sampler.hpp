@@ -22,7 +22,7 @@ namespace nvsmi {
 
 struct SamplerOptions {
   double interval_seconds = 1;
-  SourceKind source = SourceKind::csv;
+  Source source = Source::csv;
   std::optional<std::string> nvidia_smi;
   std::optional<std::string> fixture; // replayed at the interval instead of running nvidia-smi
   std::optional<double> stall_timeout_seconds; // default max(3 x interval, 10 s)

@@ -181,10 +181,10 @@ private:
 
 } // namespace
 
-std::unique_ptr<StreamDecoder> snapshot_decoder(SourceKind source, const GpuQuery &query,
+std::unique_ptr<StreamDecoder> snapshot_decoder(Source source, const GpuQuery &query,
                                                 std::function<void(Snapshot)> on_sample,
                                                 milliseconds interval) {
-  if (source == SourceKind::xml)
+  if (source == Source::xml)
     return std::make_unique<XmlDecoder>(std::move(on_sample), interval);
   return std::make_unique<CsvDecoder>(query, std::move(on_sample), interval);
 }

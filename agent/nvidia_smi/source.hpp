@@ -13,8 +13,6 @@
 
 namespace nvsmi {
 
-enum class SourceKind { xml, csv };
-
 // Largest nvidia-smi output or fixture accepted (a 64-GPU `-q -x` is about 3 MiB).
 constexpr std::size_t max_input_bytes = 64u << 20;
 
