@@ -2,6 +2,7 @@
 
 #include "core/exit_codes.hpp"
 #include "core/local_time.hpp"
+#include "files/file_io.hpp"
 #include "nvidia_smi/stop_signals.hpp"
 
 #include "nvsmi/pci_address.hpp"

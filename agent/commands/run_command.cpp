@@ -2,7 +2,6 @@
 
 #include "commands/run_report.hpp"
 #include "core/exit_codes.hpp"
-#include "core/local_time.hpp"
 #include "core/log_line.hpp"
 #include "files/file_io.hpp"
 #include "files/json_log.hpp"
@@ -10,9 +9,9 @@
 #include "jobs/gpu_claims.hpp"
 #include "jobs/job_ledger.hpp"
 #include "nvidia_smi/nvidia_smi_stream.hpp"
-#include "nvidia_smi/sampler.hpp"
 #include "nvidia_smi/stop_signals.hpp"
 #include "report/report.hpp"
+#include "sampling/sampler.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -445,7 +444,6 @@ private:
   }
 
   void record(Snapshot snapshot) {
-    offsets_.attach(snapshot);
     if (attribute_)
       if (std::optional<std::string> cgroup = process_cgroup(job_pid_))
         job_cgroup_ = cgroup; // the job may have moved itself
@@ -562,7 +560,6 @@ private:
   std::string log_path_;
   std::optional<std::string> temporary_folder_;
   std::optional<Timestamp> first_sample_, last_sample_;
-  LocalOffsets offsets_;
   std::vector<std::string> notes_;
   int exit_code_ = exit_ok;
   std::optional<int> job_signal_;

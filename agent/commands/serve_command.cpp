@@ -1,7 +1,6 @@
 #include "commands/serve_command.hpp"
 
 #include "core/exit_codes.hpp"
-#include "core/local_time.hpp"
 #include "core/log_line.hpp"
 #include "formats/prometheus_metrics.hpp"
 #include "nvidia_smi/stop_signals.hpp"
@@ -130,7 +129,6 @@ private:
   }
 
   void deliver(Snapshot snapshot) {
-    attach_local_offset(snapshot);
     limit_exposure(snapshot, exposure_); // before anything is kept or rendered
     state_.add(snapshot, ServeClock::now());
   }

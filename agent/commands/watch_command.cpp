@@ -1,13 +1,12 @@
 #include "commands/watch_command.hpp"
 
 #include "core/exit_codes.hpp"
-#include "core/local_time.hpp"
 #include "core/log_line.hpp"
 #include "files/csv_log.hpp"
 #include "files/json_log.hpp"
 #include "files/output_queue.hpp"
-#include "nvidia_smi/sampler.hpp"
 #include "nvidia_smi/stop_signals.hpp"
+#include "sampling/sampler.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -89,7 +88,6 @@ private:
   void deliver(Snapshot snapshot) {
     if (stopping_)
       return;
-    offsets_.attach(snapshot);
     try {
       if (csv_log_)
         csv_log_->append(snapshot);
@@ -145,7 +143,6 @@ private:
   Sampler sampler_;
   std::optional<CsvLog> csv_log_;
   std::optional<JsonLog> json_log_;
-  LocalOffsets offsets_; // across samples: the repeated hour of a replay is told by its order
   std::optional<Format> stdout_format_;
   std::optional<OutputQueue> stdout_;
   long delivered_ = 0;
