@@ -2,8 +2,8 @@
 // which ctest reports as skipped) where the corpus is not beside the project.
 #define CATCH_CONFIG_RUNNER
 #include "formats/formats.hpp"
-#include "nvidia_smi/source.hpp"
 #include "nvsmi/compute_apps.hpp"
+#include "nvsmi/nvidia_smi_output.hpp"
 #include "nvsmi/pmon.hpp"
 #include "support.hpp"
 
@@ -155,7 +155,7 @@ TEST_CASE("every corpus recording reads as expected.json says") {
   REQUIRE(expected.size() >= 1);
   for (auto &[file, want] : expected.items()) {
     INFO("corpus file: " << file);
-    nvsmi::Snapshot snapshot = nvsmi::parse_output(test::read_file(corpus + "/" + file), file);
+    nvsmi::Snapshot snapshot = nvsmi::read_nvidia_smi_output(test::read_file(corpus + "/" + file));
     json got = json::parse(nvsmi::format_json(snapshot));
     for (const char *key : {"driver_version", "cuda_version"})
       if (want.contains(key)) {

@@ -9,7 +9,7 @@
 #include "core/local_time.hpp"
 #include "formats/formats.hpp"
 #include "formats/prometheus_metrics.hpp"
-#include "nvidia_smi/source.hpp"
+#include "nvsmi/nvidia_smi_output.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
@@ -84,7 +84,7 @@ void hold_time_zone() {
 
 // The snapshot `snapshot --fixture` prints, in this process: read, then the local offset.
 Snapshot fixture_snapshot(const std::string &fixture) {
-  Snapshot snapshot = parse_output(test::read_file(test::fixture_path(fixture)), fixture);
+  Snapshot snapshot = read_nvidia_smi_output(test::read_file(test::fixture_path(fixture)));
   attach_local_offset(snapshot);
   return snapshot;
 }

@@ -153,6 +153,40 @@ TEST_CASE("serve: the JSON API: typed snapshot, legacy document, history") {
   CHECK_THAT(bad.body, Catch::Contains("seconds must be a number"));
 }
 
+TEST_CASE("serve and watch: a sample of the repeated hour gets the same UTC offset from both") {
+  // Europe/Berlin's clocks went back from 03:00 CEST to 02:00 CET on 26 October 2025, so its
+  // 02:00-02:59 came twice: a recording of 02:40 and then 02:10 is of the first pass and then the
+  // second. Both commands take their samples from sampling/, which attaches the offset once.
+  std::string xml = test::read_file(test::fixture_path("xml/gtx1080ti-2gpu-v10-nodoctype.xml"));
+  auto at = [&xml](const std::string &wall) {
+    std::string copy = xml;
+    std::string stamp = "Thu Jan 10 08:00:01 2019";
+    return copy.replace(copy.find(stamp), stamp.size(), wall);
+  };
+  std::string recording = test::temporary_folder() + "/repeated-hour.xml";
+  test::write_file(recording, at("Sun Oct 26 02:40:00 2025") + at("Sun Oct 26 02:10:00 2025"));
+  const std::vector<std::string> expected = {"2025-10-26T02:40:00+02:00",
+                                             "2025-10-26T02:10:00+01:00"};
+
+  test::Run watch = test::run_shell("TZ=Europe/Berlin " + quote(AGENT_BIN) +
+                                    " watch --interval 0.05 --count 2 --format json --fixture " +
+                                    quote(recording));
+  REQUIRE(watch.exit_code == 0);
+  std::vector<std::string> watched;
+  for (const std::string &line : test::lines_of(watch.out))
+    watched.push_back(nlohmann::json::parse(line)["timestamp"]);
+  CHECK(watched == expected);
+
+  Server server("--interval 0.05 --fixture " + quote(recording), "TZ=Europe/Berlin");
+  nlohmann::json samples =
+      samples_of(wait_for(server, "/api/v1/history?seconds=3600",
+                          [](const Http &h) { return samples_of(h).size() >= 2; }));
+  REQUIRE(samples.size() >= 2);
+  std::vector<std::string> served = {samples[0]["snapshot"]["timestamp"],
+                                     samples[1]["snapshot"]["timestamp"]};
+  CHECK(served == expected);
+}
+
 TEST_CASE("serve: only GET and HEAD on the known paths, within limits") {
   Server server("--fixture " + fixture("xml/a100-mig-v12.xml"));
   Http post = server.get("/metrics", "-X POST");

@@ -1,5 +1,5 @@
 #include "formats/formats.hpp"
-#include "nvidia_smi/source.hpp"
+#include "nvsmi/nvidia_smi_output.hpp"
 #include "serve/compact_snapshot.hpp"
 #include "serve/serve_history.hpp"
 #include "snapshot_builders.hpp"
@@ -16,7 +16,7 @@ using namespace nvsmi;
 namespace {
 
 Snapshot fixture(const std::string &name) {
-  return parse_output(test::read_file(test::fixture_path(name)), name);
+  return read_nvidia_smi_output(test::read_file(test::fixture_path(name)));
 }
 
 // `snapshot` as a live sample has it: every GPU with two processes whose every field is known
@@ -39,7 +39,7 @@ std::vector<Snapshot> every_kind_of_snapshot() {
     for (const auto &entry :
          std::filesystem::directory_iterator(test::fixture_path(std::string(folder))))
       if (entry.path().extension() == "." + std::string(folder)) // not a .stderr beside it
-        snapshots.push_back(parse_output(test::read_file(entry.path()), entry.path()));
+        snapshots.push_back(read_nvidia_smi_output(test::read_file(entry.path())));
   Snapshot full = fixture("xml/a100-mig-v12.xml");
   full.gpus[0].extras = {{"driver_version", std::string("535.10")}, {"serial", std::nullopt}};
   full.gpus[0].temperature_c = -5;

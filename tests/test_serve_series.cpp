@@ -1,7 +1,7 @@
 // /api/v1/series through ServeState::answer, on samples with readings chosen so that each bucket's
 // min, mean and max are known: bucketing aligned to the step, nulls where nothing was known, the
 // bounds and the 400s, an outage answered 200 with fresh:false, and since/step.
-#include "nvidia_smi/source.hpp"
+#include "nvsmi/nvidia_smi_output.hpp"
 #include "serve/serve_series.hpp"
 #include "serve/serve_state.hpp"
 #include "snapshot_builders.hpp"
@@ -22,7 +22,7 @@ constexpr double t0 = 1'800'000'000; // a multiple of every step used here
 
 Snapshot states_fixture() {
   std::string name = "xml/h100-8gpu-states-v12.xml";
-  Snapshot snapshot = parse_output(test::read_file(test::fixture_path(name)), name);
+  Snapshot snapshot = read_nvidia_smi_output(test::read_file(test::fixture_path(name)));
   snapshot.host = test::observed_host();
   return snapshot;
 }
@@ -110,7 +110,7 @@ TEST_CASE("series: a reading no sample of a bucket knew is null, never 0") {
 
   SECTION("a recording has no host at all") {
     ServeState replay(milliseconds(1000), 3600);
-    replay.add(parse_output(test::read_file(test::fixture_path("xml/h100-8gpu-v12.xml")), "x"),
+    replay.add(read_nvidia_smi_output(test::read_file(test::fixture_path("xml/h100-8gpu-v12.xml"))),
                clock_at(0));
     CHECK(body(get(replay, "", 0.5))["host"].is_null());
   }

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "jobs/gpu_choice.hpp"
-#include "nvidia_smi/sampler.hpp"
+#include "sampling/sampler.hpp"
 
 #include <CLI/CLI.hpp>
 

@@ -162,7 +162,7 @@ Subcommand add_check_command(CLI::App &app) {
                           CheckOptions &run_options = settings->options;
                           const auto &given = settings->thresholds;
                           run_options.sample.source =
-                              settings->source == "csv" ? SourceKind::csv : SourceKind::xml;
+                              settings->source == "csv" ? Source::csv : Source::xml;
                           run_options.sample.host = false; // who runs the processes is not judged
                           run_options.sample.kernel_log =
                               settings->kernel_log.resolve(run_options.sample.fixture.has_value());

@@ -106,8 +106,8 @@ void add_kernel_log_option(CLI::App *command, KernelLogCli &target) {
 }
 
 void SamplingCli::finish() {
-  options.source = source == "xml" ? SourceKind::xml : SourceKind::csv;
-  if (options.source == SourceKind::xml && !options.fields.empty())
+  options.source = source == "xml" ? Source::xml : Source::csv;
+  if (options.source == Source::xml && !options.fields.empty())
     throw AgentError(exit_usage, "--fields needs --source csv (it adds query fields)");
   drop_known_fields(options.fields);
 }

@@ -3,6 +3,7 @@
 #include "core/exit_codes.hpp"
 #include "core/local_time.hpp"
 #include "core/number_text.hpp"
+#include "files/file_io.hpp"
 #include "nvidia_smi/stop_signals.hpp"
 
 #include "nvsmi/gpu_state.hpp"

@@ -4,7 +4,7 @@
 // without a GPU or a clock.
 #pragma once
 
-#include "commands/snapshot_command.hpp"
+#include "sampling/one_sample.hpp"
 
 #include "nvsmi/snapshot.hpp"
 #include "nvsmi/thresholds.hpp"

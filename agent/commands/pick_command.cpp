@@ -2,6 +2,7 @@
 
 #include "core/exit_codes.hpp"
 #include "core/log_line.hpp"
+#include "files/file_io.hpp"
 #include "formats/json_writer.hpp"
 #include "jobs/gpu_claims.hpp"
 #include "nvidia_smi/stop_signals.hpp"

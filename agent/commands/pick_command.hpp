@@ -1,7 +1,7 @@
 #pragma once
 
-#include "commands/snapshot_command.hpp"
 #include "jobs/gpu_choice.hpp"
+#include "sampling/one_sample.hpp"
 
 #include <cstddef>
 #include <optional>

@@ -2,7 +2,6 @@
 
 #include "commands/run_report.hpp"
 #include "core/exit_codes.hpp"
-#include "core/local_time.hpp"
 #include "core/log_line.hpp"
 #include "core/number_text.hpp"
 #include "files/file_io.hpp"
@@ -11,13 +10,11 @@
 #include "jobs/gpu_claims.hpp"
 #include "jobs/job_ledger.hpp"
 #include "nvidia_smi/nvidia_smi_stream.hpp"
-#include "nvidia_smi/sampler.hpp"
 #include "nvidia_smi/stop_signals.hpp"
 #include "report/report.hpp"
+#include "sampling/sampling_loop.hpp"
 
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
@@ -96,23 +93,22 @@ enum class Phase { choosing, running, finishing, failed };
 class Job {
 public:
   explicit Job(const RunOptions &options)
-      : options_(options), folder_(claims_folder(options.lock_dir)), signals_(context_),
-        wait_deadline_(context_), job_poll_(context_),
-        sampler_(
-            context_, options.sampling, [this](Snapshot s) { deliver(std::move(s)); },
-            [this](int code) { sampler_failed(code); }, log_stream_message) {
+      : options_(options), folder_(claims_folder(options.lock_dir)),
+        loop_(
+            options.sampling, [this](Snapshot s) { deliver(std::move(s)); }, log_stream_message,
+            [this](int code) { sampler_failed(code); }),
+        wait_deadline_(loop_.context()), job_poll_(loop_.context()) {
     attribute_ = options.sampling.host && !options.sampling.fixture;
   }
 
   int run() {
-    add_stop_signals(signals_);
-    wait_for_signal();
+    loop_.catch_signals([this](int signal) { signalled(signal); });
     started_choosing_ = steady_clock::now();
     // Without --wait, the choice is made on the first samples, but a sample must come.
     milliseconds deadline =
         options_.wait_seconds
             ? to_ms(*options_.wait_seconds)
-            : std::max(3 * sampler_.interval(), milliseconds(10000)) + process_grace();
+            : std::max(3 * loop_.sampler().interval(), milliseconds(10000)) + process_grace();
     wait_deadline_.expires_after(deadline);
     wait_deadline_.async_wait([this](boost::system::error_code error) {
       if (error || phase_ != Phase::choosing)
@@ -125,8 +121,7 @@ public:
         fail(exit_not_enough,
              not_enough_.empty() ? "no sample from nvidia-smi to choose GPUs by" : not_enough_);
     });
-    sampler_.start();
-    context_.run();
+    loop_.run();
     if (failure_)
       throw AgentError(failure_->first, failure_->second);
     return finish();
@@ -139,19 +134,14 @@ private:
     return 2 * process_interval(options_.sampling) + milliseconds(5000);
   }
 
-  void wait_for_signal() {
-    signals_.async_wait([this](boost::system::error_code error, int signal) {
-      if (error)
-        return;
-      if (phase_ == Phase::choosing) {
-        fail(exit_for_signal(signal),
-             std::string("stopped by ") + strsignal(signal) + " before the job started");
-        return;
-      }
-      if (phase_ == Phase::running && !sent_by_our_terminal(signal))
-        ::kill(job_pid_, signal); // the job decides what the signal means
-      wait_for_signal();
-    });
+  void signalled(int signal) {
+    if (phase_ == Phase::choosing) {
+      fail(exit_for_signal(signal),
+           std::string("stopped by ") + strsignal(signal) + " before the job started");
+      return;
+    }
+    if (phase_ == Phase::running && !sent_by_our_terminal(signal))
+      ::kill(job_pid_, signal); // the job decides what the signal means
   }
 
   // Ctrl-C at the terminal where run is in the foreground reaches the whole foreground process
@@ -168,16 +158,7 @@ private:
     phase_ = Phase::failed;
     failure_.emplace(code, message);
     wait_deadline_.cancel();
-    stop_sampler([this] { signals_.cancel(); });
-  }
-
-  void stop_sampler(std::function<void()> done) {
-    if (sampler_stopped_) {
-      done();
-      return;
-    }
-    sampler_stopped_ = true;
-    sampler_.stop(std::move(done));
+    loop_.stop_sampling([this] { loop_.end(); });
   }
 
   void sampler_failed(int code) {
@@ -191,7 +172,7 @@ private:
                        "what was sampled before";
     log_line(note + "; the job goes on");
     notes_.push_back(note);
-    stop_sampler([] {});
+    loop_.stop_sampling([] {});
   }
 
   void deliver(Snapshot snapshot) {
@@ -355,7 +336,7 @@ private:
   void watch_job() {
     int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, job_pid_, 0));
     if (pidfd >= 0) {
-      job_end_.emplace(context_, pidfd);
+      job_end_.emplace(loop_.context(), pidfd);
       job_end_->async_wait(asio::posix::stream_descriptor::wait_read,
                            [this](boost::system::error_code) { reap_job(); });
       return;
@@ -396,7 +377,7 @@ private:
     }
     phase_ = Phase::finishing;
     job_end_.reset();
-    stop_sampler([this] { signals_.cancel(); });
+    loop_.stop_sampling([this] { loop_.end(); });
     return true;
   }
 
@@ -427,7 +408,7 @@ private:
   // that the sampler's streams wait for. A zombie's pid is not reused until it is reaped, so one
   // the sampler names is its own. Returns the job's processes still running.
   std::vector<Descendant> reap_adopted() {
-    std::vector<pid_t> waited_for = sampler_.children();
+    std::vector<pid_t> waited_for = loop_.sampler().children();
     waited_for.push_back(job_pid_);
     std::vector<Descendant> running;
     pid_t self = ::getpid();
@@ -444,7 +425,6 @@ private:
   }
 
   void record(Snapshot snapshot) {
-    offsets_.attach(snapshot);
     if (attribute_)
       if (std::optional<std::string> cgroup = process_cgroup(job_pid_))
         job_cgroup_ = cgroup; // the job may have moved itself
@@ -541,11 +521,9 @@ private:
 
   RunOptions options_;
   std::string folder_;
-  asio::io_context context_;
-  asio::signal_set signals_;
+  SamplingLoop loop_;
   asio::steady_timer wait_deadline_, job_poll_;
-  Sampler sampler_;
-  bool sampler_stopped_ = false, attribute_ = true;
+  bool attribute_ = true;
   Phase phase_ = Phase::choosing;
   steady_clock::time_point started_choosing_, job_started_;
   std::string not_enough_;
@@ -561,7 +539,6 @@ private:
   std::string log_path_;
   std::optional<std::string> temporary_folder_;
   std::optional<Timestamp> first_sample_, last_sample_;
-  LocalOffsets offsets_;
   std::vector<std::string> notes_;
   int exit_code_ = exit_ok;
   std::optional<int> job_signal_;

@@ -1,17 +1,16 @@
 #include "commands/serve_command.hpp"
 
 #include "core/exit_codes.hpp"
-#include "core/local_time.hpp"
 #include "core/log_line.hpp"
 #include "formats/prometheus_metrics.hpp"
 #include "nvidia_smi/stop_signals.hpp"
+#include "sampling/sampling_loop.hpp"
 #include "serve/basic_auth.hpp"
 #include "serve/serve_exposure.hpp"
 #include "serve/serve_state.hpp"
 #include "serve/web_config.hpp"
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 
 #include <csignal>
 #include <sys/resource.h>
@@ -82,41 +81,36 @@ HttpSecurity security(const ServeOptions &options, asio::io_context &context) {
 class Serve {
 public:
   explicit Serve(const ServeOptions &options)
-      : exposure_(exposure(options)), signals_(context_),
-        sampler_(
-            context_, options.sampling, [this](Snapshot s) { deliver(std::move(s)); },
-            [this](int code) { stop(code); },
+      : exposure_(exposure(options)),
+        loop_(
+            options.sampling, [this](Snapshot s) { deliver(std::move(s)); },
             [this](LogKind kind, const std::string &message) {
               log_stream_message(kind, message);
               // What the agent does about a problem ("restarting ...") is no cause to show.
               if (kind != LogKind::notice)
                 state_.note_error(message);
-            }),
-        state_(sampler_.interval(), options.history_seconds, options.history_max_mib << 20),
-        server_(
-            context_, endpoint(options.listen), server_limits(options),
-            [this](std::string_view path, std::string_view query) {
-              return state_.answer(path, query, ServeClock::now(), sampler_.counters());
             },
-            security(options, context_)) {}
+            [this](int code) { stop(code); }),
+        state_(loop_.sampler().interval(), options.history_seconds, options.history_max_mib << 20),
+        server_(
+            loop_.context(), endpoint(options.listen), server_limits(options),
+            [this](std::string_view path, std::string_view query) {
+              return state_.answer(path, query, ServeClock::now(), loop_.sampler().counters());
+            },
+            security(options, loop_.context())) {}
 
   int run() {
-    add_stop_signals(signals_);
-    signals_.async_wait([this](boost::system::error_code error, int signal) {
-      if (error)
-        return;
-      stop(exit_code_for_stop(signal));
-    });
+    loop_.catch_signals([this](int signal) { stop(exit_code_for_stop(signal)); });
     server_.start();
-    sampler_.start(); // throws when nvidia-smi cannot be started at all
-    auto address = server_.local_endpoint();
-    std::string host = address.address().to_string();
-    if (address.address().is_v6())
-      host = "[" + host + "]";
-    log_line(std::string(server_.tls() ? "serving https://" : "serving http://") + host + ":" +
-             std::to_string(address.port()) + "/ (metrics at /metrics)");
-    context_.run();
-    return exit_code_;
+    // run() throws when nvidia-smi cannot be started at all.
+    return loop_.run([this] {
+      auto address = server_.local_endpoint();
+      std::string host = address.address().to_string();
+      if (address.address().is_v6())
+        host = "[" + host + "]";
+      log_line(std::string(server_.tls() ? "serving https://" : "serving http://") + host + ":" +
+               std::to_string(address.port()) + "/ (metrics at /metrics)");
+    });
   }
 
 private:
@@ -130,28 +124,21 @@ private:
   }
 
   void deliver(Snapshot snapshot) {
-    attach_local_offset(snapshot);
     limit_exposure(snapshot, exposure_); // before anything is kept or rendered
     state_.add(snapshot, ServeClock::now());
   }
 
   void stop(int code) {
-    if (stopping_)
+    if (loop_.stopping())
       return;
-    stopping_ = true;
-    exit_code_ = code;
     server_.stop();
-    sampler_.stop([this] { signals_.cancel(); });
+    loop_.stop(code);
   }
 
   Exposure exposure_;
-  asio::io_context context_;
-  asio::signal_set signals_;
-  Sampler sampler_;
+  SamplingLoop loop_;
   ServeState state_;
   HttpServer server_;
-  bool stopping_ = false;
-  int exit_code_ = exit_ok;
 };
 
 } // namespace

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "nvidia_smi/sampler.hpp"
+#include "sampling/sampler.hpp"
 #include "serve/http_server.hpp"
 
 #include <string>

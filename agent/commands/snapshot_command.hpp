@@ -1,35 +1,12 @@
 #pragma once
 
 #include "formats/formats.hpp"
-#include "nvidia_smi/source.hpp"
+#include "sampling/one_sample.hpp"
 
 #include <optional>
 #include <string>
-#include <vector>
 
 namespace nvsmi {
-
-// Where one sample comes from: what `snapshot` prints, what `pick` decides on.
-struct OneSampleOptions {
-  SourceKind source = SourceKind::xml;
-  std::optional<std::string> fixture;    // a recorded output to read instead; "-" is stdin
-  std::optional<std::string> nvidia_smi; // command (with arguments) to run instead of nvidia-smi
-  double timeout_seconds = 10;
-  bool processes = true; // csv source: ask --query-compute-apps too
-  bool host = true;      // read this machine's /proc: not when nvidia-smi is remote
-  // The kernel log to count Xid errors in (read to its end once); nullopt: none (--kernel-log
-  // none, or a recording without --kernel-log).
-  std::optional<std::string> kernel_log;
-  // Whether a kernel log that cannot be read is said on stderr. The CLI says it for a log named
-  // with --kernel-log only: the default /dev/kmsg is forbidden to most users, and a snapshot
-  // that cron runs every minute should not mail that every minute (its output still says so).
-  bool say_kernel_log_problems = true;
-};
-
-// One sample: the fixture, or nvidia-smi run once (and, for the csv source, once more for the
-// processes, whose failure only leaves them unknown). Throws AgentError with the snapshot
-// command's codes (3 to 7) when there is none.
-Snapshot read_one_sample(const OneSampleOptions &options);
 
 struct SnapshotOptions : OneSampleOptions {
   Format format = Format::legacy;
@@ -37,10 +14,6 @@ struct SnapshotOptions : OneSampleOptions {
   std::optional<std::string> output; // replaced atomically instead of printing
   std::optional<std::string> lock;   // leave at once (exit_locked) if another run holds it
 };
-
-// Writes `text` to stdout and flushes it; a reader that left (EPIPE) took what it wanted. Throws
-// AgentError(exit_io) for any other failure.
-void write_stdout(const std::string &text);
 
 // Reads nvidia-smi (or the fixture), and prints or writes the snapshot. Throws AgentError.
 void run_snapshot(const SnapshotOptions &options);

@@ -3,11 +3,11 @@
 #include "core/exit_codes.hpp"
 #include "core/log_line.hpp"
 #include "nvidia_smi/stop_signals.hpp"
+#include "sampling/sampling_loop.hpp"
 #include "terminal/top_layout.hpp"
 #include "terminal/top_model.hpp"
 #include "terminal/top_view.hpp"
 
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -47,17 +47,16 @@ private:
 class Top {
 public:
   explicit Top(const TopOptions &options)
-      : signals_(context_), resize_signal_(context_, SIGWINCH), tick_(context_),
-        keyboard_(context_),
-        sampler_(
-            context_, options.sampling, [this](Snapshot s) { deliver(std::move(s)); },
-            [this](int code) { stop(code); },
-            [this](LogKind, const std::string &message) { keep_message(message); }),
-        model_(sampler_.interval()) {}
+      : loop_(
+            options.sampling, [this](Snapshot s) { deliver(std::move(s)); },
+            [this](LogKind, const std::string &message) { keep_message(message); },
+            [this](int code) { stop(code); }),
+        resize_signal_(loop_.context(), SIGWINCH), tick_(loop_.context()),
+        keyboard_(loop_.context()), model_(loop_.sampler().interval()) {}
 
   int run() {
-    add_stop_signals(signals_);
-    wait_for_signal();
+    // Before the screen is taken, so that no signal leaves it taken.
+    loop_.catch_signals([this](int signal) { stop(exit_code_for_stop(signal)); });
     // SIGWINCH is caught before ncurses starts, so that ncurses leaves it to this loop.
     wait_for_resize();
     view_.emplace();
@@ -66,24 +65,17 @@ public:
       throw AgentError(exit_io, "cannot read the keyboard");
     keyboard_.assign(input);
     wait_for_key();
-    sampler_.start();
-    tick();
-    draw();
-    context_.run();
+    int code = loop_.run([this] {
+      tick();
+      draw();
+    });
     view_.reset(); // the terminal as it was, before anything more is written to it
     for (const std::string &message : messages_)
       log_line(message);
-    return exit_code_;
+    return code;
   }
 
 private:
-  void wait_for_signal() {
-    signals_.async_wait([this](boost::system::error_code error, int signal) {
-      if (!error)
-        stop(exit_code_for_stop(signal));
-    });
-  }
-
   void wait_for_resize() {
     resize_signal_.async_wait([this](boost::system::error_code error, int) {
       if (error)
@@ -99,10 +91,10 @@ private:
   void wait_for_key() {
     keyboard_.async_wait(asio::posix::stream_descriptor::wait_read,
                          [this](boost::system::error_code error) {
-                           if (error || stopping_)
+                           if (error || loop_.stopping())
                              return;
                            read_keys();
-                           if (!stopping_)
+                           if (!loop_.stopping())
                              wait_for_key();
                          });
   }
@@ -167,7 +159,7 @@ private:
   void tick() {
     tick_.expires_after(milliseconds(1000));
     tick_.async_wait([this](boost::system::error_code error) {
-      if (error || stopping_)
+      if (error || loop_.stopping())
         return;
       draw();
       tick();
@@ -175,7 +167,7 @@ private:
   }
 
   void deliver(Snapshot snapshot) {
-    if (stopping_)
+    if (loop_.stopping())
       return;
     model_.add_sample(std::move(snapshot), TopClock::now());
     draw();
@@ -186,7 +178,7 @@ private:
     while (messages_.size() > max_kept_messages)
       messages_.pop_front();
     model_.set_message(message);
-    if (view_ && !stopping_)
+    if (view_ && !loop_.stopping())
       draw();
   }
 
@@ -196,28 +188,23 @@ private:
   }
 
   void stop(int code) {
-    if (stopping_)
+    if (loop_.stopping())
       return;
-    stopping_ = true;
-    exit_code_ = code;
     tick_.cancel();
     boost::system::error_code ignored;
     keyboard_.cancel(ignored);
     resize_signal_.cancel();
-    sampler_.stop([this] { signals_.cancel(); });
+    loop_.stop(code);
   }
 
   InputFlags input_flags_; // destroyed after the keyboard's descriptor and the view
-  asio::io_context context_;
-  asio::signal_set signals_, resize_signal_;
+  SamplingLoop loop_;
+  asio::signal_set resize_signal_;
   asio::steady_timer tick_;
   asio::posix::stream_descriptor keyboard_;
-  Sampler sampler_;
   TopModel model_;
   std::optional<TopView> view_;
   std::deque<std::string> messages_;
-  bool stopping_ = false;
-  int exit_code_ = exit_ok;
 };
 
 } // namespace

@@ -1,16 +1,12 @@
 #include "commands/watch_command.hpp"
 
 #include "core/exit_codes.hpp"
-#include "core/local_time.hpp"
 #include "core/log_line.hpp"
 #include "files/csv_log.hpp"
 #include "files/json_log.hpp"
 #include "files/output_queue.hpp"
-#include "nvidia_smi/sampler.hpp"
 #include "nvidia_smi/stop_signals.hpp"
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
+#include "sampling/sampling_loop.hpp"
 
 #include <cerrno>
 #include <csignal>
@@ -21,7 +17,6 @@
 namespace nvsmi {
 namespace {
 
-namespace asio = boost::asio;
 using std::chrono::milliseconds;
 
 // Samples waiting for a slow stdout reader, at most (some seconds of an 8-GPU legacy stream).
@@ -30,10 +25,9 @@ constexpr std::size_t max_queued_output = 4u << 20;
 class Watch {
 public:
   explicit Watch(const WatchOptions &options)
-      : options_(options), signals_(context_),
-        sampler_(
-            context_, options.sampling, [this](Snapshot s) { deliver(std::move(s)); },
-            [this](int code) { stop(code); }, log_stream_message) {
+      : options_(options), loop_(
+                               options.sampling, [this](Snapshot s) { deliver(std::move(s)); },
+                               log_stream_message, [this](int code) { stop(code); }) {
     if (options.csv_log)
       csv_log_.emplace(
           CsvLogSettings{*options.csv_log, options.csv_rotation, options.sampling.fields});
@@ -42,34 +36,23 @@ public:
     if (options.format || (!options.csv_log && !options.json_log)) {
       stdout_format_ = options.format.value_or(Format::legacy);
       stdout_.emplace(
-          context_, STDOUT_FILENO, max_queued_output,
+          loop_.context(), STDOUT_FILENO, max_queued_output,
           [](const std::string &message) { log_line(message); },
           [this](int error) { stdout_failed(error); });
     }
   }
 
   int run() {
-    add_stop_signals(signals_);
-    wait_for_signal();
-    sampler_.start();
-    context_.run();
-    return exit_code_;
+    loop_.catch_signals([this](int signal) {
+      if (signal == SIGHUP)
+        reopen_log();
+      else
+        stop(exit_code_for_stop(signal));
+    });
+    return loop_.run();
   }
 
 private:
-  void wait_for_signal() {
-    signals_.async_wait([this](boost::system::error_code error, int signal) {
-      if (error)
-        return;
-      if (signal == SIGHUP) {
-        reopen_log();
-        wait_for_signal();
-        return;
-      }
-      stop(exit_code_for_stop(signal));
-    });
-  }
-
   void reopen_log() {
     try {
       if (csv_log_) {
@@ -87,9 +70,8 @@ private:
   }
 
   void deliver(Snapshot snapshot) {
-    if (stopping_)
+    if (loop_.stopping())
       return;
-    offsets_.attach(snapshot);
     try {
       if (csv_log_)
         csv_log_->append(snapshot);
@@ -125,32 +107,24 @@ private:
     stop(exit_io);
   }
 
+  // What was queued for stdout goes out (for a second at most) before the loop ends.
   void stop(int code) {
-    if (stopping_)
-      return;
-    stopping_ = true;
-    exit_code_ = code;
-    sampler_.stop([this] {
-      if (!stdout_) {
-        signals_.cancel();
-        return;
-      }
-      stdout_->flush(milliseconds(1000), [this] { signals_.cancel(); });
+    loop_.stop(code, [this](std::function<void()> end) {
+      if (stdout_)
+        stdout_->flush(milliseconds(1000), std::move(end));
+      else
+        end();
     });
   }
 
   WatchOptions options_;
-  asio::io_context context_;
-  asio::signal_set signals_;
-  Sampler sampler_;
+  SamplingLoop loop_;
   std::optional<CsvLog> csv_log_;
   std::optional<JsonLog> json_log_;
-  LocalOffsets offsets_; // across samples: the repeated hour of a replay is told by its order
   std::optional<Format> stdout_format_;
   std::optional<OutputQueue> stdout_;
   long delivered_ = 0;
-  bool wrote_csv_header_ = false, stopping_ = false;
-  int exit_code_ = exit_ok;
+  bool wrote_csv_header_ = false;
 };
 
 } // namespace

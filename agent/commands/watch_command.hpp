@@ -2,7 +2,7 @@
 
 #include "files/rotating_log.hpp"
 #include "formats/formats.hpp"
-#include "nvidia_smi/sampler.hpp"
+#include "sampling/sampler.hpp"
 
 #include <cstdint>
 #include <optional>

@@ -1,6 +1,8 @@
 // The agent's documented exit codes (README "Exit codes"), and the error that carries one.
 #pragma once
 
+#include "nvsmi/quantity.hpp"
+
 #include <stdexcept>
 #include <string>
 
@@ -33,5 +35,11 @@ public:
 private:
   ExitCode code_;
 };
+
+// The one place where what the readers refuse (ParseError) becomes the agent's error: exit code 6,
+// the message prefixed by where the bytes came from ("nvidia-smi output", a fixture's path).
+inline AgentError bad_output(const std::string &origin, const ParseError &error) {
+  return AgentError(exit_bad_output, origin + ": " + error.what());
+}
 
 } // namespace nvsmi

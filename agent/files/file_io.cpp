@@ -158,4 +158,14 @@ void check_replaceable(const std::string &path) {
   ::unlink(temporary.c_str());
 }
 
+void write_stdout(const std::string &text) {
+  if (std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0)
+    return;
+  // The reader left (`| head -c 10`, `| grep -q`): it took what it wanted, as for `watch`.
+  if (errno == EPIPE)
+    return;
+  throw AgentError(exit_io,
+                   std::string("cannot write to standard output: ") + std::strerror(errno));
+}
+
 } // namespace nvsmi

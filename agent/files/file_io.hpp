@@ -43,4 +43,8 @@ void replace_file_atomically(const std::string &path, const std::string &content
 // Throws AgentError(exit_io) as replace_file_atomically would.
 void check_replaceable(const std::string &path);
 
+// Writes `text` to stdout and flushes it; a reader that left (EPIPE) took what it wanted. Throws
+// AgentError(exit_io) for any other failure.
+void write_stdout(const std::string &text);
+
 } // namespace nvsmi

@@ -43,10 +43,10 @@ void log_stream_message(LogKind kind, const std::string &message) {
   log_line(message, kind == LogKind::bad_output ? LogRate::repeating : LogRate::rare);
 }
 
-std::vector<std::string> loop_arguments(SourceKind source, milliseconds interval,
+std::vector<std::string> loop_arguments(Source source, milliseconds interval,
                                         const GpuQuery &query) {
   std::vector<std::string> args;
-  if (source == SourceKind::xml) {
+  if (source == Source::xml) {
     args = {"-q", "-x"};
   } else {
     args = {query.argument(), "--format=csv,noheader,nounits"};

@@ -57,7 +57,7 @@ enum class LogKind {
 void log_stream_message(LogKind kind, const std::string &message);
 
 // The arguments that make nvidia-smi loop on its own.
-std::vector<std::string> loop_arguments(SourceKind source, std::chrono::milliseconds interval,
+std::vector<std::string> loop_arguments(Source source, std::chrono::milliseconds interval,
                                         const GpuQuery &query = GpuQuery());
 
 class NvidiaSmiStream {

@@ -1,6 +1,7 @@
 #include "nvidia_smi/stream_decoder.hpp"
 
 #include "nvsmi/csv_reader.hpp"
+#include "nvsmi/nvidia_smi_output.hpp"
 #include "nvsmi/pci_address.hpp"
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/stream.hpp"
@@ -96,11 +97,7 @@ public:
     for (const std::string &piece : pieces.pieces) {
       Snapshot sample;
       try {
-        std::string_view text = trim(piece);
-        std::optional<Snapshot> after_lines;
-        if (!text.empty() && text.front() != '<')
-          after_lines = read_xml_after_unreadable_lines(text);
-        sample = after_lines ? std::move(*after_lines) : read_xml(piece);
+        sample = read_xml_output(trim(piece));
       } catch (const ParseError &error) {
         events.skipped(std::string("sample skipped: ") + error.what(), true);
         continue;
@@ -181,10 +178,10 @@ private:
 
 } // namespace
 
-std::unique_ptr<StreamDecoder> snapshot_decoder(SourceKind source, const GpuQuery &query,
+std::unique_ptr<StreamDecoder> snapshot_decoder(Source source, const GpuQuery &query,
                                                 std::function<void(Snapshot)> on_sample,
                                                 milliseconds interval) {
-  if (source == SourceKind::xml)
+  if (source == Source::xml)
     return std::make_unique<XmlDecoder>(std::move(on_sample), interval);
   return std::make_unique<CsvDecoder>(query, std::move(on_sample), interval);
 }

@@ -5,10 +5,6 @@
 #include "nvidia_smi/command_line.hpp"
 
 #include "nvsmi/compute_apps.hpp"
-#include "nvsmi/csv_reader.hpp"
-#include "nvsmi/quantity.hpp"
-#include "nvsmi/unreadable_gpu.hpp"
-#include "nvsmi/xml_reader.hpp"
 
 #include <cstdlib>
 #include <stdexcept>
@@ -41,33 +37,6 @@ std::vector<std::string> nvidia_smi_argv(const std::optional<std::string> &optio
   if (argv.empty())
     throw AgentError(exit_usage, "--nvidia-smi is empty");
   return argv;
-}
-
-std::optional<Snapshot> read_xml_after_unreadable_lines(std::string_view content) {
-  std::vector<UnreadableGpu> unreadable;
-  std::string_view document = after_unreadable_gpu_lines(content, &unreadable);
-  if (document.empty() || document.front() != '<')
-    return std::nullopt;
-  Snapshot snapshot = read_xml(document);
-  add_unreadable_gpus(snapshot, unreadable);
-  return snapshot;
-}
-
-Snapshot parse_output(const std::string &bytes, const std::string &origin) {
-  std::string_view content = bytes;
-  if (content.substr(0, 3) == "\xEF\xBB\xBF") // a UTF-8 byte order mark, as Windows may write
-    content.remove_prefix(3);
-  content = trim(content);
-  if (content.empty())
-    throw AgentError(exit_bad_output, origin + ": empty output");
-  try {
-    if (content.front() != '<')
-      if (auto xml = read_xml_after_unreadable_lines(content))
-        return *xml;
-    return content.front() == '<' ? read_xml(content) : read_csv(content);
-  } catch (const ParseError &error) {
-    throw AgentError(exit_bad_output, origin + ": " + error.what());
-  }
 }
 
 } // namespace nvsmi

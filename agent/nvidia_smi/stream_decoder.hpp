@@ -41,7 +41,7 @@ public:
 // stderr as one it cannot read ("Unable to determine the device handle for GPU ...") within the
 // last 3 intervals (at least 3 s) is put into each sample that does not hold it, lost.
 std::unique_ptr<StreamDecoder>
-snapshot_decoder(SourceKind source, const GpuQuery &query, std::function<void(Snapshot)> on_sample,
+snapshot_decoder(Source source, const GpuQuery &query, std::function<void(Snapshot)> on_sample,
                  std::chrono::milliseconds interval = std::chrono::milliseconds(1000));
 
 // One `--query-compute-apps` answer (a run that exits), as the list of compute processes.

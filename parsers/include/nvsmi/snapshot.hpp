@@ -173,6 +173,7 @@ struct KernelLog {
   std::vector<XidTally> xids; // by pci_device, then xid
 };
 
+// Which of nvidia-smi's two outputs a sample was read from, and which one the agent asks for.
 enum class Source { xml, csv };
 
 struct Snapshot {

@@ -1,14 +1,11 @@
-#include "nvidia_smi/sampler.hpp"
+#include "sampling/sampler.hpp"
 
 #include "core/exit_codes.hpp"
 #include "core/number_text.hpp"
 #include "files/file_io.hpp"
 #include "nvidia_smi/source.hpp"
 
-#include "nvsmi/csv_reader.hpp"
-#include "nvsmi/quantity.hpp"
-#include "nvsmi/stream.hpp"
-#include "nvsmi/xml_reader.hpp"
+#include "nvsmi/nvidia_smi_output.hpp"
 
 #include <boost/asio/post.hpp>
 
@@ -28,29 +25,11 @@ milliseconds at_least_1ms(double seconds) { return std::max(milliseconds(1), to_
 std::vector<Snapshot> fixture_samples(const std::string &path,
                                       const std::vector<std::string> &extra_fields) {
   std::string origin = path == "-" ? "standard input" : path;
-  std::string content = read_capped(path, max_input_bytes);
-  std::string_view text = trim(content);
-  std::vector<Snapshot> samples;
-  StreamPieces pieces;
   try {
-    if (!text.empty() && text.front() == '<') {
-      XmlDocumentSplitter(max_input_bytes).feed(text, pieces);
-      for (const std::string &document : pieces.pieces)
-        samples.push_back(read_xml(document));
-    } else {
-      LineSplitter(max_input_bytes).feed(std::string(text) + "\n", pieces);
-      CsvSampleAssembler assembler(CsvLayout::from_fields(query_fields(), extra_fields));
-      for (const std::string &line : pieces.pieces)
-        if (auto sample = assembler.add_line(line).sample)
-          samples.push_back(std::move(*sample));
-    }
+    return read_nvidia_smi_recording(read_capped(path, max_input_bytes), extra_fields);
   } catch (const ParseError &error) {
-    throw AgentError(exit_bad_output, origin + ": " + error.what());
+    throw bad_output(origin, error);
   }
-  // A recording without loop structure (no `count` column, say) is one sample.
-  if (samples.empty())
-    samples.push_back(parse_output(content, origin));
-  return samples;
 }
 
 } // namespace
@@ -138,7 +117,7 @@ void Sampler::start_process_streams(const StreamSettings &gpu_settings) {
   StreamSettings secondary = gpu_settings;
   secondary.first_start_fatal = false;
 
-  if (options_.source == SourceKind::csv) { // -q -x lists the processes itself
+  if (options_.source == Source::csv) { // -q -x lists the processes itself
     StreamSettings apps = secondary;
     apps.label = "nvidia-smi --query-compute-apps";
     apps.arguments = compute_apps_arguments();
@@ -190,7 +169,12 @@ void Sampler::deliver(Snapshot snapshot) {
     attach_pmon(snapshot, *pmon_.value);
   if (host_)
     host_->observe(snapshot);
+  hand_on(std::move(snapshot));
+}
+
+void Sampler::hand_on(Snapshot snapshot) {
   attach_kernel_log(snapshot);
+  offsets_.attach(snapshot);
   on_sample_(std::move(snapshot));
 }
 
@@ -209,9 +193,7 @@ void Sampler::attach_kernel_log(Snapshot &snapshot) {
 }
 
 void Sampler::replay_next() {
-  Snapshot snapshot = fixture_[replayed_++ % fixture_.size()];
-  attach_kernel_log(snapshot);
-  on_sample_(std::move(snapshot));
+  hand_on(fixture_[replayed_++ % fixture_.size()]);
   if (stopped_)
     return;
   replay_.expires_after(interval());

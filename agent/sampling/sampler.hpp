@@ -1,10 +1,11 @@
-// Where long-running commands (watch, serve) get their samples: one long-lived nvidia-smi, or a
-// recording replayed at the interval. Live samples also carry who uses each GPU: the compute
-// processes (`--query-compute-apps`, asked again every process interval, for the CSV source; the
-// XML has them), their SM and memory shares (one long-lived `pmon`), and what this machine's
-// /proc says of them and of the host.
+// Where long-running commands (watch, serve, top, run) get their samples: one long-lived
+// nvidia-smi, or a recording replayed at the interval. Live samples also carry who uses each GPU:
+// the compute processes (`--query-compute-apps`, asked again every process interval, for the CSV
+// source; the XML has them), their SM and memory shares (one long-lived `pmon`), and what this
+// machine's /proc says of them and of the host.
 #pragma once
 
+#include "core/local_time.hpp"
 #include "host/host_observer.hpp"
 #include "kernel_log/xid_log.hpp"
 #include "nvidia_smi/nvidia_smi_stream.hpp"
@@ -22,7 +23,7 @@ namespace nvsmi {
 
 struct SamplerOptions {
   double interval_seconds = 1;
-  SourceKind source = SourceKind::csv;
+  Source source = Source::csv;
   std::optional<std::string> nvidia_smi;
   std::optional<std::string> fixture; // replayed at the interval instead of running nvidia-smi
   std::optional<double> stall_timeout_seconds; // default max(3 x interval, 10 s)
@@ -68,6 +69,8 @@ private:
   void start_process_streams(const StreamSettings &gpu_settings);
   void deliver(Snapshot snapshot);
   void attach_kernel_log(Snapshot &snapshot);
+  // What every sample gets, live or replayed, before it is handed on.
+  void hand_on(Snapshot snapshot);
 
   SamplerOptions options_;
   boost::asio::io_context &context_;
@@ -94,6 +97,9 @@ private:
   std::chrono::milliseconds apps_fresh_for_{0}, pmon_fresh_for_{0};
   std::optional<HostObserver> host_; // live samples only: a recording is of another machine
   std::unique_ptr<XidLog> xid_log_;  // options.kernel_log from the first sample on
+  // Across samples, so that every command that samples tells the two passes of a repeated hour
+  // alike: a replay by its order, a live sample by when it came.
+  LocalOffsets offsets_;
 };
 
 } // namespace nvsmi
