@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <sstream>
 #include <unistd.h>
 
@@ -169,22 +170,92 @@ TEST_CASE("watch follows the processes: CPU shares from the second sample, pmon'
   CHECK_FALSE(test::running_here(test::fake_nvidia_smi_process));
 }
 
-TEST_CASE("watch asks for processes at most every max(interval, 1 s), or --process-interval") {
+TEST_CASE("watch runs one compute-apps loop at max(interval, 1 s), or --process-interval") {
   Workload work;
   std::string calls = work.folder + "/calls";
-  auto compute_apps_calls = [&] {
-    return std::stoi(run_shell("grep -c query-compute-apps " + quote(calls) + " || true").out);
+  auto compute_apps_calls = [&](const std::string &pattern) {
+    return run_shell("grep -c -- " + quote(pattern) + " " + quote(calls) + " || true").out;
   };
   {
     Background watch(work.environment() + AGENT_BIN " watch --source csv --interval 0.1 " +
                      "--count 40 --format csv --nvidia-smi " + fake);
     REQUIRE(watch.wait(std::chrono::seconds(60)) == 0);
   }
-  // 40 samples at 10 Hz: about 4 s, so about 4 answers, not 40.
-  int calls_at_1s = compute_apps_calls();
-  CHECK(calls_at_1s >= 1);
-  CHECK(calls_at_1s <= 8);
+  // 40 samples at 10 Hz: one nvidia-smi for the processes, in its own loop every second, never
+  // one started per sample; and one pmon.
+  CHECK(compute_apps_calls("query-compute-apps") == "1\n");
+  CHECK(compute_apps_calls("^--query-compute-apps=timestamp,gpu_uuid,pid,used_gpu_memory,"
+                           "process_name --format=csv,nounits -lms 1000$") == "1\n");
   CHECK(run_shell("grep -c '^pmon -s um -d 1$' " + quote(calls)).out == "1\n");
+
+  ::unlink(calls.c_str());
+  {
+    Background watch(work.environment() + AGENT_BIN " watch --source csv --interval 0.1 " +
+                     "--count 20 --process-interval 0.5 --format csv --nvidia-smi " + fake);
+    REQUIRE(watch.wait(std::chrono::seconds(60)) == 0);
+  }
+  CHECK(compute_apps_calls("query-compute-apps") == "1\n");
+  CHECK(compute_apps_calls("-lms 500$") == "1\n");
+}
+
+TEST_CASE("watch: a process the loop stops listing is gone, and an empty list is [] not null") {
+  Workload work;
+  Background watch(work.environment() + AGENT_BIN " watch --source csv --interval 0.2 " +
+                   "--process-interval 0.2 --format json --nvidia-smi " + fake);
+  auto last = [&]() -> std::optional<json> {
+    try {
+      std::vector<json> lines = json_lines(watch.out());
+      if (!lines.empty())
+        return lines.back();
+    } catch (const std::exception &) {
+    }
+    return std::nullopt; // a line being written
+  };
+  // The loop's rows come in: the sleeper on GPU 0, the shell on GPU 1; GPU 2 has none listed yet
+  // a known list.
+  REQUIRE(test::wait_until([&] {
+    std::optional<json> sample = last();
+    return sample && process_with_pid(*sample, 0, work.sleeper.pid()) &&
+           process_with_pid(*sample, 1, work.busy.pid()) &&
+           (*sample)["gpus"][2]["processes"] == json::array();
+  }));
+  // The shell leaves GPU 1: the next iterations list the sleeper alone, and pmon no longer has
+  // it either (pmon's rows add processes the loop lacks).
+  auto pmon_without = [&](bool sleeper) {
+    std::ostringstream pmon;
+    if (sleeper)
+      pmon << "    0    " << work.sleeper.pid()
+           << "     C   1024      -     42      7      -      -      -      -    sleep\n";
+    for (int gpu = sleeper ? 1 : 0; gpu < 8; ++gpu)
+      pmon << "    " << gpu
+           << "          -     -      -      -      -      -      -      -      -      -    -\n";
+    test::write_file(work.folder + "/pmon", pmon.str());
+  };
+  pmon_without(true);
+  test::write_file(work.folder + "/apps", std::string(gpu0) + ", " +
+                                              std::to_string(work.sleeper.pid()) +
+                                              ", 1024 MiB, /usr/bin/sleep\n");
+  REQUIRE(test::wait_until([&] {
+    std::optional<json> sample = last();
+    return sample && process_with_pid(*sample, 0, work.sleeper.pid()) &&
+           (*sample)["gpus"][1]["processes"] == json::array();
+  }));
+  // None left: the loop prints nothing at all, which after two iterations and a second is an
+  // empty list on every GPU, never the last list kept and never null.
+  test::write_file(work.folder + "/apps", "");
+  pmon_without(false);
+  REQUIRE(test::wait_until([&] {
+    std::optional<json> sample = last();
+    return sample && (*sample)["gpus"][0]["processes"] == json::array();
+  }));
+  std::optional<json> sample = last();
+  REQUIRE(sample);
+  for (const json &gpu : (*sample)["gpus"])
+    CHECK(gpu["processes"] == json::array());
+  // Still one nvidia-smi for the processes.
+  CHECK(run_shell("grep -c query-compute-apps " + quote(work.folder + "/calls")).out == "1\n");
+  ::kill(watch.pid(), SIGTERM);
+  CHECK(watch.wait() == 0);
 }
 
 TEST_CASE("watch goes on without processes when nvidia-smi cannot give them") {

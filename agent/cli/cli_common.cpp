@@ -145,8 +145,8 @@ void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
       "no processes; the xml source keeps its own list)");
   command
       ->add_option("--process-interval", options.process_interval_seconds,
-                   "Seconds between asking nvidia-smi for the processes (default: max(interval, "
-                   "1)); pmon's interval is this, rounded to 1..10 s")
+                   "Seconds between nvidia-smi's listings of the processes, in its own loop "
+                   "(default: max(interval, 1)); pmon's interval is this, rounded to 1..10 s")
       ->check(finite_range(0.1, 86400.0))
       ->excludes(no_processes);
   command->add_flag(

@@ -1,63 +1,70 @@
 #include "nvidia_smi/stream_decoder.hpp"
 
 #include "nvsmi/quantity.hpp"
+#include "nvsmi/stream.hpp"
 
 namespace nvsmi {
+
 namespace {
+// The reader refuses longer lines itself; this keeps the splitter from holding more.
+constexpr std::size_t max_line_bytes = 64u << 10;
+} // namespace
 
-// Far more than any real list (a row is under 200 bytes): past it the answer is not one.
-constexpr std::size_t max_answer_bytes = 8u << 20;
-
-class ComputeAppsDecoder final : public StreamDecoder {
+class ComputeAppsLoopDecoder final : public StreamDecoder {
 public:
-  explicit ComputeAppsDecoder(std::function<void(std::vector<ComputeApp>)> on_sample)
-      : on_sample_(std::move(on_sample)) {}
+  explicit ComputeAppsLoopDecoder(std::shared_ptr<ComputeAppsLoop> loop)
+      : shared_(std::move(loop)), loop_(*shared_), lines_(max_line_bytes) {}
 
-  void feed(std::string_view bytes, const Events &) override {
-    if (answer_.size() + bytes.size() > max_answer_bytes) {
-      overflowed_ = true;
-      return;
+  void feed(std::string_view bytes, const Events &events) override {
+    StreamPieces pieces;
+    lines_.feed(bytes, pieces);
+    for (const std::string &error : pieces.errors)
+      events.skipped("compute-apps line skipped: " + error, true);
+    for (const std::string &line : pieces.pieces) {
+      // Any line, the header included, says the run is alive and when it last spoke.
+      loop_.running_ = true;
+      loop_.last_output_ = ComputeAppsLoop::Clock::now();
+      ComputeAppsLoopReader::Outcome outcome = loop_.reader_.add_line(line);
+      if (outcome.error) {
+        events.message(line);
+        events.skipped("compute-apps line skipped: " + *outcome.error, true);
+      }
+      if (outcome.sample) {
+        loop_.latest_ = std::move(outcome.sample->apps);
+        events.sample_done();
+      }
     }
-    answer_.append(bytes);
   }
 
-  bool finish(const Events &events, bool clean) override {
-    std::string answer = std::move(answer_);
-    answer_.clear();
-    bool overflowed = overflowed_;
-    overflowed_ = false;
-    if (overflowed) {
-      events.skipped("compute-apps answer skipped: larger than " +
-                         std::to_string(max_answer_bytes >> 20) + " MiB",
-                     true);
-      return false;
-    }
-    // A run that failed or was cut short said why, not which processes there are.
-    if (!clean) {
-      events.message(answer);
-      return false;
-    }
-    try {
-      on_sample_(read_compute_apps(answer));
-      events.sample_done();
-    } catch (const ParseError &error) {
-      events.message(answer);
-      events.skipped(std::string("compute-apps answer skipped: ") + error.what(), true);
-    }
+  // The run ended: what it said last is no longer known to hold.
+  bool finish(const Events &, bool) override {
+    lines_.reset();
+    loop_.reader_ = ComputeAppsLoopReader();
+    loop_.running_ = false;
+    loop_.latest_.reset();
     return false;
   }
 
 private:
-  std::function<void(std::vector<ComputeApp>)> on_sample_;
-  std::string answer_;
-  bool overflowed_ = false;
+  std::shared_ptr<ComputeAppsLoop> shared_;
+  ComputeAppsLoop &loop_;
+  LineSplitter lines_;
 };
 
-} // namespace
+std::unique_ptr<StreamDecoder> ComputeAppsLoop::decoder(std::shared_ptr<ComputeAppsLoop> loop) {
+  return std::make_unique<ComputeAppsLoopDecoder>(std::move(loop));
+}
 
-std::unique_ptr<StreamDecoder>
-compute_apps_decoder(std::function<void(std::vector<ComputeApp>)> on_sample) {
-  return std::make_unique<ComputeAppsDecoder>(std::move(on_sample));
+std::optional<std::vector<ComputeApp>> ComputeAppsLoop::settle(Clock::time_point now) {
+  if (!running_)
+    return std::nullopt;
+  Clock::duration quiet = now - last_output_;
+  if (quiet >= interval_ / 10)
+    if (std::optional<ComputeAppsLoopReader::Sample> last = reader_.flush())
+      latest_ = std::move(last->apps);
+  if (quiet >= 2 * interval_ + std::chrono::seconds(1))
+    latest_.emplace(); // no row for two iterations: none is running
+  return latest_;
 }
 
 } // namespace nvsmi

@@ -92,8 +92,8 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
   std::string last_message, how_it_ended;
   std::function<void()> on_stopped;
 
-  void spawn(bool rerun = false) {
-    if (generation++ > 0 && !rerun)
+  void spawn() {
+    if (generation++ > 0)
       ++counters.restarts;
     std::vector<std::string> argv = settings.command;
     argv.insert(argv.end(), settings.arguments.begin(), settings.arguments.end());
@@ -177,7 +177,7 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
                          ? "was killed by signal " + std::to_string(WTERMSIG(status))
                          : "exited with code " + std::to_string(WEXITSTATUS(status));
       clean_exit = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (!stopping && !stalled && !(one_shot() && clean_exit))
+      if (!stopping && !stalled)
         ++counters.child_exits;
       // Whatever it started must not hold the pipe (or the GPU) after it.
       ::kill(-child->id(), SIGKILL);
@@ -194,6 +194,8 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
   }
 
   void arm_stall(int gen) {
+    if (settings.silence_is_an_answer)
+      return;
     auto self = shared_from_this();
     stall.expires_after(settings.stall_timeout);
     stall.async_wait([this, self, gen](bp::error_code error) {
@@ -241,11 +243,6 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
         on_stopped();
       return;
     }
-    if (one_shot() && clean_exit && !stalled && samples_this_run > 0) {
-      backoff = settings.first_backoff;
-      schedule_rerun();
-      return;
-    }
     if (partial) {
       ++counters.partial_samples;
       log(LogKind::problem, "partial sample dropped");
@@ -259,17 +256,6 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
     log(LogKind::problem,
         settings.label + " " + how_it_ended + (last_message.empty() ? "" : ": " + last_message));
     schedule_restart();
-  }
-
-  bool one_shot() const { return settings.rerun_every.count() > 0; }
-
-  void schedule_rerun() {
-    auto self = shared_from_this();
-    restart.expires_at(started + settings.rerun_every);
-    restart.async_wait([this, self](bp::error_code error) {
-      if (!error && !stopping)
-        spawn(true);
-    });
   }
 
   void schedule_restart() {

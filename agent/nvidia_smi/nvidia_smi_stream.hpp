@@ -28,11 +28,11 @@ struct StreamSettings {
   // Whether what a run printed before it ended without a sample says the query itself was
   // refused (an unknown --fields name): running it again cannot help.
   std::function<bool(const std::string &message)> refused;
-  // For a query that answers once and exits (compute-apps): a clean exit with a sample is no
-  // failure, and the next run starts this long after the last one started. Zero: a loop.
-  std::chrono::milliseconds rerun_every{0};
   std::chrono::milliseconds interval{1000};
-  std::chrono::milliseconds stall_timeout{10000}; // a one-shot run's deadline, too
+  std::chrono::milliseconds stall_timeout{10000};
+  // For a loop that prints nothing when it has nothing to say (compute-apps with no process):
+  // silence is an answer there, not a stall, so it is never killed for it.
+  bool silence_is_an_answer = false;
   std::chrono::milliseconds first_backoff{1000}, max_backoff{30000};
   std::chrono::milliseconds good_run{60000};  // a run this long with samples resets the backoff
   std::chrono::milliseconds term_grace{1000}; // SIGTERM to SIGKILL

@@ -22,6 +22,11 @@ std::vector<std::string> compute_apps_arguments() {
   return {"--query-compute-apps=" + field_list(compute_apps_fields()), "--format=csv"};
 }
 
+std::vector<std::string> compute_apps_loop_arguments(std::chrono::milliseconds interval) {
+  return {"--query-compute-apps=" + field_list(compute_apps_loop_fields()), "--format=csv,nounits",
+          "-lms", std::to_string(interval.count())};
+}
+
 std::vector<std::string> nvidia_smi_argv(const std::optional<std::string> &option) {
   std::string command = "nvidia-smi";
   if (option)

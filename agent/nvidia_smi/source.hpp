@@ -5,6 +5,7 @@
 
 #include "nvsmi/snapshot.hpp"
 
+#include <chrono>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -23,5 +24,9 @@ std::vector<std::string> nvidia_smi_argv(const std::optional<std::string> &optio
 std::string field_list(const std::vector<std::string> &names);
 // The compute processes, asked for as one answer with its header (for read_compute_apps).
 std::vector<std::string> compute_apps_arguments();
+// The compute processes from nvidia-smi's own loop, every `interval`: timestamp first, so that
+// the rows of one iteration are known by it, and with the header, so that a run's start is seen
+// even when no process runs (ComputeAppsLoop).
+std::vector<std::string> compute_apps_loop_arguments(std::chrono::milliseconds interval);
 
 } // namespace nvsmi

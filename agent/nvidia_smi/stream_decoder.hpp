@@ -12,6 +12,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,9 +45,34 @@ std::unique_ptr<StreamDecoder>
 snapshot_decoder(Source source, const GpuQuery &query, std::function<void(Snapshot)> on_sample,
                  std::chrono::milliseconds interval = std::chrono::milliseconds(1000));
 
-// One `--query-compute-apps` answer (a run that exits), as the list of compute processes.
-std::unique_ptr<StreamDecoder>
-compute_apps_decoder(std::function<void(std::vector<ComputeApp>)> on_sample);
+// The compute processes from nvidia-smi's own loop of `--query-compute-apps`
+// (compute_apps_loop_arguments), which marks no iteration's end and prints nothing for one with
+// no process (nvsmi/compute_apps.hpp, ComputeAppsLoopReader). Its decoder feeds this; the sampler
+// asks it, at each GPU sample, what the processes are as of then.
+class ComputeAppsLoop {
+public:
+  using Clock = std::chrono::steady_clock;
+  explicit ComputeAppsLoop(std::chrono::milliseconds interval) : interval_(interval) {}
+
+  // Reads the loop's output into `loop`, which it keeps alive: the stream's state may outlive
+  // whoever made it by a pending handler.
+  static std::unique_ptr<StreamDecoder> decoder(std::shared_ptr<ComputeAppsLoop> loop);
+
+  // The processes as of `now`: the last whole iteration; the one whose rows came last once
+  // nvidia-smi has been quiet for a tenth of the interval (it writes an iteration at once); and
+  // none once it has printed no row for two intervals and a second (an iteration with no process
+  // prints nothing). nullopt while no run has printed its header, and after a run ended, until
+  // the next one's header: then the processes are unknown.
+  std::optional<std::vector<ComputeApp>> settle(Clock::time_point now);
+
+private:
+  friend class ComputeAppsLoopDecoder;
+  std::chrono::milliseconds interval_;
+  ComputeAppsLoopReader reader_;
+  bool running_ = false; // a run printed its header and has not ended
+  Clock::time_point last_output_{};
+  std::optional<std::vector<ComputeApp>> latest_;
+};
 
 // `nvidia-smi pmon`'s scrolling table, one sample per interval.
 std::unique_ptr<StreamDecoder> pmon_decoder(std::function<void(std::vector<PmonRow>)> on_sample);

@@ -120,14 +120,12 @@ void Sampler::start_process_streams(const StreamSettings &gpu_settings) {
   if (options_.source == Source::csv) { // -q -x lists the processes itself
     StreamSettings apps = secondary;
     apps.label = "nvidia-smi --query-compute-apps";
-    apps.arguments = compute_apps_arguments();
-    apps.rerun_every = every;
-    apps_fresh_for_ = 2 * every + milliseconds(5000);
+    apps.arguments = compute_apps_loop_arguments(every);
+    apps.interval = every;
+    apps.silence_is_an_answer = true;
+    apps_loop_ = std::make_shared<ComputeAppsLoop>(every);
     apps_stream_ = std::make_unique<NvidiaSmiStream>(
-        context_, apps, compute_apps_decoder([this](std::vector<ComputeApp> apps_now) {
-          apps_ = {std::move(apps_now), steady_clock::now()};
-        }),
-        log, give_up("processes"));
+        context_, apps, ComputeAppsLoop::decoder(apps_loop_), log, give_up("processes"));
     apps_stream_->start();
   }
 
@@ -163,8 +161,9 @@ void Sampler::deliver(Snapshot snapshot) {
     process_settings_.reset();
   }
   auto now = steady_clock::now();
-  if (apps_.value && now - apps_.at <= apps_fresh_for_)
-    attach_compute_apps(snapshot, *apps_.value);
+  if (apps_loop_)
+    if (std::optional<std::vector<ComputeApp>> apps = apps_loop_->settle(now))
+      attach_compute_apps(snapshot, *apps);
   if (pmon_.value && now - pmon_.at <= pmon_fresh_for_)
     attach_pmon(snapshot, *pmon_.value);
   if (host_)

@@ -1,8 +1,8 @@
 // Where long-running commands (watch, serve, top, run) get their samples: one long-lived
 // nvidia-smi, or a recording replayed at the interval. Live samples also carry who uses each GPU:
-// the compute processes (`--query-compute-apps`, asked again every process interval, for the CSV
-// source; the XML has them), their SM and memory shares (one long-lived `pmon`), and what this
-// machine's /proc says of them and of the host.
+// the compute processes (nvidia-smi's own loop of `--query-compute-apps` every process interval,
+// for the CSV source; the XML has them), their SM and memory shares (one long-lived `pmon`), and
+// what this machine's /proc says of them and of the host.
 #pragma once
 
 #include "core/local_time.hpp"
@@ -91,10 +91,10 @@ private:
   };
   // The GPU stream's settings until its first sample starts the process streams from them.
   std::optional<StreamSettings> process_settings_;
+  std::shared_ptr<ComputeAppsLoop> apps_loop_; // shared with the decoder that fills it
   std::unique_ptr<NvidiaSmiStream> apps_stream_, pmon_stream_;
-  Latest<std::vector<ComputeApp>> apps_;
   Latest<std::vector<PmonRow>> pmon_;
-  std::chrono::milliseconds apps_fresh_for_{0}, pmon_fresh_for_{0};
+  std::chrono::milliseconds pmon_fresh_for_{0};
   std::optional<HostObserver> host_; // live samples only: a recording is of another machine
   std::unique_ptr<XidLog> xid_log_;  // options.kernel_log from the first sample on
   // Across samples, so that every command that samples tells the two passes of a repeated hour
