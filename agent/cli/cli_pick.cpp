@@ -51,8 +51,7 @@ Subcommand add_pick_command(CLI::App &app) {
 
   return {command, [settings] {
             PickOptions &run_options = settings->options;
-            run_options.sample.source =
-                settings->source == "csv" ? Source::csv : Source::xml;
+            run_options.sample.source = settings->source == "csv" ? Source::csv : Source::xml;
             run_options.sample.host = false; // who runs the processes does not decide
             run_options.criteria = settings->pick.criteria;
             run_options.wait_seconds = settings->pick.wait_seconds;

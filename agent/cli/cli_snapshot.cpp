@@ -76,8 +76,7 @@ Subcommand add_snapshot_command(CLI::App &app) {
             settings->options.kernel_log =
                 settings->kernel_log.resolve(settings->options.fixture || !settings->options.host);
             settings->options.say_kernel_log_problems = settings->kernel_log.path.has_value();
-            settings->options.source =
-                settings->source == "csv" ? Source::csv : Source::xml;
+            settings->options.source = settings->source == "csv" ? Source::csv : Source::xml;
             bool to_terminal = ::isatty(STDOUT_FILENO) == 1 && !settings->options.output;
             // The table for people at a terminal; a pipe, a file and --output keep the legacy
             // document that the UI and cron read, byte for byte as before the table existed.

@@ -195,11 +195,8 @@ ComputeAppsLoopReader::Outcome ComputeAppsLoopReader::add_line(std::string_view 
   Outcome outcome;
   if (!line.empty() && line.back() == '\r')
     line.remove_suffix(1);
-  if (line.size() > max_line_bytes) {
-    outcome.error = "compute-apps line of " + std::to_string(line.size()) +
-                    " bytes skipped (longer than " + std::to_string(max_line_bytes) + ")";
+  if ((outcome.error = overlong_line("compute-apps", line, max_line_bytes)))
     return outcome;
-  }
   if (trim(line).empty() || is_header(line))
     return outcome;
   static const Layout layout = layout_from_fields(compute_apps_loop_fields());

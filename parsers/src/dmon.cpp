@@ -153,11 +153,8 @@ void assign(DmonRow &row, Target target, Reading value) {
 
 DmonReader::Outcome DmonReader::add_line(std::string_view line) {
   Outcome outcome;
-  if (line.size() > max_line_bytes) {
-    outcome.error = "dmon line of " + std::to_string(line.size()) + " bytes skipped (longer than " +
-                    std::to_string(max_line_bytes) + ")";
+  if ((outcome.error = overlong_line("dmon", line, max_line_bytes)))
     return outcome;
-  }
   std::string_view content = trim(line);
   if (content.empty())
     return outcome;

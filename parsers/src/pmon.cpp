@@ -81,11 +81,8 @@ PmonRow read_row(std::string_view line, const std::vector<std::string> &columns)
 
 PmonReader::Outcome PmonReader::add_line(std::string_view line) {
   Outcome outcome;
-  if (line.size() > max_line_bytes) {
-    outcome.error = "pmon line of " + std::to_string(line.size()) + " bytes skipped (longer than " +
-                    std::to_string(max_line_bytes) + ")";
+  if ((outcome.error = overlong_line("pmon", line, max_line_bytes)))
     return outcome;
-  }
   std::string_view content = trim(line);
   if (content.empty())
     return outcome;

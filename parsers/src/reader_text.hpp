@@ -1,6 +1,7 @@
 // What the line readers (CSV GPU query, compute-apps, pmon) share about the text they read.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -24,6 +25,16 @@ inline std::string excerpt(std::string_view line) {
   out += line.substr(0, limit);
   out += line.size() > limit ? "...\"" : "\"";
   return out;
+}
+
+// Why a line-by-line reader (pmon, dmon, the compute-apps loop) skips a line longer than it holds,
+// or nullopt for a line it reads: one message for all of them.
+inline std::optional<std::string> overlong_line(std::string_view reader, std::string_view line,
+                                                std::size_t max_bytes) {
+  if (line.size() <= max_bytes)
+    return std::nullopt;
+  return std::string(reader) + " line of " + std::to_string(line.size()) +
+         " bytes skipped (longer than " + std::to_string(max_bytes) + ")";
 }
 
 // The next token of `rest` separated by spaces or tabs (the text tables pmon and dmon print), which
