@@ -1,5 +1,6 @@
 #include "check_output.hpp"
 
+#include "core/screen_text.hpp"
 #include "formats/format_table.hpp"
 #include "formats/formats.hpp"
 
@@ -48,7 +49,7 @@ void check_formats(const nvsmi::Snapshot &snapshot) {
   std::string table = nvsmi::format_table(snapshot, {false, 80});
   std::size_t start = 0;
   for (std::size_t end; (end = table.find('\n', start)) != std::string::npos; start = end + 1)
-    if (nvsmi::screen_columns(table.substr(start, end - start)) > 80)
+    if (nvsmi::text_columns(table.substr(start, end - start)) > 80)
       broken("--format table has a line wider than 80 columns", table);
   for (char c : table)
     if ((static_cast<unsigned char>(c) < 0x20 && c != '\n') || c == 0x7f)
