@@ -13,7 +13,7 @@ constexpr std::size_t max_line_bytes = 64u << 10;
 class ComputeAppsLoopDecoder final : public StreamDecoder {
 public:
   explicit ComputeAppsLoopDecoder(std::shared_ptr<ComputeAppsLoop> loop)
-      : shared_(std::move(loop)), loop_(*shared_), lines_(max_line_bytes) {}
+      : loop_(std::move(loop)), lines_(max_line_bytes) {}
 
   void feed(std::string_view bytes, const Events &events) override {
     StreamPieces pieces;
@@ -22,15 +22,15 @@ public:
       events.skipped("compute-apps line skipped: " + error, true);
     for (const std::string &line : pieces.pieces) {
       // Any line, the header included, says the run is alive and when it last spoke.
-      loop_.running_ = true;
-      loop_.last_output_ = ComputeAppsLoop::Clock::now();
-      ComputeAppsLoopReader::Outcome outcome = loop_.reader_.add_line(line);
+      loop_->running_ = true;
+      loop_->last_output_ = ComputeAppsLoop::Clock::now();
+      ComputeAppsLoopReader::Outcome outcome = loop_->reader_.add_line(line);
       if (outcome.error) {
         events.message(line);
         events.skipped("compute-apps line skipped: " + *outcome.error, true);
       }
       if (outcome.sample) {
-        loop_.latest_ = std::move(outcome.sample->apps);
+        loop_->latest_ = std::move(outcome.sample->apps);
         events.sample_done();
       }
     }
@@ -39,15 +39,14 @@ public:
   // The run ended: what it said last is no longer known to hold.
   bool finish(const Events &, bool) override {
     lines_.reset();
-    loop_.reader_ = ComputeAppsLoopReader();
-    loop_.running_ = false;
-    loop_.latest_.reset();
+    loop_->reader_ = ComputeAppsLoopReader();
+    loop_->running_ = false;
+    loop_->latest_.reset();
     return false;
   }
 
 private:
-  std::shared_ptr<ComputeAppsLoop> shared_;
-  ComputeAppsLoop &loop_;
+  std::shared_ptr<ComputeAppsLoop> loop_;
   LineSplitter lines_;
 };
 

@@ -207,7 +207,8 @@ ComputeAppsLoopReader::Outcome ComputeAppsLoopReader::add_line(std::string_view 
     outcome.error = error.what();
     return outcome;
   }
-  std::string_view timestamp = cell_text(line, split_cells(line).front());
+  // The first cell (timestamp comes first in compute_apps_loop_fields()).
+  std::string_view timestamp = trim(line.substr(0, line.find(',')));
   if (timestamp.empty() || is_unknown(timestamp)) {
     outcome.error = "compute-apps row without its timestamp: " + excerpt(line);
     return outcome;

@@ -43,8 +43,6 @@ public:
                                       // was refused
   };
   Outcome add_line(std::string_view line);
-  // True while a header is known and its rows are read.
-  bool reading() const { return !columns_.empty(); }
 
   // Where each column's value goes; public for the reader's table.
   enum class Target {
