@@ -288,6 +288,8 @@ TEST_CASE("run --format html puts the job in report's page, before the GPUs' fig
   CHECK(job < html.find("<h2>All GPUs</h2>"));
   CHECK(html.find("<section class=\"job\"", job + 1) == std::string::npos);
   CHECK(html.find("<p class=\"meta\">exit code 3 after ") != std::string::npos);
+  CHECK(html.find("<p class=\"meta\">samples taken while the job ran</p>") != std::string::npos);
+  CHECK(html.find("Times as nvidia-smi stamped the samples (") != std::string::npos);
   CHECK(html.find("</body></html>\n") == html.size() - 15);
 }
 

@@ -345,7 +345,8 @@ table{border-collapse:collapse;margin:6px 0 10px}th{text-align:left;padding:2px 
          std::to_string(report.rows_read) + " rows read, " + std::to_string(report.rows_used) +
          " used, " + std::to_string(report.bad.total()) + " bad</p>\n";
   Scales scales = shared_scales(report.gpus);
-  out += "<p class=\"meta\">Times as the log gives them (" +
+  out += std::string("<p class=\"meta\">Times as ") +
+         (report.files.empty() ? "nvidia-smi stamped the samples (" : "the log gives them (") +
          utc_offset_name(scales.time.offset_minutes) +
          "). Every GPU's charts share their axes.</p>\n";
   if (report.job)
