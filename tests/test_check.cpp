@@ -72,10 +72,10 @@ TEST_CASE("check: healthy GPUs are OK, with the perfdata exactly as Nagios reads
 }
 
 TEST_CASE("check: the exit codes are Nagios's, and CRITICAL outranks WARNING outranks UNKNOWN") {
-  CHECK(static_cast<int>(CheckStatus::ok) == 0);
-  CHECK(static_cast<int>(CheckStatus::warning) == 1);
-  CHECK(static_cast<int>(CheckStatus::critical) == 2);
-  CHECK(static_cast<int>(CheckStatus::unknown) == 3);
+  CHECK(nagios_exit_code(CheckStatus::ok) == 0);
+  CHECK(nagios_exit_code(CheckStatus::warning) == 1);
+  CHECK(nagios_exit_code(CheckStatus::critical) == 2);
+  CHECK(nagios_exit_code(CheckStatus::unknown) == 3);
   CHECK(worse(CheckStatus::ok, CheckStatus::unknown) == CheckStatus::unknown);
   CHECK(worse(CheckStatus::unknown, CheckStatus::warning) == CheckStatus::warning);
   CHECK(worse(CheckStatus::critical, CheckStatus::unknown) == CheckStatus::critical);

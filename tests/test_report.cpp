@@ -1,5 +1,7 @@
 // `nvsmi-agent report`: exact figures on small logs whose answer is known, and the built binary
 // on the hand-made logs in fixtures/logs.
+#include "core/exit_codes.hpp"
+#include "formats/formats.hpp"
 #include "report/report.hpp"
 #include "report/report_series.hpp"
 #include "support.hpp"
@@ -1082,4 +1084,136 @@ TEST_CASE("report: findings carry their severity in HTML, JSON and text") {
   CHECK_THAT(text.out, Catch::Contains("  finding      warning: at its power limit 100%"));
   CHECK_THAT(text.out,
              Catch::Contains("  finding      critical: reached 93 \u00b0C: check cooling"));
+}
+
+// Issue 24, item 5: run's report is a section of report, its samples fed in memory.
+namespace {
+
+// A sample of GPU 0 (and GPU 1, which a job's report leaves out), `second` seconds after
+// 2024-03-14T10:00:00+01:00, with one process of alice's holding 4096 MiB on GPU 0.
+nvsmi::Snapshot job_sample(int second) {
+  nvsmi::Snapshot snapshot;
+  snapshot.timestamp = nvsmi::parse_iso8601_timestamp(stamp(second));
+  for (int index = 0; index < 2; ++index) {
+    nvsmi::Gpu &gpu = snapshot.gpus.emplace_back();
+    gpu.index = index;
+    gpu.uuid = "GPU-00000000-0000-0000-0000-00000000000" + std::to_string(index);
+    gpu.name = "NVIDIA H100";
+    gpu.utilization_gpu_percent = 20 * second % 100;
+    gpu.memory_total_mib = 81559;
+    gpu.memory_used_mib = 4096;
+    gpu.power_draw_w = 100.0 + second;
+    gpu.temperature_c = 40;
+    nvsmi::Process &process = gpu.processes.emplace().emplace_back();
+    process.pid = 4242;
+    process.name = "python";
+    process.used_memory_mib = 4096;
+    process.user = "alice";
+  }
+  return snapshot;
+}
+
+nvsmi::JobSummary a_job() {
+  nvsmi::JobSummary job;
+  job.command = {"train", "\x1b[2Jx"};
+  job.exit_code = 3;
+  job.seconds = 9;
+  nvsmi::JobGpuTally &gpu = job.gpus.emplace_back();
+  gpu.gpu = {0, "GPU-00000000-0000-0000-0000-000000000000"};
+  gpu.samples = gpu.samples_with_job = 10;
+  gpu.memory_total_mib = 81559;
+  gpu.peak_job_memory_mib = 4096;
+  gpu.strangers.push_back({"bob's \x1b]0;owned\x07sleep", 5});
+  return job;
+}
+
+nvsmi::ReportOptions gpu0_only() {
+  nvsmi::ReportOptions options;
+  options.gpus = {"GPU-00000000-0000-0000-0000-000000000000"};
+  return options;
+}
+
+} // namespace
+
+TEST_CASE("report: samples fed in memory make the report their JSON log makes") {
+  std::string log;
+  nvsmi::ReportBuilder builder(gpu0_only());
+  for (int second = 0; second < 10; ++second) {
+    log += nvsmi::format_json(job_sample(second)) + "\n";
+    builder.add(job_sample(second));
+  }
+  nvsmi::ReportOptions options = gpu0_only();
+  options.files = {test::temporary_folder() + "/samples.json"};
+  test::write_file(options.files[0], log);
+  json from_memory = json::parse(nvsmi::format_report_json(builder.finish()));
+  json from_file = json::parse(nvsmi::format_report_json(nvsmi::make_report(options)));
+  CHECK(from_memory["files"].empty());
+  from_memory.erase("files");
+  from_file.erase("files");
+  CHECK(from_memory["rows"]["used"] == 10);
+  CHECK(from_memory["rows"]["other_gpus"] == 10);
+  CHECK(from_memory["users"][0]["user"] == "alice");
+  CHECK(from_memory.dump() == from_file.dump());
+}
+
+TEST_CASE("report: a job is a section of the report model that every format renders") {
+  nvsmi::ReportBuilder builder(gpu0_only());
+  for (int second = 0; second < 10; ++second)
+    builder.add(job_sample(second));
+  nvsmi::Report report = builder.finish(a_job());
+  REQUIRE(report.job);
+  CHECK(report.job->command[0] == "train");
+  CHECK(report.rows_used == 10);
+
+  std::string text = nvsmi::format_report_text(report);
+  CHECK_THAT(text, Catch::StartsWith("samples: taken while the job ran\n"));
+  CHECK_THAT(text, Catch::Contains("\nGPU 0  NVIDIA H100"));
+  CHECK_THAT(text, Catch::Contains("\nJob  train [2Jx\n  ended        exit code 3 after 9.0 s\n"));
+  CHECK_THAT(text, Catch::Contains("GPU 0 was shared with bob's ]0;ownedsleep for 50% of the run"));
+  CHECK(text.find('\x1b') == std::string::npos);
+  CHECK(text.find('\x07') == std::string::npos);
+  CHECK(text.find("Job ") > text.find("GPU 0 ")); // after the figures it is judged by
+
+  json document = json::parse(nvsmi::format_report_json(report));
+  CHECK(document["schema"] == "nvsmi-agent.report/1");
+  CHECK(document["gpus"].size() == 1);
+  CHECK(document["job"]["command"] == json::array({"train", "[2Jx"}));
+  CHECK(document["job"]["exit_code"] == 3);
+  CHECK(document["job"]["signal"].is_null());
+  CHECK(document["job"]["gpus"][0]["peak_job_memory_mib"] == 4096);
+  CHECK(document["job"]["gpus"][0]["batch_growth_estimate"] == 19.9);
+  CHECK(document["job"]["gpus"][0]["shared_with"][0]["who"] == "bob's ]0;ownedsleep");
+  CHECK(document["job"]["gpus"][0]["shared_with"][0]["percent_of_run"] == 50);
+
+  // Inside the page, first after its heading, once: not pasted after the page's end.
+  std::string html = nvsmi::format_report_html(report);
+  std::size_t job = html.find("<section class=\"job\"");
+  REQUIRE(job != std::string::npos);
+  CHECK(html.find("<section class=\"job\"", job + 1) == std::string::npos);
+  CHECK(job > html.find("<h1>GPU report</h1>"));
+  CHECK(job < html.find("<h2>All GPUs</h2>"));
+  CHECK(html.find("</body></html>\n") == html.size() - 15);
+  CHECK_THAT(html, Catch::Contains("<h2>Job <code>train [2Jx</code></h2>"));
+  CHECK(html.find('\x1b') == std::string::npos);
+}
+
+TEST_CASE("report: a job without a usable sample is the job's section alone, in a whole page") {
+  nvsmi::ReportBuilder builder(gpu0_only());
+  nvsmi::Snapshot unstamped = job_sample(0);
+  unstamped.timestamp.reset();
+  builder.add(unstamped);
+  CHECK_THROWS_AS(nvsmi::ReportBuilder(gpu0_only()).finish(), nvsmi::AgentError);
+  nvsmi::Report report = builder.finish(a_job());
+  CHECK(report.rows_used == 0);
+  CHECK(report.bad.counts[nvsmi::BadRows::no_timestamp] == 2);
+  REQUIRE(report.job);
+  CHECK(report.job->notes.back() == "no sample of the job's GPUs was taken while it ran");
+  json document = json::parse(nvsmi::format_report_json(report));
+  CHECK(document.size() == 2); // schema and job
+  CHECK(document["job"]["notes"].back() == "no sample of the job's GPUs was taken while it ran");
+  CHECK_THAT(nvsmi::format_report_text(report), Catch::StartsWith("\nJob  train [2Jx\n"));
+  std::string html = nvsmi::format_report_html(report);
+  CHECK_THAT(html, Catch::Contains("<meta charset=\"utf-8\">")); // a page, styled as report's
+  CHECK_THAT(html, Catch::Contains("<style>"));
+  CHECK(html.find("<section class=\"job\"") < html.find("</body></html>\n"));
 }

@@ -1,7 +1,8 @@
 // The HTML report opened in headless Chromium, its screenshots kept as test artifacts
 // (BUILD/artifacts/report.png at 1400 px wide and report-phone.png at 400 px; report-users.png and
 // report-users-phone.png for a JSON log's users ledger), and a check that nothing makes a 400 px
-// page scroll sideways. Skipped with a message where Chromium is not installed.
+// page scroll sideways; and `run`'s report with its job (run-report.png, run-report-phone.png).
+// Skipped with a message where Chromium is not installed.
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
@@ -23,25 +24,29 @@ std::string report_html(const std::string &name, const std::string &log) {
   return html;
 }
 
-} // namespace
+// `run`'s HTML report of a job of a few seconds on GPU 0 of the stand-in, which another user's
+// process shares.
+std::string run_report_html() {
+  std::string html = std::string(ARTIFACTS_DIR) + "/run-report.html";
+  std::string folder = test::temporary_folder();
+  std::string apps = folder + "/apps";
+  test::write_file(apps, "GPU-00000000-0000-0000-0000-000000000000, 1, 2048 MiB, sleep\n");
+  test::run_shell("mkdir -p " + quote(ARTIFACTS_DIR));
+  test::Run run = test::run_shell(
+      "FAKE_NVSMI_STAMP_NOW=1 FAKE_NVSMI_APPS=" + quote(apps) + " " + AGENT_BIN +
+      " run --nvidia-smi " + quote(SCRIPTS_DIR "/fake-nvidia-smi") + " --interval 0.2 " +
+      "--process-interval 0.2 --lock-dir " + quote(folder + "/locks") +
+      " --gpu-ids 0 --format html --report " + quote(html) +
+      " -- sh -c 'sleep 2; python3 -c \"import sys; sys.exit(3)\" --a-long-option-that-wraps'");
+  INFO(run.err);
+  REQUIRE(run.exit_code == 3);
+  return html;
+}
 
-TEST_CASE("report: the HTML page renders in headless Chromium") {
-  if (!test::installed("chromium")) {
-    WARN("chromium is not installed (scripts/install-deps installs it): not rendered");
-    return;
-  }
-  // The users ledger comes after four GPUs' charts: a page tall enough to hold it, on a desktop
-  // and on a phone.
-  using Page = std::tuple<std::string, std::string, int, int>;
-  auto [name, log, width, height] =
-      GENERATE(Page{"report", "two-limits-midnight.csv", 1400, 2400},
-               Page{"report-phone", "two-limits-midnight.csv", 400, 4200},
-               Page{"report-users", "shared-3users.jsonl", 1400, 7200},
-               Page{"report-users-phone", "shared-3users.jsonl", 400, 12000});
-  std::string html = report_html(name, log);
+// `html` as Chromium draws it in a window of `width` x `height`, kept as ARTIFACTS_DIR/NAME.png.
+void screenshot(const std::string &html, const std::string &name, int width, int height) {
   std::string png = std::string(ARTIFACTS_DIR) + "/" + name + ".png";
   test::run_shell("rm -f " + quote(png));
-
   test::Run browser =
       test::chromium("--screenshot=" + quote(png) + " --window-size=" + std::to_string(width) +
                      "," + std::to_string(height) + " " + quote("file://" + html));
@@ -53,14 +58,8 @@ TEST_CASE("report: the HTML page renders in headless Chromium") {
   CHECK(test::read_file(png).compare(0, 8, "\x89PNG\r\n\x1a\n") == 0);
 }
 
-TEST_CASE("report: nothing in the HTML page scrolls sideways at 400 px") {
-  if (!test::installed("chromium")) {
-    WARN("chromium is not installed (scripts/install-deps installs it): not measured");
-    return;
-  }
-  std::string log = GENERATE(std::string("two-limits-midnight.csv"),
-                             std::string("shared-3users.jsonl"), std::string("bad-rows.csv"));
-  std::string html = report_html("report-width", log);
+// The page framed at 400 px wide is no wider than its frame.
+void check_no_sideways_scroll(const std::string &html) {
   // The report has no script of its own: a page of the test's frames it at 400 px and writes the
   // widths it finds into its own DOM, which --dump-dom prints.
   std::string probe = test::temporary_folder() + "/probe.html";
@@ -76,11 +75,62 @@ TEST_CASE("report: nothing in the HTML page scrolls sideways at 400 px") {
   test::Run browser = test::chromium("--allow-file-access-from-files "
                                      "--virtual-time-budget=5000 --dump-dom " +
                                      quote("file://" + probe));
-  INFO(log << "\n" << browser.out << browser.err);
+  INFO(browser.out << browser.err);
   REQUIRE(browser.exit_code == 0);
   std::smatch found;
   REQUIRE(std::regex_search(browser.out, found, std::regex("client=(\\d+) scroll=(\\d+)")));
   int client = std::stoi(found[1]), scroll = std::stoi(found[2]);
   CHECK(client > 300);
   CHECK(scroll <= client);
+}
+
+} // namespace
+
+TEST_CASE("run: the HTML report with its job renders in headless Chromium, at 1400 and 400 px") {
+  if (!test::installed("chromium")) {
+    WARN("chromium is not installed (scripts/install-deps installs it): not rendered");
+    return;
+  }
+  std::string html = run_report_html();
+  using Page = std::tuple<std::string, int, int>;
+  auto [name, width, height] =
+      GENERATE(Page{"run-report", 1400, 1600}, Page{"run-report-phone", 400, 2600});
+  screenshot(html, name, width, height);
+}
+
+TEST_CASE("report: the HTML page renders in headless Chromium") {
+  if (!test::installed("chromium")) {
+    WARN("chromium is not installed (scripts/install-deps installs it): not rendered");
+    return;
+  }
+  // The users ledger comes after four GPUs' charts: a page tall enough to hold it, on a desktop
+  // and on a phone.
+  using Page = std::tuple<std::string, std::string, int, int>;
+  auto [name, log, width, height] =
+      GENERATE(Page{"report", "two-limits-midnight.csv", 1400, 2400},
+               Page{"report-phone", "two-limits-midnight.csv", 400, 4200},
+               Page{"report-users", "shared-3users.jsonl", 1400, 7200},
+               Page{"report-users-phone", "shared-3users.jsonl", 400, 12000});
+  std::string html = report_html(name, log);
+  screenshot(html, name, width, height);
+}
+
+TEST_CASE("report: nothing in the HTML page scrolls sideways at 400 px") {
+  if (!test::installed("chromium")) {
+    WARN("chromium is not installed (scripts/install-deps installs it): not measured");
+    return;
+  }
+  std::string log = GENERATE(std::string("two-limits-midnight.csv"),
+                             std::string("shared-3users.jsonl"), std::string("bad-rows.csv"));
+  std::string html = report_html("report-width", log);
+  INFO(log);
+  check_no_sideways_scroll(html);
+}
+
+TEST_CASE("run: nothing in its HTML report scrolls sideways at 400 px") {
+  if (!test::installed("chromium")) {
+    WARN("chromium is not installed (scripts/install-deps installs it): not measured");
+    return;
+  }
+  check_no_sideways_scroll(run_report_html());
 }

@@ -271,6 +271,28 @@ TEST_CASE("run --format json adds the job to report's JSON") {
   CHECK(document["job"]["gpus"][0]["batch_growth_estimate"].is_null());
 }
 
+// Issue 24, item 5: the job's section is rendered by report's page, not pasted into it.
+TEST_CASE("run --format html puts the job in report's page, before the GPUs' figures") {
+  std::string folder = test::temporary_folder();
+  std::string report = folder + "/report.html";
+  test::Run run =
+      run_shell("FAKE_NVSMI_STAMP_NOW=1 " +
+                run_command(folder + "/locks", "--gpu-ids 0 --format html --report " +
+                                                   quote(report) + " -- sh -c 'sleep 1; exit 3'"));
+  CHECK(run.exit_code == 3);
+  std::string html = test::read_file(report);
+  INFO(run.err << html);
+  std::size_t job = html.find("<section class=\"job\" id=\"job\"><h2>Job <code>sh -c sleep 1; "
+                              "exit 3</code></h2>");
+  REQUIRE(job != std::string::npos);
+  CHECK(job < html.find("<h2>All GPUs</h2>"));
+  CHECK(html.find("<section class=\"job\"", job + 1) == std::string::npos);
+  CHECK(html.find("<p class=\"meta\">exit code 3 after ") != std::string::npos);
+  CHECK(html.find("<p class=\"meta\">samples taken while the job ran</p>") != std::string::npos);
+  CHECK(html.find("Times as nvidia-smi stamped the samples (") != std::string::npos);
+  CHECK(html.find("</body></html>\n") == html.size() - 15);
+}
+
 // Claims against a local user who attacks them: the shared folder as the package ships it, and
 // the user `nobody` running jobs there too and planting and removing what they can.
 namespace {
@@ -505,28 +527,44 @@ TEST_CASE("a --report or --log that cannot be written is said before the job sta
   CHECK(!std::ifstream(started).good());
 }
 
-TEST_CASE("a report that cannot be written after the job keeps the samples and says where") {
+// Issue 24, item 5: the samples are only in memory, so a report that cannot go to its file goes
+// to standard error rather than nowhere.
+TEST_CASE("a report that cannot be written after the job goes to standard error instead") {
   std::string folder = test::temporary_folder();
-  std::string temporary = folder + "/tmp", out = folder + "/out";
-  REQUIRE(run_shell("mkdir " + quote(temporary) + " " + quote(out)).exit_code == 0);
-  // The job waits for a sample in its run's samples, then takes the report's folder away.
-  std::string job = "sh -c 'for i in $(seq 1200); do [ -s " + temporary +
-                    "/nvsmi-run.*/samples.json ] && break; sleep 0.1; done; rm -r " + out + "'";
+  std::string out = folder + "/out";
+  REQUIRE(run_shell("mkdir " + quote(out)).exit_code == 0);
+  // The job takes the report's folder away.
+  test::Run run = run_shell(
+      "FAKE_NVSMI_STAMP_NOW=1 " +
+      run_command(folder + "/locks", "--gpu-ids 0 --report " + quote(out + "/report") +
+                                         " -- sh -c 'sleep 1; rm -r " + quote(out) + "; exit 4'"));
+  CHECK(run.exit_code == 4); // the job's
+  INFO(run.err);
+  CHECK(run.err.find(" no end-of-run report in " + out +
+                     "/report: cannot create a temporary file beside " + out +
+                     "/report: No such file or directory; it follows on standard error\n") !=
+        std::string::npos);
+  CHECK(run.err.find("\nJob  sh -c sleep 1; rm -r ") != std::string::npos);
+  CHECK(run.err.find("  ended        exit code 4 after ") != std::string::npos);
+}
+
+// Issue 24, item 5: the report is made of the samples in memory, not of a file written for it.
+TEST_CASE("run without --log writes no file for its samples") {
+  std::string folder = test::temporary_folder();
+  std::string temporary = folder + "/tmp", listing = folder + "/listing";
+  REQUIRE(run_shell("mkdir " + quote(temporary)).exit_code == 0);
+  // The job looks into TMPDIR while samples are being taken: the report's samples are not there.
   test::Run run = run_shell(
       "FAKE_NVSMI_STAMP_NOW=1 TMPDIR=" + quote(temporary) + " " +
-      run_command(folder + "/locks", "--report " + quote(out + "/report") + " -- " + job));
-  CHECK(run.exit_code == 0); // the job's
+      run_command(folder + "/locks",
+                  "--gpu-ids 0 -- sh -c 'sleep 1; ls -A \"$TMPDIR\" >" + quote(listing) + "'"));
   INFO(run.err);
-  std::string kept = "; the samples are in " + temporary + "/nvsmi-run.";
-  REQUIRE(run.err.find(" no end-of-run report: cannot create a temporary file beside") !=
-          std::string::npos);
-  std::size_t at = run.err.find(kept);
-  REQUIRE(at != std::string::npos);
-  std::size_t from = at + std::string("; the samples are in ").size();
-  std::string path = run.err.substr(from, run.err.find(' ', from) - from);
-  CHECK(path.size() > temporary.size() + 25); // .../nvsmi-run.XXXXXX/samples.json
-  CHECK(test::read_file(path).find("\"gpus\"") != std::string::npos);
-  CHECK(test::run_agent("report " + quote(path)).exit_code == 0);
+  CHECK(run.exit_code == 0);
+  CHECK(test::read_file(listing).empty());
+  CHECK(run_shell("ls -A " + quote(temporary)).out.empty());
+  CHECK(run.err.find("samples: taken while the job ran\n") != std::string::npos);
+  CHECK(run.err.find("\nGPU 0  ") != std::string::npos);
+  CHECK(run.err.find("\nJob  sh -c sleep 1; ls -A ") != std::string::npos);
 }
 
 TEST_CASE("a job that cannot start leaves no temporary folder behind") {

@@ -140,6 +140,10 @@ TEST_CASE("thresholds: every screen's hot is the table's") {
   CHECK(reached.text == "reached " + std::to_string(hot) + " \u00b0C: check cooling");
   CHECK(reached.severity == Severity::warning);
   CHECK(report_at(gpu_thresholds::too_hot_c).severity == Severity::critical);
+  // Issue 24, item 4: one severity scale, so the same temperature is the same severity in both.
+  for (std::int64_t temperature :
+       {hot - 1, hot, gpu_thresholds::too_hot_c - 1, gpu_thresholds::too_hot_c})
+    CHECK(check_status(busy_gpu(temperature)).severity() == report_at(temperature).severity);
   CHECK_THAT(report_at(hot - 1).text, !Catch::Contains("reached"));
 }
 

@@ -20,26 +20,37 @@
 namespace nvsmi {
 namespace {
 
-int rank(CheckStatus status) {
-  switch (status) {
-  case CheckStatus::ok:
-    return 0;
-  case CheckStatus::unknown:
-    return 1;
-  case CheckStatus::warning:
-    return 2;
-  case CheckStatus::critical:
-    return 3;
+// What a status is to Nagios: its word, its exit code, and its rank in the order a monitoring
+// operator acts on (CRITICAL, WARNING, UNKNOWN, OK: a real problem on one GPU is not hidden behind
+// another that could not be judged). The one place they are written.
+struct NagiosStatus {
+  const char *name;
+  int exit_code, rank;
+};
+
+NagiosStatus nagios(CheckStatus status) {
+  const NagiosStatus unknown{"UNKNOWN", 3, 1};
+  if (!status.severity())
+    return unknown;
+  switch (*status.severity()) {
+  case Severity::ok:
+    return {"OK", 0, 0};
+  case Severity::warning:
+    return {"WARNING", 1, 2};
+  case Severity::critical:
+    return {"CRITICAL", 2, 3};
   }
-  return 1;
+  return unknown;
 }
 
-CheckStatus level(double value, const Limits &limits) {
+int rank(CheckStatus status) { return nagios(status).rank; }
+
+Severity level(double value, const Limits &limits) {
   if (limits.critical && value >= *limits.critical)
-    return CheckStatus::critical;
+    return Severity::critical;
   if (limits.warning && value >= *limits.warning)
-    return CheckStatus::warning;
-  return CheckStatus::ok;
+    return Severity::warning;
+  return Severity::ok;
 }
 
 bool active(const Limits &limits) { return limits.warning || limits.critical; }
@@ -177,19 +188,9 @@ void judge_xids(Subject &subject, const XidCounts &counts, const CheckThresholds
 
 } // namespace
 
-const char *check_status_name(CheckStatus status) {
-  switch (status) {
-  case CheckStatus::ok:
-    return "OK";
-  case CheckStatus::warning:
-    return "WARNING";
-  case CheckStatus::critical:
-    return "CRITICAL";
-  case CheckStatus::unknown:
-    return "UNKNOWN";
-  }
-  return "UNKNOWN";
-}
+const char *check_status_name(CheckStatus status) { return nagios(status).name; }
+
+int nagios_exit_code(CheckStatus status) { return nagios(status).exit_code; }
 
 CheckStatus worse(CheckStatus a, CheckStatus b) { return rank(b) > rank(a) ? b : a; }
 
@@ -471,9 +472,9 @@ int write_plugin_line(const CheckResult &result) {
   try {
     write_stdout(plugin_line(result));
   } catch (const std::exception &) {
-    return static_cast<int>(CheckStatus::unknown); // nobody left to read the line
+    return nagios_exit_code(CheckStatus::unknown); // nobody left to read the line
   }
-  return static_cast<int>(result.status);
+  return nagios_exit_code(result.status);
 }
 
 int run_check(const CheckOptions &options) {

@@ -4,6 +4,7 @@
 // without a GPU or a clock.
 #pragma once
 
+#include "core/severity.hpp"
 #include "sampling/one_sample.hpp"
 
 #include "nvsmi/snapshot.hpp"
@@ -17,11 +18,35 @@
 
 namespace nvsmi {
 
-// The plugin's statuses, numbered as Nagios reads the exit code.
-enum class CheckStatus : int { ok = 0, warning = 1, critical = 2, unknown = 3 };
+// The plugin's status: a severity on the agent's one scale (core/severity.hpp), the same that
+// `report`'s findings use, or unknown: the sample could not be judged (Nagios's UNKNOWN, which is
+// no severity).
+class CheckStatus {
+public:
+  static const CheckStatus ok, warning, critical, unknown;
+
+  constexpr CheckStatus(Severity severity) : severity_(severity) {}
+  // nullopt: unknown.
+  constexpr std::optional<Severity> severity() const { return severity_; }
+  constexpr bool operator==(const CheckStatus &other) const { return severity_ == other.severity_; }
+  constexpr bool operator!=(const CheckStatus &other) const { return !(*this == other); }
+
+private:
+  constexpr CheckStatus() = default;
+  std::optional<Severity> severity_;
+};
+
+inline const CheckStatus CheckStatus::ok{Severity::ok};
+inline const CheckStatus CheckStatus::warning{Severity::warning};
+inline const CheckStatus CheckStatus::critical{Severity::critical};
+inline const CheckStatus CheckStatus::unknown{};
 
 // "OK", "WARNING", "CRITICAL", "UNKNOWN".
 const char *check_status_name(CheckStatus status);
+
+// The exit code Nagios reads the status from: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN. The one
+// place the codes are written.
+int nagios_exit_code(CheckStatus status);
 
 // Worse of the two, in the order a monitoring operator acts on: CRITICAL, WARNING, UNKNOWN, OK (a
 // real problem on one GPU is not hidden behind another GPU that could not be judged).

@@ -1,9 +1,9 @@
 #include "commands/run_command.hpp"
 
-#include "commands/run_report.hpp"
 #include "core/exit_codes.hpp"
 #include "core/log_line.hpp"
 #include "core/number_text.hpp"
+#include "core/screen_text.hpp"
 #include "files/file_io.hpp"
 #include "files/json_log.hpp"
 #include "host/process_tree.hpp"
@@ -78,14 +78,6 @@ std::vector<std::string> job_environment(const std::vector<JobGpu> &gpus, bool b
     environment.push_back("CUDA_DEVICE_ORDER=PCI_BUS_ID");
   environment.push_back("NVSMI_RUN_GPUS=" + joined(uuids, ","));
   return environment;
-}
-
-std::string temporary_log_folder() {
-  const char *base = std::getenv("TMPDIR");
-  std::string pattern = std::string(base && *base ? base : "/tmp") + "/nvsmi-run.XXXXXX";
-  if (!::mkdtemp(pattern.data()))
-    io_failure("cannot make a folder for the samples", pattern);
-  return pattern;
 }
 
 enum class Phase { choosing, running, finishing, failed };
@@ -254,31 +246,16 @@ private:
     return "";
   }
 
-  // The samples' file, when it is only for the report: gone with its folder.
-  void remove_temporary_samples() {
-    if (!temporary_folder_)
-      return;
-    json_log_.reset();
-    std::remove(log_path_.c_str());
-    ::rmdir(temporary_folder_->c_str());
-    temporary_folder_.reset();
-  }
-
   void start_job(std::vector<JobGpu> gpus) {
     wait_deadline_.cancel();
-    try {
-      if (options_.log_file) {
-        log_path_ = *options_.log_file;
-      } else {
-        temporary_folder_ = temporary_log_folder();
-        log_path_ = *temporary_folder_ + "/samples.json";
+    if (options_.log_file) {
+      try {
+        json_log_.emplace(*options_.log_file, RotationSettings{});
+      } catch (const AgentError &error) {
+        claims_.clear();
+        fail(error.code(), error.what());
+        return;
       }
-      json_log_.emplace(log_path_, RotationSettings{});
-    } catch (const AgentError &error) {
-      remove_temporary_samples();
-      claims_.clear();
-      fail(error.code(), error.what());
-      return;
     }
     // A worker that leaves the job's parent chain (a double fork, a daemon) comes to us rather
     // than to init: it stays among our descendants, so it is still told the job's, and what is
@@ -311,7 +288,7 @@ private:
     int error = ::posix_spawnp(&pid, argv[0], nullptr, &attributes, argv.data(), envp.data());
     posix_spawnattr_destroy(&attributes);
     if (error != 0) {
-      remove_temporary_samples();
+      json_log_.reset();
       claims_.clear();
       fail(static_cast<ExitCode>(error == ENOENT ? 127 : 126),
            options_.command[0] + ": " +
@@ -323,7 +300,11 @@ private:
     job_start_ticks_ = process_start_ticks(job_pid_);
     phase_ = Phase::running;
     job_started_ = steady_clock::now();
-    gpus_ = gpus;
+    // The report is made of the samples as they come, in memory: only the job's GPUs.
+    ReportOptions report_options;
+    for (const JobGpu &gpu : gpus)
+      report_options.gpus.push_back(gpu.uuid);
+    report_.emplace(report_options);
     ledger_.emplace(std::move(gpus));
     if (attribute_) {
       own_cgroup_ = process_cgroup(::getpid());
@@ -430,15 +411,11 @@ private:
         job_cgroup_ = cgroup; // the job may have moved itself
     ledger_->add(snapshot, [this](const Process &process) { return owner_of(process); });
     reap_adopted();
+    report_->add(snapshot);
     if (!json_log_)
       return;
     try {
       json_log_->append(snapshot);
-      if (snapshot.timestamp) {
-        if (!first_sample_)
-          first_sample_ = snapshot.timestamp;
-        last_sample_ = snapshot.timestamp;
-      }
     } catch (const AgentError &error) {
       log_line(error.what());
       notes_.push_back(std::string("the samples stopped being logged: ") + error.what());
@@ -468,55 +445,31 @@ private:
     if (left.size() > named)
       job.left_running.push_back("and " + std::to_string(left.size() - named) + " more");
     if (!job.left_running.empty()) // not waited for: they may be meant to outlive the job
-      log_line("left running by the job: " + printable_lines(joined(job.left_running, ", ")));
-    try {
-      write_report(job);
-      remove_temporary_samples();
-    } catch (const AgentError &error) {
-      // The samples are what the report is made of: kept, so that it can be made again.
-      log_line(std::string("no end-of-run report: ") + error.what() + "; the samples are in " +
-               log_path_ + " (nvsmi-agent report reads them)");
-    }
+      log_line("left running by the job: " + printable_text(joined(job.left_running, ", ")));
+    write_report(report_->finish(std::move(job)));
     claims_.clear(); // only now: the job and its report are done with the GPUs
     return exit_code_;
   }
 
-  void write_report(JobSummary &job) {
-    std::string text;
-    try {
-      ReportOptions report_options;
-      report_options.files = {log_path_};
-      for (const JobGpu &gpu : gpus_)
-        report_options.gpus.push_back(gpu.uuid);
-      if (options_.log_file) { // it may hold samples of earlier runs
-        report_options.from = first_sample_;
-        report_options.to = last_sample_;
-      }
-      Report report = make_report(report_options);
-      if (options_.format == "json")
-        text = add_job_to_json(format_report_json(report), job);
-      else if (options_.format == "html")
-        text = add_job_to_html(format_report_html(report), job);
-      else // a terminal's, perhaps: user and program names from outside go through top's filter
-        text = printable_lines(format_report_text(report) + job_text(job));
-    } catch (const AgentError &error) {
-      if (error.code() != exit_bad_output)
-        throw;
-      job.notes.push_back("no sample of the job's GPUs was taken while it ran");
-      if (options_.format == "json")
-        text = add_job_to_json("{\"schema\":\"nvsmi-agent.report/1\"}", job);
-      else if (options_.format == "html")
-        text = add_job_to_html("<!DOCTYPE html><html><body></body></html>\n", job);
-      else
-        text = job_text(job);
-    }
+  // To --report, else to standard error. A --report that cannot be written (its folder taken
+  // away while the job ran) sends the report to standard error instead: the samples are only in
+  // memory, so this is the last chance to see them.
+  void write_report(const Report &report) {
+    std::string text = options_.format == "json"   ? format_report_json(report)
+                       : options_.format == "html" ? format_report_html(report)
+                                                   : format_report_text(report);
     if (options_.report_file) {
-      replace_file_atomically(*options_.report_file, text);
-      return;
+      try {
+        replace_file_atomically(*options_.report_file, text);
+        return;
+      } catch (const AgentError &error) {
+        log_line(std::string("no end-of-run report in ") + *options_.report_file + ": " +
+                 error.what() + "; it follows on standard error");
+      }
     }
     if (std::fwrite(text.data(), 1, text.size(), stderr) != text.size() || std::fflush(stderr))
-      throw AgentError(exit_io,
-                       std::string("cannot write to standard error: ") + std::strerror(errno));
+      log_line(std::string("no end-of-run report: cannot write to standard error: ") +
+               std::strerror(errno));
   }
 
   RunOptions options_;
@@ -529,16 +482,13 @@ private:
   std::string not_enough_;
   std::optional<std::pair<ExitCode, std::string>> failure_;
   std::vector<GpuClaim> claims_;
-  std::vector<JobGpu> gpus_;
   pid_t job_pid_ = 0;
   std::optional<asio::posix::stream_descriptor> job_end_;
   std::optional<std::uint64_t> job_start_ticks_;
   std::optional<std::string> own_cgroup_, job_cgroup_;
   std::optional<JobLedger> ledger_;
+  std::optional<ReportBuilder> report_;
   std::optional<JsonLog> json_log_;
-  std::string log_path_;
-  std::optional<std::string> temporary_folder_;
-  std::optional<Timestamp> first_sample_, last_sample_;
   std::vector<std::string> notes_;
   int exit_code_ = exit_ok;
   std::optional<int> job_signal_;

@@ -97,15 +97,4 @@ RealReading JobLedger::mean_cpu_percent() const {
   return cpu_sum_ / static_cast<double>(cpu_samples_);
 }
 
-bool peak_incomplete(const JobGpuTally &gpu) { return !gpu.unknown.empty(); }
-
-RealReading batch_growth_estimate(const JobGpuTally &gpu) {
-  if (peak_incomplete(gpu) || !gpu.memory_total_mib || !gpu.peak_job_memory_mib ||
-      *gpu.peak_job_memory_mib <= 0)
-    return std::nullopt;
-  double ratio =
-      static_cast<double>(*gpu.memory_total_mib) / static_cast<double>(*gpu.peak_job_memory_mib);
-  return std::floor(ratio * 10) / 10;
-}
-
 } // namespace nvsmi

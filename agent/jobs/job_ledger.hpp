@@ -4,6 +4,7 @@
 // and which it cannot tell.
 #pragma once
 
+#include "core/job_summary.hpp"
 #include "nvsmi/snapshot.hpp"
 
 #include <functional>
@@ -12,35 +13,10 @@
 
 namespace nvsmi {
 
-struct JobGpu {
-  int index = 0;
-  std::string uuid;
-};
-
-// Someone else's program on one of the job's GPUs: "bob's python".
-struct StrangerTally {
-  std::string label;
-  long samples = 0; // samples of this GPU in which it was there
-};
-
 // Whose a GPU process is: the job's (in its process tree or its own cgroup), a stranger's (there
 // before the job started), or unknown (started while the job ran but outside its tree: a
 // container that `docker run` asked a daemon for may be the job's own worker).
 enum class Owner { job, stranger, unknown };
-
-struct JobGpuTally {
-  JobGpu gpu;
-  long samples = 0;          // samples that listed this GPU
-  long samples_with_job = 0; // ... in which a process of the job was on it
-  Reading memory_total_mib;  // the latest known
-  // The most GPU memory the job's processes held on it at once (their used memory summed in one
-  // sample); nullopt while no sample gave one.
-  Reading peak_job_memory_mib;
-  std::vector<StrangerTally> strangers; // in the order first seen
-  // Processes that could not be told the job's or another's: while there were any, the peak may
-  // miss the job's own memory.
-  std::vector<StrangerTally> unknown; // in the order first seen
-};
 
 class JobLedger {
 public:
@@ -67,13 +43,5 @@ private:
 // "bob's python": the process's user (else "someone") and its program's base name (from
 // nvidia-smi's name, else the command line, else "pid N").
 std::string stranger_label(const Process &process);
-
-// Whether the job's peak memory on this GPU may miss some of its own processes (some process on
-// it could not be told the job's or another's).
-bool peak_incomplete(const JobGpuTally &gpu);
-
-// What a GPU's total memory leaves for a batch larger than the job's: total / peak, rounded down
-// to one decimal; nullopt when either is unknown, the peak is 0 or it may be incomplete.
-RealReading batch_growth_estimate(const JobGpuTally &gpu);
 
 } // namespace nvsmi

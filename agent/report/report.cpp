@@ -59,94 +59,118 @@ std::string describe_filters(const ReportOptions &options) {
 
 } // namespace
 
-Report make_report(const ReportOptions &options) {
-  Report report;
-  report.options = options;
-  std::vector<std::unique_ptr<GpuStats>> stats;
-  std::map<std::string, std::size_t> by_key;
-  UserLedger ledger;
+ReportBuilder::ReportBuilder(const ReportOptions &options) {
   static_assert(report_max_gpus <= UserLedger::max_gpus, "the ledger tells every GPU apart");
+  report_.options = options;
+}
 
-  auto take = [&](const LogRow &log) {
-    const Timestamp &stamp = log.timestamp;
-    if ((options.from && earlier(stamp, *options.from)) ||
-        (options.to && earlier(*options.to, stamp))) {
-      ++report.rows_outside_time;
-      return;
-    }
-    if (!wanted_gpu(options.gpus, log.gpu)) {
-      ++report.rows_other_gpus;
-      return;
-    }
-    std::string where = log.file + ":" + std::to_string(log.line);
-    const Gpu &gpu = log.gpu;
-    if (gpu.utilization_gpu_percent && *gpu.utilization_gpu_percent > 100) {
-      report.bad.add(BadRows::unparsable, where,
-                     "utilization.gpu " + std::to_string(*gpu.utilization_gpu_percent) +
-                         " is over 100 %");
-      return;
-    }
-    if (log.host_cpu_percent && *log.host_cpu_percent > 100) {
-      report.bad.add(BadRows::unparsable, where, "host.cpu is over 100 %");
-      return;
-    }
-    std::string key = gpu_key(gpu);
-    auto found = by_key.find(key);
-    if (found == by_key.end()) {
-      if (stats.size() >= report_max_gpus) {
-        report.bad.add(BadRows::too_many_gpus, where,
-                       "more than " + std::to_string(report_max_gpus) + " GPUs; " + key +
-                           " left out");
-        return;
-      }
-      found = by_key.emplace(key, stats.size()).first;
-      stats.push_back(std::make_unique<GpuStats>(key, options.interval, ledger, stats.size()));
-    }
-    Sample sample;
-    sample.time = instant_seconds(stamp);
-    sample.stamp = stamp;
-    sample.utilization = gpu.utilization_gpu_percent;
-    sample.memory_used = gpu.memory_used_mib;
-    sample.memory_total = gpu.memory_total_mib;
-    sample.temperature = gpu.temperature_c;
-    sample.power = gpu.power_draw_w;
-    sample.power_limit = gpu.power_limit_w;
-    sample.pstate = pstate_number(gpu.pstate);
-    sample.host_cpu = log.host_cpu_percent;
-    sample.users = gpu_users(gpu);
-    if (!stats[found->second]->add(sample, gpu)) {
-      report.bad.add(BadRows::out_of_order, where,
-                     "not later than the previous row of GPU " + std::to_string(gpu.index));
-      return;
-    }
-    ++report.rows_used;
-  };
+ReportBuilder::~ReportBuilder() = default;
 
-  LogTotals totals = read_logs(options.files, report.bad, take);
-  report.files = totals.files;
-  report.rows_read = totals.rows;
+void ReportBuilder::add(const LogRow &log) {
+  const ReportOptions &options = report_.options;
+  const Timestamp &stamp = log.timestamp;
+  if ((options.from && earlier(stamp, *options.from)) ||
+      (options.to && earlier(*options.to, stamp))) {
+    ++report_.rows_outside_time;
+    return;
+  }
+  if (!wanted_gpu(options.gpus, log.gpu)) {
+    ++report_.rows_other_gpus;
+    return;
+  }
+  std::string where = log.file + ":" + std::to_string(log.line);
+  const Gpu &gpu = log.gpu;
+  if (gpu.utilization_gpu_percent && *gpu.utilization_gpu_percent > 100) {
+    report_.bad.add(BadRows::unparsable, where,
+                    "utilization.gpu " + std::to_string(*gpu.utilization_gpu_percent) +
+                        " is over 100 %");
+    return;
+  }
+  if (log.host_cpu_percent && *log.host_cpu_percent > 100) {
+    report_.bad.add(BadRows::unparsable, where, "host.cpu is over 100 %");
+    return;
+  }
+  std::string key = gpu_key(gpu);
+  auto found = by_key_.find(key);
+  if (found == by_key_.end()) {
+    if (stats_.size() >= report_max_gpus) {
+      report_.bad.add(BadRows::too_many_gpus, where,
+                      "more than " + std::to_string(report_max_gpus) + " GPUs; " + key +
+                          " left out");
+      return;
+    }
+    found = by_key_.emplace(key, stats_.size()).first;
+    stats_.push_back(std::make_unique<GpuStats>(key, options.interval, ledger_, stats_.size()));
+  }
+  Sample sample;
+  sample.time = instant_seconds(stamp);
+  sample.stamp = stamp;
+  sample.utilization = gpu.utilization_gpu_percent;
+  sample.memory_used = gpu.memory_used_mib;
+  sample.memory_total = gpu.memory_total_mib;
+  sample.temperature = gpu.temperature_c;
+  sample.power = gpu.power_draw_w;
+  sample.power_limit = gpu.power_limit_w;
+  sample.pstate = pstate_number(gpu.pstate);
+  sample.host_cpu = log.host_cpu_percent;
+  sample.users = gpu_users(gpu);
+  if (!stats_[found->second]->add(sample, gpu)) {
+    report_.bad.add(BadRows::out_of_order, where,
+                    "not later than the previous row of GPU " + std::to_string(gpu.index));
+    return;
+  }
+  ++report_.rows_used;
+}
 
+void ReportBuilder::add(const Snapshot &snapshot) {
+  // Named as a log's line would be ("sample:12"), for the bad rows' examples.
+  static const std::string source = "sample";
+  LogTotals totals;
+  take_sample(snapshot, source, ++samples_, report_.bad, totals,
+              [this](const LogRow &row) { add(row); });
+  report_.rows_read += totals.rows;
+}
+
+void ReportBuilder::read_files(const LogTotals &totals) {
+  report_.files.insert(report_.files.end(), totals.files.begin(), totals.files.end());
+  report_.rows_read += totals.rows;
+}
+
+Report ReportBuilder::finish(std::optional<JobSummary> job) {
+  Report report = report_;
+  report.job = std::move(job);
   if (report.rows_used == 0) {
-    std::string message = "no usable rows" + describe_filters(options) + " in " +
+    if (report.job) {
+      report.job->notes.push_back("no sample of the job's GPUs was taken while it ran");
+      return report;
+    }
+    std::string message = "no usable rows" + describe_filters(report.options) + " in " +
                           std::to_string(report.rows_read) + " rows of " +
                           std::to_string(report.files.size()) + " file(s)";
     if (!report.bad.examples.empty())
       message += "; first problem: " + report.bad.examples.front();
     throw AgentError(exit_bad_output, message);
   }
-  for (const auto &gpu : stats) {
+  for (const auto &gpu : stats_) {
     GpuSummary &gpu_summary = report.gpus.emplace_back(gpu->finish());
     Finding finding = report_finding(gpu_summary);
     gpu_summary.finding = finding.text;
     gpu_summary.finding_severity = finding.severity;
   }
-  report.users = ledger.finish();
+  report.users = ledger_.finish();
   for (UserSummary &user : report.users.users) {
     Finding finding = report_user_finding(user);
     user.finding = finding.text;
     user.finding_severity = finding.severity;
   }
   return report;
+}
+
+Report make_report(const ReportOptions &options) {
+  ReportBuilder builder(options);
+  builder.read_files(
+      read_logs(options.files, builder.bad(), [&](const LogRow &row) { builder.add(row); }));
+  return builder.finish();
 }
 
 } // namespace nvsmi

@@ -2,10 +2,13 @@
 // CSV or JSON logs.
 #pragma once
 
+#include "core/job_summary.hpp"
 #include "report/report_log.hpp"
 #include "report/report_stats.hpp"
 #include "report/report_users.hpp"
 
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,10 +29,43 @@ struct Report {
   BadRows bad;
   std::vector<GpuSummary> gpus; // in the order first seen
   UserLedgerSummary users;      // from the JSON logs' process lists; empty for CSV logs
+  // `run`'s job, a section of its own in every format. With it, rows_used may be 0: no sample of
+  // the job's GPUs was taken while it ran, and the report is the job's section alone.
+  std::optional<JobSummary> job;
 };
 
 // At most this many GPUs are told apart; rows of more are counted as bad.
 constexpr std::size_t report_max_gpus = 64;
+
+// A report made one GPU reading at a time, from the logs (make_report) or from the samples a
+// command takes (`run`, without writing them anywhere): the same figures in the same bounded
+// memory, however long it runs (report_series.hpp).
+class ReportBuilder {
+public:
+  explicit ReportBuilder(const ReportOptions &options);
+  ReportBuilder(const ReportBuilder &) = delete;
+  ReportBuilder &operator=(const ReportBuilder &) = delete;
+  ~ReportBuilder();
+
+  // One GPU's reading of a log, or counted among the rows left out or bad.
+  void add(const LogRow &row);
+  // A sample taken in memory, as a JSON log's line is read (take_sample): one row per GPU.
+  void add(const Snapshot &snapshot);
+  BadRows &bad() { return report_.bad; }
+  // The files read_logs read, and their rows.
+  void read_files(const LogTotals &totals);
+  // The figures so far, findings included. Throws AgentError exit_bad_output when no row was
+  // usable, unless `job` is given: then the report is the job's section alone, with a note that
+  // says so.
+  Report finish(std::optional<JobSummary> job = std::nullopt);
+
+private:
+  Report report_;
+  std::vector<std::unique_ptr<GpuStats>> stats_;
+  std::map<std::string, std::size_t> by_key_;
+  UserLedger ledger_;
+  std::int64_t samples_ = 0;
+};
 
 // Throws AgentError: exit_io when a file cannot be read, exit_bad_output when no row is usable.
 Report make_report(const ReportOptions &options);

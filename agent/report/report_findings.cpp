@@ -41,7 +41,7 @@ std::string hours(double seconds) {
 }
 
 Finding warning(std::string text) { return {Severity::warning, std::move(text)}; }
-Finding info(std::string text) { return {Severity::info, std::move(text)}; }
+Finding info(std::string text) { return {Severity::ok, std::move(text)}; }
 
 // Whether the GPU sat idle while held, and did (almost) no work while held: no job alternated
 // between work and waiting on it.
@@ -105,7 +105,7 @@ std::string starved_finding(const GpuSummary &gpu) {
 
 const char *severity_name(Severity severity) {
   switch (severity) {
-  case Severity::info:
+  case Severity::ok:
     return "info";
   case Severity::warning:
     return "warning";

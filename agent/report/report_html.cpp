@@ -3,6 +3,7 @@
 #include "core/number_text.hpp"
 #include "report/report.hpp"
 #include "report/report_chart.hpp"
+#include "report/report_job.hpp"
 
 #include "nvsmi/timestamp.hpp"
 #include "nvsmi/utf8.hpp"
@@ -276,6 +277,26 @@ void users_section(std::string &out, const UserLedgerSummary &ledger) {
   out += "</table></div>\n</section>\n";
 }
 
+// The job `run` ran, first: it is what the page is about, the GPUs' figures are its evidence.
+void job_section(std::string &out, const JobSummary &job) {
+  out += "<section class=\"job\" id=\"job\"><h2>Job <code>" + html_escape(job_command_line(job)) +
+         "</code></h2>\n<p class=\"meta\">" + html_escape(job_ending(job)) + " after " +
+         fixed_text(job.seconds, 1) + " s</p>\n";
+  for (const JobGpuTally &gpu : job.gpus) {
+    out += "<h3>GPU " + std::to_string(gpu.gpu.index) + " <small>" +
+           html_escape(job_shown(gpu.gpu.uuid)) + "</small></h3>\n<ul>\n";
+    for (const std::string &line : job_gpu_lines(gpu))
+      out += "<li>" + html_escape(line) + "</li>\n";
+    out += "</ul>\n";
+  }
+  out += "<p>CPU: " + html_escape(job_cpu_line(job)) + "</p>\n";
+  if (!job.left_running.empty())
+    out += "<p>Left running: " + html_escape(job_left_running_line(job)) + "</p>\n";
+  for (const std::string &note : job.notes)
+    out += "<p class=\"note\">Note: " + html_escape(job_shown(note)) + "</p>\n";
+  out += "</section>\n";
+}
+
 } // namespace
 
 std::string format_report_html(const Report &report) {
@@ -304,20 +325,32 @@ table{border-collapse:collapse;margin:6px 0 10px}th{text-align:left;padding:2px 
 .x-tick{top:100%;padding-top:4px;transform:translateX(-50%);text-align:center}.x-tick small{display:block}
 .legend{list-style:none;display:flex;flex-wrap:wrap;gap:4px 16px;margin:0;padding:0 0 0 48px;font-size:12px;color:#444}
 .legend li{display:flex;align-items:center;gap:6px}.key{width:24px;height:10px;overflow:visible}
+.job{border:1px solid #d6d6d6;border-radius:4px;padding:0 14px 6px;margin:16px 0}.job h2{margin-top:10px}.job code{font-size:15px;white-space:pre-wrap;word-break:break-all}.job h3{font-size:15px;margin:14px 0 2px}.job ul{margin:2px 0 8px;padding-left:20px}
+.note{color:#8a5a00}
 @media (max-width:600px){body{margin:10px}.x-tick.minor{display:none}.legend{padding-left:0}}
 </style></head><body>
 <h1>GPU report</h1>
 )";
+  if (report.job && report.rows_used == 0) { // no sample of the job's GPUs: the job alone
+    job_section(out, *report.job);
+    out += "</body></html>\n";
+    return out;
+  }
   std::string files;
   for (std::size_t i = 0; i < report.files.size(); ++i)
     files += (i ? ", " : "") + report.files[i];
+  if (report.files.empty())
+    files = "samples taken while the job ran";
   out += "<p class=\"meta\">" + html_escape(files) + "</p>\n<p class=\"meta\">" +
          std::to_string(report.rows_read) + " rows read, " + std::to_string(report.rows_used) +
          " used, " + std::to_string(report.bad.total()) + " bad</p>\n";
   Scales scales = shared_scales(report.gpus);
-  out += "<p class=\"meta\">Times as the log gives them (" +
+  out += std::string("<p class=\"meta\">Times as ") +
+         (report.files.empty() ? "nvidia-smi stamped the samples (" : "the log gives them (") +
          utc_offset_name(scales.time.offset_minutes) +
          "). Every GPU's charts share their axes.</p>\n";
+  if (report.job)
+    job_section(out, *report.job);
   summary_table(out, report.gpus);
   for (std::size_t i = 0; i < report.gpus.size(); ++i)
     gpu_section(out, report.gpus[i], i, scales);

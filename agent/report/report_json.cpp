@@ -1,5 +1,6 @@
 // `report --format json`: the text report's figures for scripts, null where unknown.
 #include "report/report.hpp"
+#include "report/report_job.hpp"
 
 #include "nvsmi/gpu_fields.hpp"
 #include "nvsmi/timestamp.hpp"
@@ -111,11 +112,56 @@ Json user_json(const UserSummary &user) {
   return out;
 }
 
+Json tallies_json(const std::vector<StrangerTally> &tallies, long gpu_samples) {
+  Json out = Json::array();
+  for (const StrangerTally &tally : tallies)
+    out.push_back({{"who", job_shown(tally.label)},
+                   {"samples", tally.samples},
+                   {"percent_of_run", job_percent_of(tally.samples, gpu_samples)}});
+  return out;
+}
+
+Json job_json(const JobSummary &job) {
+  Json gpus = Json::array();
+  for (const JobGpuTally &gpu : job.gpus)
+    gpus.push_back({{"index", gpu.gpu.index},
+                    {"uuid", job_shown(gpu.gpu.uuid)},
+                    {"samples", gpu.samples},
+                    {"samples_with_job", gpu.samples_with_job},
+                    {"memory_total_mib", maybe(gpu.memory_total_mib)},
+                    {"peak_job_memory_mib", maybe(gpu.peak_job_memory_mib)},
+                    {"peak_incomplete", peak_incomplete(gpu)},
+                    {"batch_growth_estimate", maybe(batch_growth_estimate(gpu))},
+                    {"shared_with", tallies_json(gpu.strangers, gpu.samples)},
+                    {"not_attributable", tallies_json(gpu.unknown, gpu.samples)}});
+  Json command = Json::array(), left_running = Json::array(), notes = Json::array();
+  for (const std::string &word : job.command)
+    command.push_back(job_shown(word));
+  for (const std::string &process : job.left_running)
+    left_running.push_back(job_shown(process));
+  for (const std::string &note : job.notes)
+    notes.push_back(job_shown(note));
+  return {{"command", command},
+          {"exit_code", job.exit_code},
+          {"signal", maybe(job.signal)},
+          {"seconds", job.seconds},
+          {"cpu_seconds", maybe(job.cpu_seconds)},
+          {"gpu_process_cpu_percent_mean", maybe(job.gpu_process_cpu_mean)},
+          {"gpu_process_cpu_percent_peak", maybe(job.gpu_process_cpu_peak)},
+          {"gpus", gpus},
+          {"left_running", left_running},
+          {"notes", notes}};
+}
+
 } // namespace
 
 std::string format_report_json(const Report &report) {
   Json out;
   out["schema"] = "nvsmi-agent.report/1";
+  if (report.job && report.rows_used == 0) { // no sample of the job's GPUs: the job alone
+    out["job"] = job_json(*report.job);
+    return out.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+  }
   out["files"] = report.files;
   Json bad = {{"total", report.bad.total()}};
   for (int k = 0; k < BadRows::kind_count; ++k)
@@ -140,6 +186,8 @@ std::string format_report_json(const Report &report) {
       {"unsplit_energy_wh", rounded(ledger.unsplit_joules / 3600, 3)},
       {"no_process_energy_wh", rounded(ledger.no_process_joules / 3600, 3)},
       {"left_out_gpu_hours", rounded(gpu_hours(ledger.left_out_seconds), 3)}};
+  if (report.job)
+    out["job"] = job_json(*report.job);
   return out.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 

@@ -176,15 +176,32 @@ RealReading host_cpu_of(const Gpu &gpu) {
 void take_json_line(std::string_view line, const std::string &path, std::int64_t number,
                     BadRows &bad, LogTotals &totals,
                     const std::function<void(const LogRow &)> &take) {
-  std::string where = path + ":" + std::to_string(number);
   Snapshot snapshot;
   try {
     snapshot = read_json_log_line(line);
   } catch (const ParseError &error) {
     ++totals.rows;
-    bad.add(BadRows::unparsable, where, error.what());
+    bad.add(BadRows::unparsable, path + ":" + std::to_string(number), error.what());
     return;
   }
+  take_sample(snapshot, path, number, bad, totals, take);
+}
+
+// Days since 1970-01-01 of a proleptic Gregorian date.
+std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  unsigned yoe = static_cast<unsigned>(y - era * 400);
+  unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+} // namespace
+
+void take_sample(const Snapshot &snapshot, const std::string &path, std::int64_t number,
+                 BadRows &bad, LogTotals &totals, const std::function<void(const LogRow &)> &take) {
+  std::string where = path + ":" + std::to_string(number);
   if (snapshot.gpus.empty()) {
     ++totals.rows;
     bad.add(BadRows::unparsable, where, "a sample without GPUs");
@@ -201,18 +218,6 @@ void take_json_line(std::string_view line, const std::string &path, std::int64_t
   for (const Gpu &gpu : snapshot.gpus)
     take(LogRow{path, number, gpu, *snapshot.timestamp, host_cpu});
 }
-
-// Days since 1970-01-01 of a proleptic Gregorian date.
-std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  unsigned yoe = static_cast<unsigned>(y - era * 400);
-  unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-  unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
-}
-
-} // namespace
 
 void BadRows::add(Kind kind, const std::string &where, const std::string &why) {
   ++counts[kind];

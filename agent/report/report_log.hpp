@@ -59,6 +59,12 @@ struct LogTotals {
 LogTotals read_logs(const std::vector<std::string> &paths, BadRows &bad,
                     const std::function<void(const LogRow &)> &take);
 
+// The rows of one sample, a JSON log's line read back or one taken in memory: one for each of its
+// GPUs, or one bad row ("PATH:NUMBER: why") for a sample without GPUs, and each GPU's a bad row
+// without a timestamp.
+void take_sample(const Snapshot &snapshot, const std::string &path, std::int64_t number,
+                 BadRows &bad, LogTotals &totals, const std::function<void(const LogRow &)> &take);
+
 // Seconds since 1970-01-01 of the timestamp's wall clock, ignoring any offset.
 double wall_seconds(const Timestamp &t);
 // The instant in seconds since the epoch where the offset is known, else the wall clock.

@@ -92,7 +92,7 @@ struct GpuSummary {
   // The latest known reading of each field of the table (nvsmi/gpu_fields.hpp) over the log.
   GpuHealth latest_fields;
   std::string finding;
-  Severity finding_severity = Severity::info;
+  Severity finding_severity = Severity::ok;
   Series series;
 };
 

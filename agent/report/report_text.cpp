@@ -2,6 +2,7 @@
 #include "core/number_text.hpp"
 #include "core/screen_text.hpp"
 #include "report/report.hpp"
+#include "report/report_job.hpp"
 
 #include "nvsmi/thresholds.hpp"
 #include "nvsmi/timestamp.hpp"
@@ -156,6 +157,23 @@ void users_section(std::string &out, const UserLedgerSummary &ledger) {
     line(out, "finding", std::string(severity_name(user.finding_severity)) + ": " + user.finding);
 }
 
+void job_section(std::string &out, const JobSummary &job) {
+  out += "\nJob  " + job_command_line(job) + "\n";
+  out += "  ended        " + job_ending(job) + " after " + fixed_text(job.seconds, 1) + " s\n";
+  for (const JobGpuTally &gpu : job.gpus) {
+    std::string head = "GPU " + std::to_string(gpu.gpu.index);
+    head.resize(std::max<std::size_t>(head.size() + 1, 13), ' ');
+    out += "  " + head + job_shown(gpu.gpu.uuid) + "\n";
+    for (const std::string &gpu_line : job_gpu_lines(gpu))
+      out += std::string(15, ' ') + gpu_line + "\n";
+  }
+  out += "  CPU          " + job_cpu_line(job) + "\n";
+  if (!job.left_running.empty())
+    out += "  left running " + job_left_running_line(job) + "\n";
+  for (const std::string &note : job.notes)
+    out += "  note         " + job_shown(note) + "\n";
+}
+
 } // namespace
 
 std::string describe_duration(double seconds) {
@@ -172,11 +190,20 @@ std::string describe_duration(double seconds) {
 }
 
 std::string format_report_text(const Report &report) {
-  std::string out = "files: ";
-  for (std::size_t i = 0; i < report.files.size(); ++i)
-    out += (i ? ", " : "") + marked_text(report.files[i]);
-  if (report.files.size() > 1)
-    out += " (read in this order)";
+  std::string out;
+  if (report.job && report.rows_used == 0) { // no sample of the job's GPUs: the job alone
+    job_section(out, *report.job);
+    return out;
+  }
+  if (report.files.empty()) {
+    out = "samples: taken while the job ran";
+  } else {
+    out = "files: ";
+    for (std::size_t i = 0; i < report.files.size(); ++i)
+      out += (i ? ", " : "") + marked_text(report.files[i]);
+    if (report.files.size() > 1)
+      out += " (read in this order)";
+  }
   out += "\nrows: " + std::to_string(report.rows_read) + " read, " +
          std::to_string(report.rows_used) + " used";
   if (report.rows_outside_time)
@@ -200,6 +227,8 @@ std::string format_report_text(const Report &report) {
     gpu_section(out, gpu);
   if (report.users.listed_seconds > 0)
     users_section(out, report.users);
+  if (report.job)
+    job_section(out, *report.job);
   return out;
 }
 

@@ -52,7 +52,7 @@ struct UserSummary {
                                                                // known, unknown (both may hold)
   double energy_joules = 0, energy_known_seconds = 0; // the user's share; held with it known
   std::string finding;
-  Severity finding_severity = Severity::info;
+  Severity finding_severity = Severity::ok;
 
   std::optional<double> idle_percent() const;     // of the held time whose utilization is known
   std::optional<double> memory_gib_hours() const; // nullopt when no process had a reading
