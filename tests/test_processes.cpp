@@ -4,6 +4,7 @@
 #include "process_support.hpp"
 #include "serve_support.hpp"
 #include "support.hpp"
+#include "tmux_session.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -196,6 +197,91 @@ TEST_CASE("watch runs one compute-apps loop at max(interval, 1 s), or --process-
   }
   CHECK(compute_apps_calls("query-compute-apps") == "1\n");
   CHECK(compute_apps_calls("-lms 500$") == "1\n");
+}
+
+namespace {
+
+// How many times the stand-in was started for each stream, from the calls it wrote down.
+struct Starts {
+  std::string gpu_query, compute_apps, pmon;
+};
+Starts starts_in(const std::string &folder) {
+  auto count = [](const std::string &pattern, const std::string &file) {
+    return run_shell("grep -c -- " + quote(pattern) + " " + quote(file) + " || true").out;
+  };
+  return {count(".", folder + "/args"), count("query-compute-apps", folder + "/calls"),
+          count("^pmon ", folder + "/calls")};
+}
+
+// Until `file` has `lines` lines (a JSON log's samples).
+bool lines_reach(const std::string &file, std::size_t lines) {
+  return test::wait_until([&] { return test::lines_of(test::read_file(file)).size() >= lines; });
+}
+
+} // namespace
+
+// Issue 25's promise for every long-running mode, as a count: however many samples, nvidia-smi
+// is started once for the GPUs, once for the processes' loop and once for pmon (run chooses its
+// GPU from the loop's first sample, with no one-shot before it).
+TEST_CASE("serve, run and top start one nvidia-smi per stream, however many samples") {
+  const std::string query_args = " FAKE_NVSMI_ARGS=";
+  SECTION("serve") {
+    Workload work;
+    test::Server serve("--interval 0.1 --nvidia-smi " + fake,
+                       work.environment() + query_args + quote(work.folder + "/args") + " ");
+    REQUIRE(test::wait_until([&] {
+      test::Http metrics = serve.get("/metrics");
+      std::size_t at = metrics.body.find("\nnvsmi_history_samples ");
+      return at != std::string::npos && std::stod(metrics.body.substr(at + 23)) >= 30;
+    }));
+    CHECK(serve.stop() == 0);
+    Starts starts = starts_in(work.folder);
+    CHECK(starts.gpu_query == "1\n");
+    CHECK(starts.compute_apps == "1\n");
+    CHECK(starts.pmon == "1\n");
+  }
+  SECTION("run: one of each for a job of 5 samples and of 30") {
+    std::vector<Starts> seen;
+    for (int samples : {5, 30}) {
+      Workload work;
+      std::string log = work.folder + "/samples.json";
+      // The job ends once run's log holds `samples` samples (or after a minute).
+      std::string job = "for i in $(seq 600); do [ $(wc -l <" + quote(log) + ") -ge " +
+                        std::to_string(samples) + " ] 2>/dev/null && break; sleep 0.1; done";
+      test::Run run =
+          run_shell(work.environment() + query_args + quote(work.folder + "/args") +
+                    " " AGENT_BIN " run --interval 0.1 --nvidia-smi " + fake + " --lock-dir " +
+                    quote(work.folder + "/locks") + " --log " + quote(log) + " --report " +
+                    quote(work.folder + "/report") + " -- sh -c " + quote(job));
+      INFO(run.err);
+      REQUIRE(run.exit_code == 0);
+      REQUIRE(lines_reach(log, samples));
+      seen.push_back(starts_in(work.folder));
+    }
+    for (const Starts &starts : seen) {
+      CHECK(starts.gpu_query == "1\n");
+      CHECK(starts.compute_apps == "1\n");
+      CHECK(starts.pmon == "1\n");
+    }
+  }
+  SECTION("top") {
+    if (!test::installed("tmux"))
+      return; // top's own tests warn once
+    Workload work;
+    test::Tmux tmux(120, 40);
+    tmux.run(work.environment() + query_args + quote(work.folder + "/args") +
+             " LC_ALL=C.UTF-8 " AGENT_BIN " top --interval 0.1 --nvidia-smi " + fake);
+    // Up and listing the loop's processes: then three seconds, thirty samples on an idle
+    // machine, fewer on a busy one; the counts below hold for any number.
+    REQUIRE(tmux.wait_for("sleep 300"));
+    ::usleep(3'000'000);
+    tmux.keys("q");
+    REQUIRE(test::wait_until([&] { return !test::running_here(test::fake_nvidia_smi_process); }));
+    Starts starts = starts_in(work.folder);
+    CHECK(starts.gpu_query == "1\n");
+    CHECK(starts.compute_apps == "1\n");
+    CHECK(starts.pmon == "1\n");
+  }
 }
 
 TEST_CASE("watch: a process the loop stops listing is gone, and an empty list is [] not null") {
