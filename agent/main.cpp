@@ -30,11 +30,7 @@ int main(int argc, char **argv) {
   app.set_version_flag("--version", version());
   app.require_subcommand(1);
 
-  std::vector<Subcommand> subcommands = {
-      add_snapshot_command(app), add_watch_command(app), add_report_command(app),
-      add_serve_command(app),    add_top_command(app),   add_pick_command(app),
-      add_run_command(app),      add_check_command(app),
-  };
+  std::vector<Subcommand> subcommands = add_subcommands(app);
 
   try {
     app.parse(argc, argv);
@@ -45,8 +41,8 @@ int main(int argc, char **argv) {
     for (const Subcommand &subcommand : subcommands) {
       if (!subcommand.command->parsed())
         continue;
-      if (subcommand.parse_failed)
-        return subcommand.parse_failed(error);
+      if (subcommand.chosen->parse_failed)
+        return subcommand.chosen->parse_failed(error);
       help = "nvsmi-agent " + subcommand.command->get_name() + " --help";
     }
     // One line, as every other failure: CLI11's own adds a second.
@@ -57,7 +53,7 @@ int main(int argc, char **argv) {
   try {
     for (const Subcommand &subcommand : subcommands)
       if (subcommand.command->parsed())
-        return subcommand.run();
+        return subcommand.chosen->run();
     return exit_ok;
   } catch (const AgentError &error) {
     report(error.what());

@@ -2,7 +2,10 @@
 """What a user writes instead of the agent: read `nvidia-smi -q -x` with xml.etree.ElementTree (and
 `--query-gpu` CSV with the csv module) into dicts holding the fields the agent's reader keeps,
 numbers as numbers and unknown markers as None. Times each file given and prints, as JSON, the
-CPU seconds one document takes. Usage: etree_extract.py [--seconds S] FILE..."""
+CPU seconds one document takes; with --once, reads FILE once and prints what it extracted, as a
+script run by cron would (bench/snapshot-cost counts its instructions).
+Usage: etree_extract.py [--seconds S] FILE...
+       etree_extract.py --once FILE"""
 import csv
 import io
 import json
@@ -150,6 +153,12 @@ def seconds_per_document(path, budget):
 def main():
     args = sys.argv[1:]
     budget = 1.0
+    if args[:1] == ["--once"]:
+        data = open(args[1], "rb").read()
+        read = read_xml if data.lstrip().startswith(b"<") else read_csv
+        json.dump(read(data), sys.stdout, default=str)
+        print()
+        return
     if args[:1] == ["--seconds"]:
         budget, args = float(args[1]), args[2:]
     results = {}

@@ -2,8 +2,11 @@
 """The whole-process cost of a cron snapshot: runs COMMAND... RUNS times (spawn to exit) and prints,
 as JSON, the median and minimum wall time and the peak RSS, with /bin/true measured the same way
 as the floor of starting any process; then the instructions of one run, counted by callgrind (and
-by `perf stat` where the machine lets it count). With --wall-only, just the wall times.
-Usage: process_cost.py [--wall-only] RUNS COMMAND..."""
+by `perf stat` where the machine lets it count). With --wall-only, just the wall times; with
+--instructions, just callgrind's count of one run (bench/snapshot-cost); with --at-most N too,
+exit 1 where it is over N (the ctest test snapshot_instructions), 77 where valgrind is missing.
+Usage: process_cost.py [--wall-only] RUNS COMMAND...
+       process_cost.py --instructions [--at-most N] COMMAND..."""
 import json
 import os
 import re
@@ -64,6 +67,20 @@ def perf_instructions(argv):
 
 def main():
     args = sys.argv[1:]
+    if args[0] == "--instructions":
+        argv, limit = args[1:], None
+        if argv[0] == "--at-most":
+            limit, argv = int(argv[1]), argv[2:]
+        argv[0] = shutil.which(argv[0]) or argv[0]
+        count = callgrind_instructions(argv)
+        if count is None:
+            print("process_cost: no valgrind, or no count from callgrind", file=sys.stderr)
+            sys.exit(77)
+        print(count)
+        if limit is not None and count > limit:
+            print(f"process_cost: {count:,} instructions, over {limit:,}", file=sys.stderr)
+            sys.exit(1)
+        return
     wall_only = args[0] == "--wall-only"
     runs, argv = int(args[wall_only]), args[wall_only + 1:]
     argv[0] = shutil.which(argv[0]) or argv[0]

@@ -7,19 +7,36 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace nvsmi {
 
-struct Subcommand {
-  CLI::App *command;
+// What a subcommand's options give once parsed.
+struct SubcommandRun {
   std::function<int()> run; // returns the exit code; may throw AgentError
   // Set where a bad command line must not end in the usual usage error (check, whose caller
   // reads exit 2 as CRITICAL): says it and returns the exit code.
   std::function<int(const CLI::ParseError &)> parse_failed = {};
 };
+
+struct Subcommand {
+  CLI::App *command;
+  // Its options are added only when CLI11 enters it, that is when the command line names it: a
+  // run builds its own command's options, not all eight (a cron snapshot's cost, docs/
+  // PERFORMANCE.md). Filled in then, so it is set for every command that parsed().
+  std::shared_ptr<SubcommandRun> chosen;
+};
+
+// `name` and its one line on `app` (what `nvsmi-agent --help` lists), with `add_options` run on
+// it when it is chosen.
+Subcommand add_subcommand(CLI::App &app, const std::string &name, const std::string &description,
+                          std::function<SubcommandRun(CLI::App *command)> add_options);
+
+// Every subcommand, in the order --help lists them.
+std::vector<Subcommand> add_subcommands(CLI::App &app);
 
 Subcommand add_snapshot_command(CLI::App &app);
 Subcommand add_watch_command(CLI::App &app);

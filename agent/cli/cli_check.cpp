@@ -46,9 +46,7 @@ Limits limits(const std::map<std::string, std::string> &texts, const std::string
                 limit_value(texts.at("--" + stem + "-critical"))};
 }
 
-} // namespace
-
-Subcommand add_check_command(CLI::App &app) {
+SubcommandRun check_options(CLI::App *command) {
   struct Settings {
     CheckOptions options;
     std::string source = "xml";
@@ -61,12 +59,6 @@ Subcommand add_check_command(CLI::App &app) {
   CheckOptions &options = settings->options;
   auto &texts = settings->thresholds;
 
-  CLI::App *command = app.add_subcommand(
-      "check",
-      "Judge the GPUs once as a Nagios/Icinga/Zabbix plugin: one line `GPU OK|WARNING|CRITICAL|"
-      "UNKNOWN - summary | perfdata` and exit 0/1/2/3. Each threshold is a value at or over "
-      "which the level applies; none leaves it off. Any failure to sample or a bad option is "
-      "UNKNOWN (3); nvidia-smi past --timeout is CRITICAL (a hung driver).");
   add_source_option(command, settings->source,
                     "What to ask nvidia-smi for: xml (-q -x, every health reading: ECC, row "
                     "remapping, slowdown threshold) or csv (--query-gpu: temperature and memory "
@@ -158,32 +150,30 @@ Subcommand add_check_command(CLI::App &app) {
                        "--fixture, else none")
           ->check(threshold_validator(false));
 
-  Subcommand subcommand{command, [settings] {
-                          CheckOptions &run_options = settings->options;
-                          const auto &given = settings->thresholds;
-                          run_options.sample.source =
-                              settings->source == "csv" ? Source::csv : Source::xml;
-                          run_options.sample.host = false; // who runs the processes is not judged
-                          run_options.sample.kernel_log =
-                              settings->kernel_log.resolve(run_options.sample.fixture.has_value());
-                          CheckThresholds &t = run_options.thresholds;
-                          t.temperature_c = limits(given, "temperature");
-                          t.temperature_critical_at_slowdown =
-                              given.at("--temperature-critical") == "slowdown";
-                          t.memory_percent = limits(given, "memory");
-                          t.ecc_uncorrected = limits(given, "ecc-uncorrected");
-                          t.ecc_corrected = limits(given, "ecc-corrected");
-                          t.lost = limits(given, "lost");
-                          t.failing = limits(given, "failing");
-                          t.xid_reset = limits(given, "xid-reset");
-                          t.xid_other = limits(given, "xid-other");
-                          t.kernel_log_unreadable_warns = settings->unreadable_log == "warning";
-                          if (settings->stale_warning->count())
-                            run_options.stale_warning = limit_value(given.at("--stale-warning"));
-                          if (settings->stale_critical->count())
-                            run_options.stale_critical = limit_value(given.at("--stale-critical"));
-                          return run_check(run_options);
-                        }};
+  SubcommandRun subcommand{[settings] {
+    CheckOptions &run_options = settings->options;
+    const auto &given = settings->thresholds;
+    run_options.sample.source = settings->source == "csv" ? Source::csv : Source::xml;
+    run_options.sample.host = false; // who runs the processes is not judged
+    run_options.sample.kernel_log =
+        settings->kernel_log.resolve(run_options.sample.fixture.has_value());
+    CheckThresholds &t = run_options.thresholds;
+    t.temperature_c = limits(given, "temperature");
+    t.temperature_critical_at_slowdown = given.at("--temperature-critical") == "slowdown";
+    t.memory_percent = limits(given, "memory");
+    t.ecc_uncorrected = limits(given, "ecc-uncorrected");
+    t.ecc_corrected = limits(given, "ecc-corrected");
+    t.lost = limits(given, "lost");
+    t.failing = limits(given, "failing");
+    t.xid_reset = limits(given, "xid-reset");
+    t.xid_other = limits(given, "xid-other");
+    t.kernel_log_unreadable_warns = settings->unreadable_log == "warning";
+    if (settings->stale_warning->count())
+      run_options.stale_warning = limit_value(given.at("--stale-warning"));
+    if (settings->stale_critical->count())
+      run_options.stale_critical = limit_value(given.at("--stale-critical"));
+    return run_check(run_options);
+  }};
   // Nagios reads exit 2 as CRITICAL: a bad command line is the plugin's failure, UNKNOWN (3), and
   // said on stdout, where the monitoring shows it.
   subcommand.parse_failed = [](const CLI::ParseError &error) {
@@ -192,6 +182,18 @@ Subcommand add_check_command(CLI::App &app) {
                                                 " (see nvsmi-agent check --help)"));
   };
   return subcommand;
+}
+
+} // namespace
+
+Subcommand add_check_command(CLI::App &app) {
+  return add_subcommand(
+      app, "check",
+      "Judge the GPUs once as a Nagios/Icinga/Zabbix plugin: one line `GPU OK|WARNING|CRITICAL|"
+      "UNKNOWN - summary | perfdata` and exit 0/1/2/3. Each threshold is a value at or over "
+      "which the level applies; none leaves it off. Any failure to sample or a bad option is "
+      "UNKNOWN (3); nvidia-smi past --timeout is CRITICAL (a hung driver).",
+      check_options);
 }
 
 } // namespace nvsmi

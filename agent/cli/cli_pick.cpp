@@ -7,7 +7,9 @@
 
 namespace nvsmi {
 
-Subcommand add_pick_command(CLI::App &app) {
+namespace {
+
+SubcommandRun pick_options(CLI::App *command) {
   struct Settings {
     PickOptions options;
     PickCli pick;
@@ -16,10 +18,6 @@ Subcommand add_pick_command(CLI::App &app) {
   auto settings = std::make_shared<Settings>();
   PickOptions &options = settings->options;
 
-  CLI::App *command = app.add_subcommand(
-      "pick", "Print N free GPUs (no process, idle, enough memory, not claimed by run), most free "
-              "memory first, then coolest, for CUDA_VISIBLE_DEVICES. MIG instances are not picked "
-              "yet: a GPU with MIG on is never offered.");
   command->add_option("N", options.count, "How many GPUs")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
@@ -49,20 +47,31 @@ Subcommand add_pick_command(CLI::App &app) {
       ->check(finite_range(0.001, 86400.0))
       ->default_str("10");
 
-  return {command, [settings] {
-            PickOptions &run_options = settings->options;
-            run_options.sample.source = settings->source == "csv" ? Source::csv : Source::xml;
-            run_options.sample.host = false; // who runs the processes does not decide
-            run_options.criteria = settings->pick.criteria;
-            run_options.wait_seconds = settings->pick.wait_seconds;
-            run_options.uuid = settings->pick.uuid;
-            run_options.claims_folder = claims_folder(settings->pick.lock_dir);
-            run_options.format = settings->format == "json"  ? PickFormat::json
-                                 : settings->format == "env" ? PickFormat::env
-                                                             : PickFormat::list;
-            run_pick(run_options);
-            return exit_ok;
-          }};
+  return {[settings] {
+    PickOptions &run_options = settings->options;
+    run_options.sample.source = settings->source == "csv" ? Source::csv : Source::xml;
+    run_options.sample.host = false; // who runs the processes does not decide
+    run_options.criteria = settings->pick.criteria;
+    run_options.wait_seconds = settings->pick.wait_seconds;
+    run_options.uuid = settings->pick.uuid;
+    run_options.claims_folder = claims_folder(settings->pick.lock_dir);
+    run_options.format = settings->format == "json"  ? PickFormat::json
+                         : settings->format == "env" ? PickFormat::env
+                                                     : PickFormat::list;
+    run_pick(run_options);
+    return exit_ok;
+  }};
+}
+
+} // namespace
+
+Subcommand add_pick_command(CLI::App &app) {
+  return add_subcommand(
+      app, "pick",
+      "Print N free GPUs (no process, idle, enough memory, not claimed by run), most free "
+      "memory first, then coolest, for CUDA_VISIBLE_DEVICES. MIG instances are not picked "
+      "yet: a GPU with MIG on is never offered.",
+      pick_options);
 }
 
 } // namespace nvsmi

@@ -27,9 +27,7 @@ const CLI::Validator time_validator(
     },
     "TIME");
 
-} // namespace
-
-Subcommand add_report_command(CLI::App &app) {
+SubcommandRun report_options(CLI::App *command) {
   struct Settings {
     ReportOptions options;
     std::string from, to, format = "text";
@@ -38,10 +36,6 @@ Subcommand add_report_command(CLI::App &app) {
   auto settings = std::make_shared<Settings>();
   ReportOptions &options = settings->options;
 
-  CLI::App *command = app.add_subcommand(
-      "report", "Summarize logs (watch --csv-log or --json-log, or nvidia-smi --query-gpu -l) per "
-                "GPU: utilization, idle and starved time, memory, power, energy, temperature, and "
-                "a finding; from JSON logs, also a ledger of the GPU-hours each user held.");
   command
       ->add_option("files", options.files,
                    "CSV or JSON logs; rotated ones together, in any order (gpu-log.csv.2 "
@@ -64,28 +58,39 @@ Subcommand add_report_command(CLI::App &app) {
                    "Seconds between samples (default: the median spacing of the first samples)")
       ->check(finite_range(0.001, 86400.0));
 
-  return {command, [settings] {
-            if (settings->gpu)
-              settings->options.gpus = {*settings->gpu};
-            if (!settings->from.empty())
-              settings->options.from = parse_time(settings->from);
-            if (!settings->to.empty())
-              settings->options.to = parse_time(settings->to);
-            if (settings->output) // refuse a device or a FIFO before reading the logs
-              output_target(*settings->output);
-            Report report = make_report(settings->options);
-            std::string text = settings->format == "json"   ? format_report_json(report)
-                               : settings->format == "html" ? format_report_html(report)
-                                                            : format_report_text(report);
-            if (settings->output) {
-              replace_file_atomically(*settings->output, text);
-            } else if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() ||
-                       std::fflush(stdout) != 0) {
-              throw AgentError(exit_io, std::string("cannot write to standard output: ") +
-                                            std::strerror(errno));
-            }
-            return exit_ok;
-          }};
+  return {[settings] {
+    if (settings->gpu)
+      settings->options.gpus = {*settings->gpu};
+    if (!settings->from.empty())
+      settings->options.from = parse_time(settings->from);
+    if (!settings->to.empty())
+      settings->options.to = parse_time(settings->to);
+    if (settings->output) // refuse a device or a FIFO before reading the logs
+      output_target(*settings->output);
+    Report report = make_report(settings->options);
+    std::string text = settings->format == "json"   ? format_report_json(report)
+                       : settings->format == "html" ? format_report_html(report)
+                                                    : format_report_text(report);
+    if (settings->output) {
+      replace_file_atomically(*settings->output, text);
+    } else if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() ||
+               std::fflush(stdout) != 0) {
+      throw AgentError(exit_io,
+                       std::string("cannot write to standard output: ") + std::strerror(errno));
+    }
+    return exit_ok;
+  }};
+}
+
+} // namespace
+
+Subcommand add_report_command(CLI::App &app) {
+  return add_subcommand(
+      app, "report",
+      "Summarize logs (watch --csv-log or --json-log, or nvidia-smi --query-gpu -l) per "
+      "GPU: utilization, idle and starved time, memory, power, energy, temperature, and "
+      "a finding; from JSON logs, also a ledger of the GPU-hours each user held.",
+      report_options);
 }
 
 } // namespace nvsmi

@@ -7,7 +7,9 @@
 
 namespace nvsmi {
 
-Subcommand add_run_command(CLI::App &app) {
+namespace {
+
+SubcommandRun run_options(CLI::App *command) {
   struct Settings {
     RunOptions options;
     SamplingCli sampling;
@@ -16,10 +18,6 @@ Subcommand add_run_command(CLI::App &app) {
   auto settings = std::make_shared<Settings>();
   RunOptions &options = settings->options;
 
-  CLI::App *command = app.add_subcommand(
-      "run", "Claim free GPUs (or the ones named), run COMMAND on them with CUDA_VISIBLE_DEVICES "
-             "set, sample while it runs, and report what it did there; exits with its exit code. "
-             "Usage: nvsmi-agent run [OPTIONS] -- COMMAND [ARGS...]");
   add_sampling_options(command, settings->sampling);
   add_pick_options(command, settings->pick);
   CLI::Option *count =
@@ -52,20 +50,31 @@ Subcommand add_run_command(CLI::App &app) {
   for (CLI::Option *option : command->get_options())
     if (option->nonpositional())
       option->allow_extra_args(false);
-  return {command, [settings] {
-            settings->sampling.finish();
-            RunOptions &o = settings->options;
-            o.sampling = settings->sampling.options;
-            o.criteria = settings->pick.criteria;
-            o.wait_seconds = settings->pick.wait_seconds;
-            o.uuid = settings->pick.uuid;
-            o.lock_dir = settings->pick.lock_dir;
-            // The report is written at the end: a device, a FIFO or a folder that takes no file is
-            // refused before the job runs, not after hours of it.
-            if (o.report_file)
-              check_replaceable(*o.report_file);
-            return run_job(o);
-          }};
+  return {[settings] {
+    settings->sampling.finish();
+    RunOptions &o = settings->options;
+    o.sampling = settings->sampling.options;
+    o.criteria = settings->pick.criteria;
+    o.wait_seconds = settings->pick.wait_seconds;
+    o.uuid = settings->pick.uuid;
+    o.lock_dir = settings->pick.lock_dir;
+    // The report is written at the end: a device, a FIFO or a folder that takes no file is
+    // refused before the job runs, not after hours of it.
+    if (o.report_file)
+      check_replaceable(*o.report_file);
+    return run_job(o);
+  }};
+}
+
+} // namespace
+
+Subcommand add_run_command(CLI::App &app) {
+  return add_subcommand(
+      app, "run",
+      "Claim free GPUs (or the ones named), run COMMAND on them with CUDA_VISIBLE_DEVICES "
+      "set, sample while it runs, and report what it did there; exits with its exit code. "
+      "Usage: nvsmi-agent run [OPTIONS] -- COMMAND [ARGS...]",
+      run_options);
 }
 
 } // namespace nvsmi

@@ -5,7 +5,9 @@
 
 namespace nvsmi {
 
-Subcommand add_serve_command(CLI::App &app) {
+namespace {
+
+SubcommandRun serve_options(CLI::App *command) {
   struct Settings {
     ServeOptions options;
     SamplingCli sampling;
@@ -15,9 +17,6 @@ Subcommand add_serve_command(CLI::App &app) {
   auto settings = std::make_shared<Settings>();
   ServeOptions &options = settings->options;
 
-  CLI::App *command = app.add_subcommand(
-      "serve", "Sample in the background and serve Prometheus metrics (/metrics), JSON "
-               "(/api/v1/...) and a live dashboard (/) over HTTP.");
   add_sampling_options(command, settings->sampling);
   add_kernel_log_option(command, settings->kernel_log);
   command
@@ -57,15 +56,24 @@ Subcommand add_serve_command(CLI::App &app) {
                    "Seconds a client has to send a whole request, idle time included")
       ->check(finite_range(0.1, 3600.0))
       ->capture_default_str();
-  return {command, [settings] {
-            settings->options.limits.request_timeout = std::chrono::milliseconds(
-                static_cast<long long>(settings->request_timeout_seconds * 1000));
-            settings->sampling.finish();
-            settings->sampling.options.kernel_log = settings->kernel_log.resolve(
-                settings->sampling.options.fixture || !settings->sampling.options.host);
-            settings->options.sampling = settings->sampling.options;
-            return run_serve(settings->options);
-          }};
+  return {[settings] {
+    settings->options.limits.request_timeout =
+        std::chrono::milliseconds(static_cast<long long>(settings->request_timeout_seconds * 1000));
+    settings->sampling.finish();
+    settings->sampling.options.kernel_log = settings->kernel_log.resolve(
+        settings->sampling.options.fixture || !settings->sampling.options.host);
+    settings->options.sampling = settings->sampling.options;
+    return run_serve(settings->options);
+  }};
+}
+
+} // namespace
+
+Subcommand add_serve_command(CLI::App &app) {
+  return add_subcommand(app, "serve",
+                        "Sample in the background and serve Prometheus metrics (/metrics), JSON "
+                        "(/api/v1/...) and a live dashboard (/) over HTTP.",
+                        serve_options);
 }
 
 } // namespace nvsmi

@@ -24,9 +24,7 @@ TableStyle table_style(bool to_terminal) {
   return style;
 }
 
-} // namespace
-
-Subcommand add_snapshot_command(CLI::App &app) {
+SubcommandRun snapshot_options(CLI::App *command) {
   struct Settings {
     SnapshotOptions options;
     std::string source = "xml", format; // format empty: not given
@@ -35,7 +33,6 @@ Subcommand add_snapshot_command(CLI::App &app) {
   auto settings = std::make_shared<Settings>();
   SnapshotOptions &options = settings->options;
 
-  CLI::App *command = app.add_subcommand("snapshot", "Read the GPUs' state once and print it.");
   add_source_option(command, settings->source,
                     "What to ask nvidia-smi for: xml (-q -x) or csv (--query-gpu); a fixture is "
                     "told apart by content");
@@ -72,24 +69,31 @@ Subcommand add_snapshot_command(CLI::App &app) {
       "this machine's /proc, so host and the processes' users and commands stay null");
   add_kernel_log_option(command, settings->kernel_log);
 
-  return {command, [settings] {
-            settings->options.kernel_log =
-                settings->kernel_log.resolve(settings->options.fixture || !settings->options.host);
-            settings->options.say_kernel_log_problems = settings->kernel_log.path.has_value();
-            settings->options.source = settings->source == "csv" ? Source::csv : Source::xml;
-            bool to_terminal = ::isatty(STDOUT_FILENO) == 1 && !settings->options.output;
-            // The table for people at a terminal; a pipe, a file and --output keep the legacy
-            // document that the UI and cron read, byte for byte as before the table existed.
-            if (settings->format.empty())
-              settings->options.format = to_terminal ? Format::table : Format::legacy;
-            else
-              settings->options.format = *format_from_name(settings->format);
-            settings->options.table_style = table_style(to_terminal);
-            if (settings->options.output) // refuse a device or a FIFO before nvidia-smi runs
-              output_target(*settings->options.output);
-            run_snapshot(settings->options);
-            return exit_ok;
-          }};
+  return {[settings] {
+    settings->options.kernel_log =
+        settings->kernel_log.resolve(settings->options.fixture || !settings->options.host);
+    settings->options.say_kernel_log_problems = settings->kernel_log.path.has_value();
+    settings->options.source = settings->source == "csv" ? Source::csv : Source::xml;
+    bool to_terminal = ::isatty(STDOUT_FILENO) == 1 && !settings->options.output;
+    // The table for people at a terminal; a pipe, a file and --output keep the legacy
+    // document that the UI and cron read, byte for byte as before the table existed.
+    if (settings->format.empty())
+      settings->options.format = to_terminal ? Format::table : Format::legacy;
+    else
+      settings->options.format = *format_from_name(settings->format);
+    settings->options.table_style = table_style(to_terminal);
+    if (settings->options.output) // refuse a device or a FIFO before nvidia-smi runs
+      output_target(*settings->options.output);
+    run_snapshot(settings->options);
+    return exit_ok;
+  }};
+}
+
+} // namespace
+
+Subcommand add_snapshot_command(CLI::App &app) {
+  return add_subcommand(app, "snapshot", "Read the GPUs' state once and print it.",
+                        snapshot_options);
 }
 
 } // namespace nvsmi

@@ -6,7 +6,9 @@
 
 namespace nvsmi {
 
-Subcommand add_watch_command(CLI::App &app) {
+namespace {
+
+SubcommandRun watch_options(CLI::App *command) {
   struct Settings {
     WatchOptions options;
     SamplingCli sampling;
@@ -16,9 +18,6 @@ Subcommand add_watch_command(CLI::App &app) {
   auto settings = std::make_shared<Settings>();
   WatchOptions &options = settings->options;
 
-  CLI::App *command = app.add_subcommand(
-      "watch", "Sample continuously from one long-lived nvidia-smi: a line per sample on stdout "
-               "(NDJSON), and/or a CSV log, and/or a JSON log.");
   add_sampling_options(command, settings->sampling);
   add_kernel_log_option(command, settings->kernel_log);
   command
@@ -48,23 +47,33 @@ Subcommand add_watch_command(CLI::App &app) {
       ->capture_default_str();
   command->add_option("--count", options.count, "Stop after this many samples")
       ->check(CLI::PositiveNumber);
-  return {command, [settings] {
-            settings->sampling.finish();
-            settings->sampling.options.kernel_log = settings->kernel_log.resolve(
-                settings->sampling.options.fixture || !settings->sampling.options.host);
-            settings->options.sampling = settings->sampling.options;
-            const WatchOptions &o = settings->options;
-            if (o.csv_log && o.json_log && *o.csv_log == *o.json_log)
-              throw AgentError(exit_usage, "--csv-log and --json-log name the same file");
-            if (settings->format == "table") // accepted by the check only to say where it is
-              throw AgentError(exit_usage,
-                               "watch --format table: watch writes a line per sample for "
-                               "programs (legacy, json or csv); for a table that refreshes, run "
-                               "`nvsmi-agent top`");
-            if (!settings->format.empty())
-              settings->options.format = format_from_name(settings->format);
-            return run_watch(settings->options);
-          }};
+  return {[settings] {
+    settings->sampling.finish();
+    settings->sampling.options.kernel_log = settings->kernel_log.resolve(
+        settings->sampling.options.fixture || !settings->sampling.options.host);
+    settings->options.sampling = settings->sampling.options;
+    const WatchOptions &o = settings->options;
+    if (o.csv_log && o.json_log && *o.csv_log == *o.json_log)
+      throw AgentError(exit_usage, "--csv-log and --json-log name the same file");
+    if (settings->format == "table") // accepted by the check only to say where it is
+      throw AgentError(exit_usage,
+                       "watch --format table: watch writes a line per sample for "
+                       "programs (legacy, json or csv); for a table that refreshes, run "
+                       "`nvsmi-agent top`");
+    if (!settings->format.empty())
+      settings->options.format = format_from_name(settings->format);
+    return run_watch(settings->options);
+  }};
+}
+
+} // namespace
+
+Subcommand add_watch_command(CLI::App &app) {
+  return add_subcommand(
+      app, "watch",
+      "Sample continuously from one long-lived nvidia-smi: a line per sample on stdout "
+      "(NDJSON), and/or a CSV log, and/or a JSON log.",
+      watch_options);
 }
 
 } // namespace nvsmi

@@ -1,8 +1,6 @@
 #include "host/host_reader.hpp"
 
-#include <libproc2/meminfo.h>
-#include <libproc2/misc.h>
-#include <libproc2/stat.h>
+#include "host/procps_library.hpp"
 
 #include <array>
 #include <climits>
@@ -40,30 +38,33 @@ std::optional<std::string> hostname() {
 
 } // namespace
 
-HostReader::HostReader() {
-  if (procps_stat_new(&stat_) < 0)
+HostReader::HostReader() : library_(procps()) {
+  if (!library_)
+    return;
+  if (library_->stat_new(&stat_) < 0)
     stat_ = nullptr;
-  if (procps_meminfo_new(&memory_) < 0)
+  if (library_->meminfo_new(&memory_) < 0)
     memory_ = nullptr;
 }
 
 HostReader::~HostReader() {
   if (stat_)
-    procps_stat_unref(&stat_);
+    library_->stat_unref(&stat_);
   if (memory_)
-    procps_meminfo_unref(&memory_);
+    library_->meminfo_unref(&memory_);
 }
 
 HostFacts HostReader::read() {
   HostFacts facts;
   facts.hostname = hostname();
-  if (long count = procps_cpu_count(); count > 0)
-    facts.cpu_count = count;
+  if (library_)
+    if (long count = library_->cpu_count(); count > 0)
+      facts.cpu_count = count;
   // procps_stat_select reads /proc/stat on every call (procps_stat_get would keep a read for a
   // second), so two samples less than a second apart still see the time between them.
   if (stat_)
     if (stat_stack *stack =
-            procps_stat_select(stat_, stat_items.data(), static_cast<int>(stat_items.size()))) {
+            library_->stat_select(stat_, stat_items.data(), static_cast<int>(stat_items.size()))) {
       auto tics = [&](StatItem item) { return STAT_VAL(item, ull_int, stack, stat_); };
       CpuTicks ticks;
       ticks.total = tics(tic_user) + tics(tic_nice) + tics(tic_system) + tics(tic_idle) +
@@ -74,15 +75,15 @@ HostFacts HostReader::read() {
         facts.boot_time = static_cast<std::int64_t>(booted);
     }
   if (memory_)
-    if (meminfo_stack *stack = procps_meminfo_select(memory_, memory_items.data(),
-                                                     static_cast<int>(memory_items.size()))) {
+    if (meminfo_stack *stack = library_->meminfo_select(memory_, memory_items.data(),
+                                                        static_cast<int>(memory_items.size()))) {
       if (unsigned long kib = MEMINFO_VAL(mem_total, ul_int, stack, memory_); kib > 0) {
         facts.memory_total_kib = kib;
         facts.memory_available_kib = MEMINFO_VAL(mem_available, ul_int, stack, memory_);
       }
     }
   double load1 = 0;
-  if (procps_loadavg(&load1, nullptr, nullptr) == 0)
+  if (library_ && library_->loadavg(&load1, nullptr, nullptr) == 0)
     facts.load1 = load1;
   return facts;
 }

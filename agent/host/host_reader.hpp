@@ -13,6 +13,8 @@ struct meminfo_info;
 
 namespace nvsmi {
 
+struct Procps;
+
 // Each nullopt where its source could not be read.
 struct HostFacts {
   std::optional<std::string> hostname;
@@ -33,6 +35,7 @@ public:
   HostFacts read();
 
 private:
+  const Procps *library_; // nullptr where libproc2 cannot be loaded: every reading of it unknown
   stat_info *stat_ = nullptr;
   meminfo_info *memory_ = nullptr;
 };

@@ -1,9 +1,7 @@
 #include "host/process_reader.hpp"
 
 #include "core/descriptor.hpp"
-
-#include <libproc2/misc.h>
-#include <libproc2/pids.h>
+#include "host/procps_library.hpp"
 
 #include <algorithm>
 #include <array>
@@ -63,14 +61,17 @@ std::string joined(std::string arguments) {
 
 } // namespace
 
-ProcessReader::ProcessReader() : ticks_per_second_(procps_hertz_get()) {
-  if (procps_pids_new(&info_, items.data(), static_cast<int>(items.size())) < 0)
+ProcessReader::ProcessReader() : library_(procps()) {
+  if (!library_)
+    return;
+  ticks_per_second_ = library_->hertz_get();
+  if (library_->pids_new(&info_, items.data(), static_cast<int>(items.size())) < 0)
     info_ = nullptr;
 }
 
 ProcessReader::~ProcessReader() {
   if (info_)
-    procps_pids_unref(&info_);
+    library_->pids_unref(&info_);
 }
 
 std::vector<ProcessFacts> ProcessReader::read(const std::vector<int> &pids) {
@@ -99,7 +100,7 @@ std::vector<ProcessFacts> ProcessReader::read(const std::vector<int> &pids) {
                                                         open_pids.size(), first + select_at_most)));
     auto before = std::chrono::steady_clock::now();
     pids_fetch *fetched =
-        procps_pids_select(info_, chunk.data(), static_cast<int>(chunk.size()), PIDS_SELECT_PID);
+        library_->pids_select(info_, chunk.data(), static_cast<int>(chunk.size()), PIDS_SELECT_PID);
     auto read_at = before + (std::chrono::steady_clock::now() - before) / 2;
     if (!fetched || !fetched->counts)
       continue;

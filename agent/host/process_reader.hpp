@@ -12,6 +12,8 @@ struct pids_info;
 
 namespace nvsmi {
 
+struct Procps;
+
 // The command line is cut at this many bytes: a process can pass megabytes of arguments, and a
 // sample holds one command line per GPU process.
 constexpr std::size_t max_command_bytes = 4096;
@@ -44,8 +46,9 @@ public:
   long ticks_per_second() const { return ticks_per_second_; }
 
 private:
+  const Procps *library_;     // nullptr where libproc2 cannot be loaded
   pids_info *info_ = nullptr; // nullptr where libproc2 could not start: every pid unknown
-  long ticks_per_second_;
+  long ticks_per_second_ = 0; // 0: unknown, without libproc2
 };
 
 } // namespace nvsmi
