@@ -42,6 +42,27 @@ TEST_CASE("XML documents are cut from a stream, whatever the chunk size") {
   }
 }
 
+TEST_CASE(
+    "XML documents one read each, as nvidia-smi's loop writes them: each whole, nothing left") {
+  // The piece is then what the splitter held, handed on rather than copied: the same bytes.
+  std::string one = test::read_file(test::fixture_path("xml/h100-8gpu-v12.xml"));
+  XmlDocumentSplitter splitter(1 << 20);
+  StreamPieces out;
+  for (const std::string &read : {one + "\n", one + "\n", " \n" + one, one + "\n\n  <?xml"}) {
+    splitter.feed(read, out);
+    CHECK(out.errors.empty());
+  }
+  REQUIRE(out.pieces.size() == 4);
+  for (const std::string &piece : out.pieces)
+    CHECK(piece == std::string(trim(one)));
+  CHECK(splitter.pending() == "<?xml");
+  splitter.feed(one.substr(5) + "\n", out); // the rest of that last one
+  REQUIRE(out.pieces.size() == 5);
+  CHECK(out.pieces[4] == std::string(trim(one)));
+  CHECK(splitter.pending().empty());
+  CHECK_FALSE(splitter.reset());
+}
+
 TEST_CASE("an XML document over the cap is skipped, the next one is kept") {
   std::string one = test::read_file(test::fixture_path("xml/gtx1080ti-2gpu-v10-nodoctype.xml"));
   std::string huge =

@@ -128,9 +128,27 @@ void XmlDocumentSplitter::feed(std::string_view bytes, StreamPieces &out) {
         out.errors.push_back(std::to_string(begin) + " bytes of garbage before a document skipped");
         document.remove_prefix(begin);
       }
+      if (document.data() == partial_.data() &&
+          trim(std::string_view(partial_).substr(document_end)).empty()) {
+        // The usual case: what is held is this document and space. It becomes the piece rather
+        // than being copied into one, and what is held starts again with as much room (the room
+        // the caller frees with the last piece, likely).
+        std::size_t room = partial_.capacity();
+        partial_.resize(document_end);
+        out.pieces.push_back(std::move(partial_));
+        partial_ = std::string();
+        partial_.reserve(room);
+        return;
+      }
       out.pieces.emplace_back(document);
     }
     start = search_from = document_end;
+  }
+  // Space after a document is no part of the next: dropped, so that the next starts what is held.
+  if (start > 0) {
+    std::string_view next = trim(std::string_view(partial_).substr(start));
+    start =
+        next.empty() ? partial_.size() : static_cast<std::size_t>(next.data() - partial_.data());
   }
   partial_.erase(0, start);
   if (partial_.size() > max_) {
