@@ -83,6 +83,12 @@ TEST_CASE("skipping unread elements: what it leaves to the full parser") {
       // Attributes holding '>' and '<'.
       "<ecc_errors note=\"a > b\">1</ecc_errors>" + reading,
       "<ecc_errors note=\"a < b\">1</ecc_errors>" + reading,
+      // ... and, inside an unread element, its end tag and a read element that does not parse:
+      // it is all the attribute's value, which pugixml takes, so that nothing of it may be kept.
+      "<supported_clocks><x a=\"</supported_clocks><temperature b=><gpu_temp>9 C</gpu_temp>"
+      "</temperature><supported_clocks>\"/></supported_clocks>" +
+          reading,
+      "<supported_clocks><x a='</supported_clocks>'/></supported_clocks>" + reading,
       // Names that begin like an unread one, self-closing and spaced tags.
       "<ecc_errors_x>1</ecc_errors_x><ecc_errors/><ecc_errors >2</ecc_errors >" + reading,
       // Unclosed and mismatched tags.

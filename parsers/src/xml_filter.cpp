@@ -28,10 +28,30 @@ bool only_space(std::string_view text) {
 
 constexpr std::size_t npos = std::string_view::npos;
 
-// Where the element `name`, whose start tag ends at `from`, ends: just past its end tag. Only the
-// '<'s inside it are looked at. npos when there is no end tag, or when inside it an element of the
-// same name opens (its end tag would be taken for ours), or a comment, CDATA or processing
-// instruction could hide one: the full parser sorts those out.
+// Where the tag whose name ends at `from` ends: its '>', the first outside a quoted attribute
+// value. npos when it does not end, or a '<' outside quotes comes first.
+std::size_t end_of_tag(std::string_view document, std::size_t from) {
+  char quote = 0;
+  for (std::size_t at = from; at < document.size(); ++at) {
+    char c = document[at];
+    if (quote) {
+      quote = c == quote ? 0 : quote;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '>') {
+      return at;
+    } else if (c == '<') {
+      return npos;
+    }
+  }
+  return npos;
+}
+
+// Where the element `name`, whose start tag ends at `from`, ends: just past its end tag. Only its
+// tags are looked at, each start tag to its end, so that a '<' in a quoted attribute value (which
+// pugixml takes) is not taken for a tag. npos when there is no end tag, or when inside it an
+// element of the same name opens (its end tag would be taken for ours), or a comment, CDATA or
+// processing instruction could hide one: the full parser sorts those out.
 std::size_t end_of_element(std::string_view document, std::string_view name, std::size_t from) {
   for (std::size_t at = document.find('<', from); at != npos; at = document.find('<', at + 1)) {
     if (at + 1 == document.size())
@@ -41,13 +61,16 @@ std::size_t end_of_element(std::string_view document, std::string_view name, std
       return npos;
     bool closing = next == '/';
     std::size_t start = at + 1 + closing;
-    if (document.substr(start, name.size()) != name)
-      continue;
     std::size_t end = start + name.size();
-    if (end < document.size() && name_char(document[end]))
-      continue; // a longer name that begins with ours
-    if (!closing)
-      return npos;
+    bool ours = document.substr(start, name.size()) == name &&
+                !(end < document.size() && name_char(document[end])); // not a longer name
+    if (!closing) {
+      if (ours || (at = end_of_tag(document, start)) == npos)
+        return npos;
+      continue;
+    }
+    if (!ours)
+      continue;
     while (end < document.size() && space(document[end]))
       ++end;
     return end < document.size() && document[end] == '>' ? end + 1 : npos;
@@ -102,22 +125,8 @@ bool find_unread_gpu_children(std::string_view document, bool (*read)(std::strin
     std::string_view name = document.substr(at + 1, name_end - at - 1);
     if (name.empty() || root_closed || (depth == 0 && name != "nvidia_smi_log"))
       return false;
-    // The tag ends at the first '>' outside a quoted attribute value.
-    char quote = 0;
-    std::size_t end = name_end;
-    for (; end < document.size(); ++end) {
-      char c = document[end];
-      if (quote) {
-        quote = c == quote ? 0 : quote;
-      } else if (c == '"' || c == '\'') {
-        quote = c;
-      } else if (c == '>') {
-        break;
-      } else if (c == '<') {
-        return false;
-      }
-    }
-    if (end == document.size())
+    std::size_t end = end_of_tag(document, name_end);
+    if (end == npos)
       return false;
     bool empty = document[end - 1] == '/';
     at = end + 1;
