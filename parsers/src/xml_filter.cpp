@@ -65,7 +65,15 @@ std::size_t end_of_element(std::string_view document, std::string_view name, std
     bool ours = document.substr(start, name.size()) == name &&
                 !(end < document.size() && name_char(document[end])); // not a longer name
     if (!closing) {
-      if (ours || (at = end_of_tag(document, start)) == npos)
+      std::size_t close = ours ? npos : document.find('>', start);
+      if (close == npos)
+        return npos;
+      // Only an attribute value can hold a '<' that pugixml takes, and no attribute is without
+      // '=': most tags are passed at memchr's speed. (A '<' in a tag without one is a fault for
+      // the full parse; what is dropped need not be read the same.)
+      if (document.substr(start, close - start).find('=') != npos)
+        close = end_of_tag(document, start);
+      if ((at = close) == npos)
         return npos;
       continue;
     }
