@@ -1,11 +1,13 @@
 // Reader throughput on the files bench/run writes: XML of 1, 8 and 64 GPUs and an 8-GPU CSV
-// sample, read alone and read then formatted in each output format.
+// sample, read alone and read then formatted in each output format; and each XML document as
+// `watch --source xml` takes it from nvidia-smi's pipe (stream/).
 // Usage: reader_bench DATA_DIR [--benchmark_... options]
 #include "files/file_io.hpp"
 #include "formats/formats.hpp"
 #include "nvidia_smi/source.hpp"
 
 #include "nvsmi/csv_reader.hpp"
+#include "nvsmi/nvidia_smi_output.hpp"
 #include "nvsmi/stream.hpp"
 #include "nvsmi/xml_reader.hpp"
 
@@ -66,6 +68,22 @@ void csv_stream_rows(benchmark::State &state, const Input *input) {
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(lines.size()));
 }
 
+// `watch --source xml`: the document fed to the splitter in the pipe's reads (64 KiB), cut from
+// the stream, and read as the stream's decoder reads it, in the piece it was cut into.
+void xml_stream(benchmark::State &state, const Input *input) {
+  constexpr std::size_t pipe_read = 64u << 10;
+  nvsmi::XmlDocumentSplitter splitter(32u << 20);
+  std::string_view bytes = input->bytes;
+  for (auto _ : state) {
+    nvsmi::StreamPieces pieces;
+    for (std::size_t at = 0; at < bytes.size(); at += pipe_read)
+      splitter.feed(bytes.substr(at, pipe_read), pieces);
+    for (std::string &piece : pieces.pieces)
+      benchmark::DoNotOptimize(nvsmi::read_xml_output_in_place(piece));
+  }
+  count(state, *input);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -91,6 +109,9 @@ int main(int argc, char **argv) {
       benchmark::RegisterBenchmark(("read+" + std::string(format_name) + "/" + input.name).c_str(),
                                    read_and_format, &input, format);
   }
+  for (const Input &input : inputs)
+    if (input.xml)
+      benchmark::RegisterBenchmark(("stream/" + input.name).c_str(), xml_stream, &input);
   benchmark::RegisterBenchmark("rows/csv-8gpu-stream", csv_stream_rows, &stream);
 
   argv[1] = argv[0];

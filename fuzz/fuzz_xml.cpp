@@ -1,7 +1,8 @@
 // The XML reader on any bytes: a ParseError or a snapshot every format can print. Reading with
 // unread elements skipped must give what the full parse gives where both accept, and refuse
 // whatever the full parse refuses except a document whose only fault lies inside an element it
-// skipped; when both refuse, they may name different faults.
+// skipped; when both refuse, they may name different faults. Reading in place (the stream's way)
+// must give exactly what reading from a view gives, the error message included.
 #include "check_output.hpp"
 #include "formats/formats.hpp"
 
@@ -19,10 +20,13 @@
 namespace {
 
 // The snapshot as typed JSON, or nullopt and the error message in `error`.
-std::optional<std::string> outcome(std::string_view input, nvsmi::XmlParse mode,
-                                   std::string &error) {
+std::optional<std::string> outcome(std::string_view input, nvsmi::XmlParse mode, std::string &error,
+                                   bool in_place = false) {
   try {
-    nvsmi::Snapshot snapshot = nvsmi::read_xml(input, mode);
+    std::string buffer(in_place ? input : std::string_view());
+    nvsmi::Snapshot snapshot = in_place
+                                   ? nvsmi::read_xml_in_place(buffer.data(), buffer.size(), mode)
+                                   : nvsmi::read_xml(input, mode);
     fuzz::check_formats(snapshot);
     return nvsmi::format_json(snapshot);
   } catch (const nvsmi::ParseError &parse_error) {
@@ -38,6 +42,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
   std::string skip_error, full_error;
   std::optional<std::string> skipped = outcome(input, nvsmi::XmlParse::skip_unread, skip_error);
   std::optional<std::string> full = outcome(input, nvsmi::XmlParse::full, full_error);
+  std::string in_place_error;
+  std::optional<std::string> in_place =
+      outcome(input, nvsmi::XmlParse::skip_unread, in_place_error, true);
+  if (in_place != skipped || in_place_error != skip_error) {
+    std::fprintf(stderr, "in place and from a view differ:\n%s\n%s\n",
+                 in_place ? in_place->c_str() : in_place_error.c_str(),
+                 skipped ? skipped->c_str() : skip_error.c_str());
+    std::abort();
+  }
   bool same = skipped ? (!full || *skipped == *full) : !full;
   if (!same) {
     std::fprintf(stderr, "skip_unread and full differ:\n%s\n%s\n",

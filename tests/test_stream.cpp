@@ -42,6 +42,27 @@ TEST_CASE("XML documents are cut from a stream, whatever the chunk size") {
   }
 }
 
+TEST_CASE(
+    "XML documents one read each, as nvidia-smi's loop writes them: each whole, nothing left") {
+  // The piece is then what the splitter held, handed on rather than copied: the same bytes.
+  std::string one = test::read_file(test::fixture_path("xml/h100-8gpu-v12.xml"));
+  XmlDocumentSplitter splitter(1 << 20);
+  StreamPieces out;
+  for (const std::string &read : {one + "\n", one + "\n", " \n" + one, one + "\n\n  <?xml"}) {
+    splitter.feed(read, out);
+    CHECK(out.errors.empty());
+  }
+  REQUIRE(out.pieces.size() == 4);
+  for (const std::string &piece : out.pieces)
+    CHECK(piece == std::string(trim(one)));
+  CHECK(splitter.pending() == "<?xml");
+  splitter.feed(one.substr(5) + "\n", out); // the rest of that last one
+  REQUIRE(out.pieces.size() == 5);
+  CHECK(out.pieces[4] == std::string(trim(one)));
+  CHECK(splitter.pending().empty());
+  CHECK_FALSE(splitter.reset());
+}
+
 TEST_CASE("an XML document over the cap is skipped, the next one is kept") {
   std::string one = test::read_file(test::fixture_path("xml/gtx1080ti-2gpu-v10-nodoctype.xml"));
   std::string huge =
@@ -99,6 +120,26 @@ TEST_CASE("garbage between XML documents costs no document") {
   REQUIRE(out.pieces.size() == 2);
   CHECK(out.pieces[1] == std::string(trim(one)));
   CHECK(out.errors.size() == 1);
+}
+
+TEST_CASE(
+    "a document cut short before a whole one: the whole one is the piece, from its last start") {
+  std::string one = test::read_file(test::fixture_path("xml/h100-8gpu-v12.xml"));
+  std::string bare = "<nvidia_smi_log><gpu></gpu></nvidia_smi_log>";
+  for (std::size_t chunk : {std::size_t(1) << 20, std::size_t(4096), std::size_t(7)}) {
+    INFO("chunks of " << chunk);
+    XmlDocumentSplitter splitter(1 << 20);
+    StreamPieces out;
+    // The first cut short twice (two starts, no end), then a whole one; then a bare one cut short
+    // (no declaration) before a whole bare one.
+    std::string stream = one.substr(0, 500) + one.substr(0, 9000) + one + bare.substr(0, 20) + bare;
+    for (std::size_t at = 0; at < stream.size(); at += chunk)
+      splitter.feed(std::string_view(stream).substr(at, chunk), out);
+    REQUIRE(out.pieces.size() == 2);
+    CHECK(out.pieces[0] == std::string(trim(one)));
+    CHECK(out.pieces[1] == bare);
+    CHECK(out.errors.size() == 2);
+  }
 }
 
 TEST_CASE("the lines naming GPUs nvidia-smi cannot read stay before their document") {

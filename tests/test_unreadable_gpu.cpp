@@ -1,9 +1,11 @@
 // A GPU nvidia-smi cannot read while it reads the others: the messages it prints for it
 // (docs/research/fleet-health.md, section 10), and the readers keeping it in the sample, lost.
+#include "formats/formats.hpp"
 #include "support.hpp"
 
 #include "nvsmi/csv_reader.hpp"
 #include "nvsmi/gpu_state.hpp"
+#include "nvsmi/nvidia_smi_output.hpp"
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/stream.hpp"
 #include "nvsmi/unreadable_gpu.hpp"
@@ -280,4 +282,26 @@ TEST_CASE("unreadable GPU lines before the rest of the output") {
   CHECK(found[1].reason == "GPU is lost");
   CHECK(after_unreadable_gpu_lines(" \n\n").empty());
   CHECK(after_unreadable_gpu_lines("No devices were found\n") == "No devices were found");
+}
+
+TEST_CASE("XML output read in place: the same as read from a view, lines before it included") {
+  std::string lines = "\n Unable to determine the device handle for GPU 0000:0B:00.0: Unknown "
+                      "Error\n";
+  for (const std::string &text :
+       {lines + fixture("xml/h100-8gpu-lost-v12.xml") + "\n", fixture("xml/h100-8gpu-v12.xml"),
+        lines + "No devices were found\n", std::string(" \n")}) {
+    std::string expected, got;
+    try {
+      expected = format_json(read_xml_output(trim(text)));
+    } catch (const ParseError &error) {
+      expected = error.what();
+    }
+    std::string buffer = text;
+    try {
+      got = format_json(read_xml_output_in_place(buffer));
+    } catch (const ParseError &error) {
+      got = error.what();
+    }
+    CHECK(got == expected);
+  }
 }

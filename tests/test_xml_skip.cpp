@@ -1,5 +1,6 @@
 // read_xml drops the <gpu> children it does not read before parsing (XmlParse::skip_unread). It
-// must read exactly what the full DOM parse reads, on every recording.
+// must read exactly what the full DOM parse reads, on every recording, and read_xml_in_place (the
+// stream's way, in the caller's buffer) exactly what read_xml reads.
 #include "formats/formats.hpp"
 #include "support.hpp"
 
@@ -15,17 +16,27 @@ using namespace nvsmi;
 namespace {
 
 // The outcome of one read as text: the typed JSON of the snapshot, or the error message.
-std::string outcome(const std::string &document, XmlParse mode) {
+template <typename Read> std::string outcome_of(Read read) {
   try {
-    return format_json(read_xml(document, mode));
+    return format_json(read());
   } catch (const ParseError &error) {
     return std::string("ParseError: ") + error.what();
   }
 }
 
+std::string outcome(const std::string &document, XmlParse mode) {
+  return outcome_of([&] { return read_xml(document, mode); });
+}
+
+std::string outcome_in_place(std::string document, XmlParse mode) {
+  return outcome_of([&] { return read_xml_in_place(document.data(), document.size(), mode); });
+}
+
 void check_same(const std::string &document) {
   std::string skipped = outcome(document, XmlParse::skip_unread);
   CHECK(skipped == outcome(document, XmlParse::full));
+  CHECK(skipped == outcome_in_place(document, XmlParse::skip_unread));
+  CHECK(skipped == outcome_in_place(document, XmlParse::full));
 }
 
 std::vector<std::string> files_in(const std::string &folder) {
@@ -72,6 +83,12 @@ TEST_CASE("skipping unread elements: what it leaves to the full parser") {
       // Attributes holding '>' and '<'.
       "<ecc_errors note=\"a > b\">1</ecc_errors>" + reading,
       "<ecc_errors note=\"a < b\">1</ecc_errors>" + reading,
+      // ... and, inside an unread element, its end tag and a read element that does not parse:
+      // it is all the attribute's value, which pugixml takes, so that nothing of it may be kept.
+      "<supported_clocks><x a=\"</supported_clocks><temperature b=><gpu_temp>9 C</gpu_temp>"
+      "</temperature><supported_clocks>\"/></supported_clocks>" +
+          reading,
+      "<supported_clocks><x a='</supported_clocks>'/></supported_clocks>" + reading,
       // Names that begin like an unread one, self-closing and spaced tags.
       "<ecc_errors_x>1</ecc_errors_x><ecc_errors/><ecc_errors >2</ecc_errors >" + reading,
       // Unclosed and mismatched tags.
@@ -107,4 +124,57 @@ TEST_CASE("skipping unread elements does not look inside them") {
                            "</nvidia_smi_log>";
   CHECK(read_xml(mismatched).gpus.at(0).temperature_c == 41);
   CHECK_THROWS_AS(read_xml(mismatched, XmlParse::full), ParseError);
+}
+
+TEST_CASE("skipping unread elements: an error in what is kept names its byte in the document") {
+  // pugixml parses what is kept, moved together; the byte it names is counted in the document as
+  // given, as the full parse counts it, past every unread element dropped before it.
+  const std::string unread = "<supported_clocks><a>1</a><b>2</b></supported_clocks>\n"
+                             "<ecc_errors><volatile/></ecc_errors> <accounted_processes/>\n";
+  const std::string document = "<nvidia_smi_log><gpu>" + unread + "<temperature>" + unread +
+                               "<gpu_temp a=>41 C</gpu_temp></temperature>" + unread +
+                               "</gpu></nvidia_smi_log>";
+  std::string skipped = outcome(document, XmlParse::skip_unread);
+  CHECK(skipped.find("ParseError: not well-formed XML") == 0);
+  CHECK(skipped.find("at byte " + std::to_string(document.find("a=>") + 2)) != std::string::npos);
+  check_same(document);
+}
+
+TEST_CASE("skipping unread elements: runs of neighbours, and what is read among them") {
+  const std::string head = "<?xml version=\"1.0\" ?>\n<nvidia_smi_log>\n<gpu id=\"1\">\n";
+  const std::string tail = "\n</gpu>\n</nvidia_smi_log>\n";
+  // Unread neighbours with space, text and a read element between them; a read element inside
+  // an unread one is not read (it is not <gpu>'s child), a read one after it is.
+  const std::string body = "<supported_clocks/>\n  <ecc_errors_x>1</ecc_errors_x>\t"
+                           "<accounted_processes><temperature><gpu_temp>99 C</gpu_temp>"
+                           "</temperature></accounted_processes>\n"
+                           "<temperature><gpu_temp>41 C</gpu_temp></temperature>\n"
+                           "<voltage/>text<clocks_event_reasons_x/> <fan_speed>30 %</fan_speed>";
+  const std::string document = head + body + tail;
+  Snapshot snapshot = read_xml(document);
+  REQUIRE(snapshot.gpus.size() == 1);
+  CHECK(snapshot.gpus[0].temperature_c == 41);
+  CHECK(snapshot.gpus[0].fan_speed_percent == 30);
+  check_same(document);
+  // Nested deeper outside <gpu> than the scan follows: left to the full parse, read the same.
+  std::string deep = "<nvidia_smi_log>";
+  for (int level = 0; level < 40; ++level)
+    deep += "<x>";
+  for (int level = 0; level < 40; ++level)
+    deep += "</x>";
+  deep += "<gpu><supported_clocks/><temperature><gpu_temp>41 C</gpu_temp></temperature></gpu>"
+          "</nvidia_smi_log>";
+  CHECK(read_xml(deep).gpus.at(0).temperature_c == 41);
+  check_same(deep);
+}
+
+TEST_CASE("reading in place uses the caller's buffer, not a copy of it") {
+  std::string document = test::read_file(test::fixture_path("xml/h100-8gpu-v12.xml"));
+  std::string buffer = document;
+  std::string read = format_json(read_xml_in_place(buffer.data(), buffer.size()));
+  CHECK(read == format_json(read_xml(document)));
+  // The kept elements were moved down over the unread ones, where pugixml then parsed them.
+  std::size_t unread = document.find("<supported_clocks>");
+  REQUIRE(unread != std::string::npos);
+  CHECK(buffer.compare(unread, 18, "<supported_clocks>") != 0);
 }

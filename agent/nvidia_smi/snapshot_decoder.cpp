@@ -94,10 +94,11 @@ public:
     documents_.feed(bytes, pieces);
     for (const std::string &error : pieces.errors)
       events.skipped("sample skipped: " + error, true);
-    for (const std::string &piece : pieces.pieces) {
+    for (std::string &piece : pieces.pieces) {
       Snapshot sample;
       try {
-        sample = read_xml_output(trim(piece));
+        // The piece is this decoder's own copy, cut from the stream: read where it lies.
+        sample = read_xml_output_in_place(piece);
       } catch (const ParseError &error) {
         events.skipped(std::string("sample skipped: ") + error.what(), true);
         continue;

@@ -34,6 +34,18 @@ Snapshot read_xml_output(std::string_view text) {
   return snapshot;
 }
 
+Snapshot read_xml_output_in_place(std::string &text) {
+  std::string_view trimmed = trim(text);
+  std::vector<UnreadableGpu> unreadable;
+  std::string_view document = after_unreadable_gpu_lines(trimmed, &unreadable);
+  if (document.empty() || document.front() != '<')
+    return read_xml(trimmed); // no document after all: the XML reader says what it lacks
+  Snapshot snapshot =
+      read_xml_in_place(text.data() + (document.data() - text.data()), document.size());
+  add_unreadable_gpus(snapshot, unreadable);
+  return snapshot;
+}
+
 Snapshot read_nvidia_smi_output(std::string_view bytes) {
   std::string_view content = content_of(bytes);
   if (content.empty())
@@ -51,8 +63,8 @@ std::vector<Snapshot> read_nvidia_smi_recording(std::string_view bytes,
   std::size_t most = content.size() + 1;
   if (!content.empty() && output_kind(content) == Source::xml) {
     XmlDocumentSplitter(most).feed(content, pieces);
-    for (const std::string &document : pieces.pieces)
-      samples.push_back(read_xml_output(document));
+    for (std::string &document : pieces.pieces)
+      samples.push_back(read_xml_output_in_place(document));
   } else {
     LineSplitter(most).feed(std::string(content) + "\n", pieces);
     CsvSampleAssembler assembler(CsvLayout::from_fields(query_fields(), extra_fields));

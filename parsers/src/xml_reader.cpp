@@ -14,8 +14,10 @@
 #include <cstring>
 #include <initializer_list>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace nvsmi {
 namespace {
@@ -409,27 +411,18 @@ void refuse_bad_character_references(std::string_view document) {
   }
 }
 
-} // namespace
-
-Snapshot read_xml(std::string_view document, XmlParse mode) {
-  refuse_bad_character_references(document);
+// Parses the `size` bytes at `buffer` in place (pugixml writes its strings into them) and reads
+// them; `dropped` is what was dropped before, so that an error names its byte in the document.
+Snapshot parse_and_read(char *buffer, std::size_t size,
+                        const std::vector<detail::ByteRange> &dropped) {
   pugi::xml_document xml;
-  pugi::xml_parse_result result;
-  std::optional<std::string> reduced;
-  if (mode == XmlParse::skip_unread)
-    reduced = detail::without_unread_gpu_children(document, read_by_read_gpu);
-  // Parsed where it is (our own copy), and with the text kept in its element rather than a node
-  // of its own: fewer nodes to build. On any error, the original is parsed again to report it.
-  if (reduced)
-    result = xml.load_buffer_inplace(reduced->data(), reduced->size(),
-                                     pugi::parse_default | pugi::parse_embed_pcdata,
-                                     pugi::encoding_utf8);
-  if (!reduced || !result)
-    result = xml.load_buffer(document.data(), document.size(),
-                             pugi::parse_default | pugi::parse_embed_pcdata, pugi::encoding_utf8);
+  // The text kept in its element rather than a node of its own: fewer nodes to build.
+  pugi::xml_parse_result result = xml.load_buffer_inplace(
+      buffer, size, pugi::parse_default | pugi::parse_embed_pcdata, pugi::encoding_utf8);
   if (!result)
     throw ParseError(std::string("not well-formed XML: ") + result.description() + " at byte " +
-                     std::to_string(result.offset));
+                     std::to_string(detail::offset_before_dropping(
+                         static_cast<std::size_t>(result.offset), dropped)));
   pugi::xml_node root = xml.document_element();
   if (std::strcmp(root.name(), "nvidia_smi_log") != 0)
     throw ParseError(std::string("not nvidia-smi XML: root element is <") + root.name() +
@@ -447,6 +440,37 @@ Snapshot read_xml(std::string_view document, XmlParse mode) {
     snapshot.gpus.back().lost_reason = lost_reason(gpu);
   });
   return snapshot;
+}
+
+// The unread children's ranges in `document`, or none where it is read whole.
+std::vector<detail::ByteRange> to_drop(std::string_view document, XmlParse mode) {
+  std::vector<detail::ByteRange> dropped;
+  dropped.reserve(128);
+  if (mode == XmlParse::full ||
+      !detail::find_unread_gpu_children(document, read_by_read_gpu, dropped))
+    dropped.clear();
+  return dropped;
+}
+
+} // namespace
+
+Snapshot read_xml(std::string_view document, XmlParse mode) {
+  refuse_bad_character_references(document);
+  std::vector<detail::ByteRange> dropped = to_drop(document, mode);
+  // pugixml parses in a buffer of its own either way: this one holds only what is kept.
+  std::size_t kept = document.size();
+  for (detail::ByteRange range : dropped)
+    kept -= range.end - range.begin;
+  std::unique_ptr<char[]> buffer(new char[kept]);
+  detail::write_without(document, dropped, buffer.get());
+  return parse_and_read(buffer.get(), kept, dropped);
+}
+
+Snapshot read_xml_in_place(char *document, std::size_t size, XmlParse mode) {
+  std::string_view original(document, size);
+  refuse_bad_character_references(original);
+  std::vector<detail::ByteRange> dropped = to_drop(original, mode);
+  return parse_and_read(document, detail::write_without(original, dropped, document), dropped);
 }
 
 } // namespace nvsmi

@@ -4,6 +4,7 @@
 
 #include "nvsmi/snapshot.hpp"
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -16,6 +17,9 @@ Source output_kind(std::string_view bytes);
 // One `-q -x` document, after any lines naming GPUs nvidia-smi cannot read, which it may print
 // before it on stdout: those GPUs are in the snapshot, lost. Throws ParseError.
 Snapshot read_xml_output(std::string_view text);
+// The same, on `text` trimmed, and read where it lies: its bytes are the reader's to overwrite (no
+// copy of the document is made), and it is left holding no document.
+Snapshot read_xml_output_in_place(std::string &text);
 
 // One sample of either output. Throws ParseError for empty output, or for what the reader of its
 // kind refuses.

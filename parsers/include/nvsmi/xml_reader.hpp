@@ -2,6 +2,7 @@
 
 #include "nvsmi/snapshot.hpp"
 
+#include <cstddef>
 #include <string_view>
 
 namespace nvsmi {
@@ -16,5 +17,11 @@ namespace nvsmi {
 // inside and outside them, it may name a different one.
 enum class XmlParse { skip_unread, full };
 Snapshot read_xml(std::string_view document, XmlParse mode = XmlParse::skip_unread);
+
+// The same, read where it lies: the `size` bytes at `document` are the parser's to overwrite (the
+// kept elements moved down over the dropped ones, then pugixml's strings), so that no copy of the
+// document is made. For a caller that holds the document in a buffer of its own and is done with
+// it, as the stream is with each document it cuts.
+Snapshot read_xml_in_place(char *document, std::size_t size, XmlParse mode = XmlParse::skip_unread);
 
 } // namespace nvsmi
