@@ -188,6 +188,12 @@ int find_field(std::string_view name) {
   return -1;
 }
 
+// Whether a column's field is the reader's own (field_table's), in one comparison: a row's every
+// cell asks, and most are.
+bool reader_field(int field) {
+  return static_cast<unsigned>(field) < static_cast<unsigned>(table_base);
+}
+
 Unit field_unit(int field) {
   return field < table_base ? field_table[field].unit : gpu_fields()[field - table_base].unit;
 }
@@ -545,12 +551,12 @@ void read_cells(const detail::CsvCells &cells, const CsvLayout &layout,
   const CsvLayout::Column *column_at = layout.columns().data();
   for (std::string_view value : cells) {
     const CsvLayout::Column &column = *column_at++;
-    if (column.field < 0) {
-      if (column.extra)
-        gpu.extras.push_back({column.name, parse_text(value)});
-      continue;
-    }
-    if (column.field >= table_base) {
+    if (!reader_field(column.field)) {
+      if (column.field < 0) {
+        if (column.extra)
+          gpu.extras.push_back({column.name, parse_text(value)});
+        continue;
+      }
       const GpuField &field = gpu_fields()[column.field - table_base];
       if (field.kind == FieldKind::integer)
         integer_cell(value, field.unit, column.name, health.*field.integer);
@@ -734,10 +740,9 @@ Text lost_reason(const detail::CsvCells &cells, const CsvLayout &layout) {
   const CsvLayout::Column *column = layout.columns().data();
   for (std::string_view value : cells) {
     int field = column++->field;
-    if (field < 0)
-      continue;
-    if (field >= table_base) {
-      evidence.reading(value);
+    if (!reader_field(field)) {
+      if (field >= 0) // the field table's
+        evidence.reading(value);
       continue;
     }
     switch (field_table[field].field) {
