@@ -37,16 +37,11 @@ int main(int argc, char **argv) {
   } catch (const CLI::Success &done) {
     return app.exit(done);
   } catch (const CLI::ParseError &error) {
-    std::string help = "nvsmi-agent --help";
-    for (const Subcommand &subcommand : subcommands) {
-      if (!subcommand.command->parsed())
-        continue;
-      if (subcommand.chosen->parse_failed)
+    for (const Subcommand &subcommand : subcommands)
+      if (subcommand.command->parsed() && subcommand.chosen->parse_failed)
         return subcommand.chosen->parse_failed(error);
-      help = "nvsmi-agent " + subcommand.command->get_name() + " --help";
-    }
     // One line, as every other failure: CLI11's own adds a second.
-    report(error.what() + (" (see " + help + ")"));
+    report(usage_error(app, subcommands, error, std::vector<std::string>(argv + 1, argv + argc)));
     return exit_usage;
   }
 
