@@ -29,6 +29,7 @@ int main(int argc, char **argv) {
                "UI's JSON, typed JSON or CSV."};
   app.set_version_flag("--version", version());
   app.require_subcommand(1);
+  use_plain_help(app);
 
   std::vector<Subcommand> subcommands = add_subcommands(app);
 

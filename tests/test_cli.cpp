@@ -226,13 +226,33 @@ TEST_CASE("a misspelt option is named, with the close option of that command") {
 }
 
 TEST_CASE("a whole-number option that is not one says so in words, under its name") {
-  check_failure(run_agent("pick two"), 2,
-                "nvsmi-agent: N: must be a whole number from 1 to 4096: \"two\" (see nvsmi-agent pick "
-                "--help)");
+  check_failure(
+      run_agent("pick two"), 2,
+      "nvsmi-agent: N: must be a whole number from 1 to 4096: \"two\" (see nvsmi-agent pick "
+      "--help)");
   check_failure(run_agent("pick 1.5"), 2, "must be a whole number from 1 to 4096: \"1.5\"");
   check_failure(run_agent("pick 5000"), 2, "must be a whole number from 1 to 4096");
   check_failure(run_agent("serve --max-connections 0"), 2,
                 "--max-connections: must be a whole number from 1 to 100000");
+}
+
+TEST_CASE("--help shows a plain word for each value and the default and range in words") {
+  for (const char *command :
+       {"snapshot", "watch", "report", "serve", "top", "pick", "run", "check"}) {
+    INFO(command);
+    Run help = run_agent(std::string(command) + " --help");
+    CHECK(help.exit_code == 0);
+    for (const char *noise :
+         {"FLOAT", "UINT", "INT:", "TEXT", "NUMBER in", "POSITIVE", "Excludes:"})
+      CHECK_THAT(help.out, !Catch::Contains(noise));
+  }
+  Run watch = run_agent("watch --help");
+  CHECK_THAT(
+      watch.out,
+      Catch::Matches("[\\s\\S]*--interval SECONDS +Seconds between samples \\(default 1; 0\\.01 "
+                     "to 86400\\)\n[\\s\\S]*"));
+  CHECK_THAT(watch.out, Catch::Contains("--source xml|csv") && Catch::Contains("--fixture PATH"));
+  CHECK_THAT(run_agent("pick --help").out, Catch::Contains("(default 1; 1 to 4096)"));
 }
 
 TEST_CASE("a missing nvidia-smi is said once, with the ways on") {

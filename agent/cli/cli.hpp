@@ -35,6 +35,10 @@ struct Subcommand {
 Subcommand add_subcommand(CLI::App &app, const std::string &name, const std::string &description,
                           std::function<SubcommandRun(CLI::App *command)> add_options);
 
+// --help in plain words: SECONDS, N, PATH for an option's value, its default and range after its
+// line. Set on the app before its subcommands, which take it from the app.
+void use_plain_help(CLI::App &app);
+
 // Every subcommand, in the order --help lists them.
 std::vector<Subcommand> add_subcommands(CLI::App &app);
 
