@@ -29,6 +29,7 @@ int main(int argc, char **argv) {
                "UI's JSON, typed JSON or CSV."};
   app.set_version_flag("--version", version());
   app.require_subcommand(1);
+  use_plain_help(app);
 
   std::vector<Subcommand> subcommands = add_subcommands(app);
 
@@ -37,16 +38,11 @@ int main(int argc, char **argv) {
   } catch (const CLI::Success &done) {
     return app.exit(done);
   } catch (const CLI::ParseError &error) {
-    std::string help = "nvsmi-agent --help";
-    for (const Subcommand &subcommand : subcommands) {
-      if (!subcommand.command->parsed())
-        continue;
-      if (subcommand.chosen->parse_failed)
+    for (const Subcommand &subcommand : subcommands)
+      if (subcommand.command->parsed() && subcommand.chosen->parse_failed)
         return subcommand.chosen->parse_failed(error);
-      help = "nvsmi-agent " + subcommand.command->get_name() + " --help";
-    }
     // One line, as every other failure: CLI11's own adds a second.
-    report(error.what() + (" (see " + help + ")"));
+    report(usage_error(app, subcommands, error, std::vector<std::string>(argv + 1, argv + argc)));
     return exit_usage;
   }
 

@@ -118,7 +118,7 @@ TEST_CASE("check cli: the stand-in nvidia-smi run now is OK; its failures are UN
   CHECK(failed.out.find('|') == std::string::npos);
   check_one_line(check_fake("garbage", ""), 3, "GPU UNKNOWN - ");
   check_one_line(check("--nvidia-smi /nonexistent/nvidia-smi --kernel-log none"), 3,
-                 "GPU UNKNOWN - /nonexistent/nvidia-smi: ");
+                 "GPU UNKNOWN - cannot run /nonexistent/nvidia-smi: ");
   check_one_line(check("--fixture " + quote(test::fixture_path("broken/truncated.xml"))), 3,
                  "GPU UNKNOWN - ");
   check_one_line(check("--fixture /nonexistent/nvidia-smi.xml"), 3, "GPU UNKNOWN - ");

@@ -203,6 +203,68 @@ TEST_CASE("usage errors exit 2; --help and --version exit 0") {
   CHECK(run_agent("--version").exit_code == 0);
 }
 
+TEST_CASE("a misspelt command is named, with the one meant") {
+  check_failure(run_agent("snap"), 2,
+                "unknown command 'snap'; did you mean 'snapshot'? (see nvsmi-agent --help)");
+  check_failure(run_agent("wach --count 1"), 2, "did you mean 'watch'?");
+  Run far = run_agent("frobnicate");
+  check_failure(far, 2, "unknown command 'frobnicate' (see nvsmi-agent --help)");
+  check_failure(run_agent(""), 2, "a command is required: snapshot, watch,");
+}
+
+TEST_CASE("a misspelt option is named, with the close option of that command") {
+  check_failure(run_agent("snapshot --formt json"), 2,
+                "snapshot: unknown option '--formt'; did you mean '--format'? (see nvsmi-agent "
+                "snapshot --help)");
+  check_failure(run_agent("pick 1 --fixtur=a.xml"), 2,
+                "pick: unknown option '--fixtur'; did you mean '--fixture'?");
+  // watch has --count, snapshot has not: no suggestion from another command's options.
+  Run other = run_agent("snapshot --cont 3");
+  check_failure(other, 2, "snapshot: unknown option '--cont' (see nvsmi-agent snapshot --help)");
+  CHECK_THAT(other.err, !Catch::Contains("did you mean"));
+  check_failure(run_agent("watch --zzzzzz"), 2, "unknown option '--zzzzzz' (see");
+}
+
+TEST_CASE("a whole-number option that is not one says so in words, under its name") {
+  check_failure(
+      run_agent("pick two"), 2,
+      "nvsmi-agent: N: must be a whole number from 1 to 4096: \"two\" (see nvsmi-agent pick "
+      "--help)");
+  check_failure(run_agent("pick 1.5"), 2, "must be a whole number from 1 to 4096: \"1.5\"");
+  check_failure(run_agent("pick 5000"), 2, "must be a whole number from 1 to 4096");
+  check_failure(run_agent("serve --max-connections 0"), 2,
+                "--max-connections: must be a whole number from 1 to 100000");
+}
+
+TEST_CASE("--help shows a plain word for each value and the default and range in words") {
+  for (const char *command :
+       {"snapshot", "watch", "report", "serve", "top", "pick", "run", "check"}) {
+    INFO(command);
+    Run help = run_agent(std::string(command) + " --help");
+    CHECK(help.exit_code == 0);
+    for (const char *noise :
+         {"FLOAT", "UINT", "INT:", "TEXT", "NUMBER in", "POSITIVE", "Excludes:"})
+      CHECK_THAT(help.out, !Catch::Contains(noise));
+  }
+  Run watch = run_agent("watch --help");
+  CHECK_THAT(
+      watch.out,
+      Catch::Matches("[\\s\\S]*--interval SECONDS +Seconds between samples \\(default 1; 0\\.01 "
+                     "to 86400\\)\n[\\s\\S]*"));
+  CHECK_THAT(watch.out, Catch::Contains("--source xml|csv") && Catch::Contains("--fixture PATH"));
+  CHECK_THAT(run_agent("pick --help").out, Catch::Contains("(default 1; 1 to 4096)"));
+}
+
+TEST_CASE("a missing nvidia-smi is said once, with the ways on") {
+  for (const char *command : {"snapshot", "pick 1", "watch --count 1"}) {
+    INFO(command);
+    Run run = test::run_shell("PATH=/nonexistent " + quote(AGENT_BIN) + " " + std::string(command));
+    check_failure(run, 3,
+                  "nvsmi-agent: nvidia-smi: not found on PATH; give its path with --nvidia-smi "
+                  "PATH or NVIDIA_SMI, or read a recording with --fixture FILE");
+  }
+}
+
 TEST_CASE("--version names the CMake project version, and the commit when built from git") {
   // Written at configure time: the project version, then the commit (empty outside a checkout).
   std::string info = test::read_file(VERSION_FILE);

@@ -132,8 +132,9 @@ TEST_CASE("thresholds: every screen's hot is the table's") {
   CHECK(check_status(busy_gpu(gpu_thresholds::too_hot_c - 1)) == CheckStatus::warning);
   // ...and the option's default as `check --help` says it.
   test::Run help = test::run_agent("check --help");
-  CHECK_THAT(help.out, Catch::Matches("[\\s\\S]*--temperature-warning[^\\n]*=" +
-                                      std::to_string(hot) + "\\s[\\s\\S]*"));
+  CHECK_THAT(help.out,
+             Catch::Matches("[\\s\\S]*--temperature-warning[^\\n]*\\n?[^\\n]*\\(default " +
+                            std::to_string(hot) + "\\)[\\s\\S]*"));
 
   // `report`: a warning from hot on, critical where check is.
   Finding reached = report_at(hot);

@@ -35,8 +35,18 @@ struct Subcommand {
 Subcommand add_subcommand(CLI::App &app, const std::string &name, const std::string &description,
                           std::function<SubcommandRun(CLI::App *command)> add_options);
 
+// --help in plain words: SECONDS, N, PATH for an option's value, its default and range after its
+// line. Set on the app before its subcommands, which take it from the app.
+void use_plain_help(CLI::App &app);
+
 // Every subcommand, in the order --help lists them.
 std::vector<Subcommand> add_subcommands(CLI::App &app);
+
+// The one line (after "nvsmi-agent: ") for a command line CLI11 refused: what is wrong in plain
+// words, the command or option meant where one is close ("did you mean"), and which --help to
+// read. `arguments`: the command line without the program's name.
+std::string usage_error(const CLI::App &app, const std::vector<Subcommand> &subcommands,
+                        const CLI::ParseError &error, const std::vector<std::string> &arguments);
 
 Subcommand add_snapshot_command(CLI::App &app);
 Subcommand add_watch_command(CLI::App &app);
@@ -50,6 +60,9 @@ Subcommand add_check_command(CLI::App &app);
 // The check of every floating-point option: a finite number from `min` to `max`. CLI::Range alone
 // lets nan through (every comparison with it is false) and inf where max is not finite.
 CLI::Validator finite_range(double min, double max);
+// The check of every whole-number option, whose refusal says so in words (CLI::Range's names
+// neither the rule nor that "two" is not a number).
+CLI::Validator whole_range(long long min, long long max);
 // Whether `text` reads as such a number, for a check that also takes words (check's thresholds).
 bool is_finite_in(const std::string &text, double min, double max);
 

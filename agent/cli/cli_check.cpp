@@ -80,12 +80,12 @@ SubcommandRun check_options(CLI::App *command) {
   command
       ->add_option("--gpu", options.gpus,
                    "Judge only the GPU with this index (repeatable); one not listed is CRITICAL")
-      ->check(CLI::Range(0, 1 << 20));
+      ->check(whole_range(0, 1 << 20));
   command
       ->add_option("--expected-gpus", options.thresholds.expected_gpus,
                    "CRITICAL when nvidia-smi lists fewer GPUs (one that fell off the bus may "
                    "vanish from its list). Default: not checked")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(whole_range(1, 1 << 20));
 
   add_threshold(command, texts, "--temperature-warning", std::to_string(gpu_thresholds::hot_c),
                 "WARNING at this GPU temperature, C: a few degrees under where H100 and A100 "

@@ -55,6 +55,18 @@ CLI::Validator finite_range(double min, double max) {
       "NUMBER in " + range, "finite range");
 }
 
+CLI::Validator whole_range(long long min, long long max) {
+  std::string range = std::to_string(min) + " to " + std::to_string(max);
+  return CLI::Validator(
+      [min, max, range](std::string &text) -> std::string {
+        long long value = 0;
+        if (!CLI::detail::lexical_cast(text, value) || value < min || value > max)
+          return "must be a whole number from " + range + ": \"" + text + "\"";
+        return {};
+      },
+      "N in " + range, "whole range");
+}
+
 CLI::Validator caller_path(std::vector<std::string> harmless) {
   return CLI::Validator(
       [harmless](std::string &value) -> std::string {

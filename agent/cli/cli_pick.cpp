@@ -19,7 +19,7 @@ SubcommandRun pick_options(CLI::App *command) {
   PickOptions &options = settings->options;
 
   command->add_option("N", options.count, "How many GPUs")
-      ->check(CLI::Range(1, 4096))
+      ->check(whole_range(1, 4096))
       ->capture_default_str();
   add_pick_options(command, settings->pick);
   command->add_option("--interval", options.interval_seconds, "Seconds between samples with --wait")

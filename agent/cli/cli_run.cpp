@@ -22,7 +22,7 @@ SubcommandRun run_options(CLI::App *command) {
   add_pick_options(command, settings->pick);
   CLI::Option *count =
       command->add_option("--gpus", options.gpu_count, "How many free GPUs the job gets")
-          ->check(CLI::Range(1, 64))
+          ->check(whole_range(1, 64))
           ->capture_default_str();
   command
       ->add_option("--gpu-ids", options.gpu_ids,

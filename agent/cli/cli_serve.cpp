@@ -44,12 +44,12 @@ SubcommandRun serve_options(CLI::App *command) {
   command
       ->add_option("--history-max-mib", options.history_max_mib,
                    "MiB of memory the history may hold; the oldest samples go first")
-      ->check(CLI::Range(1, 65536))
+      ->check(whole_range(1, 65536))
       ->capture_default_str();
   command
       ->add_option("--max-connections", options.limits.max_connections,
                    "Clients served at once; more are closed at once")
-      ->check(CLI::Range(1, 100000))
+      ->check(whole_range(1, 100000))
       ->capture_default_str();
   command
       ->add_option("--request-timeout", settings->request_timeout_seconds,

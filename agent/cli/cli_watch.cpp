@@ -33,7 +33,7 @@ SubcommandRun watch_options(CLI::App *command) {
   command->add_option("--csv-max-bytes", options.csv_rotation.max_bytes,
                       "Rotate the CSV log before it passes this size (0: never)");
   command->add_option("--csv-keep", options.csv_rotation.keep, "Rotated CSV logs kept (FILE.1 ...)")
-      ->check(CLI::Range(0, 1000))
+      ->check(whole_range(0, 1000))
       ->capture_default_str();
   command
       ->add_option("--json-log", options.json_log,
@@ -43,7 +43,7 @@ SubcommandRun watch_options(CLI::App *command) {
                       "Rotate the JSON log before it passes this size (0: never)");
   command
       ->add_option("--json-keep", options.json_rotation.keep, "Rotated JSON logs kept (FILE.1 ...)")
-      ->check(CLI::Range(0, 1000))
+      ->check(whole_range(0, 1000))
       ->capture_default_str();
   command->add_option("--count", options.count, "Stop after this many samples")
       ->check(CLI::PositiveNumber);

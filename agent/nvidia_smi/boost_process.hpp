@@ -103,7 +103,9 @@ inline std::string program_not_found(const std::string &program) {
   if (std::optional<std::string> why = elevated_privilege())
     return program + ": not found in " + trusted_program_path + " (the caller's PATH is not used " +
            *why + ")";
-  return program + ": not found on PATH";
+  // The ways on, since a machine without the driver's tools is where a first try most often ends.
+  return program + ": not found on PATH; give its path with --nvidia-smi PATH or NVIDIA_SMI, or "
+                   "read a recording with --fixture FILE";
 }
 
 } // namespace nvsmi

@@ -64,6 +64,9 @@ CommandResult run_to_end(const std::vector<std::string> &argv, const OneSampleOp
   try {
     result = run_bounded(argv, limits);
   } catch (const AgentError &error) {
+    // Not found, cannot run: the message names the program already.
+    if (error.code() == exit_not_found)
+      throw;
     throw AgentError(error.code(), argv[0] + ": " + error.what());
   }
   if (result.term_signal != 0)
