@@ -265,6 +265,24 @@ TEST_CASE("a missing nvidia-smi is said once, with the ways on") {
   }
 }
 
+TEST_CASE("an nvidia-smi that prints nothing on stdout is shown by what it said on stderr") {
+  std::string folder = test::temporary_folder();
+  std::string smi = folder + "/nvidia-smi";
+  test::write_file(smi, "#!/bin/sh\necho \"NVIDIA-SMI couldn't find libnvidia-ml.so library in "
+                        "your system.\" >&2\n");
+  test::run_shell("chmod +x " + quote(smi));
+  Run run = run_agent("snapshot --nvidia-smi " + quote(smi));
+  CHECK(run.exit_code == 6);
+  CHECK(run.out.empty());
+  CHECK(run.err == "nvsmi-agent: " + smi +
+                       " printed nothing on stdout; on stderr: NVIDIA-SMI couldn't find "
+                       "libnvidia-ml.so library in your system.\n");
+  // Silent on both: the readers' word for it, as before.
+  test::write_file(smi, "#!/bin/sh\n");
+  CHECK(run_agent("snapshot --nvidia-smi " + quote(smi)).err ==
+        "nvsmi-agent: nvidia-smi output: empty output\n");
+}
+
 TEST_CASE("--version names the CMake project version, and the commit when built from git") {
   // Written at configure time: the project version, then the commit (empty outside a checkout).
   std::string info = test::read_file(VERSION_FILE);

@@ -112,6 +112,11 @@ Snapshot read_gpu_query(const OneSampleOptions &options) {
     try {
       snapshot = read_nvidia_smi_output(result.out);
     } catch (const ParseError &error) {
+      // Nothing on stdout is all a wrapper or a broken install leaves there; what it said on
+      // stderr is the way on, and the only place it said anything.
+      if (trim(result.out).empty() && !trim(result.err).empty())
+        throw AgentError(exit_bad_output, argv[0] + " printed nothing on stdout; on stderr: " +
+                                              first_message_line(result));
       throw bad_output("nvidia-smi output", error);
     }
   } else {
