@@ -80,3 +80,34 @@ TEST_CASE("each state has a word for people and a key for machines") {
   CHECK(gpu_state_key(GpuState::at_power_limit) == "at_power_limit");
   CHECK(gpu_state_name(GpuState::unknown) == "unknown");
 }
+
+TEST_CASE("the fleet summary counts each state and names who holds the idle GPUs") {
+  Snapshot s = test::xml_fixture("xml/h100-8gpu-states-v12.xml");
+  // A recording from another machine: its pids are not ours, so no user is known.
+  CHECK(
+      fleet_summary_text(fleet_summary(s)) ==
+      "8 GPUs: 3 free \u00b7 2 in use \u00b7 1 idle but held \u00b7 1 at power limit \u00b7 1 hot");
+
+  auto held_by = [](const char *user) {
+    Process process = process_of_type("C");
+    process.user = user;
+    return process;
+  };
+  Snapshot fleet;
+  fleet.gpus.push_back(gpu_with(0, std::vector<Process>{held_by("nobody"), held_by("alice")}));
+  fleet.gpus.push_back(gpu_with(1, std::vector<Process>{held_by("alice"), held_by("bob")}));
+  fleet.gpus.push_back(gpu_with(2, std::vector<Process>{held_by("carol"), process_of_type("C")}));
+  fleet.gpus.push_back(gpu_with(90, std::vector<Process>{held_by("dave")})); // in use: not named
+  fleet.gpus.push_back(gpu_with(std::nullopt, std::nullopt));
+  fleet.gpus.back().lost_reason = "GPU is lost";
+  FleetSummary summary = fleet_summary(fleet);
+  CHECK(summary.of(GpuState::idle_held) == 3);
+  CHECK(summary.idle_holders == std::vector<std::string>{"nobody", "alice", "bob", "carol"});
+  CHECK(fleet_summary_text(summary) == "5 GPUs: 1 in use \u00b7 3 idle but held (nobody, alice, "
+                                       "bob, +1 more) \u00b7 1 lost");
+
+  Snapshot one;
+  one.gpus.push_back(gpu_with(0, std::vector<Process>{}));
+  CHECK(fleet_summary_text(fleet_summary(one)) == "1 GPU: 1 free");
+  CHECK(fleet_summary_text(fleet_summary(Snapshot{})) == "no GPUs");
+}

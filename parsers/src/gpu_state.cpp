@@ -86,6 +86,52 @@ std::string_view gpu_state_name(GpuState state) {
   return "unknown";
 }
 
+FleetSummary fleet_summary(const Snapshot &snapshot, const GpuStateThresholds &thresholds) {
+  FleetSummary summary;
+  summary.gpus = snapshot.gpus.size();
+  for (const Gpu &gpu : snapshot.gpus) {
+    GpuState state = gpu_state(gpu, thresholds);
+    ++summary.count[static_cast<std::size_t>(state)];
+    if (state != GpuState::idle_held || !gpu.processes)
+      continue;
+    for (const Process &process : *gpu.processes) {
+      if (process.type == Text("G") || !process.user)
+        continue;
+      if (std::find(summary.idle_holders.begin(), summary.idle_holders.end(), *process.user) ==
+          summary.idle_holders.end())
+        summary.idle_holders.push_back(*process.user);
+    }
+  }
+  return summary;
+}
+
+std::string fleet_summary_text(const FleetSummary &summary) {
+  if (summary.gpus == 0)
+    return "no GPUs";
+  std::string text = std::to_string(summary.gpus) + (summary.gpus == 1 ? " GPU:" : " GPUs:");
+  const char *separator = " ";
+  for (GpuState state : {GpuState::free, GpuState::in_use, GpuState::idle_held, GpuState::idle,
+                         GpuState::at_power_limit, GpuState::hot, GpuState::failing, GpuState::lost,
+                         GpuState::unknown}) {
+    std::size_t count = summary.of(state);
+    if (count == 0)
+      continue;
+    text += separator;
+    text += std::to_string(count) + " " + std::string(gpu_state_name(state));
+    separator = " \u00b7 ";
+    if (state != GpuState::idle_held || summary.idle_holders.empty())
+      continue;
+    constexpr std::size_t named = 3;
+    text += " (";
+    for (std::size_t i = 0; i < summary.idle_holders.size() && i < named; ++i)
+      text += (i ? ", " : "") + summary.idle_holders[i];
+    if (summary.idle_holders.size() > named)
+      text += ", +" + std::to_string(summary.idle_holders.size() - named) + " more";
+    text += ")";
+  }
+  return text;
+}
+
 std::string_view gpu_state_key(GpuState state) {
   switch (state) {
   case GpuState::lost:

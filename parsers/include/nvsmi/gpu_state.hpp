@@ -5,6 +5,7 @@
 #include "nvsmi/snapshot.hpp"
 #include "nvsmi/thresholds.hpp"
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -52,5 +53,24 @@ std::string_view gpu_state_name(GpuState state);
 
 // The same words with underscores ("idle_but_held"), for labels, CSS classes and JSON consumers.
 std::string_view gpu_state_key(GpuState state);
+
+// A fleet at a glance: how many GPUs are in each state, and who holds the idle-but-held ones. The
+// one answer the table, `top`, the dashboard and the report give in their first line.
+struct FleetSummary {
+  std::size_t gpus = 0;
+  std::size_t count[static_cast<std::size_t>(GpuState::unknown) + 1] = {};
+  // The users of the compute processes on idle-but-held GPUs, each once, in GPU order; a
+  // process whose user is not known adds nobody here (its GPU still counts).
+  std::vector<std::string> idle_holders;
+
+  std::size_t of(GpuState state) const { return count[static_cast<std::size_t>(state)]; }
+};
+FleetSummary fleet_summary(const Snapshot &snapshot, const GpuStateThresholds &thresholds = {});
+
+// "8 GPUs: 3 free · 2 in use · 1 idle but held (alice, bob) · 1 hot · 1 failing": the states with
+// a count, in the order free, in use, idle but held, idle, at power limit, hot, failing, lost,
+// unknown (what is usable first, then what needs a look); "1 GPU: ...", "no GPUs". At most three
+// holders are named, then "+N more".
+std::string fleet_summary_text(const FleetSummary &summary);
 
 } // namespace nvsmi
