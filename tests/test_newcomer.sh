@@ -73,17 +73,28 @@ step "the table"
 documented '`scripts/demo nvsmi-agent snapshot`'
 tmux -L "$tmux_socket" -f /dev/null new-session -d -x 100 -y 30 "env PS1='$ ' sh"
 screen() { tmux -L "$tmux_socket" capture-pane -p; }
-shows() { screen | grep -qF -- "$1"; }
+# From a variable, not a pipe: grep -q leaving early would fail the pipe (pipefail).
+shows() {
+  local now
+  now=$(screen)
+  grep -qF -- "$1" <<<"$now"
+}
+# A command's end: its echoed exit code, a digit, which the typed line (`$?`) does not show.
+ended() {
+  local now
+  now=$(screen)
+  grep -qE -- "$1=[0-9]" <<<"$now"
+}
 type_line() {
   tmux -L "$tmux_socket" send-keys -l "$1"
   tmux -L "$tmux_socket" send-keys Enter
 }
 type_line "clear; scripts/demo nvsmi-agent snapshot; echo snapshot-exit=\$?"
-wait_until shows "snapshot-exit=" || fail "the table did not come: $(screen)"
+wait_until ended snapshot-exit || fail "the table did not come: $(screen)"
 shows "snapshot-exit=0" || fail "the table's command failed: $(screen)"
 [ "$(screen | grep -c '^\[[0-7]\] H100 80GB')" = 8 ] || fail "the table has not 8 GPUs: $(screen)"
 for user in $users; do
-  shows " $user:" || screen | grep -q '+[0-9] more' || fail "the table names no process of $user: $(screen)"
+  shows " $user:" || shows ' more' || fail "the table names no process of $user: $(screen)"
 done
 shows "free" && shows "in use" || fail "the table shows no free GPU or no GPU in use: $(screen)"
 
@@ -113,7 +124,7 @@ type_line "clear; scripts/demo nvsmi-agent top; echo top-exit=\$?"
 wait_until shows "python3 train.py" || fail "top shows no demo process: $(screen)"
 shows "GPU" || fail "top shows no GPU: $(screen)"
 tmux -L "$tmux_socket" send-keys q
-wait_until shows "top-exit=" || fail "top did not quit on q: $(screen)"
+wait_until ended top-exit || fail "top did not quit on q: $(screen)"
 shows "top-exit=0" || fail "top exited with an error: $(screen)"
 
 step "serve: the dashboard and /metrics"
@@ -124,7 +135,8 @@ serve_pid=$!
 serving() { grep -q 'serving http://' "$work/serve.err"; }
 wait_until serving || fail "serve did not start: $(cat "$work/serve.err")"
 url=$(grep -o 'http://127.0.0.1:[0-9]*/' "$work/serve.err" | head -1)
-curl -fsS --max-time 10 "$url" | grep -q '<title>nvsmi-agent' || fail "no dashboard at $url"
+curl -fsS --max-time 10 "$url" >"$work/dashboard" || fail "no answer at $url"
+grep -q '<title>nvsmi-agent' "$work/dashboard" || fail "no dashboard at $url"
 metrics_name_users() {
   curl -fsS --max-time 10 "${url}metrics" >"$work/metrics" || return 1
   local user
