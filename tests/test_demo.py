@@ -169,12 +169,13 @@ class Demo(unittest.TestCase):
         for p in processes:
             self.assertFalse(alive(p["pid"]), f"{p} still runs after the demo")
 
-    def started(self, demo):
-        """The demo's workloads and its folder, read through the command it runs."""
+    def started(self, demo, running=True):
+        """The demo's workloads, read through the command it runs (running: all still are)."""
         lines = [demo.stdout.readline().split() for _ in range(5)]
         self.assertTrue(all(len(line) >= 4 for line in lines), lines)
         pids = [int(line[1]) for line in lines]
-        self.assertTrue(all(alive(pid) for pid in pids))
+        if running:
+            self.assertTrue(all(alive(pid) for pid in pids))
         return pids
 
     def test_a_signal_to_the_demo_stops_everything(self):
@@ -211,7 +212,8 @@ class Demo(unittest.TestCase):
                                  env=env, stdout=subprocess.PIPE, text=True,
                                  start_new_session=True)
         try:
-            pids = self.started(short)
+            # A second's deadline may be over before they are read on a busy machine.
+            pids = self.started(short, running=False)
             for pid in pids:
                 wait_until(lambda: not alive(pid), f"workload {pid} ended by its deadline")
         finally:
