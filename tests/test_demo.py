@@ -49,7 +49,7 @@ def alive(pid):
     try:
         with open(f"/proc/{pid}/stat") as stat:
             return stat.read().split(") ")[-1][0] != "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone, before or while it was read
         return False
 
 
