@@ -27,14 +27,14 @@ SubcommandRun serve_options(CLI::App *command) {
       ->add_option("--expose", options.expose,
                    "Serve more than each GPU process's program name: command-lines (full "
                    "command lines, never in /metrics), users (user names; served by default "
-                   "on a loopback --listen). See the README's serve Security")
+                   "on a loopback --listen). See docs/SERVE.md, Security")
       ->check(CLI::IsMember({"command-lines", "users"}))
       ->delimiter(',');
   command
       ->add_option("--web.config.file", options.web_config_file,
                    "The Prometheus exporters' web config (YAML): TLS (tls_server_config: "
                    "cert_file, key_file) and basic auth (basic_auth_users: user: bcrypt "
-                   "hash). See the README's serve Security")
+                   "hash). See docs/SERVE.md, Security")
       ->check(caller_path()); // under sudo it would read root's files, and echo their keys
   command
       ->add_option("--history", options.history_seconds,

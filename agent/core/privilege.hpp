@@ -15,7 +15,8 @@ std::optional<std::string> elevated_privilege();
 
 // What a refusal says to do instead, after its reason.
 inline constexpr const char *privilege_advice =
-    "give sudo the fixed command line (README \"Reading the kernel log as the monitoring user\"), "
+    "give sudo the fixed command line (docs/FLEET-HEALTH.md, \"Reading the kernel log as the "
+    "monitoring user\"), "
     "or run it as yourself (in a root shell from sudo -i: env -u SUDO_UID nvsmi-agent ...)";
 
 // The environment variable `name`, which names a program or a file: nullopt when unset or empty.

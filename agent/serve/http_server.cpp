@@ -114,7 +114,7 @@ private:
       if (host != request.end() &&
           !names_loopback(std::string_view(host->value().data(), host->value().size())))
         return send(text_response(421, "this server answers only to localhost, 127.0.0.1 or "
-                                       "[::1] (see --listen in the README)\n"));
+                                       "[::1] (see --listen in docs/SERVE.md)\n"));
     }
     if (!shared_->security.auth)
       return answer_request();
