@@ -13,6 +13,7 @@ namespace nvsmi {
 struct Span {
   std::string text; // printable (core/screen_text.hpp), its columns counted
   Tone style = Tone::normal;
+  bool selected = false; // the selected process's row: drawn in reverse video
 };
 using ScreenLine = std::vector<Span>;
 
@@ -21,7 +22,10 @@ struct ScreenSize {
 };
 
 // Exactly `size.lines` lines (the footer with the keys last), none wider than `size.columns`.
+// Under compact_below (or with the model's compact view) the GPU rows lose their bars and
+// history and the process table its host columns, so that every GPU still fits.
 // `unicode`: the terminal's locale is UTF-8, so bars and sparklines may use block characters.
+inline constexpr ScreenSize compact_below{80, 20};
 std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_point now,
                                       ScreenSize size, bool unicode);
 

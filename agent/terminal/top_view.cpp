@@ -106,7 +106,7 @@ void TopView::draw(const std::vector<ScreenLine> &screen) {
       break;
     ::wmove(stdscr, row, 0);
     for (const Span &span : line) {
-      attr_t attrs = attributes(span.style, colour);
+      attr_t attrs = attributes(span.style, colour) | (span.selected ? A_REVERSE : A_NORMAL);
       ::wattron(stdscr, attrs);
       // The last cell of the last line cannot be written without scrolling: waddstr then returns
       // ERR after drawing the rest, which is what is wanted.
@@ -157,6 +157,22 @@ std::optional<TopKey> TopView::read_key() {
     return TopKey::page_down;
   case KEY_RESIZE:
     return TopKey::resize;
+  case '?':
+  case 'h':
+    return TopKey::help;
+  case 't':
+    return TopKey::tree;
+  case 'z':
+    return TopKey::compact;
+  case 'T':
+    return TopKey::signal_term;
+  case 'K':
+    return TopKey::signal_kill;
+  case 'I':
+    return TopKey::signal_interrupt;
+  case 'y':
+  case 'Y':
+    return TopKey::confirm;
   default:
     return TopKey::none;
   }

@@ -20,11 +20,18 @@ enum class TopKey {
   cycle_gpu,
   cycle_user,
   clear_filters,
-  scroll_up,
+  scroll_up, // with a process table: the selection moves
   scroll_down,
   page_up,
   page_down,
-  resize
+  resize,
+  help,
+  tree,
+  compact,
+  signal_term,
+  signal_kill,
+  signal_interrupt,
+  confirm, // y: send the signal asked for
 };
 
 class TopView {
