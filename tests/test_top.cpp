@@ -1,6 +1,7 @@
 // `nvsmi-agent top` through the real binary, in a private tmux server per test: what the screen
 // shows at 80x24 and 200x50, what the keys change, a late sample, a hostile process name, and the
 // terminal given back on `q`.
+#include "host/process_tree.hpp"
 #include "process_support.hpp"
 #include "support.hpp"
 #include "tmux_session.hpp"
@@ -275,10 +276,6 @@ TEST_CASE("top sends a selected process SIGTERM after y, and shows the help and 
   CHECK(tmux.wait_for([&](const std::string &s) {
     return s.find("SIGKILL or") == std::string::npos && s.find(" " + pid + " root") != s.npos;
   }));
-  tmux.keys("t"); // the tree: the sleep under nobody else's GPU process, at the top level
-  CHECK(tmux.wait_for([&](const std::string &s) { return process_rows(s).size() == 1; }));
-  tmux.keys("t");
-
   tmux.keys("T"); // nothing selected yet: nothing asked
   CHECK(tmux.wait_for("select a process first"));
   tmux.key("Down");
@@ -295,6 +292,39 @@ TEST_CASE("top sends a selected process SIGTERM after y, and shows the help and 
   CHECK(test::wait_until([&] { return sleeper.exit_code().has_value(); }));
   CHECK(sleeper.exit_code() == 128 + SIGTERM);
   save_artifact("top-signal-sent.txt", tmux.screen());
+  tmux.keys("q");
+  CHECK(tmux.wait_for("top-exit=0 stdin-blocking=yes"));
+}
+
+TEST_CASE("top's tree view shows two GPU processes under the shell that started both") {
+  if (!have_tmux())
+    return;
+  test::Background launcher("exec sh -c 'sleep 300 & sleep 300 & wait'");
+  std::vector<nvsmi::Descendant> children;
+  REQUIRE(test::wait_until([&] {
+    children = nvsmi::process_descendants(launcher.pid());
+    return children.size() == 2;
+  }));
+  std::string folder = test::temporary_folder();
+  test::write_file(folder + "/apps", gpu0 + ", " + std::to_string(children[0].pid) +
+                                         ", 4096 MiB, sleep\n" + gpu1 + ", " +
+                                         std::to_string(children[1].pid) + ", 2048 MiB, sleep\n");
+  test::Tmux tmux(100, 30);
+  tmux.run(top_command("--interval 0.5 --nvidia-smi " + fake,
+                       "FAKE_NVSMI_APPS=" + quote(folder + "/apps") + " "));
+  REQUIRE(tmux.wait_for([](const std::string &s) { return process_rows(s).size() == 2; }));
+  tmux.keys("t");
+  const std::string parent = " " + std::to_string(launcher.pid()) + " ";
+  CHECK(tmux.wait_for([&](const std::string &s) {
+    std::vector<std::string> rows = process_rows(s);
+    return rows.size() == 3 && rows[0].find(parent) != std::string::npos &&
+           rows[0].find("sh") != std::string::npos &&
+           rows[1].find("\u2514 sleep 300") != std::string::npos &&
+           rows[2].find("\u2514 sleep 300") != std::string::npos;
+  }));
+  save_artifact("top-tree.txt", tmux.screen());
+  tmux.keys("t");
+  CHECK(tmux.wait_for([](const std::string &s) { return process_rows(s).size() == 2; }));
   tmux.keys("q");
   CHECK(tmux.wait_for("top-exit=0 stdin-blocking=yes"));
 }

@@ -171,6 +171,9 @@ private:
         break;
       case TopKey::tree:
         model_.toggle_tree();
+        // The ancestors at once, not at the next sample; the starts stay the sample's own.
+        if (model_.tree() && model_.latest())
+          model_.add_ancestors(lineages(*model_.latest(), true));
         break;
       case TopKey::compact:
         model_.toggle_compact();
@@ -206,8 +209,9 @@ private:
   }
 
   // What /proc says of each listed pid now, as its sample comes: its start, to tell it from a
-  // later process given its pid, and its ancestors for the tree view.
-  static Lineages lineages(const Snapshot &snapshot) {
+  // later process given its pid, and, while the tree is shown, its ancestors (a walk up /proc
+  // per process, not paid for where nobody looks at it).
+  static Lineages lineages(const Snapshot &snapshot, bool with_ancestors) {
     Lineages out;
     for (const Gpu &gpu : snapshot.gpus)
       for (const Process &process : gpu.processes.value_or(std::vector<Process>{})) {
@@ -216,8 +220,9 @@ private:
         pid_t pid = static_cast<pid_t>(*process.pid);
         ProcessLineage &lineage = out[*process.pid];
         lineage.start_ticks = process_start_ticks(pid);
-        for (const Descendant &ancestor : process_ancestry(pid))
-          lineage.ancestors.emplace_back(ancestor.pid, ancestor.name);
+        if (with_ancestors)
+          for (const Descendant &ancestor : process_ancestry(pid))
+            lineage.ancestors.emplace_back(ancestor.pid, ancestor.name);
       }
     return out;
   }
@@ -236,7 +241,7 @@ private:
   void deliver(Snapshot snapshot) {
     if (loop_.stopping())
       return;
-    Lineages read = lineages(snapshot);
+    Lineages read = lineages(snapshot, model_.tree());
     model_.add_sample(std::move(snapshot), TopClock::now(), std::move(read));
     draw();
   }

@@ -43,6 +43,12 @@ void TopModel::add_sample(Snapshot snapshot, TopClock::time_point now, Lineages 
   message_.reset();
 }
 
+void TopModel::add_ancestors(const Lineages &lineages) {
+  for (const auto &[pid, lineage] : lineages)
+    if (auto found = lineages_.find(pid); found != lineages_.end())
+      found->second.ancestors = lineage.ancestors;
+}
+
 std::optional<milliseconds> TopModel::sample_age(TopClock::time_point now) const {
   if (!latest_)
     return std::nullopt;

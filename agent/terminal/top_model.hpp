@@ -76,6 +76,9 @@ public:
   explicit TopModel(std::chrono::milliseconds interval);
 
   void add_sample(Snapshot snapshot, TopClock::time_point now, Lineages lineages = {});
+  // The ancestors of `lineages` given to the latest sample's pids (read when the tree view is
+  // turned on); their starts are left as the sample had them.
+  void add_ancestors(const Lineages &lineages);
   std::chrono::milliseconds interval() const { return interval_; }
   const std::optional<Snapshot> &latest() const { return latest_; }
   // How long ago the latest sample came (nullopt before the first).
