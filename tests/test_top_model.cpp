@@ -549,3 +549,26 @@ TEST_CASE("a signal goes only to the process shown: a reused pid or an unknown s
   CHECK(again.outcome == SignalOutcome::gone);
   CHECK(again.message == "pid " + std::to_string(pid) + " has already gone");
 }
+
+TEST_CASE("top keeps the selected process on the screen when the table is longer than it") {
+  Utf8Locale utf8;
+  TopModel model(milliseconds(1000));
+  TopClock::time_point now = TopClock::now();
+  Snapshot s = with_users();
+  for (int pid = 1000; pid < 1030; ++pid)
+    s.gpus[5].processes->push_back(test::observed_process(pid, "carol", pid));
+  model.add_sample(s, now);
+  model.move_selection(1);
+  model.move_selection(20); // the 21st row, far below the 80x24 screen's table
+  REQUIRE(model.selected_process());
+  std::int64_t pid = *model.selected_process()->pid;
+  std::vector<ScreenLine> lines = layout_screen(model, now, {80, 24}, true);
+  bool shown = false;
+  for (const ScreenLine &line : lines)
+    if (!line.empty() && line.front().selected)
+      shown = line_text(line).find(" " + std::to_string(pid) + " carol") != std::string::npos;
+  CHECK(shown);
+  std::vector<std::string> screen = screen_text(model, now, 80, 24);
+  CHECK_FALSE(screen_has(screen, " 0 above"));
+  CHECK(screen_has(screen, "above (↑↓ select)"));
+}

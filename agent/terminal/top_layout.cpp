@@ -603,7 +603,7 @@ std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_poin
       --room;
       int count = static_cast<int>(rows.size());
       int shown = count <= room ? count : room - 1;
-      int first = std::clamp(model.scroll_offset(), 0, std::max(0, count - shown));
+      int first = 0;
       std::optional<std::size_t> selected = model.selected_row(rows);
       if (selected) { // the selected row is always on the screen
         int at = static_cast<int>(*selected);
@@ -615,7 +615,7 @@ std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_poin
       if (count > shown) {
         int below = count - first - shown;
         body.push_back(text_line(std::to_string(below) + " more, " + std::to_string(first) +
-                                     " above (" + (unicode ? "↑↓" : "up/down") + " scroll)",
+                                     " above (" + (unicode ? "↑↓" : "up/down") + " select)",
                                  columns, Tone::dim));
       }
       if (count == 0)

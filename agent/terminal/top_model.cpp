@@ -82,7 +82,6 @@ std::vector<LostGpu> TopModel::lost_gpus() const {
 void TopModel::sort_by(SortKey key) {
   reversed_ = key == sort_key_ ? !reversed_ : false;
   sort_key_ = key;
-  scroll_ = 0;
 }
 
 bool TopModel::sort_descending() const {
@@ -100,7 +99,6 @@ void TopModel::cycle_gpu_filter() {
   auto next = gpu_filter_ ? std::upper_bound(indices.begin(), indices.end(), *gpu_filter_)
                           : indices.begin();
   gpu_filter_ = next == indices.end() ? std::nullopt : std::optional<int>(*next);
-  scroll_ = 0;
 }
 
 void TopModel::cycle_user_filter() {
@@ -112,13 +110,11 @@ void TopModel::cycle_user_filter() {
           users.insert(*process.user);
   auto next = user_filter_ ? users.upper_bound(*user_filter_) : users.begin();
   user_filter_ = next == users.end() ? std::nullopt : std::optional<std::string>(*next);
-  scroll_ = 0;
 }
 
 void TopModel::clear_filters() {
   gpu_filter_.reset();
   user_filter_.reset();
-  scroll_ = 0;
 }
 
 std::vector<ProcessRow> TopModel::listed_rows() const {
@@ -326,7 +322,5 @@ std::optional<PendingSignal> TopModel::take_pending_signal() {
   pending_.reset();
   return taken;
 }
-
-void TopModel::scroll(int rows) { scroll_ = std::max(0, scroll_ + rows); }
 
 } // namespace nvsmi

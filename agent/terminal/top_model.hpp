@@ -108,10 +108,6 @@ public:
   // ancestors that are not GPU processes as rows of their own (`listed` false).
   std::vector<ProcessRow> process_rows() const;
 
-  // First process row shown; the layout clamps it to what fits.
-  void scroll(int rows);
-  int scroll_offset() const { return scroll_; }
-
   // The selected process row (a GPU process of the latest sample), found again by GPU and pid in
   // each sample; none when it has gone. `move_selection` selects the first row when none is.
   void move_selection(int rows);
@@ -131,10 +127,7 @@ public:
 
   void toggle_help() { help_ = !help_; }
   bool help() const { return help_; }
-  void toggle_tree() {
-    tree_ = !tree_;
-    scroll_ = 0;
-  }
+  void toggle_tree() { tree_ = !tree_; }
   bool tree() const { return tree_; }
   void toggle_compact() { compact_ = !compact_; }
   bool compact() const { return compact_; }
@@ -158,7 +151,6 @@ private:
   bool reversed_ = false;
   std::optional<int> gpu_filter_;
   std::optional<std::string> user_filter_;
-  int scroll_ = 0;
   std::optional<std::string> message_;
   std::optional<std::pair<int, std::int64_t>> selected_; // GPU, pid
   std::optional<PendingSignal> pending_;
