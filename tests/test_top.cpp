@@ -264,11 +264,16 @@ TEST_CASE("top sends a selected process SIGTERM after y, and shows the help and 
   if (!have_tmux())
     return;
   test::Background sleeper("exec sleep 300");
+  test::Background other("exec sleep 301"); // more GPU memory: the first row, above the sleeper
   const std::string pid = std::to_string(sleeper.pid());
+  std::string apps = apps_file(sleeper.pid());
+  run_shell("echo " + quote(gpu1 + ", " + std::to_string(other.pid()) + ", 8192 MiB, sleep") +
+            " >>" + quote(apps));
   test::Tmux tmux(100, 30);
-  tmux.run(top_command("--interval 0.5 --nvidia-smi " + fake,
-                       "FAKE_NVSMI_APPS=" + quote(apps_file(sleeper.pid())) + " "));
+  tmux.run(
+      top_command("--interval 0.5 --nvidia-smi " + fake, "FAKE_NVSMI_APPS=" + quote(apps) + " "));
   REQUIRE(tmux.wait_for(" " + pid + " root"));
+  REQUIRE(tmux.wait_for(" " + std::to_string(other.pid()) + " root"));
 
   tmux.keys("?");
   CHECK(tmux.wait_for("SIGTERM, SIGKILL or SIGINT"));
@@ -278,7 +283,14 @@ TEST_CASE("top sends a selected process SIGTERM after y, and shows the help and 
   }));
   tmux.keys("T"); // nothing selected yet: nothing asked
   CHECK(tmux.wait_for("select a process first"));
-  tmux.key("Down");
+  // A click on its row, the second, selects it (the terminal's mouse report, X10: button 1
+  // pressed at a column and a line, each plus 33); a key would select the first.
+  int line = 0;
+  std::vector<std::string> shown = lines_of(tmux.screen());
+  while (line < static_cast<int>(shown.size()) &&
+         shown[static_cast<std::size_t>(line)].find(" " + pid + " root") == std::string::npos)
+    ++line;
+  tmux.keys(std::string("\x1b[M ") + static_cast<char>(33 + 10) + static_cast<char>(33 + line));
   tmux.keys("T");
   REQUIRE(tmux.wait_for("send SIGTERM to pid " + pid + " (root: sleep 300)? y: send"));
   tmux.keys("n"); // anything but y cancels
@@ -291,6 +303,7 @@ TEST_CASE("top sends a selected process SIGTERM after y, and shows the help and 
   // Gone and reaped (its parent shell waited for it): killed by SIGTERM.
   CHECK(test::wait_until([&] { return sleeper.exit_code().has_value(); }));
   CHECK(sleeper.exit_code() == 128 + SIGTERM);
+  CHECK_FALSE(other.exit_code());
   save_artifact("top-signal-sent.txt", tmux.screen());
   tmux.keys("q");
   CHECK(tmux.wait_for("top-exit=0 stdin-blocking=yes"));

@@ -187,6 +187,9 @@ private:
       case TopKey::signal_interrupt:
         model_.ask_signal(SIGINT);
         break;
+      case TopKey::click:
+        select_clicked(view_->clicked_line());
+        break;
       case TopKey::confirm: // y with no question: nothing to say yes to
       case TopKey::resize:  // handled above
       case TopKey::none:
@@ -195,6 +198,15 @@ private:
     }
     if (changed)
       draw();
+  }
+
+  // The process row on the screen line clicked, as the screen now shows it.
+  void select_clicked(int line) {
+    std::vector<std::optional<std::size_t>> rows_shown;
+    layout_screen(model_, TopClock::now(), view_->size(), view_->unicode(), &rows_shown);
+    if (line >= 0 && static_cast<std::size_t>(line) < rows_shown.size() &&
+        rows_shown[static_cast<std::size_t>(line)])
+      model_.select_row(*rows_shown[static_cast<std::size_t>(line)]);
   }
 
   // The signal the person said yes to, to the process the question named: the kernel decides

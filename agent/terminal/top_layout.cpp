@@ -431,7 +431,7 @@ std::vector<ScreenLine> help_lines(int columns, bool unicode) {
       {"g", "only one GPU's processes: the first, the next, ... then all"},
       {"f", "only one user's processes: the first, the next, ... then all"},
       {"a Esc", "all processes again (clears both filters)"},
-      {unicode ? "↑ ↓ j k" : "up down j k", "select a GPU process (PgUp, PgDn, space: a page)"},
+      {unicode ? "↑ ↓ j k" : "up down j k", "select a GPU process (PgUp, PgDn, space: a page; or click it)"},
       {"T K I", "send the selected process SIGTERM, SIGKILL or SIGINT: asks first, y sends"},
       {"t", "tree view: each process under its parent"},
       {"z", "compact view (on by itself under " + std::to_string(compact_below.columns) + "x" +
@@ -539,7 +539,10 @@ std::string summary_text(const Snapshot &snapshot, bool unicode) {
 } // namespace
 
 std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_point now,
-                                      ScreenSize size, bool unicode) {
+                                      ScreenSize size, bool unicode,
+                                      std::vector<std::optional<std::size_t>> *rows_shown) {
+  if (rows_shown)
+    rows_shown->clear();
   int columns = std::max(size.columns, 0), lines = std::max(size.lines, 1);
   std::vector<ScreenLine> body;
   body.push_back(header_line(model, now, columns));
@@ -609,9 +612,14 @@ std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_poin
         int at = static_cast<int>(*selected);
         first = std::clamp(first, std::max(0, at - shown + 1), at);
       }
-      for (int i = first; i < first + shown; ++i)
+      for (int i = first; i < first + shown; ++i) {
+        if (rows_shown) {
+          rows_shown->resize(body.size());
+          rows_shown->push_back(static_cast<std::size_t>(i));
+        }
         body.push_back(process_line(rows[static_cast<std::size_t>(i)], proc_cols, columns, unicode,
                                     selected && static_cast<int>(*selected) == i));
+      }
       if (count > shown) {
         int below = count - first - shown;
         body.push_back(text_line(std::to_string(below) + " more, " + std::to_string(first) +
@@ -636,6 +644,8 @@ std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_poin
   }
   body.resize(static_cast<std::size_t>(lines - 1));
   body.push_back(footer_line(model, columns, unicode));
+  if (rows_shown)
+    rows_shown->resize(body.size());
   return body;
 }
 

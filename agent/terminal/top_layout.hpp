@@ -26,8 +26,11 @@ struct ScreenSize {
 // history and the process table its host columns, so that every GPU still fits.
 // `unicode`: the terminal's locale is UTF-8, so bars and sparklines may use block characters.
 inline constexpr ScreenSize compact_below{80, 20};
-std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_point now,
-                                      ScreenSize size, bool unicode);
+// `rows_shown`, when given, gets for each line the index in model.process_rows() of the process
+// row it shows (nullopt for every other line), so that a click can select what it hit.
+std::vector<ScreenLine>
+layout_screen(const TopModel &model, TopClock::time_point now, ScreenSize size, bool unicode,
+              std::vector<std::optional<std::size_t>> *rows_shown = nullptr);
 
 // The line's text without its styles.
 std::string line_text(const ScreenLine &line);

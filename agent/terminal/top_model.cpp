@@ -291,6 +291,12 @@ void TopModel::move_selection(int step) {
   selected_ = std::make_pair(row.gpu, *row.pid);
 }
 
+void TopModel::select_row(std::size_t index) {
+  std::vector<ProcessRow> rows = process_rows();
+  if (index < rows.size() && rows[index].listed && rows[index].pid)
+    selected_ = std::make_pair(rows[index].gpu, *rows[index].pid);
+}
+
 std::optional<std::size_t> TopModel::selected_row(const std::vector<ProcessRow> &rows) const {
   if (!selected_)
     return std::nullopt;

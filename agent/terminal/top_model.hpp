@@ -112,6 +112,8 @@ public:
   // each sample; none when it has gone. `move_selection` selects the first row when none is.
   void move_selection(int rows);
   void clear_selection() { selected_.reset(); }
+  // Selects row `index` of process_rows() (a click), where it is a GPU process.
+  void select_row(std::size_t index);
   std::optional<std::size_t> selected_row(const std::vector<ProcessRow> &rows) const;
   std::optional<ProcessRow> selected_process() const;
 

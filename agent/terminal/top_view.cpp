@@ -67,6 +67,10 @@ TopView::TopView() {
   ::keypad(stdscr, TRUE);
   ::nodelay(stdscr, TRUE);
   ::curs_set(0);
+  // A click selects a process; presses are reported at once rather than waited on to tell a
+  // click from a drag. (Shift and a drag still select text in most terminals.)
+  ::mousemask(BUTTON1_PRESSED | BUTTON1_CLICKED, nullptr);
+  ::mouseinterval(0);
   if (::has_colors()) {
     ::start_color();
     ::use_default_colors();
@@ -157,6 +161,13 @@ std::optional<TopKey> TopView::read_key() {
     return TopKey::page_down;
   case KEY_RESIZE:
     return TopKey::resize;
+  case KEY_MOUSE: {
+    MEVENT event{};
+    if (::getmouse(&event) != OK || !(event.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED)))
+      return TopKey::none;
+    clicked_line_ = event.y;
+    return TopKey::click;
+  }
   case '?':
   case 'h':
     return TopKey::help;
