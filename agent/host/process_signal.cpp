@@ -66,7 +66,9 @@ SignalResult signal_process(pid_t pid, std::optional<std::uint64_t> expected_sta
   int pidfd = -1;
 #ifdef SYS_pidfd_open
   pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  if (pidfd < 0 && errno != ENOSYS)
+  // ENOSYS: a kernel before 5.3; EPERM: a seccomp filter (an older container runtime's) that
+  // refuses syscalls it does not know. Either way kill() after the check below.
+  if (pidfd < 0 && errno != ENOSYS && errno != EPERM)
     return after_error(errno, pid, signal);
 #endif
   Descriptor held(pidfd);
