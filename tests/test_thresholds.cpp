@@ -51,10 +51,13 @@ std::optional<Tone> top_style(const Snapshot &snapshot, const std::string &text)
   TopModel model(std::chrono::milliseconds(1000));
   TopClock::time_point now = TopClock::now();
   model.add_sample(snapshot, now);
-  for (const ScreenLine &line : layout_screen(model, now, {120, 30}, false))
+  for (const ScreenLine &line : layout_screen(model, now, {120, 30}, false)) {
+    if (line_text(line).rfind(" 0  ", 0) != 0)
+      continue; // GPU 0's row, not the fleet summary above it, which names the states too
     for (const Span &span : line)
       if (span.text.find(text) != std::string::npos)
         return span.style;
+  }
   return std::nullopt;
 }
 

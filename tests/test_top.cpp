@@ -1,12 +1,15 @@
 // `nvsmi-agent top` through the real binary, in a private tmux server per test: what the screen
 // shows at 80x24 and 200x50, what the keys change, a late sample, a hostile process name, and the
 // terminal given back on `q`.
+#include "host/process_tree.hpp"
 #include "process_support.hpp"
 #include "support.hpp"
 #include "tmux_session.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <csignal>
 #include <sstream>
 #include <unistd.h>
 
@@ -86,10 +89,11 @@ TEST_CASE("top on a fixture: every GPU with its state, the processes, keys, resi
   const char *states[] = {"free", "in use",         "hot",    "idle but held",
                           "free", "at power limit", "in use", "free"};
   for (int gpu = 0; gpu < 8; ++gpu) {
-    const std::string &row = lines[static_cast<std::size_t>(gpu + 2)];
+    const std::string &row = lines[static_cast<std::size_t>(gpu + 3)];
     CHECK(row.find(" " + std::to_string(gpu) + "  " + states[gpu]) == 0);
   }
-  CHECK(lines[7].find("698/700W") != std::string::npos); // GPU 5's row
+  CHECK(lines[1].find("8 GPUs: 3 free") == 0);           // the fleet summary first
+  CHECK(lines[8].find("698/700W") != std::string::npos); // GPU 5's row
   CHECK(screen.find("CONTAINER") == std::string::npos);
   CHECK(lines[23].find("q quit") == 0);
   // Largest GPU memory first, as the table starts.
@@ -110,12 +114,20 @@ TEST_CASE("top on a fixture: every GPU with its state, the processes, keys, resi
   tmux.key("Escape");
   CHECK(tmux.wait_for([](const std::string &s) { return process_rows(s).size() == 4; }));
 
-  tmux.resize(200, 50);
+  tmux.resize(160, 45);
   CHECK(tmux.wait_for("CONTAINER"));
   CHECK(tmux.wait_for("NVIDIA H100 80GB HBM3"));
+  // The free lines hold the history, with its time scale ending now.
+  CHECK(tmux.wait_for([](const std::string &s) {
+    std::vector<std::string> rows = lines_of(s);
+    bool scale = std::any_of(rows.begin(), rows.end(), [](const std::string &row) {
+      return row.size() > 3 && row.substr(row.size() - 3) == "now";
+    });
+    return rows.size() >= 45 && scale && s.find("GPU 7 ") != std::string::npos;
+  }));
   std::string wide = tmux.screen();
-  save_artifact("top-200x50.txt", wide);
-  CHECK(lines_of(wide).at(49).find("q quit") == 0);
+  save_artifact("top-160x45.txt", wide);
+  CHECK(lines_of(wide).at(44).find("q quit") == 0);
 
   tmux.resize(80, 24);
   CHECK(tmux.wait_for([](const std::string &s) {
@@ -203,7 +215,7 @@ bool whole_screen(const std::string &screen, std::size_t lines) {
       rows[lines - 1].find("q quit") != 0 || process_rows(screen).size() != 4)
     return false;
   for (int gpu = 0; gpu < 8; ++gpu)
-    if (rows[static_cast<std::size_t>(gpu + 2)].find(" " + std::to_string(gpu) + "  ") != 0)
+    if (rows[static_cast<std::size_t>(gpu + 3)].find(" " + std::to_string(gpu) + "  ") != 0)
       return false;
   return true;
 }
@@ -237,6 +249,123 @@ TEST_CASE("top paints the whole screen again after each resize, smaller or large
   }
   tmux.keys("q");
   CHECK(tmux.wait_for("top-exit=0 stdin-blocking=yes"));
+}
+
+// Writes a compute-apps list that puts `pid` on GPU 0, in a folder that any user may read (top
+// runs as nobody in one test), and returns its path.
+std::string apps_file(int pid) {
+  std::string folder = test::temporary_folder();
+  test::write_file(folder + "/apps", gpu0 + ", " + std::to_string(pid) + ", 4096 MiB, sleep\n");
+  run_shell("chmod 755 " + quote(folder) + " && chmod 644 " + quote(folder + "/apps"));
+  return folder + "/apps";
+}
+
+TEST_CASE("top sends a selected process SIGTERM after y, and shows the help and the tree") {
+  if (!have_tmux())
+    return;
+  test::Background sleeper("exec sleep 300");
+  test::Background other("exec sleep 301"); // more GPU memory: the first row, above the sleeper
+  const std::string pid = std::to_string(sleeper.pid());
+  std::string apps = apps_file(sleeper.pid());
+  run_shell("echo " + quote(gpu1 + ", " + std::to_string(other.pid()) + ", 8192 MiB, sleep") +
+            " >>" + quote(apps));
+  test::Tmux tmux(100, 30);
+  tmux.run(
+      top_command("--interval 0.5 --nvidia-smi " + fake, "FAKE_NVSMI_APPS=" + quote(apps) + " "));
+  REQUIRE(tmux.wait_for(" " + pid + " root"));
+  REQUIRE(tmux.wait_for(" " + std::to_string(other.pid()) + " root"));
+
+  tmux.keys("?");
+  CHECK(tmux.wait_for("SIGTERM, SIGKILL or SIGINT"));
+  tmux.keys("x"); // any key closes the help
+  CHECK(tmux.wait_for([&](const std::string &s) {
+    return s.find("SIGKILL or") == std::string::npos && s.find(" " + pid + " root") != s.npos;
+  }));
+  tmux.keys("T"); // nothing selected yet: nothing asked
+  CHECK(tmux.wait_for("select a process first"));
+  // A click on its row, the second, selects it (the terminal's mouse report, X10: button 1
+  // pressed at a column and a line, each plus 33); a key would select the first.
+  int line = 0;
+  std::vector<std::string> shown = lines_of(tmux.screen());
+  while (line < static_cast<int>(shown.size()) &&
+         shown[static_cast<std::size_t>(line)].find(" " + pid + " root") == std::string::npos)
+    ++line;
+  tmux.keys(std::string("\x1b[M ") + static_cast<char>(33 + 10) + static_cast<char>(33 + line));
+  tmux.keys("T");
+  REQUIRE(tmux.wait_for("send SIGTERM to pid " + pid + " (root: sleep 300)? y: send"));
+  tmux.keys("n"); // anything but y cancels
+  CHECK(tmux.wait_for("nothing sent"));
+  CHECK_FALSE(sleeper.exit_code());
+  tmux.keys("T");
+  REQUIRE(tmux.wait_for("send SIGTERM to pid " + pid));
+  tmux.keys("y");
+  CHECK(tmux.wait_for("sent SIGTERM to pid " + pid));
+  // Gone and reaped (its parent shell waited for it): killed by SIGTERM.
+  CHECK(test::wait_until([&] { return sleeper.exit_code().has_value(); }));
+  CHECK(sleeper.exit_code() == 128 + SIGTERM);
+  CHECK_FALSE(other.exit_code());
+  save_artifact("top-signal-sent.txt", tmux.screen());
+  tmux.keys("q");
+  CHECK(tmux.wait_for("top-exit=0 stdin-blocking=yes"));
+}
+
+TEST_CASE("top's tree view shows two GPU processes under the shell that started both") {
+  if (!have_tmux())
+    return;
+  test::Background launcher("exec sh -c 'sleep 300 & sleep 300 & wait'");
+  std::vector<nvsmi::Descendant> children;
+  REQUIRE(test::wait_until([&] {
+    children = nvsmi::process_descendants(launcher.pid());
+    return children.size() == 2;
+  }));
+  std::string folder = test::temporary_folder();
+  test::write_file(folder + "/apps", gpu0 + ", " + std::to_string(children[0].pid) +
+                                         ", 4096 MiB, sleep\n" + gpu1 + ", " +
+                                         std::to_string(children[1].pid) + ", 2048 MiB, sleep\n");
+  test::Tmux tmux(100, 30);
+  tmux.run(top_command("--interval 0.5 --nvidia-smi " + fake,
+                       "FAKE_NVSMI_APPS=" + quote(folder + "/apps") + " "));
+  REQUIRE(tmux.wait_for([](const std::string &s) { return process_rows(s).size() == 2; }));
+  tmux.keys("t");
+  const std::string parent = " " + std::to_string(launcher.pid()) + " ";
+  CHECK(tmux.wait_for([&](const std::string &s) {
+    std::vector<std::string> rows = process_rows(s);
+    return rows.size() == 3 && rows[0].find(parent) != std::string::npos &&
+           rows[0].find("sh") != std::string::npos &&
+           rows[1].find("\u2514 sleep 300") != std::string::npos &&
+           rows[2].find("\u2514 sleep 300") != std::string::npos;
+  }));
+  save_artifact("top-tree.txt", tmux.screen());
+  tmux.keys("t");
+  CHECK(tmux.wait_for([](const std::string &s) { return process_rows(s).size() == 2; }));
+  tmux.keys("q");
+  CHECK(tmux.wait_for("top-exit=0 stdin-blocking=yes"));
+}
+
+TEST_CASE("top run by another user: the kernel refuses the signal, the message says whose it is") {
+  if (!have_tmux())
+    return;
+  if (::geteuid() != 0) {
+    WARN("not root: the test that runs top as nobody is skipped");
+    return;
+  }
+  test::Background sleeper("exec sleep 300");
+  const std::string pid = std::to_string(sleeper.pid());
+  test::Tmux tmux(100, 30);
+  tmux.run(top_command("--interval 0.5 --nvidia-smi " + fake,
+                       "FAKE_NVSMI_APPS=" + quote(apps_file(sleeper.pid())) +
+                           " setpriv --reuid=nobody --regid=nogroup --clear-groups env "));
+  REQUIRE(tmux.wait_for(" " + pid + " root"));
+  tmux.key("Down");
+  tmux.keys("K");
+  REQUIRE(tmux.wait_for("send SIGKILL to pid " + pid));
+  tmux.keys("y");
+  CHECK(tmux.wait_for("not yours: pid " + pid + " belongs to root"));
+  save_artifact("top-signal-refused.txt", tmux.screen());
+  CHECK(::kill(sleeper.pid(), 0) == 0);
+  CHECK_FALSE(sleeper.exit_code());
+  tmux.keys("q");
+  CHECK(tmux.wait_for("top-exit=0"));
 }
 
 TEST_CASE("top refuses to start without a terminal, with one line and the usage exit code") {

@@ -1,5 +1,6 @@
 // `top` without a terminal: the model (sorting, filters, history, lateness), the layout of a
 // screen of a given size, and the text that goes on it.
+#include "core/command_text.hpp"
 #include "core/screen_text.hpp"
 #include "snapshot_builders.hpp"
 #include "support.hpp"
@@ -10,7 +11,15 @@
 
 #include <catch2/catch.hpp>
 
+#include "host/process_signal.hpp"
+#include "host/process_tree.hpp"
+#include "process_support.hpp"
+
 #include <clocale>
+#include <csignal>
+#include <grp.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace nvsmi;
 using std::chrono::milliseconds;
@@ -57,6 +66,14 @@ bool screen_has(const std::vector<std::string> &screen, const std::string &text)
     if (line.find(text) != std::string::npos)
       return true;
   return false;
+}
+
+// The style of the first span of `line` whose text holds `text`.
+std::optional<Tone> tone_of(const ScreenLine &line, const std::string &text) {
+  for (const Span &span : line)
+    if (span.text.find(text) != std::string::npos)
+      return span.style;
+  return std::nullopt;
 }
 
 struct Utf8Locale {
@@ -118,9 +135,10 @@ TEST_CASE("top keeps a bounded utilization history per GPU and marks a vanished 
     s.gpus[2].utilization_gpu_percent = static_cast<std::int64_t>(i % 100);
     model.add_sample(s, now);
   }
-  const std::deque<Reading> &history = model.utilization_history(2);
+  const std::deque<HistoryPoint> &history = model.utilization_history(2);
   REQUIRE(history.size() == TopModel::history_length);
-  CHECK(history.back() == static_cast<std::int64_t>((TopModel::history_length + 19) % 100));
+  CHECK(history.back().utilization ==
+        static_cast<std::int64_t>((TopModel::history_length + 19) % 100));
   CHECK(model.lost_gpus().empty());
 
   s.gpus.erase(s.gpus.begin() + 4);
@@ -186,7 +204,7 @@ TEST_CASE("top shows unknown readings as -, never 0") {
   model.add_sample(s, now);
   std::vector<std::string> screen = screen_text(model, now, 200, 50);
   REQUIRE(screen.size() > 2);
-  const std::string &row = screen[2]; // GPU 0
+  const std::string &row = screen[3]; // GPU 0
   CHECK(row.find(" -/700W") != std::string::npos);
   CHECK(row.find(" 0%") == std::string::npos);
   CHECK(row.find(" 0C") == std::string::npos);
@@ -225,4 +243,332 @@ TEST_CASE("screen text drops control characters and cuts by columns, not bytes")
   CHECK(fit_text("\xE6\x97\xA5\xE6\x9C\xAC", 3) == "\xE6\x97\xA5 "); // the second would split
   CHECK(fit_text("abc", 5, Align::right) == "  abc");
   CHECK(fit_text("abcdef", 4) == "abcd");
+}
+
+TEST_CASE("top's first lines: the fleet summary, then each GPU with the users on it") {
+  Utf8Locale utf8;
+  TopModel model(milliseconds(1000));
+  TopClock::time_point now = TopClock::now();
+  Snapshot s = with_users();
+  model.add_sample(s, now);
+  for (ScreenSize size : {ScreenSize{80, 24}, ScreenSize{160, 45}}) {
+    std::vector<std::string> screen = screen_text(model, now, size.columns, size.lines);
+    INFO(size.columns << "x" << size.lines);
+    // Whole where it fits, else as much as fits.
+    std::string summary = fleet_summary_text(fleet_summary(s));
+    CHECK(screen[1].find(size.columns >= 160 ? summary : summary.substr(0, 60)) == 0);
+    CHECK(screen[3].find(" 0  ") == 0);
+    CHECK(screen[3].find("alice,bob") != std::string::npos); // GPU 0, in the order listed
+    CHECK(screen[4].find("alice,?") != std::string::npos);   // GPU 1: pid 50's user unknown
+    CHECK(screen[5].find("alice") == std::string::npos);     // GPU 2: no process
+  }
+  // A source without process lists says nothing of users: "-", not an empty column.
+  Snapshot bare = states_fixture();
+  for (Gpu &gpu : bare.gpus)
+    gpu.processes.reset();
+  model.add_sample(bare, now);
+  CHECK(screen_text(model, now, 80, 24)[3].find(" - ") != std::string::npos);
+  // The summary names users: hostile bytes in them are dropped, and without UTF-8 the line is
+  // ASCII.
+  Snapshot hostile = with_users();
+  for (Gpu &gpu : hostile.gpus)
+    gpu.utilization_gpu_percent = 0;
+  (*hostile.gpus[0].processes)[0].user = "ev\x1b[2Jil";
+  model.add_sample(hostile, now);
+  std::string summary = line_text(layout_screen(model, now, {160, 45}, false)[1]);
+  INFO(summary);
+  CHECK(summary.find("ev[2Jil") != std::string::npos);
+  CHECK(summary.find(" | ") != std::string::npos);
+  for (char c : summary)
+    CHECK((c >= 0x20 && c < 0x7f));
+}
+
+TEST_CASE("top colours memory, power and temperature at the thresholds' values") {
+  Utf8Locale utf8;
+  TopModel model(milliseconds(1000));
+  TopClock::time_point now = TopClock::now();
+  Snapshot s = states_fixture(); // GPU 2 at 89 C, GPU 3's memory 79.1 of 79.6G, GPU 5 698/700W
+  model.add_sample(s, now);
+  std::vector<ScreenLine> lines = layout_screen(model, now, {160, 45}, true);
+  CHECK(tone_of(lines[5], "89C") == Tone::alarm);
+  CHECK(tone_of(lines[6], "79.1/79.6G") == Tone::alarm);
+  CHECK(tone_of(lines[8], "698/700W") == Tone::alarm);
+  CHECK(tone_of(lines[3], "68/700W") == Tone::normal);
+  CHECK(tone_of(lines[5], "40.0/79.6G") == Tone::normal);
+  // Just under each threshold: normal.
+  s.gpus[3].memory_used_mib =
+      static_cast<std::int64_t>(static_cast<double>(*s.gpus[3].memory_total_mib) *
+                                gpu_thresholds::memory_full_fraction) -
+      1;
+  s.gpus[2].temperature_c = gpu_thresholds::hot_c - 1;
+  model.add_sample(s, now);
+  lines = layout_screen(model, now, {160, 45}, true);
+  CHECK(tone_of(lines[5], std::to_string(gpu_thresholds::hot_c - 1) + "C") == Tone::normal);
+  CHECK(tone_of(lines[6], "/79.6G") == Tone::normal);
+}
+
+TEST_CASE("a command is shown by the script it runs, not by its interpreter's path") {
+  CHECK(shown_command("/usr/bin/python3 -u /home/a/train.py --lr 1") == "train.py --lr 1");
+  CHECK(shown_command("python3 train.py") == "train.py");
+  CHECK(shown_command("/opt/conda/bin/python3.11 -W ignore -X dev x/y.py") == "y.py");
+  CHECK(shown_command("python3 -m torch.distributed.run --nproc 8 t.py") ==
+        "torch.distributed.run --nproc 8 t.py");
+  CHECK(shown_command("python3 -c import os") == "python3 -c import os");
+  CHECK(shown_command("/usr/bin/python3") == "python3");
+  CHECK(shown_command("/usr/bin/env CUDA_VISIBLE_DEVICES=1 python3 serve.py") == "serve.py");
+  CHECK(shown_command("java -Xmx4g -jar /opt/app.jar serve") == "app.jar serve");
+  CHECK(shown_command("java -cp /opt/lib com.example.Main") == "com.example.Main");
+  CHECK(shown_command("/usr/bin/perl -I lib /srv/job.pl") == "job.pl");
+  CHECK(shown_command("perl -e print") == "perl -e print");
+  CHECK(shown_command("/usr/bin/ruby run.rb") == "run.rb");
+  CHECK(shown_command("node --require ts-node/register /app/main.ts") == "main.ts");
+  CHECK(shown_command("/bin/bash -o pipefail ./go.sh a") == "go.sh a");
+  CHECK(shown_command("sh -c sleep 1") == "sh -c sleep 1");
+  CHECK(shown_command("/usr/lib/R/bin/Rscript --vanilla fit.R") == "fit.R");
+  CHECK(shown_command("/usr/bin/torchrun --nproc 8 train.py") == "torchrun --nproc 8 train.py");
+  CHECK(shown_command("vllm serve") == "vllm serve");
+  CHECK(shown_command("") == "");
+  CHECK(shown_command("/") == "/");
+  CHECK(shown_command("/usr/bin/env") == "/usr/bin/env");
+}
+
+TEST_CASE("top's help screen names every key and the colours' thresholds") {
+  Utf8Locale utf8;
+  TopModel model(milliseconds(1000));
+  TopClock::time_point now = TopClock::now();
+  model.add_sample(with_users(), now);
+  model.toggle_help();
+  for (ScreenSize size : {ScreenSize{80, 24}, ScreenSize{160, 45}}) {
+    std::vector<ScreenLine> lines = layout_screen(model, now, size, true);
+    REQUIRE(lines.size() == static_cast<std::size_t>(size.lines));
+    std::vector<std::string> screen;
+    for (const ScreenLine &line : lines) {
+      CHECK(text_columns(line_text(line)) <= static_cast<std::size_t>(size.columns));
+      screen.push_back(line_text(line));
+    }
+    INFO(size.columns << "x" << size.lines);
+    for (const char *key :
+         {"? h ", "q ", "m c s p u", "g ", "f ", "a Esc", "↑ ↓ j k", "T K I", "t ", "z "})
+      CHECK(screen_has(screen, "  " + std::string(key)));
+    CHECK(screen_has(screen, "SIGTERM, SIGKILL or SIGINT"));
+    CHECK(screen_has(screen, "hot (" + std::to_string(gpu_thresholds::hot_c) + " C"));
+    CHECK(screen_has(screen, "memory 95% full"));
+    CHECK_FALSE(screen_has(screen, "COMMAND")); // the help instead of the tables
+  }
+  model.toggle_help();
+  CHECK(screen_has(screen_text(model, now, 80, 24), "COMMAND"));
+}
+
+TEST_CASE("top draws the history in the free lines, as wide as the screen, with a time scale") {
+  Utf8Locale utf8;
+  TopModel model(milliseconds(1000));
+  TopClock::time_point start = TopClock::now();
+  Snapshot s = with_users();
+  for (int second = 0; second <= 600; ++second) {
+    s.gpus[2].utilization_gpu_percent = second % 2 ? 100 : 0;
+    s.gpus[3].utilization_gpu_percent.reset(); // unknown: drawn as nothing
+    model.add_sample(s, start + seconds(second));
+  }
+  TopClock::time_point now = start + seconds(600);
+  std::vector<std::string> screen = screen_text(model, now, 160, 45);
+  INFO(Catch::Detail::stringify(screen));
+  // 8 GPUs in the 27 free lines: three rows each, 152 columns = 152 samples.
+  std::size_t chart = 0;
+  while (chart < screen.size() && screen[chart].find("GPU 0 ") != 0)
+    ++chart;
+  REQUIRE(chart + 3 * 8 < screen.size());
+  CHECK(screen[chart + 6].find("GPU 2 ") == 0);
+  CHECK(screen[chart + 8].find("█ █ █") != std::string::npos); // GPU 2's bottom row: 100, 0, ..
+  CHECK(screen[chart + 11].find("█") == std::string::npos);    // GPU 3: unknown, never 0
+  const std::string &scale = screen[chart + 24];
+  CHECK(scale.find("-151 s") != std::string::npos); // the left edge: 151 samples before now
+  CHECK(scale.find("-75 s") != std::string::npos);
+  CHECK(scale.size() >= 3);
+  CHECK(scale.substr(scale.size() - 3) == "now");
+  CHECK(text_columns(scale) <= 160);
+  // Wider: more history, as far as it goes back.
+  std::vector<std::string> wider = screen_text(model, now, 400, 45);
+  CHECK(screen_has(wider, "-391 s"));
+  // At 80x24 there is no room: no chart, and the table is whole.
+  CHECK_FALSE(screen_has(screen_text(model, now, 80, 24), "now"));
+}
+
+TEST_CASE("top selects a GPU process by GPU and pid, and asks before a signal") {
+  Utf8Locale utf8;
+  TopModel model(milliseconds(1000));
+  TopClock::time_point now = TopClock::now();
+  Snapshot s = with_users();
+  Lineages lineages;
+  lineages[300].start_ticks = 4242;
+  model.add_sample(s, now, lineages);
+  CHECK_FALSE(model.selected_process());
+  model.ask_signal(SIGTERM); // nothing selected: nothing asked
+  CHECK_FALSE(model.pending_signal());
+  REQUIRE(model.status());
+  CHECK(model.status()->second);
+
+  model.move_selection(1); // the first row: pid 300, the largest GPU memory
+  REQUIRE(model.selected_process());
+  CHECK(model.selected_process()->pid == 300);
+  CHECK(model.selected_process()->start_ticks == std::uint64_t{4242});
+  model.move_selection(1);
+  CHECK(model.selected_process()->pid == 200);
+  model.move_selection(-5); // clamped at the first
+  CHECK(model.selected_process()->pid == 300);
+  model.sort_by(SortKey::pid); // the selection follows the process, not the line
+  CHECK(model.selected_process()->pid == 300);
+  std::vector<ScreenLine> lines = layout_screen(model, now, {80, 24}, true);
+  int selected = 0;
+  for (const ScreenLine &line : lines)
+    if (!line.empty() && line.front().selected) {
+      ++selected;
+      CHECK(line_text(line).find("    300 bob") != std::string::npos);
+    }
+  CHECK(selected == 1);
+
+  model.ask_signal(SIGKILL);
+  REQUIRE(model.pending_signal());
+  std::string question = line_text(layout_screen(model, now, {160, 45}, true).back());
+  CHECK(question.find("send SIGKILL to pid 300 (bob: train.py)? y: send") == 0);
+  std::optional<PendingSignal> taken = model.take_pending_signal();
+  REQUIRE(taken);
+  CHECK(taken->process.start_ticks == std::uint64_t{4242});
+  CHECK_FALSE(model.pending_signal());
+
+  // The process gone from the next sample: nothing selected, nothing can be signalled.
+  (*s.gpus[0].processes).pop_back();
+  model.add_sample(s, now);
+  CHECK_FALSE(model.selected_process());
+  model.ask_signal(SIGTERM);
+  CHECK_FALSE(model.pending_signal());
+}
+
+TEST_CASE("top's tree view puts each process under its parent, where the chains part") {
+  Utf8Locale utf8;
+  TopModel model(milliseconds(1000));
+  TopClock::time_point now = TopClock::now();
+  // 100 and 200 are torchrun's workers, torchrun (90) and 300 run under one bash (80), under
+  // sshd (70) alone; 50's ancestors are not known.
+  Lineages lineages;
+  lineages[100].ancestors = {{90, "torchrun"}, {80, "bash"}, {70, "sshd"}};
+  lineages[200].ancestors = {{90, "torchrun"}, {80, "bash"}, {70, "sshd"}};
+  lineages[300].ancestors = {{80, "bash"}, {70, "sshd"}};
+  model.add_sample(with_users(), now, lineages);
+  model.toggle_tree();
+  std::vector<ProcessRow> rows = model.process_rows();
+  std::vector<std::pair<std::int64_t, int>> shape;
+  for (const ProcessRow &row : rows)
+    shape.emplace_back(row.pid.value_or(-1), row.depth);
+  CHECK(shape == std::vector<std::pair<std::int64_t, int>>{
+                     {80, 0}, {300, 1}, {90, 1}, {200, 2}, {100, 2}, {50, 0}});
+  CHECK_FALSE(rows[0].listed); // bash: shown for the tree, not a GPU process
+  CHECK(rows[1].listed);
+  // Only GPU processes can be selected: the ancestors are passed over.
+  model.move_selection(1);
+  CHECK(model.selected_process()->pid == 300);
+  model.move_selection(1);
+  CHECK(model.selected_process()->pid == 200);
+  std::vector<std::string> screen = screen_text(model, now, 80, 24);
+  CHECK(screen_has(screen, "     80 "));
+  CHECK(screen_has(screen, "└ torchrun"));
+  CHECK(screen_has(screen, "  └ train.py"));
+  CHECK_FALSE(screen_has(screen, "sshd"));
+  model.toggle_tree();
+  CHECK(model.process_rows().size() == 4);
+}
+
+TEST_CASE("top's compact view keeps every GPU and the table on a small terminal") {
+  Utf8Locale utf8;
+  TopModel model(milliseconds(1000));
+  TopClock::time_point now = TopClock::now();
+  model.add_sample(with_users(), now);
+  std::vector<std::string> small = screen_text(model, now, 60, 16);
+  INFO(Catch::Detail::stringify(small));
+  REQUIRE(small.size() == 16);
+  CHECK(small[0].find("nvsmi-agent top") == 0);
+  CHECK(small[2].find(" 0  idle but held") == 0); // no column heading: the GPUs come at once
+  CHECK(small[9].find(" 7  free") == 0);
+  CHECK(screen_has(small, "COMMAND"));
+  CHECK(screen_has(small, "    300 bob"));
+  CHECK(screen_has(small, "alice,bob"));
+  for (const std::string &line : small)
+    CHECK(text_columns(line) <= 60);
+  // The same view on a large screen by its key.
+  model.toggle_compact();
+  std::vector<std::string> asked = screen_text(model, now, 160, 45);
+  CHECK(asked[2].find(" 0  idle but held") == 0);
+  CHECK_FALSE(screen_has(asked, "HOST MEM"));
+  CHECK_FALSE(screen_has(asked, "now"));
+}
+
+TEST_CASE("a signal goes only to the process shown: a reused pid or an unknown start is refused") {
+  test::Background sleeper("exec sleep 300");
+  pid_t pid = sleeper.pid();
+  std::optional<std::uint64_t> start = process_start_ticks(pid);
+  REQUIRE(start);
+  // Another process now has the pid: its start differs from the one shown.
+  SignalResult reused = signal_process(pid, *start + 1, SIGTERM);
+  CHECK(reused.outcome == SignalOutcome::reused);
+  CHECK(reused.message.find("not sent: pid " + std::to_string(pid) + " is now another process") ==
+        0);
+  SignalResult unknown = signal_process(pid, std::nullopt, SIGKILL);
+  CHECK(unknown.outcome == SignalOutcome::start_unknown);
+  CHECK(::kill(pid, 0) == 0);
+  CHECK_FALSE(sleeper.exit_code());
+
+  if (::geteuid() == 0) {
+    // Another user (nobody) may not signal root's process: the kernel says so, and the
+    // message names the owner.
+    int report[2];
+    REQUIRE(::pipe(report) == 0);
+    pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      ::close(report[0]);
+      int outcome = -1;
+      if (::setgroups(0, nullptr) == 0 && ::setgid(65534) == 0 && ::setuid(65534) == 0)
+        outcome = static_cast<int>(signal_process(pid, start, SIGTERM).outcome);
+      (void)!::write(report[1], &outcome, sizeof outcome);
+      ::_exit(0);
+    }
+    ::close(report[1]);
+    int outcome = -2;
+    CHECK(::read(report[0], &outcome, sizeof outcome) == sizeof outcome);
+    ::close(report[0]);
+    ::waitpid(child, nullptr, 0);
+    CHECK(outcome == static_cast<int>(SignalOutcome::not_permitted));
+    CHECK(::kill(pid, 0) == 0);
+  }
+
+  SignalResult sent = signal_process(pid, start, SIGTERM);
+  CHECK(sent.outcome == SignalOutcome::sent);
+  CHECK(sent.message == "sent SIGTERM to pid " + std::to_string(pid));
+  CHECK(test::wait_until([&] { return sleeper.exit_code().has_value(); }));
+  CHECK(sleeper.exit_code() == 128 + SIGTERM);
+  SignalResult again = signal_process(pid, start, SIGTERM);
+  CHECK(again.outcome == SignalOutcome::gone);
+  CHECK(again.message == "pid " + std::to_string(pid) + " has already gone");
+}
+
+TEST_CASE("top keeps the selected process on the screen when the table is longer than it") {
+  Utf8Locale utf8;
+  TopModel model(milliseconds(1000));
+  TopClock::time_point now = TopClock::now();
+  Snapshot s = with_users();
+  for (int pid = 1000; pid < 1030; ++pid)
+    s.gpus[5].processes->push_back(test::observed_process(pid, "carol", pid));
+  model.add_sample(s, now);
+  model.move_selection(1);
+  model.move_selection(20); // the 21st row, far below the 80x24 screen's table
+  REQUIRE(model.selected_process());
+  std::int64_t pid = *model.selected_process()->pid;
+  std::vector<ScreenLine> lines = layout_screen(model, now, {80, 24}, true);
+  bool shown = false;
+  for (const ScreenLine &line : lines)
+    if (!line.empty() && line.front().selected)
+      shown = line_text(line).find(" " + std::to_string(pid) + " carol") != std::string::npos;
+  CHECK(shown);
+  std::vector<std::string> screen = screen_text(model, now, 80, 24);
+  CHECK_FALSE(screen_has(screen, " 0 above"));
+  CHECK(screen_has(screen, "above (↑↓ select)"));
 }

@@ -2,6 +2,8 @@
 
 #include "core/exit_codes.hpp"
 #include "core/log_line.hpp"
+#include "host/process_signal.hpp"
+#include "host/process_tree.hpp"
 #include "nvidia_smi/stop_signals.hpp"
 #include "sampling/sampling_loop.hpp"
 #include "terminal/top_layout.hpp"
@@ -104,6 +106,26 @@ private:
     int page = std::max(1, view_->size().lines / 2);
     while (std::optional<TopKey> key = view_->read_key()) {
       changed = true;
+      if (*key == TopKey::resize) {
+        view_->resize();
+        continue;
+      }
+      // A question waiting: y sends, any other key cancels (and does nothing else).
+      if (model_.pending_signal()) {
+        if (*key == TopKey::confirm)
+          send_signal();
+        else {
+          model_.cancel_signal();
+          model_.set_status("nothing sent", false);
+        }
+        continue;
+      }
+      model_.clear_status();
+      // The help screen: any key closes it.
+      if (model_.help()) {
+        model_.toggle_help();
+        continue;
+      }
       switch (*key) {
       case TopKey::quit:
         stop(exit_ok);
@@ -133,26 +155,88 @@ private:
         model_.clear_filters();
         break;
       case TopKey::scroll_up:
-        model_.scroll(-1);
+        model_.move_selection(-1);
         break;
       case TopKey::scroll_down:
-        model_.scroll(1);
+        model_.move_selection(1);
         break;
       case TopKey::page_up:
-        model_.scroll(-page);
+        model_.move_selection(-page);
         break;
       case TopKey::page_down:
-        model_.scroll(page);
+        model_.move_selection(page);
         break;
-      case TopKey::resize:
-        view_->resize();
+      case TopKey::help:
+        model_.toggle_help();
         break;
+      case TopKey::tree:
+        model_.toggle_tree();
+        // The ancestors at once, not at the next sample; the starts stay the sample's own.
+        if (model_.tree() && model_.latest())
+          model_.add_ancestors(lineages(*model_.latest(), true));
+        break;
+      case TopKey::compact:
+        model_.toggle_compact();
+        break;
+      case TopKey::signal_term:
+        model_.ask_signal(SIGTERM);
+        break;
+      case TopKey::signal_kill:
+        model_.ask_signal(SIGKILL);
+        break;
+      case TopKey::signal_interrupt:
+        model_.ask_signal(SIGINT);
+        break;
+      case TopKey::click:
+        select_clicked(view_->clicked_line());
+        break;
+      case TopKey::confirm: // y with no question: nothing to say yes to
+      case TopKey::resize:  // handled above
       case TopKey::none:
         break;
       }
     }
     if (changed)
       draw();
+  }
+
+  // The process row on the screen line clicked, as the screen now shows it.
+  void select_clicked(int line) {
+    std::vector<std::optional<std::size_t>> rows_shown;
+    layout_screen(model_, TopClock::now(), view_->size(), view_->unicode(), &rows_shown);
+    if (line >= 0 && static_cast<std::size_t>(line) < rows_shown.size() &&
+        rows_shown[static_cast<std::size_t>(line)])
+      model_.select_row(*rows_shown[static_cast<std::size_t>(line)]);
+  }
+
+  // The signal the person said yes to, to the process the question named: the kernel decides
+  // whether this user may, and a pid that now names another process is left alone.
+  void send_signal() {
+    std::optional<PendingSignal> pending = model_.take_pending_signal();
+    if (!pending || !pending->process.pid)
+      return;
+    SignalResult result = signal_process(static_cast<pid_t>(*pending->process.pid),
+                                         pending->process.start_ticks, pending->signal);
+    model_.set_status(result.message, result.outcome != SignalOutcome::sent);
+  }
+
+  // What /proc says of each listed pid now, as its sample comes: its start, to tell it from a
+  // later process given its pid, and, while the tree is shown, its ancestors (a walk up /proc
+  // per process, not paid for where nobody looks at it).
+  static Lineages lineages(const Snapshot &snapshot, bool with_ancestors) {
+    Lineages out;
+    for (const Gpu &gpu : snapshot.gpus)
+      for (const Process &process : gpu.processes.value_or(std::vector<Process>{})) {
+        if (!process.pid || *process.pid <= 0 || out.count(*process.pid))
+          continue;
+        pid_t pid = static_cast<pid_t>(*process.pid);
+        ProcessLineage &lineage = out[*process.pid];
+        lineage.start_ticks = process_start_ticks(pid);
+        if (with_ancestors)
+          for (const Descendant &ancestor : process_ancestry(pid))
+            lineage.ancestors.emplace_back(ancestor.pid, ancestor.name);
+      }
+    return out;
   }
 
   // Once a second, so that a sample that stops coming shows as late without a new one.
@@ -169,7 +253,8 @@ private:
   void deliver(Snapshot snapshot) {
     if (loop_.stopping())
       return;
-    model_.add_sample(std::move(snapshot), TopClock::now());
+    Lineages read = lineages(snapshot, model_.tree());
+    model_.add_sample(std::move(snapshot), TopClock::now(), std::move(read));
     draw();
   }
 

@@ -76,6 +76,19 @@ std::vector<pid_t> process_ancestors(pid_t pid, std::size_t max_depth) {
   return chain;
 }
 
+std::vector<Descendant> process_ancestry(pid_t pid, std::size_t max_depth) {
+  std::vector<Descendant> chain;
+  std::optional<pid_t> parent = parent_of(pid);
+  while (parent && *parent > 1 && chain.size() < max_depth) {
+    std::optional<StatLine> stat = read_stat(*parent);
+    if (!stat)
+      break;
+    chain.push_back({*parent, stat->parent, stat->state, stat->name});
+    parent = stat->parent;
+  }
+  return chain;
+}
+
 bool descends_from(pid_t pid, pid_t ancestor) {
   if (pid == ancestor)
     return true;

@@ -34,6 +34,9 @@ struct Descendant {
   std::string name; // the kernel's short name (comm), raw bytes
 };
 
+// The ancestors of `pid` as process_ancestors finds them, each with its parent, state and name.
+std::vector<Descendant> process_ancestry(pid_t pid, std::size_t max_depth = 64);
+
 // Every process visible here whose parent chain reaches `ancestor` (not `ancestor` itself), read
 // in one walk over /proc, in pid order.
 std::vector<Descendant> process_descendants(pid_t ancestor);

@@ -1,7 +1,9 @@
 #include "terminal/top_layout.hpp"
 
+#include "core/command_text.hpp"
 #include "core/number_text.hpp"
 #include "core/screen_text.hpp"
+#include "core/signal_name.hpp"
 
 #include "nvsmi/gpu_state.hpp"
 
@@ -74,6 +76,16 @@ std::string age_text(milliseconds age) {
   return std::to_string(seconds / 3600) + " h";
 }
 
+// A point of the history's time scale: seconds up to ten minutes, then minutes, then hours.
+std::string scale_text(milliseconds age) {
+  long seconds = static_cast<long>(age.count() / 1000);
+  if (seconds < 600)
+    return std::to_string(seconds) + " s";
+  if (seconds < 36000)
+    return std::to_string(seconds / 60) + " min";
+  return std::to_string(seconds / 3600) + " h";
+}
+
 // A bar of `width` columns filled to `fraction` (nullopt: blank, the value is unknown).
 std::string bar(std::optional<double> fraction, int width, bool unicode) {
   if (!fraction)
@@ -94,13 +106,13 @@ std::string bar(std::optional<double> fraction, int width, bool unicode) {
   return out;
 }
 
-std::string sparkline(const std::deque<Reading> &history, int width, bool unicode) {
+std::string sparkline(const std::deque<HistoryPoint> &history, int width, bool unicode) {
   static const char *const levels[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
   static const char ascii_levels[] = "_.-=+*##";
   std::string out;
   std::size_t shown = std::min(history.size(), static_cast<std::size_t>(std::max(width, 0)));
   for (std::size_t i = history.size() - shown; i < history.size(); ++i) {
-    const Reading &value = history[i];
+    const Reading &value = history[i].utilization;
     if (!value) {
       out += ' ';
       continue;
@@ -114,16 +126,29 @@ std::string sparkline(const std::deque<Reading> &history, int width, bool unicod
   return out;
 }
 
-// Column widths of the GPU rows for a screen `columns` wide.
+// Column widths of the GPU rows for a screen `columns` wide: the users stay at every width (who
+// holds a GPU is what people look for), the fan and the performance state go under 100.
 struct GpuColumns {
-  bool name;
-  int bar;
-  int history; // the sparkline takes what is left
+  bool name = false, fan_and_pstate = false;
+  bool power = true; // the compact view leaves it to the state ("at power limit")
+  int bar = 0;
+  int users = 10;
+  int history = 0; // the sparkline takes what is left
 };
-GpuColumns gpu_columns(int columns) {
-  GpuColumns c{columns >= 140, columns >= 160 ? 12 : columns >= 120 ? 8 : 4, 0};
-  int fixed = 4 + (c.name ? 23 : 0) + 15 + (c.bar + 6) + (c.bar + 12) + (c.bar + 11) + 13 + 1;
-  c.history = std::max(0, columns - fixed);
+GpuColumns gpu_columns(int columns, bool compact) {
+  GpuColumns c;
+  if (compact) {
+    c.power = false;
+    c.users = std::max(10, columns - 44);
+    return c;
+  }
+  c.name = columns >= 140;
+  c.fan_and_pstate = columns >= 100;
+  c.bar = columns >= 160 ? 12 : columns >= 120 ? 8 : 4;
+  c.users = columns >= 160 ? 18 : columns >= 120 ? 14 : 10;
+  int fixed = 4 + (c.name ? 23 : 0) + 15 + (c.bar + 6) + (c.bar + 12) + (c.bar + 11) + 4 +
+              (c.fan_and_pstate ? 9 : 0) + 1 + c.users + 1;
+  c.history = compact ? 0 : std::max(0, columns - fixed);
   return c;
 }
 
@@ -137,11 +162,32 @@ ScreenLine gpu_heading(const GpuColumns &c, int columns) {
   line.add("MEMORY", c.bar + 12, Tone::heading);
   line.add("POWER", c.bar + 11, Tone::heading);
   line.add("TEMP", 4, Tone::heading, Align::right);
-  line.add("FAN", 5, Tone::heading, Align::right);
-  line.add("PS", 4, Tone::heading, Align::right);
+  if (c.fan_and_pstate) {
+    line.add("FAN", 5, Tone::heading, Align::right);
+    line.add("PS", 4, Tone::heading, Align::right);
+  }
+  line.add(" ", 1);
+  line.add("USERS", c.users, Tone::heading);
   line.add(" ", 1);
   line.add(c.history >= 19 ? "UTILIZATION HISTORY" : "HIST", c.history, Tone::heading);
   return line.take();
+}
+
+// Who has processes on the GPU, each once, in the order listed: "alice,bob"; "?" for a process
+// whose user is not known here, "-" when the source gives no process list, "" for none.
+std::string gpu_users(const Gpu &gpu, bool unicode) {
+  if (!gpu.processes)
+    return "-";
+  std::vector<std::string> users;
+  for (const Process &process : *gpu.processes) {
+    std::string user = process.user ? printable_text(*process.user, unicode) : "?";
+    if (std::find(users.begin(), users.end(), user) == users.end())
+      users.push_back(user);
+  }
+  std::string text;
+  for (const std::string &user : users)
+    text += (text.empty() ? "" : ",") + user;
+  return text;
 }
 
 std::optional<double> fraction(std::optional<double> part, std::optional<double> whole) {
@@ -163,7 +209,8 @@ ScreenLine gpu_line(const Gpu &gpu, const TopModel &model, const GpuColumns &c, 
   if (late) {
     // The readings are of a sample too old to be the present: not shown at all.
     line.add("stale", 15, Tone::alarm);
-    line.add("", (c.bar + 6) + (c.bar + 12) + (c.bar + 11) + 13 + 1);
+    line.add("", (c.bar + 6) + (c.bar + 12) + (c.bar + (c.power ? 11 : 0)) + 4 +
+                     (c.fan_and_pstate ? 9 : 0) + 1 + c.users + 1);
     line.add(spark, c.history, Tone::dim);
     return line.take();
   }
@@ -175,8 +222,14 @@ ScreenLine gpu_line(const Gpu &gpu, const TopModel &model, const GpuColumns &c, 
   line.add(or_dash(gpu.utilization_gpu_percent, "%"), 5, Tone::normal, Align::right);
   line.add(" ", 1);
 
-  line.add(bar(fraction(real(gpu.memory_used_mib), real(gpu.memory_total_mib)), c.bar, unicode),
-           c.bar, Tone::busy);
+  GpuStateThresholds thresholds;
+  std::optional<double> memory_used =
+      fraction(real(gpu.memory_used_mib), real(gpu.memory_total_mib));
+  Tone memory_tone = memory_used && *memory_used >= gpu_thresholds::memory_full_fraction
+                         ? Tone::alarm
+                         : Tone::normal;
+  line.add(bar(memory_used, c.bar, unicode), c.bar,
+           memory_tone == Tone::alarm ? Tone::alarm : Tone::busy);
   std::string memory = "-";
   if (gpu.memory_used_mib || gpu.memory_total_mib) {
     std::string total = mib_text(gpu.memory_total_mib);
@@ -185,24 +238,29 @@ ScreenLine gpu_line(const Gpu &gpu, const TopModel &model, const GpuColumns &c, 
       memory.pop_back(); // "40.0/80.0G", one unit for both
     memory += "/" + total;
   }
-  line.add(memory, 11, Tone::normal, Align::right);
+  line.add(memory, 11, memory_tone, Align::right);
   line.add(" ", 1);
 
   std::optional<double> power = fraction(gpu.power_draw_w, gpu.power_limit_w);
-  GpuStateThresholds thresholds;
-  line.add(bar(power, c.bar, unicode), c.bar,
-           power && *power >= thresholds.power_limit_fraction ? Tone::alarm : Tone::busy);
+  bool at_limit = power && *power >= thresholds.power_limit_fraction;
+  line.add(bar(power, c.bar, unicode), c.bar, at_limit ? Tone::alarm : Tone::busy);
   std::string watts = "-";
   if (gpu.power_draw_w || gpu.power_limit_w)
     watts = (gpu.power_draw_w ? number(*gpu.power_draw_w, "%.0f") : "-") + "/" +
             (gpu.power_limit_w ? number(*gpu.power_limit_w, "%.0f") : "-") + "W";
-  line.add(watts, 10, Tone::normal, Align::right);
-  line.add(" ", 1);
+  if (c.power) {
+    line.add(watts, 10, at_limit ? Tone::alarm : Tone::normal, Align::right);
+    line.add(" ", 1);
+  }
 
   bool hot = gpu.temperature_c && *gpu.temperature_c >= thresholds.hot_at_c;
   line.add(or_dash(gpu.temperature_c, "C"), 4, hot ? Tone::alarm : Tone::normal, Align::right);
-  line.add(or_dash(gpu.fan_speed_percent, "%"), 5, Tone::normal, Align::right);
-  line.add(printable_text(gpu.pstate.value_or("-"), unicode), 4, Tone::normal, Align::right);
+  if (c.fan_and_pstate) {
+    line.add(or_dash(gpu.fan_speed_percent, "%"), 5, Tone::normal, Align::right);
+    line.add(printable_text(gpu.pstate.value_or("-"), unicode), 4, Tone::normal, Align::right);
+  }
+  line.add(" ", 1);
+  line.add(cut_to_columns(gpu_users(gpu, unicode), static_cast<std::size_t>(c.users)), c.users);
   line.add(" ", 1);
   line.add(spark, c.history, Tone::busy);
   return line.take();
@@ -262,8 +320,8 @@ struct ProcessColumns {
   bool host_memory, container;
   int command;
 };
-ProcessColumns process_columns(int columns) {
-  ProcessColumns c{columns >= 72, columns >= 100, 0};
+ProcessColumns process_columns(int columns, bool compact) {
+  ProcessColumns c{columns >= 72 && !compact, columns >= 100 && !compact, 0};
   int fixed = 3 + 9 + 11 + 9 + 5 + 7 + (c.host_memory ? 9 : 0) + (c.container ? 13 : 0) + 1;
   c.command = std::max(0, columns - fixed);
   return c;
@@ -293,8 +351,22 @@ ScreenLine process_heading(const TopModel &model, const ProcessColumns &c, int c
   return line.take();
 }
 
-ScreenLine process_line(const ProcessRow &row, const ProcessColumns &c, int columns, bool unicode) {
+ScreenLine process_line(const ProcessRow &row, const ProcessColumns &c, int columns, bool unicode,
+                        bool selected) {
   LineBuilder line(columns);
+  std::string indent;
+  if (row.depth > 0)
+    indent = std::string(static_cast<std::size_t>(std::min(row.depth - 1, 8) * 2), ' ') +
+             (unicode ? "└ " : "`-");
+  if (!row.listed) {
+    // An ancestor shown for the tree: its pid and the kernel's name for it, nothing to select.
+    line.add("", 3);
+    line.add(or_dash(row.pid), 9, Tone::dim, Align::right);
+    line.add("", 11 + 9 + 5 + 7 + (c.host_memory ? 9 : 0) + (c.container ? 13 : 0));
+    line.add(" ", 1);
+    line.add(indent + printable_text(row.command.value_or("-"), unicode), c.command, Tone::dim);
+    return line.take();
+  }
   line.add(std::to_string(row.gpu), 3, Tone::normal, Align::right);
   line.add(or_dash(row.pid), 9, Tone::normal, Align::right);
   line.add(" " + printable_text(row.user.value_or("-"), unicode), 11);
@@ -306,27 +378,12 @@ ScreenLine process_line(const ProcessRow &row, const ProcessColumns &c, int colu
   if (c.container)
     line.add(" " + printable_text(row.container ? row.container->substr(0, 12) : "-", unicode), 13);
   line.add(" ", 1);
-  line.add(printable_text(row.command.value_or("-"), unicode), c.command);
-  return line.take();
-}
-
-ScreenLine footer_line(const TopModel &model, int columns) {
-  LineBuilder line(columns);
-  auto key = [&](const char *k, const std::string &what) {
-    line.add(k, Tone::heading);
-    line.add(" " + what + "  ");
-  };
-  key("q", "quit");
-  line.add("sort ");
-  key("m", "mem");
-  key("c", "CPU");
-  key("s", "SM");
-  key("p", "pid");
-  key("u", "user");
-  key("g", "GPU:" + (model.gpu_filter() ? std::to_string(*model.gpu_filter()) : "all"));
-  key("f", "user:" + printable_text(model.user_filter().value_or("all"), true));
-  key("a", "all");
-  return line.take();
+  line.add(indent + printable_text(row.command ? shown_command(*row.command) : "-", unicode),
+           c.command);
+  ScreenLine spans = line.take();
+  for (Span &span : spans)
+    span.selected = selected;
+  return spans;
 }
 
 ScreenLine text_line(const std::string &text, int columns, Tone style = Tone::normal) {
@@ -335,20 +392,180 @@ ScreenLine text_line(const std::string &text, int columns, Tone style = Tone::no
   return line.take();
 }
 
+ScreenLine footer_line(const TopModel &model, int columns, bool unicode) {
+  LineBuilder line(columns);
+  if (const std::optional<PendingSignal> &pending = model.pending_signal()) {
+    const ProcessRow &p = pending->process;
+    line.add("send " + signal_name(pending->signal) + " to pid " + or_dash(p.pid) + " (" +
+                 printable_text(p.user.value_or("user unknown"), unicode) + ": " +
+                 printable_text(p.command ? shown_command(*p.command) : "-", unicode) +
+                 ")? y: send, any other key: cancel",
+             Tone::alarm);
+    return line.take();
+  }
+  if (const auto &status = model.status()) {
+    line.add(printable_text(status->first, unicode), status->second ? Tone::alarm : Tone::good);
+    return line.take();
+  }
+  auto key = [&](const char *k, const std::string &what) {
+    line.add(k, Tone::heading);
+    line.add(" " + what + "  ");
+  };
+  key("q", "quit");
+  key("?", "help");
+  key("g", "GPU:" + (model.gpu_filter() ? std::to_string(*model.gpu_filter()) : "all"));
+  key("f", "user:" + printable_text(model.user_filter().value_or("all"), unicode));
+  key("a", "all");
+  key(unicode ? "↑↓" : "up/down", "select");
+  key("T/K/I", "signal");
+  key("t", "tree");
+  return line.take();
+}
+
+// Every key, and what the colours mean by the thresholds' own numbers.
+std::vector<ScreenLine> help_lines(int columns, bool unicode) {
+  std::vector<std::pair<std::string, std::string>> keys = {
+      {"? h", "this help; any key closes it"},
+      {"q", "quit (Ctrl-C too)"},
+      {"m c s p u", "sort by GPU memory, CPU, SM, pid, user; the same key again reverses"},
+      {"g", "only one GPU's processes: the first, the next, ... then all"},
+      {"f", "only one user's processes: the first, the next, ... then all"},
+      {"a Esc", "all processes again (clears both filters)"},
+      {unicode ? "↑ ↓ j k" : "up down j k", "select a GPU process (PgUp, PgDn, space: a page; or click it)"},
+      {"T K I", "send the selected process SIGTERM, SIGKILL or SIGINT: asks first, y sends"},
+      {"t", "tree view: each process under its parent"},
+      {"z", "compact view (on by itself under " + std::to_string(compact_below.columns) + "x" +
+                std::to_string(compact_below.lines) + ")"},
+  };
+  std::vector<ScreenLine> out;
+  out.push_back(text_line("Keys", columns, Tone::heading));
+  for (const auto &[k, what] : keys) {
+    LineBuilder line(columns);
+    line.add("  ");
+    line.add(k, 12, Tone::heading);
+    line.add(what);
+    out.push_back(line.take());
+  }
+  out.emplace_back();
+  out.push_back(text_line("Colours", columns, Tone::heading));
+  out.push_back(text_line("  red: hot (" + std::to_string(gpu_thresholds::hot_c) +
+                              " C or more), power at " +
+                              number(gpu_thresholds::power_limit_fraction * 100, "%.0f%%") +
+                              " of its limit or more, memory " +
+                              number(gpu_thresholds::memory_full_fraction * 100, "%.0f%%") +
+                              " full or more, failing, lost, a late sample",
+                          columns));
+  out.push_back(text_line("  yellow: idle but held (utilization under " +
+                              number(gpu_thresholds::idle_below_percent, "%.0f%%") +
+                              " with processes on it)  green: free  cyan: in use",
+                          columns));
+  out.emplace_back();
+  out.push_back(text_line("A signal goes only to a process listed here, only after y, and only "
+                          "if the kernel lets you send it;",
+                          columns, Tone::dim));
+  out.push_back(
+      text_line("a pid that now names another process is never signalled.", columns, Tone::dim));
+  return out;
+}
+
+// Each GPU's utilization over as much time as the free lines and columns hold: `height` rows of
+// block characters per GPU (a column per sample, the newest on the right), and a time scale
+// under it that says how long ago its left edge was.
+std::vector<ScreenLine> history_chart(const TopModel &model, TopClock::time_point now, int columns,
+                                      int height, bool unicode) {
+  std::vector<ScreenLine> out;
+  const int label = 7, width = std::max(0, columns - label - 1);
+  static const char *const eighths[] = {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+  std::optional<TopClock::time_point> oldest;
+  for (const Gpu &gpu : model.latest()->gpus) {
+    const std::deque<HistoryPoint> &history = model.utilization_history(gpu.index);
+    std::size_t shown = std::min(history.size(), static_cast<std::size_t>(width));
+    std::size_t first = history.size() - shown;
+    if (shown && (!oldest || history[first].at < *oldest))
+      oldest = history[first].at;
+    for (int row = height - 1; row >= 0; --row) {
+      LineBuilder line(columns);
+      line.add(row == height - 1 ? "GPU " + std::to_string(gpu.index) : "", label, Tone::heading);
+      line.add(unicode ? "│" : "|", 1, Tone::dim);
+      std::string cells(static_cast<std::size_t>(width - static_cast<int>(shown)), ' ');
+      for (std::size_t i = first; i < history.size(); ++i) {
+        const Reading &value = history[i].utilization;
+        if (!value) {
+          cells += ' '; // unknown: nothing drawn, never a zero
+          continue;
+        }
+        int level = static_cast<int>(std::clamp<std::int64_t>(*value, 0, 100) * height * 8 / 100);
+        int here = std::clamp(level - row * 8, 0, 8);
+        cells += unicode ? eighths[here] : (here >= 4 ? "#" : " ");
+      }
+      line.add(cells, width, Tone::busy);
+      out.push_back(line.take());
+    }
+  }
+  // The scale: the left edge's age, the middle's, and now.
+  LineBuilder scale(columns);
+  scale.add("", label + 1);
+  milliseconds span =
+      oldest ? std::chrono::duration_cast<milliseconds>(now - *oldest) : milliseconds(0);
+  if (span >= std::chrono::seconds(1)) {
+    std::string left = "-" + scale_text(span), middle = "-" + scale_text(span / 2);
+    int left_part = width / 2 - static_cast<int>(text_columns(middle)) / 2;
+    bool room_for_middle = middle != left && left_part > static_cast<int>(text_columns(left)) &&
+                           width - left_part - static_cast<int>(text_columns(middle)) > 3;
+    if (room_for_middle) {
+      scale.add(left, left_part, Tone::dim);
+      scale.add(middle, width - left_part - 3, Tone::dim);
+    } else {
+      scale.add(left, width - 3, Tone::dim);
+    }
+  } else {
+    scale.add("", width - 3); // one sample so far: it is now
+  }
+  scale.add("now", Tone::dim);
+  out.push_back(scale.take());
+  return out;
+}
+
+// The one fleet summary (nvsmi/gpu_state.hpp), its user names made printable; without UTF-8 its
+// separator would turn to '?', so '|' stands in.
+std::string summary_text(const Snapshot &snapshot, bool unicode) {
+  std::string text = fleet_summary_text(fleet_summary(snapshot));
+  if (!unicode)
+    for (std::size_t at; (at = text.find("\u00b7")) != std::string::npos;)
+      text.replace(at, std::string("\u00b7").size(), "|");
+  return printable_text(text, unicode);
+}
+
 } // namespace
 
 std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_point now,
-                                      ScreenSize size, bool unicode) {
+                                      ScreenSize size, bool unicode,
+                                      std::vector<std::optional<std::size_t>> *rows_shown) {
+  if (rows_shown)
+    rows_shown->clear();
   int columns = std::max(size.columns, 0), lines = std::max(size.lines, 1);
   std::vector<ScreenLine> body;
   body.push_back(header_line(model, now, columns));
+  if (model.help()) {
+    for (ScreenLine &line : help_lines(columns, unicode))
+      body.push_back(std::move(line));
+    body.resize(static_cast<std::size_t>(lines - 1));
+    body.push_back(footer_line(model, columns, unicode));
+    return body;
+  }
+  bool compact = model.compact() || columns < compact_below.columns || lines < compact_below.lines;
   const std::optional<Snapshot> &latest = model.latest();
   bool late = model.late(now);
   std::vector<ProcessRow> rows;
   bool any_process_list = false;
   if (latest) {
-    GpuColumns gpu_cols = gpu_columns(columns);
-    body.push_back(gpu_heading(gpu_cols, columns));
+    // The fleet at a glance first; a late sample's states are not the present.
+    body.push_back(late
+                       ? text_line("states hidden: the latest sample is late", columns, Tone::alarm)
+                       : text_line(summary_text(*latest, unicode), columns));
+    GpuColumns gpu_cols = gpu_columns(columns, compact);
+    if (!compact)
+      body.push_back(gpu_heading(gpu_cols, columns));
     for (const Gpu &gpu : latest->gpus) {
       body.push_back(gpu_line(gpu, model, gpu_cols, columns, late, unicode));
       if (gpu.mig_devices)
@@ -371,10 +588,12 @@ std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_poin
 
   // What is left under the GPUs, less the footer: a blank line, the table's heading, its rows.
   int room = lines - 1 - static_cast<int>(body.size());
-  if (latest && room >= 3) {
-    body.emplace_back();
-    --room;
-    ProcessColumns proc_cols = process_columns(columns);
+  if (latest && room >= (compact ? 2 : 3)) {
+    if (!compact) {
+      body.emplace_back();
+      --room;
+    }
+    ProcessColumns proc_cols = process_columns(columns, compact);
     if (late) {
       body.push_back(text_line("processes hidden: the latest sample is " +
                                    age_text(model.sample_age(now).value_or(milliseconds(0))) +
@@ -387,14 +606,24 @@ std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_poin
       --room;
       int count = static_cast<int>(rows.size());
       int shown = count <= room ? count : room - 1;
-      int first = std::clamp(model.scroll_offset(), 0, std::max(0, count - shown));
-      for (int i = first; i < first + shown; ++i)
-        body.push_back(
-            process_line(rows[static_cast<std::size_t>(i)], proc_cols, columns, unicode));
+      int first = 0;
+      std::optional<std::size_t> selected = model.selected_row(rows);
+      if (selected) { // the selected row is always on the screen
+        int at = static_cast<int>(*selected);
+        first = std::clamp(first, std::max(0, at - shown + 1), at);
+      }
+      for (int i = first; i < first + shown; ++i) {
+        if (rows_shown) {
+          rows_shown->resize(body.size());
+          rows_shown->push_back(static_cast<std::size_t>(i));
+        }
+        body.push_back(process_line(rows[static_cast<std::size_t>(i)], proc_cols, columns, unicode,
+                                    selected && static_cast<int>(*selected) == i));
+      }
       if (count > shown) {
         int below = count - first - shown;
         body.push_back(text_line(std::to_string(below) + " more, " + std::to_string(first) +
-                                     " above (" + (unicode ? "↑↓" : "up/down") + " scroll)",
+                                     " above (" + (unicode ? "↑↓" : "up/down") + " select)",
                                  columns, Tone::dim));
       }
       if (count == 0)
@@ -404,8 +633,19 @@ std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_poin
                                  columns, Tone::dim));
     }
   }
+  // The lines left over hold the history: a row per GPU at least, four at most, and its scale.
+  room = lines - 1 - static_cast<int>(body.size());
+  std::size_t gpus = latest ? latest->gpus.size() : 0;
+  if (latest && !late && !compact && gpus > 0 && room >= static_cast<int>(gpus) + 2) {
+    int height = std::min(4, (room - 2) / static_cast<int>(gpus));
+    body.emplace_back();
+    for (ScreenLine &line : history_chart(model, now, columns, height, unicode))
+      body.push_back(std::move(line));
+  }
   body.resize(static_cast<std::size_t>(lines - 1));
-  body.push_back(footer_line(model, columns));
+  body.push_back(footer_line(model, columns, unicode));
+  if (rows_shown)
+    rows_shown->resize(body.size());
   return body;
 }
 

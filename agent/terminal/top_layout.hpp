@@ -13,6 +13,7 @@ namespace nvsmi {
 struct Span {
   std::string text; // printable (core/screen_text.hpp), its columns counted
   Tone style = Tone::normal;
+  bool selected = false; // the selected process's row: drawn in reverse video
 };
 using ScreenLine = std::vector<Span>;
 
@@ -21,9 +22,15 @@ struct ScreenSize {
 };
 
 // Exactly `size.lines` lines (the footer with the keys last), none wider than `size.columns`.
+// Under compact_below (or with the model's compact view) the GPU rows lose their bars and
+// history and the process table its host columns, so that every GPU still fits.
 // `unicode`: the terminal's locale is UTF-8, so bars and sparklines may use block characters.
-std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_point now,
-                                      ScreenSize size, bool unicode);
+inline constexpr ScreenSize compact_below{80, 20};
+// `rows_shown`, when given, gets for each line the index in model.process_rows() of the process
+// row it shows (nullopt for every other line), so that a click can select what it hit.
+std::vector<ScreenLine>
+layout_screen(const TopModel &model, TopClock::time_point now, ScreenSize size, bool unicode,
+              std::vector<std::optional<std::size_t>> *rows_shown = nullptr);
 
 // The line's text without its styles.
 std::string line_text(const ScreenLine &line);

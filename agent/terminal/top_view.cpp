@@ -67,6 +67,10 @@ TopView::TopView() {
   ::keypad(stdscr, TRUE);
   ::nodelay(stdscr, TRUE);
   ::curs_set(0);
+  // A click selects a process; presses are reported at once rather than waited on to tell a
+  // click from a drag. (Shift and a drag still select text in most terminals.)
+  ::mousemask(BUTTON1_PRESSED | BUTTON1_CLICKED, nullptr);
+  ::mouseinterval(0);
   if (::has_colors()) {
     ::start_color();
     ::use_default_colors();
@@ -106,7 +110,7 @@ void TopView::draw(const std::vector<ScreenLine> &screen) {
       break;
     ::wmove(stdscr, row, 0);
     for (const Span &span : line) {
-      attr_t attrs = attributes(span.style, colour);
+      attr_t attrs = attributes(span.style, colour) | (span.selected ? A_REVERSE : A_NORMAL);
       ::wattron(stdscr, attrs);
       // The last cell of the last line cannot be written without scrolling: waddstr then returns
       // ERR after drawing the rest, which is what is wanted.
@@ -157,6 +161,29 @@ std::optional<TopKey> TopView::read_key() {
     return TopKey::page_down;
   case KEY_RESIZE:
     return TopKey::resize;
+  case KEY_MOUSE: {
+    MEVENT event{};
+    if (::getmouse(&event) != OK || !(event.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED)))
+      return TopKey::none;
+    clicked_line_ = event.y;
+    return TopKey::click;
+  }
+  case '?':
+  case 'h':
+    return TopKey::help;
+  case 't':
+    return TopKey::tree;
+  case 'z':
+    return TopKey::compact;
+  case 'T':
+    return TopKey::signal_term;
+  case 'K':
+    return TopKey::signal_kill;
+  case 'I':
+    return TopKey::signal_interrupt;
+  case 'y':
+  case 'Y':
+    return TopKey::confirm;
   default:
     return TopKey::none;
   }

@@ -20,11 +20,19 @@ enum class TopKey {
   cycle_gpu,
   cycle_user,
   clear_filters,
-  scroll_up,
+  scroll_up, // with a process table: the selection moves
   scroll_down,
   page_up,
   page_down,
-  resize
+  resize,
+  help,
+  tree,
+  compact,
+  signal_term,
+  signal_kill,
+  signal_interrupt,
+  confirm, // y: send the signal asked for
+  click,   // the left button pressed: clicked_line() says on which line
 };
 
 class TopView {
@@ -46,12 +54,15 @@ public:
   void draw(const std::vector<ScreenLine> &screen);
   // The next key typed, without waiting: nullopt when none is waiting.
   std::optional<TopKey> read_key();
+  // The screen line of the last TopKey::click, from the top (0).
+  int clicked_line() const { return clicked_line_; }
 
   // The checks of the constructor, without opening the screen: throws as it does.
   static void check_terminal();
 
 private:
   bool unicode_ = false;
+  int clicked_line_ = -1;
   void *screen_ = nullptr; // ncurses' SCREEN, kept out of this header
 };
 

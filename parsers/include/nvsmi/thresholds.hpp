@@ -18,6 +18,9 @@ inline constexpr std::int64_t too_hot_c = 90;
 // Drawing at least this fraction of its power limit, a GPU is at its power limit (a capped GPU
 // hovers just under its limit).
 inline constexpr double power_limit_fraction = 0.95;
+// Using at least this fraction of its memory, a GPU is full: the next allocation of a job on it
+// fails with out-of-memory, so `top` shows it in the alarm colour.
+inline constexpr double memory_full_fraction = 0.95;
 // Utilization under this percentage is idle.
 inline constexpr double idle_below_percent = 5;
 // A GPU holding at least this much memory has a job on it...
