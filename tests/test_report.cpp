@@ -910,8 +910,8 @@ TEST_CASE("report: names from a log are escaped in HTML and cannot break a text 
   REQUIRE(run.exit_code == 0);
   std::string html = test::read_file(out);
   CHECK_THAT(html, Catch::Contains("<table class=\"users\">"));
-  CHECK_THAT(html, Catch::Contains("<td>&lt;b&gt;eve&lt;/b&gt; &amp; &quot;co&quot;</td><td>1</td>"
-                                   "<td>0.17</td>"));
+  CHECK_THAT(html, Catch::Contains("<td>&lt;b&gt;eve&lt;/b&gt; &amp; &quot;co&quot;</td><td>GPU 0 "
+                                   "0.17 h</td><td>1</td><td>0.17</td>"));
   CHECK(html.find("<b>eve") == std::string::npos);
   CHECK_THAT(html, Catch::Contains("<p class=\"finding info\"><span class=\"severity\">info</span> "
                                    "&lt;b&gt;eve&lt;/b&gt; &amp; &quot;co&quot;"
@@ -1301,7 +1301,8 @@ TEST_CASE("report: the HTML page puts the findings, then the users ledger, befor
                                    "GPU 1</a>: idle but held by alice"));
   CHECK(html.find("<a href=\"#gpu-1\">GPU 1</a>:") < html.find("<a href=\"#gpu-0\">GPU 0</a>:"));
   // The ledger lists the GPUs each user held; each GPU's section its holders.
-  CHECK_THAT(html, Catch::Contains("<td>GPU 2 3.00 h, GPU 3 1.50 h</td></tr>"));
+  CHECK_THAT(html,
+             Catch::Contains("<tr><td>bob</td><td>GPU 2 3.00 h, GPU 3 1.50 h</td><td>2</td>"));
   CHECK_THAT(html, Catch::Contains("<tr><th>holders</th><td>alice 3.00 h, bob 3.00 h</td></tr>"));
   // Names from the log stay text.
   std::string hostile = report_html_of(

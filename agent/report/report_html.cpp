@@ -262,22 +262,22 @@ void users_section(std::string &out, const Report &report) {
          " Wh were drawn with no process. * counts only the time when it was known.</p>\n";
   for (const UserSummary &user : ledger.users)
     out += finding_paragraph(user.finding_severity, user.finding);
-  // Seven columns are wider than a phone: the table scrolls in its own box, not the page.
-  out += "<div class=\"scroll\"><table class=\"users\"><tr><th>user</th><th>GPUs</th><th>held "
-         "GPU-h</th>"
-         "<th>idle GPU-h</th><th>idle</th><th>memory GiB-h</th><th>energy Wh</th>"
-         "<th>GPUs held</th></tr>\n";
+  // Eight columns are wider than a phone: the table scrolls in its own box, not the page. Who held
+  // which GPUs comes first, so that a phone shows it without scrolling.
+  out += "<div class=\"scroll\"><table class=\"users\"><tr><th>user</th><th>GPUs held</th>"
+         "<th>GPUs</th><th>held GPU-h</th><th>idle GPU-h</th><th>idle</th><th>memory GiB-h</th>"
+         "<th>energy Wh</th></tr>\n";
   for (const UserSummary &user : ledger.users) {
     std::optional<double> idle_hours;
     if (user.idle_known_seconds > 0)
       idle_hours = user.idle_seconds / 3600;
     out += "<tr><td>" + html_escape(user_label(user.user)) + "</td><td>" +
-           std::to_string(user.gpus) + "</td><td>" + number(user.held_seconds / 3600, "%.2f") +
-           "</td><td>" + figure(idle_hours, "%.2f", user.idle_partly_unknown()) + "</td><td>" +
+           html_escape(user_gpus_text(report, user)) + "</td><td>" + std::to_string(user.gpus) +
+           "</td><td>" + number(user.held_seconds / 3600, "%.2f") + "</td><td>" +
+           figure(idle_hours, "%.2f", user.idle_partly_unknown()) + "</td><td>" +
            figure(user.idle_percent(), "%.1f%%", user.idle_partly_unknown()) + "</td><td>" +
            figure(user.memory_gib_hours(), "%.2f", user.memory_partly_unknown()) + "</td><td>" +
-           figure(user.energy_wh(), "%.2f", user.energy_partly_unknown()) + "</td><td>" +
-           html_escape(user_gpus_text(report, user)) + "</td></tr>\n";
+           figure(user.energy_wh(), "%.2f", user.energy_partly_unknown()) + "</td></tr>\n";
   }
   out += "</table></div>\n</section>\n";
 }
@@ -334,7 +334,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 6px}small{color
 .info .severity{background:#1f6fd1}.warning .severity{background:#e0a800;color:#222}.critical .severity{background:#c62828}
 table{border-collapse:collapse;margin:6px 0 10px}th{text-align:left;padding:2px 14px 2px 0;color:#555;font-weight:normal;vertical-align:top}td{padding:2px 0}
 .scroll{overflow-x:auto}.users td,.summary td{padding:3px 14px 3px 0;text-align:right;white-space:nowrap}
-.users td:first-child,.summary td:nth-child(2){text-align:left}.users td:last-child{text-align:left;white-space:normal;min-width:12em}
+.users td:first-child,.summary td:nth-child(2){text-align:left}.users td:nth-child(2){text-align:left;white-space:normal;min-width:11em}
 .summary th{white-space:nowrap;border-bottom:1px solid #ccc;padding-right:14px}.summary td{border-bottom:1px solid #eee}.summary td.finding{text-align:left;white-space:normal;min-width:18em;font-weight:normal;border-left-width:4px;padding:3px 8px}
 .chart{margin:12px 0 20px}figcaption{font-weight:600;margin:0 0 22px}.unit-name{font-weight:normal;color:#555}
 .plot{position:relative;height:150px;margin:0 36px 36px 48px}.plot svg{display:block;width:100%;height:100%;overflow:visible}
