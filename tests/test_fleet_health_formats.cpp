@@ -479,13 +479,14 @@ TEST_CASE("health table: a lost GPU says why, a failing one what, before its pro
   Snapshot s = fleet();
   std::string table = format_table(s, {false, 120});
   std::vector<std::string> lines = lines_of(table);
-  REQUIRE(lines.size() == 4);
+  REQUIRE(lines.size() == 5); // the fleet's summary, the header, a line per GPU
   INFO(table);
-  CHECK(has(lines[1], "  free"));
-  CHECK(has(lines[2], "  failing  row remap pending  alice:python3(40000MiB)"));
-  CHECK(lines[3].rfind("[2] -", 0) == 0);
-  CHECK(has(lines[3], "  lost  GPU is lost"));
-  CHECK_FALSE(has(lines[3], "0%"));
+  CHECK(lines[0] == "3 GPUs: 1 free \u00b7 1 failing \u00b7 1 lost");
+  CHECK(has(lines[2], "  free"));
+  CHECK(has(lines[3], "  failing  row remap pending  alice:pyt"));
+  CHECK(lines[4].rfind("[2] -", 0) == 0);
+  CHECK(has(lines[4], "  lost  GPU is lost"));
+  CHECK_FALSE(has(lines[4], "0%"));
   // Colour: the state and its reason red.
   std::string coloured = format_table(s, {true, 120});
   CHECK(has(coloured, "\x1b[31mlost\x1b[0m  \x1b[31mGPU is lost\x1b[0m"));

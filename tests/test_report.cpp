@@ -566,12 +566,16 @@ TEST_CASE("report: the Users table in the text report") {
                           "  user\n"
                           "       3        9.00         3.00    33.3%         180.00      2340.00 "
                           " alice\n"
+                          "          held GPU 0 3.00 h, GPU 1 3.00 h, GPU 2 3.00 h\n"
                           "       2        4.50         0.00     0.0%         102.00      1650.00 "
                           " bob\n"
+                          "          held GPU 2 3.00 h, GPU 3 1.50 h\n"
                           "       1        1.00         1.00   100.0%           4.00      unknown "
                           " carol\n"
+                          "          held GPU 3 1.00 h\n"
                           "       1        1.00         1.00   100.0%        unknown      unknown "
-                          " (unknown user)\n"));
+                          " (unknown user)\n"
+                          "          held GPU 3 1.00 h\n"));
   CHECK_THAT(run.out, Catch::Contains("  process lists for 12.00 of 12.00 GPU-hours covered; 70.00 "
                                       "Wh of shared GPUs not split (a share unknown); 30.00 Wh "
                                       "drawn with no process\n"));
@@ -906,8 +910,8 @@ TEST_CASE("report: names from a log are escaped in HTML and cannot break a text 
   REQUIRE(run.exit_code == 0);
   std::string html = test::read_file(out);
   CHECK_THAT(html, Catch::Contains("<table class=\"users\">"));
-  CHECK_THAT(html, Catch::Contains("<td>&lt;b&gt;eve&lt;/b&gt; &amp; &quot;co&quot;</td><td>1</td>"
-                                   "<td>0.17</td>"));
+  CHECK_THAT(html, Catch::Contains("<td>&lt;b&gt;eve&lt;/b&gt; &amp; &quot;co&quot;</td><td>GPU 0 "
+                                   "0.17 h</td><td>1</td><td>0.17</td>"));
   CHECK(html.find("<b>eve") == std::string::npos);
   CHECK_THAT(html, Catch::Contains("<p class=\"finding info\"><span class=\"severity\">info</span> "
                                    "&lt;b&gt;eve&lt;/b&gt; &amp; &quot;co&quot;"
@@ -1166,7 +1170,9 @@ TEST_CASE("report: a job is a section of the report model that every format rend
   CHECK(report.rows_used == 10);
 
   std::string text = nvsmi::format_report_text(report);
-  CHECK_THAT(text, Catch::StartsWith("samples: taken while the job ran\n"));
+  CHECK_THAT(text,
+             Catch::StartsWith("At the last sample (2024-03-14T10:00:09.000+01:00): 1 GPU: "));
+  CHECK_THAT(text, Catch::Contains("\n\nsamples: taken while the job ran\n"));
   CHECK_THAT(text, Catch::Contains("\nGPU 0  NVIDIA H100"));
   CHECK_THAT(text, Catch::Contains("\nJob  train [2Jx\n  ended        exit code 3 after 9.0 s\n"));
   CHECK_THAT(text, Catch::Contains("GPU 0 was shared with bob's ]0;ownedsleep for 50% of the run"));
@@ -1216,4 +1222,93 @@ TEST_CASE("report: a job without a usable sample is the job's section alone, in 
   CHECK_THAT(html, Catch::Contains("<meta charset=\"utf-8\">")); // a page, styled as report's
   CHECK_THAT(html, Catch::Contains("<style>"));
   CHECK(html.find("<section class=\"job\"") < html.find("</body></html>\n"));
+}
+
+TEST_CASE("report: the text report says the fleet at its last sample first, then who held what, "
+          "then each GPU with its holders") {
+  Run run = test::run_agent("report " + fixture("shared-3users.jsonl"));
+  INFO(run.out << run.err);
+  REQUIRE(run.exit_code == 0);
+  // The GPUs as the log's last sample had them, by fleet_summary, and how much there is to act on.
+  CHECK_THAT(run.out, Catch::StartsWith("At the last sample (2026-11-23T13:00:00.000+01:00): 4 "
+                                        "GPUs: 2 in use \u00b7 2 idle but held (alice, carol)\n"
+                                        "findings: 5 warning, 3 info\n\nfiles: "));
+  std::size_t users = run.out.find("\nUsers ");
+  REQUIRE(users != std::string::npos);
+  CHECK(users < run.out.find("\nGPU 0 "));
+  CHECK_THAT(run.out, Catch::Contains("GPU-00000000-0000-0000-0000-000000000002\n"
+                                      "  holders      alice 3.00 h, bob 3.00 h\n"));
+  // Most hours first; the unknown user after named ones.
+  CHECK_THAT(run.out,
+             Catch::Contains("  holders      bob 1.50 h, carol 1.00 h, (unknown user) 1.00 h\n"));
+
+  // A CSV log has no process lists: who held the GPUs is unknown, never "nobody".
+  Run csv = test::run_agent("report " + fixture("training-2gpu.csv"));
+  REQUIRE(csv.exit_code == 0);
+  CHECK(occurrences(csv.out, "  holders      unknown (no process lists)\n") == 2);
+  CHECK_THAT(csv.out, Catch::StartsWith("At the last sample ("));
+}
+
+TEST_CASE("report: a GPU with process lists and no process is held by none; part-listed time "
+          "says so") {
+  // Empty process lists: the log says nobody's process was there.
+  std::string empty = json_log({{0, 0, 0, 60, json::array()}, {600, 0, 0, 60, json::array()}});
+  Run none = test::run_agent("report " + empty);
+  INFO(none.out);
+  CHECK_THAT(none.out, Catch::Contains("  holders      no process in the lists (0.17 h)\n"));
+  CHECK(report_json(empty)["gpus"][0]["holders"] == json::array());
+  // eve's process, then a sample without a list: only part of the time is known.
+  std::string part = json_log({{0, 50, 30720, 360, json::array({process_of("eve", 1024)})},
+                               {600, 50, 30720, 360, json::array({process_of("eve", 1024)})},
+                               {1200, 50, 30720, 360, nullptr}});
+  Run partly = test::run_agent("report " + part);
+  INFO(partly.out);
+  CHECK_THAT(partly.out,
+             Catch::Contains("  holders      eve 0.17 h; process lists for 0.17 of 0.33 h\n"));
+  json report = report_json(part);
+  json holders = report["gpus"][0]["holders"];
+  REQUIRE(holders.size() == 1);
+  CHECK(holders[0]["user"] == "eve");
+  CHECK(holders[0]["held_gpu_hours"] == 0.167);
+  CHECK(report["users"][0]["held_gpus"] ==
+        json::array({{{"index", 0}, {"held_gpu_hours", 0.167}}}));
+  CHECK_THAT(report["last_sample"]["summary"].get<std::string>(),
+             Catch::StartsWith("At the last sample (2024-03-14T10:20:00.000+01:00): 1 GPU: "));
+  CHECK(report["last_sample"]["gpus"] == 1);
+  CHECK(report["last_sample"]["states"]["in_use"] == 1);
+  // A CSV log: holders null (unknown), not an empty list (nobody).
+  json csv = report_json(fixture("training-2gpu.csv"));
+  CHECK(csv["gpus"][0]["holders"].is_null());
+  CHECK(csv["users"].empty());
+}
+
+TEST_CASE("report: the HTML page puts the findings, then the users ledger, before the GPUs' "
+          "sections, and names each GPU's holders") {
+  std::string html = report_html_of(fixture("shared-3users.jsonl"));
+  std::size_t glance = html.find("<p class=\"glance\">At the last sample (");
+  std::size_t findings = html.find("<section id=\"findings\">");
+  std::size_t users = html.find("<table class=\"users\">");
+  std::size_t first_gpu = html.find("<section id=\"gpu-0\">");
+  REQUIRE(glance != std::string::npos);
+  REQUIRE(findings != std::string::npos);
+  REQUIRE(users != std::string::npos);
+  REQUIRE(first_gpu != std::string::npos);
+  CHECK(glance < findings);
+  CHECK(findings < html.find("<table class=\"summary\">"));
+  CHECK(users < first_gpu);
+  // Every GPU's finding names its GPU and links to its section, the most serious first.
+  CHECK_THAT(html, Catch::Contains("<span class=\"severity\">warning</span> <a href=\"#gpu-1\">"
+                                   "GPU 1</a>: idle but held by alice"));
+  CHECK(html.find("<a href=\"#gpu-1\">GPU 1</a>:") < html.find("<a href=\"#gpu-0\">GPU 0</a>:"));
+  // The ledger lists the GPUs each user held; each GPU's section its holders.
+  CHECK_THAT(html,
+             Catch::Contains("<tr><td>bob</td><td>GPU 2 3.00 h, GPU 3 1.50 h</td><td>2</td>"));
+  CHECK_THAT(html, Catch::Contains("<tr><th>holders</th><td>alice 3.00 h, bob 3.00 h</td></tr>"));
+  // Names from the log stay text.
+  std::string hostile = report_html_of(
+      json_log({{0, 50, 30720, 360, json::array({process_of("<b>eve</b>", 1024)})},
+                {600, 50, 30720, 360, json::array({process_of("<b>eve</b>", 1024)})}}));
+  CHECK_THAT(hostile,
+             Catch::Contains("<tr><th>holders</th><td>&lt;b&gt;eve&lt;/b&gt; 0.17 h</td>"));
+  CHECK(hostile.find("<b>eve") == std::string::npos);
 }

@@ -84,7 +84,52 @@ void check_no_sideways_scroll(const std::string &html) {
   CHECK(scroll <= client);
 }
 
+// Where the page, framed at 400 x 800 px (a phone), puts its findings, its users ledger and its
+// first GPU's section: their tops in px from the page's top, -1 for one it does not have.
+struct PhoneLayout {
+  int findings = -1, users = -1, first_gpu = -1;
+};
+
+PhoneLayout phone_layout(const std::string &html) {
+  std::string probe = test::temporary_folder() + "/layout.html";
+  test::write_file(probe, "<!DOCTYPE html><html><body style=\"margin:0\"><iframe id=\"r\" "
+                          "style=\"width:400px;height:800px;border:0\" src=\"file://" +
+                              html +
+                              "\"></iframe><pre id=\"out\">pending</pre><script>"
+                              "document.getElementById('r').onload=function(){"
+                              "var d=this.contentDocument;function top(q){var e=d.querySelector(q);"
+                              "return e?Math.round(e.getBoundingClientRect().top):-1;}"
+                              "document.getElementById('out').textContent="
+                              "'findings='+top('#findings')+' users='+top('table.users')+"
+                              "' gpu='+top('#gpu-0');};"
+                              "</script></body></html>");
+  test::Run browser = test::chromium("--allow-file-access-from-files "
+                                     "--virtual-time-budget=5000 --dump-dom " +
+                                     quote("file://" + probe));
+  INFO(browser.out << browser.err);
+  REQUIRE(browser.exit_code == 0);
+  std::smatch found;
+  REQUIRE(std::regex_search(browser.out, found,
+                            std::regex("findings=(-?\\d+) users=(-?\\d+) gpu=(-?\\d+)")));
+  return {std::stoi(found[1]), std::stoi(found[2]), std::stoi(found[3])};
+}
+
 } // namespace
+
+TEST_CASE("report: at 400 px the findings are on the first screen, the users ledger before the "
+          "GPUs' charts") {
+  if (!test::installed("chromium")) {
+    WARN("chromium is not installed (scripts/install-deps installs it): not measured");
+    return;
+  }
+  PhoneLayout layout = phone_layout(report_html("report-layout", "shared-3users.jsonl"));
+  INFO("findings " << layout.findings << ", users " << layout.users << ", GPU 0 "
+                   << layout.first_gpu);
+  CHECK(layout.findings >= 0);
+  CHECK(layout.findings < 800 - 100); // its heading and its first finding on the first screen
+  CHECK(layout.users > layout.findings);
+  CHECK(layout.first_gpu > layout.users);
+}
 
 TEST_CASE("run: the HTML report with its job renders in headless Chromium, at 1400 and 400 px") {
   if (!test::installed("chromium")) {

@@ -18,6 +18,22 @@ using namespace nvsmi;
 
 namespace {
 
+// The users named on GPU `index`'s row and the line under it, if that is its holders'.
+std::string holders_of(const std::vector<std::string> &lines, int index) {
+  std::string prefix = "[" + std::to_string(index) + "] ";
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    if (lines[i].rfind(prefix, 0) == 0)
+      return lines[i] + (i + 1 < lines.size() && lines[i + 1].rfind("    ", 0) == 0 &&
+                                 lines[i + 1].rfind("    MIG", 0) != 0
+                             ? "\n" + lines[i + 1]
+                             : "");
+  return {};
+}
+
+// The states fixture's fleet, as fleet_summary_text says it.
+const std::string states_summary = "8 GPUs: 3 free \u00b7 2 in use \u00b7 1 idle but held \u00b7 "
+                                   "1 at power limit \u00b7 1 hot";
+
 // The table's lines: a table is whole lines, each ended by '\n'.
 std::vector<std::string> table_lines(const std::string &text) {
   REQUIRE(!text.empty());
@@ -71,13 +87,14 @@ void check_screen_safe(const std::string &table, std::size_t width, bool colour)
 TEST_CASE("table: a header, then one line per GPU with its readings and state word", "[table]") {
   std::string table = format_table(test::xml_fixture("xml/h100-8gpu-states-v12.xml"));
   std::vector<std::string> lines = table_lines(table);
-  REQUIRE(lines.size() == 9);
+  REQUIRE(lines.size() == 10);
+  CHECK(lines[0] == states_summary);
   // A recording has no host: it says so, with no host readings (never zeros).
-  CHECK(lines[0] == "recording  2024-03-12 14:03:27  driver 550.54.15  CUDA 12.4");
+  CHECK(lines[1] == "recording  2024-03-12 14:03:27  driver 550.54.15  CUDA 12.4");
   const char *states[] = {"free", "in use",         "hot",    "idle but held",
                           "free", "at power limit", "in use", "free"};
   for (int gpu = 0; gpu < 8; ++gpu) {
-    const std::string &line = lines[static_cast<std::size_t>(gpu) + 1];
+    const std::string &line = lines[static_cast<std::size_t>(gpu) + 2];
     INFO(line);
     CHECK_THAT(line, Catch::StartsWith("[" + std::to_string(gpu) + "] "));
     CHECK_THAT(line, Catch::StartsWith("[" + std::to_string(gpu) + "] H100 80GB  ")); // shortened
@@ -85,35 +102,37 @@ TEST_CASE("table: a header, then one line per GPU with its readings and state wo
     CHECK(has(line, "/81559MiB"));
     CHECK(has(line, "/700W"));
   }
-  CHECK(has(lines[3], "89\u00b0C 95%  40960/81559MiB  148/700W  hot  ?:python3(40950MiB)"));
-  CHECK(has(lines[4], "idle but held"));
-  CHECK(has(lines[4], "81000/81559MiB"));
-  CHECK(has(lines[6], "698/700W  at power limit"));
+  CHECK(has(lines[4], "89\u00b0C 95%  40960/81559MiB  148/700W  hot  89\u00b0C \u2265 85\u00b0C  "
+                      "?:python3"));
+  CHECK(has(lines[5], "idle but held"));
+  CHECK(has(lines[5], "81000/81559MiB"));
+  CHECK(has(lines[7], "698/700W  at power limit  99.6% \u2265 95%"));
   check_screen_safe(table, 80, false);
 }
 
 TEST_CASE("table: unknown readings are -, never 0", "[table]") {
   std::vector<std::string> lines =
       table_lines(format_table(test::xml_fixture("xml/rtx4090-all-unknown-v13.xml")));
-  REQUIRE(lines.size() == 2);
-  INFO(lines[1]);
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0] == "1 GPU: 1 lost");
+  INFO(lines[2]);
   // Its readings include [GPU is lost]: nvidia-smi says the GPU is gone.
-  CHECK_THAT(lines[1], Catch::StartsWith("[0] NVIDIA GeForce RTX 4090  - -  -  -  lost"));
-  CHECK_FALSE(has(lines[1], "0%"));
-  CHECK_FALSE(has(lines[1], "0\u00b0C"));
-  CHECK_FALSE(has(lines[1], "MiB"));
-  CHECK_FALSE(has(lines[1], "W"));
+  CHECK_THAT(lines[2], Catch::StartsWith("[0] NVIDIA GeForce RTX 4090  - -  -  -  lost"));
+  CHECK_FALSE(has(lines[2], "0%"));
+  CHECK_FALSE(has(lines[2], "0\u00b0C"));
+  CHECK_FALSE(has(lines[2], "MiB"));
+  CHECK_FALSE(has(lines[2], "W"));
 }
 
 TEST_CASE("table: MIG instances under their GPU, each with its own processes", "[table]") {
   std::vector<std::string> lines =
       table_lines(format_table(test::xml_fixture("xml/a100-mig-v12.xml")));
-  REQUIRE(lines.size() == 4);
-  CHECK_THAT(lines[1], Catch::StartsWith("[0] NVIDIA A100-SXM4-80GB"));
-  CHECK(has(lines[1], "4033/81920MiB"));
-  CHECK_FALSE(has(lines[1], "python")); // shown under its instance instead
-  CHECK(lines[2] == "    MIG 0  GI 1 CI 0  13/40192MiB");
-  CHECK(lines[3] == "    MIG 1  GI 2 CI 0  4020/19968MiB  ?:python(4000MiB)");
+  REQUIRE(lines.size() == 5);
+  CHECK_THAT(lines[2], Catch::StartsWith("[0] NVIDIA A100-SXM4-80GB"));
+  CHECK(has(lines[2], "4033/81920MiB"));
+  CHECK_FALSE(has(lines[2], "python")); // shown under its instance instead
+  CHECK(lines[3] == "    MIG 0  GI 1 CI 0  13/40192MiB");
+  CHECK(lines[4] == "    MIG 1  GI 2 CI 0  4020/19968MiB  ?:python(4000MiB)");
 }
 
 TEST_CASE("table: colours by threshold only when asked", "[table]") {
@@ -122,16 +141,16 @@ TEST_CASE("table: colours by threshold only when asked", "[table]") {
   CHECK_FALSE(has(plain, "\x1b"));
   std::string coloured = format_table(snapshot, {true, 80});
   std::vector<std::string> lines = table_lines(coloured);
-  CHECK(has(lines[3], "\x1b[31m89\u00b0C\x1b[0m")); // hot: red
-  CHECK(has(lines[3], "\x1b[31mhot\x1b[0m"));
-  CHECK(has(lines[4], "\x1b[31m81000/81559MiB\x1b[0m")); // 99 % of memory: red
-  CHECK(has(lines[4], "\x1b[33midle but held\x1b[0m"));  // held, not used: yellow
-  CHECK(has(lines[6], "\x1b[31m698/700W\x1b[0m"));       // at its power limit: red
-  CHECK(has(lines[6], "\x1b[31mat power limit\x1b[0m"));
-  CHECK(has(lines[7], "\x1b[32m99%\x1b[0m")); // busy: green
-  CHECK(has(lines[8], "\x1b[2m0%\x1b[0m"));   // idle: dim
-  CHECK(has(lines[1], "30\u00b0C"));          // cool: no colour
-  CHECK_FALSE(has(lines[1], "\x1b[31m"));
+  CHECK(has(lines[4], "\x1b[31m89\u00b0C\x1b[0m")); // hot: red
+  CHECK(has(lines[4], "\x1b[31mhot\x1b[0m  \x1b[31m89\u00b0C \u2265 85\u00b0C\x1b[0m"));
+  CHECK(has(lines[5], "\x1b[31m81000/81559MiB\x1b[0m")); // 99 % of memory: red
+  CHECK(has(lines[5], "\x1b[33midle but held\x1b[0m"));  // held, not used: yellow
+  CHECK(has(lines[7], "\x1b[31m698/700W\x1b[0m"));       // at its power limit: red
+  CHECK(has(lines[7], "\x1b[31mat power limit\x1b[0m"));
+  CHECK(has(lines[8], "\x1b[32m99%\x1b[0m")); // busy: green
+  CHECK(has(lines[9], "\x1b[2m0%\x1b[0m"));   // idle: dim
+  CHECK(has(lines[2], "30\u00b0C"));          // cool: no colour
+  CHECK_FALSE(has(lines[2], "\x1b[31m"));
   check_screen_safe(coloured, 80, true);
 }
 
@@ -153,16 +172,20 @@ TEST_CASE("table: who runs each process, as user:program(MiB), biggest first", "
   gpu.processes->push_back(unseen);
   snapshot.host = test::observed_host();
   std::vector<std::string> lines = table_lines(format_table(snapshot, {false, 200}));
-  CHECK(lines[0] ==
+  CHECK(lines[1] ==
         "gpu07  2024-03-12 14:03:27  driver 550.54.15  CUDA 12.4  CPU 12%  mem 120.6/502.9 GiB  "
         "load 3.25");
-  CHECK(has(lines[1], "idle but held  bob:torchrun(2000MiB)  alice:python3(100MiB)  "
+  CHECK(has(lines[2], "idle but held  bob:torchrun(2000MiB)  alice:python3(100MiB)  "
                       "1234:ollama(50MiB)  ?:python3(-)"));
-  // At 80 columns what does not fit is counted, and the line still fits.
+  // At 80 columns the holders are still all named: the details go first, the names stay.
   std::vector<std::string> narrow = table_lines(format_table(snapshot, {false, 80}));
-  INFO(narrow[1]);
-  CHECK_THAT(narrow[1], Catch::EndsWith(" more"));
-  CHECK(terminal_columns(narrow[1]) <= 80);
+  std::string row = holders_of(narrow, 0);
+  INFO(row);
+  // Not beside the readings: on a line of their own under them, with room for their programs.
+  CHECK_THAT(row,
+             Catch::EndsWith("idle but held\n    bob:torch\u2026(2000MiB)  "
+                             "alice:pytho\u2026(100MiB)  1234:ollama(50MiB)  ?:pytho\u2026(-)"));
+  check_screen_safe(format_table(snapshot, {false, 80}), 80, false);
 }
 
 TEST_CASE("table: hostile names and commands never break the screen", "[table]") {
@@ -186,9 +209,9 @@ TEST_CASE("table: hostile names and commands never break the screen", "[table]")
     check_screen_safe(format_table(snapshot, {true, width}), width, true);
   }
   std::vector<std::string> lines = table_lines(format_table(snapshot, {false, 300}));
-  CHECK_FALSE(has(lines[2], "\x1b"));
-  CHECK(has(lines[2], "mallory"));
-  CHECK_FALSE(has(lines[2], "\xe2\x80\xae")); // the right-to-left override is gone
+  CHECK_FALSE(has(lines[3], "\x1b"));
+  CHECK(has(lines[3], "mallory"));
+  CHECK_FALSE(has(lines[3], "\xe2\x80\xae")); // the right-to-left override is gone
 }
 
 // The table once had its own hand table of widths and its own filter, and `top` glibc's wcwidth:
@@ -212,8 +235,8 @@ TEST_CASE("table: text is measured as the terminal shows it and filtered as top 
     }
   }
   std::vector<std::string> lines = table_lines(format_table(snapshot, {false, 300}));
-  CHECK(has(lines[2], "GPU cafe\u0301"));
-  CHECK(has(lines[2], "eve admin:x\u26a1\u26a1\u26a1(10MiB)"));
+  CHECK(has(lines[3], "GPU cafe\u0301"));
+  CHECK(has(lines[3], "eve admin:x\u26a1\u26a1\u26a1(10MiB)"));
   CHECK(text_columns("\u26a1\u231a") == 4);
   CHECK(text_columns("cafe\u0301") == 4);
   CHECK(printable_text("a\tb") == "a b");
@@ -236,4 +259,96 @@ TEST_CASE("table is a format by name", "[table]") {
   CHECK(format_from_name("table") == Format::table);
   Snapshot snapshot = test::xml_fixture("xml/h100-8gpu-states-v12.xml");
   CHECK(format_snapshot(snapshot, Format::table, {true, 90}) == format_table(snapshot, {true, 90}));
+}
+
+TEST_CASE("table: the fleet's summary first, broken between its states on a narrow screen",
+          "[table]") {
+  Snapshot snapshot = test::xml_fixture("xml/h100-8gpu-states-v12.xml");
+  CHECK(table_lines(format_table(snapshot, {false, 80}))[0] == states_summary);
+  std::vector<std::string> narrow = table_lines(format_table(snapshot, {false, 40}));
+  INFO(format_table(snapshot, {false, 40}));
+  // Every state's count is still there, no line wider than the screen, none cut.
+  CHECK(narrow[0] == "8 GPUs: 3 free \u00b7 2 in use");
+  CHECK(narrow[1] == "  1 idle but held \u00b7 1 at power limit");
+  CHECK(narrow[2] == "  1 hot");
+  CHECK(narrow[3].rfind("recording", 0) == 0);
+  check_screen_safe(format_table(snapshot, {false, 40}), 40, false);
+  // Who holds the idle GPUs is outside text: made printable.
+  snapshot.gpus[3].processes = std::vector<Process>{
+      test::observed_process(5, "eve\x1b[2J\xe2\x80\xae", 10, "/usr/bin/python3")};
+  std::string hostile = table_lines(format_table(snapshot, {false, 120}))[0];
+  CHECK(has(hostile, "1 idle but held (eve[2J)"));
+}
+
+namespace {
+
+// Five GPUs held by three users, two of them with several processes each; the three others free.
+Snapshot shared_machine() {
+  Snapshot snapshot = test::xml_fixture("xml/h100-8gpu-states-v12.xml");
+  snapshot.host = test::observed_host();
+  auto process = [](std::int64_t pid, const std::string &user, std::int64_t mib) {
+    return test::observed_process(pid, user, mib, "/opt/conda/bin/python3 train.py --epochs 90");
+  };
+  for (Gpu &gpu : snapshot.gpus)
+    gpu.processes = std::vector<Process>{};
+  snapshot.gpus[1].processes = {{process(11, "alice", 30000), process(12, "alice", 20000)}};
+  snapshot.gpus[2].processes = {
+      {process(13, "bob", 40000), process(14, "carol", 100), process(15, "alice", 50)}};
+  snapshot.gpus[3].processes = {{process(16, "carol", 81000)}};
+  snapshot.gpus[5].processes = {
+      {process(17, "bob", 10000), process(18, "bob", 10000), process(19, "bob", 480)}};
+  snapshot.gpus[6].processes = {{process(20, "alice", 65000), process(21, "carol", 500)}};
+  return snapshot;
+}
+
+} // namespace
+
+TEST_CASE("table: every holder is named at any width, details dropped first", "[table]") {
+  Snapshot snapshot = shared_machine();
+  const std::vector<std::vector<std::string>> users = {
+      {}, {"alice"}, {"bob", "carol", "alice"}, {"carol"}, {}, {"bob"}, {"alice", "carol"}, {}};
+  for (std::size_t width : {40, 60, 80, 100, 120, 200}) {
+    std::string table = format_table(snapshot, {false, width});
+    INFO("width " << width << "\n" << table);
+    check_screen_safe(table, width, false);
+    std::vector<std::string> lines = table_lines(table);
+    for (int gpu = 0; gpu < 8; ++gpu) {
+      std::string held = holders_of(lines, gpu);
+      INFO(held);
+      for (const std::string &user : users[static_cast<std::size_t>(gpu)])
+        CHECK(has(held, user));
+      CHECK_FALSE(has(held, " more"));
+    }
+  }
+  // Wide: each process in full, biggest first.
+  std::string wide = holders_of(table_lines(format_table(snapshot, {false, 200})), 5);
+  CHECK(has(wide, "bob:python3(10000MiB)  bob:python3(10000MiB)  bob:python3(480MiB)"));
+  // 80 columns: a pipe's width. Each user once, `user×N` for several processes.
+  std::vector<std::string> at80 = table_lines(format_table(snapshot, {false, 80}));
+  CHECK_THAT(holders_of(at80, 5), Catch::EndsWith("at power limit  bob\u00d73"));
+  CHECK_THAT(holders_of(at80, 1), Catch::EndsWith("in use  alice\u00d72"));
+  // 40 columns: the readings fill the row; the state, its reason and the holders take the line
+  // under it.
+  std::vector<std::string> at40 = table_lines(format_table(snapshot, {false, 40}));
+  CHECK_THAT(holders_of(at40, 2),
+             Catch::EndsWith("\n    hot  89\u00b0C \u2265 85\u00b0C  bob  carol  alice"));
+  const char *states[] = {"free", "in use",         "hot",    "idle but held",
+                          "free", "at power limit", "in use", "free"};
+  for (int gpu = 0; gpu < 8; ++gpu)
+    CHECK(has(holders_of(at40, gpu), states[gpu]));
+}
+
+TEST_CASE("table: only users past the screen's width are counted, as +N more", "[table]") {
+  Snapshot snapshot = shared_machine();
+  std::vector<Process> many;
+  for (int i = 0; i < 12; ++i)
+    many.push_back(
+        test::observed_process(100 + i, "user" + std::to_string(i) + "-with-a-long-name", 10));
+  snapshot.gpus[0].processes = many;
+  std::vector<std::string> lines = table_lines(format_table(snapshot, {false, 80}));
+  std::string held = holders_of(lines, 0);
+  INFO(held);
+  CHECK(has(held, "user0-with-"));
+  CHECK_THAT(held, Catch::EndsWith(" more"));
+  check_screen_safe(format_table(snapshot, {false, 80}), 80, false);
 }

@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <memory>
 #include <pwd.h>
 #include <sstream>
 #include <unistd.h>
@@ -59,6 +61,14 @@ std::size_t columns(const std::string &line) {
   return count;
 }
 
+// How many lines of a table are a GPU's row ("[N] ...").
+std::size_t gpu_rows(const std::string &table) {
+  std::size_t rows = 0;
+  for (const std::string &line : lines_of(table))
+    rows += line.rfind("[", 0) == 0 ? 1 : 0;
+  return rows;
+}
+
 void check_width(const std::string &table, std::size_t width) {
   for (const std::string &line : lines_of(table)) {
     INFO(line);
@@ -75,15 +85,16 @@ TEST_CASE("snapshot on a terminal prints the table, coloured unless NO_COLOR", "
   INFO(run.out << run.err);
   REQUIRE(run.exit_code == 0);
   std::vector<std::string> lines = lines_of(run.out);
-  REQUIRE(lines.size() == 9);
-  CHECK_THAT(lines[0], Catch::Contains("recording"));
-  CHECK_THAT(lines[3], Catch::Contains("\x1b[31mhot\x1b[0m"));
-  CHECK_THAT(lines[6], Catch::Contains("at power limit"));
+  REQUIRE(lines.size() == 10);
+  CHECK_THAT(lines[0], Catch::StartsWith("8 GPUs: 3 free"));
+  CHECK_THAT(lines[1], Catch::Contains("recording"));
+  CHECK_THAT(lines[4], Catch::Contains("\x1b[31mhot\x1b[0m"));
+  CHECK_THAT(lines[7], Catch::Contains("at power limit"));
   check_width(run.out, 80); // `script` gives its terminal no size: 80
 
   Run no_colour = on_terminal("NO_COLOR=1 " AGENT_BIN " snapshot --fixture " + states);
   CHECK(no_colour.out.find('\x1b') == std::string::npos);
-  CHECK(lines_of(no_colour.out).size() == 9);
+  CHECK(lines_of(no_colour.out).size() == 10);
   // NO_COLOR set but empty asks for nothing (https://no-color.org).
   Run empty = on_terminal("NO_COLOR= " AGENT_BIN " snapshot --fixture " + states);
   CHECK(empty.out.find("\x1b[31m") != std::string::npos);
@@ -99,10 +110,10 @@ TEST_CASE("snapshot's table takes the terminal's width, at least 40 columns", "[
   CHECK_THAT(wide.out, Catch::Contains("?:torchrun(40990MiB)  ?:python3(40000MiB)"));
   check_width(wide.out, 160);
   Run narrow = on_terminal(AGENT_BIN " snapshot --fixture " + states, 50);
-  REQUIRE(lines_of(narrow.out).size() == 9);
+  REQUIRE(gpu_rows(narrow.out) == 8);
   check_width(narrow.out, 50);
   Run tiny = on_terminal(AGENT_BIN " snapshot --fixture " + states, 20);
-  REQUIRE(lines_of(tiny.out).size() == 9);
+  REQUIRE(gpu_rows(tiny.out) == 8);
   check_width(tiny.out, 40);
 }
 
@@ -130,8 +141,8 @@ TEST_CASE("snapshot --format table on a pipe: the table, no colour, 80 columns",
   REQUIRE(run.exit_code == 0);
   CHECK(run.out.find('\x1b') == std::string::npos);
   std::vector<std::string> lines = lines_of(run.out);
-  REQUIRE(lines.size() == 9);
-  CHECK(lines[0] == "recording  2024-03-12 14:03:27  driver 550.54.15  CUDA 12.4");
+  REQUIRE(lines.size() == 10);
+  CHECK(lines[1] == "recording  2024-03-12 14:03:27  driver 550.54.15  CUDA 12.4");
   check_width(run.out, 80);
   Run unknown = run_agent("snapshot --format table --fixture " +
                           quote(test::fixture_path("xml/rtx4090-all-unknown-v13.xml")));
@@ -189,23 +200,23 @@ TEST_CASE("snapshot's table names who runs each process and its program", "[tabl
   INFO(run.out << run.err);
   REQUIRE(run.exit_code == 0);
   std::vector<std::string> lines = lines_of(run.out);
-  REQUIRE(lines.size() == 9);
+  REQUIRE(lines.size() == 10);
   const passwd *me = ::getpwuid(::getuid());
   REQUIRE(me);
-  CHECK_THAT(lines[1], Catch::Contains("  " + std::string(me->pw_name) + ":sleep(1024MiB)"));
-  CHECK_THAT(lines[2], Catch::Contains("  nobody:tail(2048MiB)"));
+  CHECK_THAT(lines[2], Catch::Contains("  " + std::string(me->pw_name) + ":sleep(1024MiB)"));
+  CHECK_THAT(lines[3], Catch::Contains("  nobody:tail(2048MiB)"));
   // A live sample: the host's name and memory, not `recording`.
   char hostname[256] = {};
   ::gethostname(hostname, sizeof hostname - 1);
-  CHECK_THAT(lines[0], Catch::StartsWith(std::string(hostname).substr(0, 20)) &&
+  CHECK_THAT(lines[1], Catch::StartsWith(std::string(hostname).substr(0, 20)) &&
                            Catch::Contains(" mem ") && Catch::Contains(" GiB"));
-  CHECK_THAT(lines[0], !Catch::Contains("recording"));
+  CHECK_THAT(lines[1], !Catch::Contains("recording"));
   check_width(run.out, 120);
 }
 
 TEST_CASE("the README's table is what the agent prints", "[table]") {
   std::string readme = test::read_file(SCRIPTS_DIR "/../README.md");
-  std::string start = "```\nrecording  2024-03-12 14:03:27";
+  std::string start = "```\n8 GPUs: 3 free";
   std::size_t begin = readme.find(start);
   REQUIRE(begin != std::string::npos);
   begin += 4;
@@ -228,7 +239,7 @@ TEST_CASE(
   Run recording =
       run_agent("snapshot --format table --fixture " + quote(folder + "/long-name.xml"));
   REQUIRE(recording.exit_code == 0);
-  REQUIRE(lines_of(recording.out).size() == 9);
+  REQUIRE(lines_of(recording.out).size() == 10);
   check_width(recording.out, 80);
   CHECK_THAT(recording.out, Catch::Contains("[5] LLLLLLLLLLL\u2026"));
 
@@ -251,8 +262,7 @@ TEST_CASE(
                            columns);
     INFO(live.out << live.err);
     REQUIRE(live.exit_code == 0);
-    std::vector<std::string> lines = lines_of(live.out);
-    REQUIRE(lines.size() == 9);
+    REQUIRE(gpu_rows(live.out) == 8);
     check_width(live.out, static_cast<std::size_t>(columns));
     CHECK(nvsmi::is_valid_utf8(live.out));
     // Colour escapes only: no other control character, and none of the process's own.
@@ -261,5 +271,107 @@ TEST_CASE(
     CHECK(live.out.find("\x1b[2J") == std::string::npos);
     CHECK(live.out.find("\x1b]") == std::string::npos);
     CHECK(live.out.find("\xe2\x80\xae") == std::string::npos);
+  }
+}
+
+namespace {
+
+// `table` kept as BUILD/artifacts/NAME, for people to look at.
+void keep_artifact(const std::string &name, const std::string &table) {
+  test::run_shell("mkdir -p " + quote(ARTIFACTS_DIR));
+  test::write_file(std::string(ARTIFACTS_DIR) + "/" + name, table);
+}
+
+} // namespace
+
+TEST_CASE("snapshot's table: the fleet's summary and each state's reason at 80, 120 and 40 "
+          "columns",
+          "[table]") {
+  Run piped = run_agent("snapshot --format table --fixture " + states);
+  REQUIRE(piped.exit_code == 0);
+  keep_artifact("table-states-80.txt", piped.out);
+  std::vector<std::string> lines = lines_of(piped.out);
+  CHECK(lines[0] == "8 GPUs: 3 free \u00b7 2 in use \u00b7 1 idle but held \u00b7 1 at power limit "
+                    "\u00b7 1 hot");
+  CHECK_THAT(lines[4], Catch::Contains("  hot  89\u00b0C \u2265 85\u00b0C  ?:python3"));
+  check_width(piped.out, 80);
+  if (!terminal_available())
+    return;
+  for (int width : {120, 40}) {
+    Run run = on_terminal("NO_COLOR=1 " AGENT_BIN " snapshot --fixture " + states, width);
+    INFO(run.out << run.err);
+    REQUIRE(run.exit_code == 0);
+    keep_artifact("table-states-" + std::to_string(width) + ".txt", run.out);
+    check_width(run.out, static_cast<std::size_t>(width));
+    CHECK(gpu_rows(run.out) == 8);
+    // Every state's count, on a line or two of its own.
+    for (const char *state : {"3 free", "2 in use", "1 idle but held", "1 at power limit", "1 hot"})
+      CHECK_THAT(run.out.substr(0, run.out.find("recording")), Catch::Contains(state));
+  }
+  // At 40 the readings fill the row: the state and its reason go under it.
+  Run narrow = on_terminal("NO_COLOR=1 " AGENT_BIN " snapshot --fixture " + states, 40);
+  CHECK_THAT(narrow.out, Catch::Contains("\n    hot  89\u00b0C \u2265 85\u00b0C"));
+  CHECK_THAT(narrow.out, Catch::Contains("\n    idle but held"));
+  Run wide = on_terminal("NO_COLOR=1 " AGENT_BIN " snapshot --fixture " + states, 120);
+  CHECK_THAT(wide.out, Catch::Contains("at power limit  99.6% \u2265 95%"));
+}
+
+TEST_CASE("snapshot's table names every holder of every GPU at 80, 120 and 40 columns", "[table]") {
+  if (!terminal_available())
+    return;
+  // Three users: this one with two processes, nobody with two, daemon with one; five GPUs held.
+  std::vector<std::unique_ptr<test::Background>> processes;
+  auto start = [&](const std::string &user) {
+    std::string as =
+        user.empty() ? "" : "setpriv --reuid=" + user + " --regid=nogroup --clear-groups ";
+    processes.push_back(std::make_unique<test::Background>("exec " + as + "sleep 300"));
+    pid_t pid = processes.back()->pid();
+    REQUIRE(test::wait_until([&] {
+      return test::read_file("/proc/" + std::to_string(pid) + "/cmdline").rfind("sleep", 0) == 0;
+    }));
+    return std::to_string(pid);
+  };
+  std::string me_a = start(""), me_b = start(""), nobody_a = start("nobody"),
+              nobody_b = start("nobody"), daemon = start("daemon");
+  auto app = [](int gpu, const std::string &pid, int mib) {
+    return "GPU-00000000-0000-0000-0000-00000000000" + std::to_string(gpu) + ", " + pid + ", " +
+           std::to_string(mib) + " MiB, python3\n";
+  };
+  std::string folder = test::temporary_folder();
+  test::write_file(folder + "/apps",
+                   app(0, me_a, 30000) + app(0, me_b, 20000) + app(1, nobody_a, 40000) +
+                       app(2, me_a, 1000) + app(2, nobody_a, 2000) + app(2, daemon, 3000) +
+                       app(3, daemon, 50000) + app(4, nobody_a, 10000) + app(4, nobody_b, 10000));
+  const passwd *me = ::getpwuid(::getuid());
+  REQUIRE(me);
+  const std::vector<std::vector<std::string>> holders = {
+      {me->pw_name}, {"nobody"}, {"daemon", "nobody", me->pw_name}, {"daemon"}, {"nobody"}};
+  for (int width : {80, 120, 40}) {
+    Run run = on_terminal("NO_COLOR=1 FAKE_NVSMI_APPS=" + quote(folder + "/apps") + " " AGENT_BIN +
+                              " snapshot --source csv --nvidia-smi " + fake,
+                          width);
+    INFO("width " << width << "\n" << run.out << run.err);
+    REQUIRE(run.exit_code == 0);
+    keep_artifact("table-" + std::to_string(width) + ".txt", run.out);
+    check_width(run.out, static_cast<std::size_t>(width));
+    CHECK(run.out.find(" more") == std::string::npos);
+    std::vector<std::string> lines = lines_of(run.out);
+    for (std::size_t gpu = 0; gpu < holders.size(); ++gpu) {
+      std::string prefix = "[" + std::to_string(gpu) + "] ";
+      auto row = std::find_if(lines.begin(), lines.end(),
+                              [&](const std::string &line) { return line.rfind(prefix, 0) == 0; });
+      REQUIRE(row != lines.end());
+      // Its row, and the line under it where the holders did not fit beside the readings.
+      std::string shown =
+          *row +
+          (row + 1 != lines.end() && (row + 1)->rfind("    ", 0) == 0 ? "\n" + *(row + 1) : "");
+      INFO(shown);
+      for (const std::string &user : holders[gpu])
+        CHECK_THAT(shown, Catch::Contains(user));
+    }
+    if (width == 80) { // two processes of one user: said once, counted
+      CHECK_THAT(run.out, Catch::Contains("nobody\u00d72"));
+      CHECK_THAT(run.out, Catch::Contains(std::string(me->pw_name) + "\u00d72"));
+    }
   }
 }

@@ -182,6 +182,9 @@ struct ProcessEntry {
   std::string text(std::size_t program_room = program_columns) const {
     return user + ":" + cut_to_columns(program, program_room) + "(" + memory + ")";
   }
+  std::string without_memory(std::size_t program_room = program_columns) const {
+    return user + ":" + cut_to_columns(program, program_room);
+  }
 };
 
 ProcessEntry process_entry(const Process &process) {
@@ -209,26 +212,71 @@ std::vector<const Process *> by_memory(std::vector<const Process *> processes) {
   return processes;
 }
 
-// As many entries as fit in what is left of the line, a program's name cut (to no fewer than
-// four columns) where that makes one fit, then `+N more` for the rest.
-void add_processes(Line &line, const std::vector<const Process *> &processes, std::size_t width) {
-  for (std::size_t i = 0; i < processes.size(); ++i) {
-    ProcessEntry entry = process_entry(*processes[i]);
-    std::size_t after = processes.size() - i - 1;
-    std::size_t taken = line.columns() + 2 + (after > 0 ? 2 + more_text(after).size() : 0);
-    std::size_t room = width > taken ? width - taken : 0;
-    std::string text = entry.text();
-    std::size_t frame = text_columns(entry.text(0)); // all but the program
-    if (text_columns(text) > room && room >= frame + 4)
-      text = entry.text(room - frame);
-    if (text_columns(text) > room) {
-      line.gap(2);
-      line.add(more_text(processes.size() - i), Tone::dim);
-      return;
-    }
-    line.gap(2);
-    line.add(std::move(text));
+std::string joined(const std::vector<std::string> &texts) {
+  std::string out;
+  for (const std::string &text : texts)
+    out += (out.empty() ? "" : "  ") + text;
+  return out;
+}
+
+// Each user once, in the order of their biggest process, `alice×2` for two processes of alice's.
+std::vector<std::string> grouped_users(const std::vector<ProcessEntry> &entries) {
+  std::vector<std::pair<std::string, std::size_t>> users;
+  for (const ProcessEntry &entry : entries) {
+    auto found = std::find_if(users.begin(), users.end(),
+                              [&](const auto &user) { return user.first == entry.user; });
+    if (found == users.end())
+      users.emplace_back(entry.user, 1);
+    else
+      ++found->second;
   }
+  std::vector<std::string> texts;
+  for (const auto &[user, count] : users)
+    texts.push_back(count == 1 ? user : user + "×" + std::to_string(count));
+  return texts;
+}
+
+// Who holds a GPU, said in at most `room` columns, naming every holder while any way does: each
+// process as `user:program(MiB)`, its program cut to no fewer than four columns; then without
+// the MiB; then each user once (`alice×2`). Only when even that does not fit, as many users as
+// fit and `+N more` for the users not named. Empty for no processes.
+std::string holders_text(const std::vector<ProcessEntry> &entries, std::size_t room) {
+  if (entries.empty())
+    return {};
+  constexpr std::size_t least_program_columns = 4;
+  for (bool with_memory : {true, false})
+    for (std::size_t program = program_columns; program >= least_program_columns; --program) {
+      std::vector<std::string> texts;
+      for (const ProcessEntry &entry : entries)
+        texts.push_back(with_memory ? entry.text(program) : entry.without_memory(program));
+      std::string text = joined(texts);
+      if (text_columns(text) <= room)
+        return text;
+    }
+  std::vector<std::string> users = grouped_users(entries);
+  std::string all = joined(users);
+  if (text_columns(all) <= room)
+    return all;
+  for (std::size_t shown = users.size() - 1; shown > 0; --shown) {
+    std::string text =
+        joined(std::vector<std::string>(users.begin(), users.begin() + static_cast<long>(shown))) +
+        "  " + more_text(users.size() - shown);
+    if (text_columns(text) <= room)
+      return text;
+  }
+  return cut_to_columns(more_text(users.size()), room);
+}
+
+// The shortest text that still names every holder: each user once.
+std::size_t least_holders_columns(const std::vector<ProcessEntry> &entries) {
+  return text_columns(joined(grouped_users(entries)));
+}
+
+std::vector<ProcessEntry> process_entries(const std::vector<const Process *> &processes) {
+  std::vector<ProcessEntry> entries;
+  for (const Process *process : processes)
+    entries.push_back(process_entry(*process));
+  return entries;
 }
 
 bool in_instance(const Process &process, const MigDevice &device) {
@@ -248,18 +296,34 @@ struct GpuRow {
   const Gpu *gpu;
   std::string index, name, temperature, utilization, memory, power;
   GpuState state;
-  std::string note;                       // why it is lost or failing, before its processes
-  std::vector<const Process *> processes; // those not shown under one of its MIG instances
+  std::string note;                  // why it is in its state, after the state's word
+  std::vector<ProcessEntry> holders; // its processes not shown under one of its MIG instances
 };
 
-// Why a GPU is lost (nvidia-smi's words) or failing (gpu_failure's), else empty.
+// Why a GPU is in its state, in words: lost (nvidia-smi's words), failing (gpu_failure's), hot
+// (its temperature against the threshold) or at its power limit (its draw against the limit);
+// else empty.
 std::string state_note(const Gpu &gpu, GpuState state) {
-  if (state == GpuState::lost && gpu.lost_reason)
-    return printable_text(*gpu.lost_reason);
-  if (state == GpuState::failing)
+  switch (state) {
+  case GpuState::lost:
+    return gpu.lost_reason ? printable_text(*gpu.lost_reason) : std::string();
+  case GpuState::failing:
     if (std::optional<std::string> failure = gpu_failure(gpu))
       return printable_text(*failure);
-  return {};
+    return {};
+  case GpuState::hot:
+    if (!gpu.temperature_c)
+      return {};
+    return std::to_string(*gpu.temperature_c) + "\u00b0C \u2265 " +
+           std::to_string(state_thresholds.hot_at_c) + "\u00b0C";
+  case GpuState::at_power_limit: // its draw as a share of the limit, against the threshold
+    if (!gpu.power_draw_w || !gpu.power_limit_w || *gpu.power_limit_w <= 0)
+      return {};
+    return fixed_text(100 * *gpu.power_draw_w / *gpu.power_limit_w, 1) + "% \u2265 " +
+           fixed_text(state_thresholds.power_limit_fraction * 100, 0) + "%";
+  default:
+    return {};
+  }
 }
 
 GpuRow gpu_row(const Gpu &gpu) {
@@ -279,7 +343,7 @@ GpuRow gpu_row(const Gpu &gpu) {
     for (const Process &process : *gpu.processes)
       if (!in_any_instance(process, gpu))
         processes.push_back(&process);
-  row.processes = by_memory(std::move(processes));
+  row.holders = process_entries(by_memory(std::move(processes)));
   return row;
 }
 
@@ -359,21 +423,51 @@ void add_mig_lines(std::string &out, const Gpu &gpu, std::size_t indent, const T
       for (const Process &process : *gpu.processes)
         if (in_instance(process, device))
           processes.push_back(&process);
-    add_processes(line, by_memory(std::move(processes)), style.width);
+    std::vector<ProcessEntry> holders = process_entries(by_memory(std::move(processes)));
+    if (!holders.empty() && line.columns() + 2 < style.width) {
+      line.gap(2);
+      line.add(holders_text(holders, style.width - line.columns()));
+    }
     out += line.render(style);
   }
+}
+
+// fleet_summary's line, broken between its states where it is wider than the screen.
+std::string summary_lines(const Snapshot &snapshot, const TableStyle &style) {
+  std::string text = printable_text(fleet_summary_text(fleet_summary(snapshot, state_thresholds)));
+  const std::string separator = " \u00b7 ";
+  std::string out;
+  Line line;
+  bool fresh = true; // nothing on the line yet but its indent
+  for (std::size_t start = 0; start <= text.size();) {
+    std::size_t end = text.find(separator, start);
+    std::string part = text.substr(start, end == std::string::npos ? end : end - start);
+    if (!fresh && line.columns() + text_columns(separator) + text_columns(part) > style.width) {
+      out += line.render(style);
+      line = Line();
+      line.gap(2);
+    } else if (!fresh) {
+      line.add(separator);
+    }
+    line.add(part);
+    fresh = false;
+    if (end == std::string::npos)
+      break;
+    start = end + separator.size();
+  }
+  return out + line.render(style);
 }
 
 } // namespace
 
 std::string format_table(const Snapshot &snapshot, const TableStyle &style) {
-  std::string out = header(snapshot, style);
+  std::string out = summary_lines(snapshot, style) + header(snapshot, style);
   std::vector<GpuRow> rows;
   for (const Gpu &gpu : snapshot.gpus)
     rows.push_back(gpu_row(gpu));
 
   std::size_t index_w = 0, temperature_w = 0, utilization_w = 0, memory_w = 0, power_w = 0,
-              state_w = 0, first_process_w = 0;
+              state_w = 0, after_state_w = 0;
   for (const GpuRow &row : rows) {
     index_w = std::max(index_w, text_columns(row.index));
     temperature_w = std::max(temperature_w, text_columns(row.temperature));
@@ -383,18 +477,15 @@ std::string format_table(const Snapshot &snapshot, const TableStyle &style) {
     state_w = std::max(state_w, gpu_state_name(row.state).size());
     std::size_t after_state =
         row.note.empty() ? 0 : 2 + std::min(text_columns(row.note), note_columns);
-    if (!row.processes.empty()) {
-      std::size_t after = row.processes.size() - 1;
-      after_state += 2 + text_columns(process_entry(*row.processes[0]).text()) +
-                     (after > 0 ? 2 + more_text(after).size() : 0);
-    }
-    first_process_w = std::max(first_process_w, after_state);
+    if (!row.holders.empty())
+      after_state += 2 + least_holders_columns(row.holders);
+    after_state_w = std::max(after_state_w, after_state);
   }
-  // The readings and the state always, then the first process of each GPU: the names give way to
-  // them (shown_name), down to least_name_columns.
+  // The readings and the state always, then each GPU's reason and its holders by name: the names
+  // give way to them (shown_name), down to least_name_columns.
   std::size_t readings_w =
       index_w + 1 + 2 + temperature_w + 1 + utilization_w + 2 + memory_w + 2 + power_w;
-  std::size_t taken = readings_w + 2 + state_w + first_process_w;
+  std::size_t taken = readings_w + 2 + state_w + after_state_w;
   std::size_t name_room =
       std::max(style.width > taken ? style.width - taken : 0, least_name_columns);
   std::size_t name_w = 0;
@@ -418,25 +509,41 @@ std::string format_table(const Snapshot &snapshot, const TableStyle &style) {
     line.add_right_aligned(row.memory, memory_w, memory_tone(gpu.memory_used_percent()));
     line.gap(2);
     line.add_right_aligned(row.power, power_w, power_tone(gpu));
+    // Where the readings leave no room for the state's word, it starts a line of its own under
+    // the row, with the reason and the holders: on a narrow screen the state and who holds the GPU
+    // matter more than one more reading.
     std::string state(gpu_state_name(row.state));
-    // A lost or failing GPU says so before anything else; another's state word gives way to the
-    // count of its processes.
-    bool state_first = row.state == GpuState::lost || row.state == GpuState::failing;
-    std::size_t more_here = row.processes.empty() ? 0 : 2 + more_text(row.processes.size()).size();
-    if (line.columns() + 2 + state.size() + (state_first ? 0 : more_here) <= style.width) {
-      line.gap(2);
-      line.add(state, state_tone(row.state));
+    Line below;
+    below.gap(index_w + 1);
+    bool state_here = line.columns() + 2 + state.size() <= style.width;
+    Line &at = state_here ? line : below;
+    if (state_here)
+      at.gap(2);
+    at.add(state, state_tone(row.state));
+    // Who holds it comes before how much detail: when even each user once does not fit beside
+    // the state, the holders take the line under the row rather than `+N more`.
+    std::size_t left = style.width > at.columns() ? style.width - at.columns() : 0;
+    std::size_t least_holders = row.holders.empty() ? 0 : 2 + least_holders_columns(row.holders);
+    bool holders_here = least_holders <= left || !state_here;
+    // The reason takes what the holders' names leave, then the holders what the reason leaves.
+    std::size_t note_room = !holders_here ? left : left > least_holders ? left - least_holders : 0;
+    // A lost or failing GPU's reason is worth its first words; a hot one's or one at its power
+    // limit is short, its reading already in the row: whole or not at all.
+    bool whole_note = row.state == GpuState::hot || row.state == GpuState::at_power_limit;
+    std::size_t least_note = whole_note ? text_columns(row.note) : least_note_columns;
+    if (!row.note.empty() && note_room >= 2 + least_note) {
+      at.gap(2);
+      at.add(cut_to_columns(row.note, note_room - 2), state_tone(row.state));
     }
-    // The reason takes what is left but the room for `+N more`, so the processes are never
-    // hidden without a word.
-    std::size_t before_note = line.columns() + 2 + more_here;
-    std::size_t note_room = style.width > before_note ? style.width - before_note : 0;
-    if (!row.note.empty() && note_room >= least_note_columns) {
-      line.gap(2);
-      line.add(cut_to_columns(row.note, note_room), state_tone(row.state));
+    if (holders_here && !row.holders.empty() && at.columns() + 2 < style.width) {
+      at.gap(2);
+      at.add(holders_text(row.holders, style.width - at.columns()));
     }
-    add_processes(line, row.processes, style.width);
     out += line.render(style);
+    if (!holders_here)
+      below.add(holders_text(row.holders, style.width - std::min(style.width, below.columns())));
+    if (!state_here || !holders_here)
+      out += below.render(style);
     add_mig_lines(out, gpu, index_w + 1, style);
   }
   return out;

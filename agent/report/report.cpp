@@ -119,6 +119,10 @@ void ReportBuilder::add(const LogRow &log) {
                     "not later than the previous row of GPU " + std::to_string(gpu.index));
     return;
   }
+  latest_.resize(stats_.size());
+  latest_[found->second] = gpu;
+  if (!newest_ || earlier(*newest_, stamp))
+    newest_ = stamp;
   ++report_.rows_used;
 }
 
@@ -158,6 +162,11 @@ Report ReportBuilder::finish(std::optional<JobSummary> job) {
     gpu_summary.finding_severity = finding.severity;
   }
   report.users = ledger_.finish();
+  if (newest_) {
+    Snapshot last;
+    last.gpus = latest_;
+    report.last_sample = LastSample{*newest_, fleet_summary(last)};
+  }
   for (UserSummary &user : report.users.users) {
     Finding finding = report_user_finding(user);
     user.finding = finding.text;

@@ -7,6 +7,8 @@
 #include "report/report_stats.hpp"
 #include "report/report_users.hpp"
 
+#include "nvsmi/gpu_state.hpp"
+
 #include <map>
 #include <memory>
 #include <optional>
@@ -22,13 +24,20 @@ struct ReportOptions {
   std::optional<double> interval;    // seconds between samples; inferred when not given
 };
 
+// The GPUs as each was in its latest usable row, by fleet_summary: what the report says first.
+struct LastSample {
+  Timestamp time; // the newest of those rows
+  FleetSummary fleet;
+};
+
 struct Report {
   ReportOptions options;
   std::vector<std::string> files; // in the order read
   std::int64_t rows_read = 0, rows_used = 0, rows_outside_time = 0, rows_other_gpus = 0;
   BadRows bad;
-  std::vector<GpuSummary> gpus; // in the order first seen
-  UserLedgerSummary users;      // from the JSON logs' process lists; empty for CSV logs
+  std::vector<GpuSummary> gpus;          // in the order first seen
+  UserLedgerSummary users;               // from the JSON logs' process lists; empty for CSV logs
+  std::optional<LastSample> last_sample; // nullopt when no row was usable
   // `run`'s job, a section of its own in every format. With it, rows_used may be 0: no sample of
   // the job's GPUs was taken while it ran, and the report is the job's section alone.
   std::optional<JobSummary> job;
@@ -64,6 +73,8 @@ private:
   std::vector<std::unique_ptr<GpuStats>> stats_;
   std::map<std::string, std::size_t> by_key_;
   UserLedger ledger_;
+  std::vector<Gpu> latest_; // each GPU's latest usable row, in the order of stats_
+  std::optional<Timestamp> newest_;
   std::int64_t samples_ = 0;
 };
 
@@ -77,6 +88,20 @@ Finding report_user_finding(const UserSummary &user);
 // What the host's CPUs did while the GPU was starved, the figures behind the CPU-bound rule, in
 // words; empty when the log has no host CPU reading for that time.
 std::string describe_starved_host_cpus(const GpuSummary &gpu);
+
+// What every format says first, from the report's figures (report_glance.cpp). "At the last
+// sample (2024-03-12T14:03:27.000+01:00): 8 GPUs: 3 free · ...": each GPU as its latest row had it.
+std::string last_sample_text(const LastSample &last);
+// "findings: 1 critical, 2 warning, 5 ok": the GPUs' and the users' findings by severity.
+std::string findings_count_text(const Report &report);
+// Who held the GPU at `position` in report.gpus, from the users ledger: "alice 2.00 h, bob
+// 0.50 h" (hours on that GPU, most first); "no process in the lists (2.00 h)" when the
+// lists name none; "unknown (no process lists)" when the log has none for it (a CSV log); with
+// "; process lists for 1.00 of 2.00 h" when they cover only part of its time. Names as the log
+// has them: the caller makes them safe for its format.
+std::string gpu_holders_text(const Report &report, std::size_t position);
+// The GPUs a user held, by index: "GPU 0 1.50 h, GPU 3 0.20 h".
+std::string user_gpus_text(const Report &report, const UserSummary &user);
 
 // A length of time as the report writes it: "42 s", "30 min 0 s", "2 h 5 min", "3 d 1 h 0 min".
 std::string describe_duration(double seconds);

@@ -144,8 +144,9 @@ std::string or_unknown(const std::optional<double> &value, const char *format) {
   return value ? number(*value, format) : "unknown";
 }
 
-void gpu_section(std::string &out, const GpuSummary &gpu, std::size_t position,
+void gpu_section(std::string &out, const Report &report, std::size_t position,
                  const Scales &scales) {
+  const GpuSummary &gpu = report.gpus[position];
   out +=
       "<section id=\"gpu-" + std::to_string(position) + "\"><h2>GPU " + std::to_string(gpu.index);
   if (gpu.name)
@@ -153,6 +154,7 @@ void gpu_section(std::string &out, const GpuSummary &gpu, std::size_t position,
   if (gpu.uuid)
     out += " <small>" + html_escape(*gpu.uuid) + "</small>";
   out += "</h2>\n" + finding_paragraph(gpu.finding_severity, gpu.finding) + "<table>";
+  row(out, "holders", gpu_holders_text(report, position));
   row(out, "time",
       to_iso8601(gpu.first) + " to " + to_iso8601(gpu.last) + ": " + elapsed(gpu.covered_seconds) +
           " covered, " + std::to_string(gpu.samples) + " samples, " + std::to_string(gpu.gaps) +
@@ -249,7 +251,8 @@ std::string figure(const std::optional<double> &value, const char *format, bool 
   return value ? number(*value, format) + (partial ? "*" : "") : "unknown";
 }
 
-void users_section(std::string &out, const UserLedgerSummary &ledger) {
+void users_section(std::string &out, const Report &report) {
+  const UserLedgerSummary &ledger = report.users;
   out += "<section><h2>Users</h2>\n<p class=\"meta\">A GPU counts for a user while one of the "
          "user's processes is on it. Process lists cover " +
          number(ledger.listed_seconds / 3600, "%.2f") + " of " +
@@ -259,22 +262,40 @@ void users_section(std::string &out, const UserLedgerSummary &ledger) {
          " Wh were drawn with no process. * counts only the time when it was known.</p>\n";
   for (const UserSummary &user : ledger.users)
     out += finding_paragraph(user.finding_severity, user.finding);
-  // Seven columns are wider than a phone: the table scrolls in its own box, not the page.
-  out += "<div class=\"scroll\"><table class=\"users\"><tr><th>user</th><th>GPUs</th><th>held "
-         "GPU-h</th>"
-         "<th>idle GPU-h</th><th>idle</th><th>memory GiB-h</th><th>energy Wh</th></tr>\n";
+  // Eight columns are wider than a phone: the table scrolls in its own box, not the page. Who held
+  // which GPUs comes first, so that a phone shows it without scrolling.
+  out += "<div class=\"scroll\"><table class=\"users\"><tr><th>user</th><th>GPUs held</th>"
+         "<th>GPUs</th><th>held GPU-h</th><th>idle GPU-h</th><th>idle</th><th>memory GiB-h</th>"
+         "<th>energy Wh</th></tr>\n";
   for (const UserSummary &user : ledger.users) {
     std::optional<double> idle_hours;
     if (user.idle_known_seconds > 0)
       idle_hours = user.idle_seconds / 3600;
     out += "<tr><td>" + html_escape(user_label(user.user)) + "</td><td>" +
-           std::to_string(user.gpus) + "</td><td>" + number(user.held_seconds / 3600, "%.2f") +
-           "</td><td>" + figure(idle_hours, "%.2f", user.idle_partly_unknown()) + "</td><td>" +
+           html_escape(user_gpus_text(report, user)) + "</td><td>" + std::to_string(user.gpus) +
+           "</td><td>" + number(user.held_seconds / 3600, "%.2f") + "</td><td>" +
+           figure(idle_hours, "%.2f", user.idle_partly_unknown()) + "</td><td>" +
            figure(user.idle_percent(), "%.1f%%", user.idle_partly_unknown()) + "</td><td>" +
            figure(user.memory_gib_hours(), "%.2f", user.memory_partly_unknown()) + "</td><td>" +
            figure(user.energy_wh(), "%.2f", user.energy_partly_unknown()) + "</td></tr>\n";
   }
   out += "</table></div>\n</section>\n";
+}
+
+// Every GPU's finding, the most serious first, each naming its GPU and linking to its section:
+// what a reader on a phone sees before any table.
+void findings_section(std::string &out, const std::vector<GpuSummary> &gpus) {
+  out += "<section id=\"findings\"><h2>Findings</h2>\n";
+  for (Severity severity : {Severity::critical, Severity::warning, Severity::ok})
+    for (std::size_t i = 0; i < gpus.size(); ++i) {
+      if (gpus[i].finding_severity != severity)
+        continue;
+      std::string name = severity_name(severity);
+      out += "<p class=\"finding " + name + "\"><span class=\"severity\">" + name +
+             "</span> <a href=\"#gpu-" + std::to_string(i) + "\">GPU " +
+             std::to_string(gpus[i].index) + "</a>: " + html_escape(gpus[i].finding) + "</p>\n";
+    }
+  out += "</section>\n";
 }
 
 // The job `run` ran, first: it is what the page is about, the GPUs' figures are its evidence.
@@ -305,7 +326,7 @@ std::string format_report_html(const Report &report) {
 <style>
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;background:#fff;overflow-wrap:break-word}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 6px}small{color:#666;font-weight:normal;font-size:12px}
-.meta{color:#555;margin:2px 0}
+.meta{color:#555;margin:2px 0}.glance{font-size:15px;font-weight:600;margin:4px 0}
 .finding{font-weight:600;border-left:4px solid;padding:6px 10px;margin:6px 0}
 .finding.info{background:#eaf2fc;border-color:#1f6fd1}.finding.warning{background:#fff5d6;border-color:#e0a800}
 .finding.critical{background:#fde6e6;border-color:#c62828}
@@ -313,7 +334,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 6px}small{color
 .info .severity{background:#1f6fd1}.warning .severity{background:#e0a800;color:#222}.critical .severity{background:#c62828}
 table{border-collapse:collapse;margin:6px 0 10px}th{text-align:left;padding:2px 14px 2px 0;color:#555;font-weight:normal;vertical-align:top}td{padding:2px 0}
 .scroll{overflow-x:auto}.users td,.summary td{padding:3px 14px 3px 0;text-align:right;white-space:nowrap}
-.users td:first-child,.summary td:nth-child(2){text-align:left}
+.users td:first-child,.summary td:nth-child(2){text-align:left}.users td:nth-child(2){text-align:left;white-space:normal;min-width:11em}
 .summary th{white-space:nowrap;border-bottom:1px solid #ccc;padding-right:14px}.summary td{border-bottom:1px solid #eee}.summary td.finding{text-align:left;white-space:normal;min-width:18em;font-weight:normal;border-left-width:4px;padding:3px 8px}
 .chart{margin:12px 0 20px}figcaption{font-weight:600;margin:0 0 22px}.unit-name{font-weight:normal;color:#555}
 .plot{position:relative;height:150px;margin:0 36px 36px 48px}.plot svg{display:block;width:100%;height:100%;overflow:visible}
@@ -341,6 +362,11 @@ table{border-collapse:collapse;margin:6px 0 10px}th{text-align:left;padding:2px 
     files += (i ? ", " : "") + report.files[i];
   if (report.files.empty())
     files = "samples taken while the job ran";
+  // At a glance first: the fleet as it was last, and how much there is to act on.
+  if (report.last_sample)
+    out += "<p class=\"glance\">" + html_escape(valid_utf8(last_sample_text(*report.last_sample))) +
+           "</p>\n";
+  out += "<p class=\"glance\">" + html_escape(findings_count_text(report)) + "</p>\n";
   out += "<p class=\"meta\">" + html_escape(files) + "</p>\n<p class=\"meta\">" +
          std::to_string(report.rows_read) + " rows read, " + std::to_string(report.rows_used) +
          " used, " + std::to_string(report.bad.total()) + " bad</p>\n";
@@ -351,11 +377,13 @@ table{border-collapse:collapse;margin:6px 0 10px}th{text-align:left;padding:2px 
          "). Every GPU's charts share their axes.</p>\n";
   if (report.job)
     job_section(out, *report.job);
+  // The findings, then who held what, before the GPUs' charts (a page of many screens).
+  findings_section(out, report.gpus);
   summary_table(out, report.gpus);
-  for (std::size_t i = 0; i < report.gpus.size(); ++i)
-    gpu_section(out, report.gpus[i], i, scales);
   if (report.users.listed_seconds > 0)
-    users_section(out, report.users);
+    users_section(out, report);
+  for (std::size_t i = 0; i < report.gpus.size(); ++i)
+    gpu_section(out, report, i, scales);
   out += "</body></html>\n";
   return out;
 }

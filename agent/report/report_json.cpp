@@ -24,7 +24,19 @@ template <typename T> Json maybe(const std::optional<T> &value) {
   return value ? Json(*value) : Json(nullptr);
 }
 
-Json gpu_json(const GpuSummary &gpu) {
+// Who held the GPU at `position`: null where the log has no process list for it.
+Json holders_json(const Report &report, std::size_t position) {
+  const std::vector<double> &listed = report.users.gpu_listed_seconds;
+  if (position >= listed.size() || listed[position] <= 0)
+    return nullptr;
+  Json out = Json::array();
+  for (const auto &[user, seconds] : gpu_holders(report.users, position))
+    out.push_back({{"user", maybe(user)}, {"held_gpu_hours", rounded(seconds / 3600, 3)}});
+  return out;
+}
+
+Json gpu_json(const Report &report, std::size_t position) {
+  const GpuSummary &gpu = report.gpus[position];
   std::optional<double> peak_percent, headroom_percent;
   Reading headroom;
   if (gpu.memory_peak_mib && gpu.memory_total_mib && *gpu.memory_total_mib > 0) {
@@ -84,6 +96,7 @@ Json gpu_json(const GpuSummary &gpu) {
   } else {
     out["starved_host_cpu"] = nullptr;
   }
+  out["holders"] = holders_json(report, position);
   out["finding"] = gpu.finding;
   out["severity"] = severity_name(gpu.finding_severity);
   return out;
@@ -92,10 +105,15 @@ Json gpu_json(const GpuSummary &gpu) {
 // Hours of GPU time; a difference of sums that should be 0 never prints as -0.
 double gpu_hours(double seconds) { return std::max(0.0, seconds / 3600); }
 
-Json user_json(const UserSummary &user) {
+Json user_json(const Report &report, const UserSummary &user) {
   Json out;
   out["user"] = maybe(user.user);
   out["gpus"] = user.gpus;
+  Json held = Json::array();
+  for (const auto &[slot, seconds] : user.gpu_seconds)
+    held.push_back({{"index", slot < report.gpus.size() ? Json(report.gpus[slot].index) : Json()},
+                    {"held_gpu_hours", rounded(seconds / 3600, 3)}});
+  out["held_gpus"] = held;
   out["held_gpu_hours"] = rounded(gpu_hours(user.held_seconds), 3);
   out["idle_gpu_hours"] =
       user.idle_known_seconds > 0 ? rounded(gpu_hours(user.idle_seconds), 3) : Json(nullptr);
@@ -173,13 +191,24 @@ std::string format_report_json(const Report &report) {
                  {"outside_time", report.rows_outside_time},
                  {"other_gpus", report.rows_other_gpus},
                  {"bad", bad}};
+  if (report.last_sample) {
+    const FleetSummary &fleet = report.last_sample->fleet;
+    Json states = Json::object();
+    for (std::size_t s = 0; s <= static_cast<std::size_t>(GpuState::unknown); ++s)
+      states[std::string(gpu_state_key(static_cast<GpuState>(s)))] = fleet.count[s];
+    out["last_sample"] = {{"time", to_iso8601(report.last_sample->time)},
+                          {"gpus", fleet.gpus},
+                          {"states", states},
+                          {"idle_holders", fleet.idle_holders},
+                          {"summary", last_sample_text(*report.last_sample)}};
+  }
   out["gpus"] = Json::array();
-  for (const GpuSummary &gpu : report.gpus)
-    out["gpus"].push_back(gpu_json(gpu));
+  for (std::size_t i = 0; i < report.gpus.size(); ++i)
+    out["gpus"].push_back(gpu_json(report, i));
   const UserLedgerSummary &ledger = report.users;
   out["users"] = Json::array();
   for (const UserSummary &user : ledger.users)
-    out["users"].push_back(user_json(user));
+    out["users"].push_back(user_json(report, user));
   out["users_totals"] = {
       {"process_list_gpu_hours", rounded(gpu_hours(ledger.listed_seconds), 3)},
       {"no_process_list_gpu_hours", rounded(gpu_hours(ledger.unlisted_seconds), 3)},

@@ -42,7 +42,8 @@ void line(std::string &out, const char *label, const std::string &text) {
   out += '\n';
 }
 
-void gpu_section(std::string &out, const GpuSummary &gpu) {
+void gpu_section(std::string &out, const Report &report, std::size_t position) {
+  const GpuSummary &gpu = report.gpus[position];
   out += "\nGPU " + std::to_string(gpu.index);
   if (gpu.name)
     out += "  " + marked_text(*gpu.name);
@@ -50,6 +51,7 @@ void gpu_section(std::string &out, const GpuSummary &gpu) {
     out += "  " + marked_text(*gpu.uuid);
   out += '\n';
 
+  line(out, "holders", gpu_holders_text(report, position));
   line(out, "time", to_iso8601(gpu.first) + " to " + to_iso8601(gpu.last));
   std::string coverage = describe_duration(gpu.covered_seconds) + " covered by " +
                          std::to_string(gpu.samples) + " samples";
@@ -121,7 +123,8 @@ std::string cell(const std::optional<double> &value, const char *format, bool pa
   return text;
 }
 
-void users_section(std::string &out, const UserLedgerSummary &ledger) {
+void users_section(std::string &out, const Report &report) {
+  const UserLedgerSummary &ledger = report.users;
   out += "\nUsers (a GPU counts for a user while one of the user's processes is on it)\n";
   out += "    GPUs   held GPU-h   idle GPU-h     idle   memory GiB-h    energy Wh  user\n";
   bool starred = false;
@@ -136,6 +139,7 @@ void users_section(std::string &out, const UserLedgerSummary &ledger) {
     out += cell(user.memory_gib_hours(), "%.2f", user.memory_partly_unknown(), 15, starred);
     out += cell(user.energy_wh(), "%.2f", user.energy_partly_unknown(), 13, starred);
     out += " " + marked_text(user_label(user.user)) + "\n";
+    out += std::string(10, ' ') + "held " + user_gpus_text(report, user) + "\n";
   }
   if (ledger.users.empty())
     out += "  no processes on any GPU\n";
@@ -195,10 +199,14 @@ std::string format_report_text(const Report &report) {
     job_section(out, *report.job);
     return out;
   }
+  // At a glance first: the fleet as it was last, and how much there is to act on.
+  if (report.last_sample)
+    out += marked_text(last_sample_text(*report.last_sample)) + "\n";
+  out += findings_count_text(report) + "\n\n";
   if (report.files.empty()) {
-    out = "samples: taken while the job ran";
+    out += "samples: taken while the job ran";
   } else {
-    out = "files: ";
+    out += "files: ";
     for (std::size_t i = 0; i < report.files.size(); ++i)
       out += (i ? ", " : "") + marked_text(report.files[i]);
     if (report.files.size() > 1)
@@ -223,10 +231,11 @@ std::string format_report_text(const Report &report) {
   out += '\n';
   for (const std::string &example : report.bad.examples)
     out += "  " + marked_text(example) + '\n';
-  for (const GpuSummary &gpu : report.gpus)
-    gpu_section(out, gpu);
+  // The ledger before the GPUs' sections: who held what is the question most readers come with.
   if (report.users.listed_seconds > 0)
-    users_section(out, report.users);
+    users_section(out, report);
+  for (std::size_t i = 0; i < report.gpus.size(); ++i)
+    gpu_section(out, report, i);
   if (report.job)
     job_section(out, *report.job);
   return out;

@@ -57,11 +57,16 @@ std::optional<GpuUsers> gpu_users(const Gpu &gpu) {
 
 void UserLedger::add(const std::optional<GpuUsers> &users, const GpuStretch &stretch) {
   double seconds = stretch.seconds;
+  std::size_t slots = std::max(totals_.gpu_listed_seconds.size(), stretch.gpu_slot + 1);
+  totals_.gpu_listed_seconds.resize(slots);
+  totals_.gpu_unlisted_seconds.resize(slots);
   if (!users) {
     totals_.unlisted_seconds += seconds;
+    totals_.gpu_unlisted_seconds[stretch.gpu_slot] += seconds;
     return;
   }
   totals_.listed_seconds += seconds;
+  totals_.gpu_listed_seconds[stretch.gpu_slot] += seconds;
   if (users->empty()) {
     totals_.no_process_joules += stretch.joules.value_or(0);
     return;
@@ -91,6 +96,7 @@ void UserLedger::add(const std::optional<GpuUsers> &users, const GpuStretch &str
     }
     UserSummary &figures = found->second.figures;
     found->second.gpus.set(stretch.gpu_slot);
+    found->second.gpu_seconds[stretch.gpu_slot] += seconds;
     figures.held_seconds += seconds;
     if (stretch.idle) {
       figures.idle_known_seconds += seconds;
@@ -112,6 +118,9 @@ UserLedgerSummary UserLedger::finish() const {
   for (const auto &entry : users_) {
     out.users.push_back(entry.second.figures);
     out.users.back().gpus = static_cast<int>(entry.second.gpus.count());
+    for (std::size_t slot = 0; slot < max_gpus; ++slot)
+      if (entry.second.gpus.test(slot))
+        out.users.back().gpu_seconds.emplace_back(slot, entry.second.gpu_seconds[slot]);
   }
   std::stable_sort(out.users.begin(), out.users.end(),
                    [](const UserSummary &a, const UserSummary &b) {
@@ -120,6 +129,18 @@ UserLedgerSummary UserLedger::finish() const {
                      return bool(a.user) > bool(b.user); // the unknown user after named ones
                    });
   return out;
+}
+
+std::vector<std::pair<Text, double>> gpu_holders(const UserLedgerSummary &ledger,
+                                                 std::size_t gpu_slot) {
+  std::vector<std::pair<Text, double>> holders;
+  for (const UserSummary &user : ledger.users) // most GPU-hours first, the unknown user last
+    for (const auto &[slot, seconds] : user.gpu_seconds)
+      if (slot == gpu_slot)
+        holders.emplace_back(user.user, seconds);
+  std::stable_sort(holders.begin(), holders.end(),
+                   [](const auto &a, const auto &b) { return a.second > b.second; });
+  return holders;
 }
 
 std::string user_label(const Text &user) { return user ? *user : "(unknown user)"; }

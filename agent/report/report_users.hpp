@@ -7,12 +7,14 @@
 
 #include "nvsmi/snapshot.hpp"
 
+#include <array>
 #include <bitset>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace nvsmi {
@@ -45,6 +47,9 @@ struct GpuStretch {
 struct UserSummary {
   Text user;    // nullopt: processes whose user is unknown, "(unknown user)"
   int gpus = 0; // GPUs held at some time
+  // The GPUs held, as their GpuStretch::gpu_slot (a GPU's place in Report::gpus), with the
+  // seconds held on each, in slot order.
+  std::vector<std::pair<std::size_t, double>> gpu_seconds;
   double held_seconds = 0;
   double idle_seconds = 0, idle_known_seconds = 0; // held with utilization under 5 %, and known
   double memory_mib_seconds = 0;                   // the processes' used memory x time
@@ -70,7 +75,16 @@ struct UserLedgerSummary {
   double unsplit_joules = 0;      // energy of shared GPUs whose users' shares could not be told
   double no_process_joules = 0;   // energy of GPUs whose list was empty
   double left_out_seconds = 0;    // held by users past the first report_max_users
+  // Per GPU slot (index: GpuStretch::gpu_slot; as many as the highest slot counted): its seconds
+  // covered with a process list and without one, so that a GPU nobody held is told from one
+  // whose holders the log does not name.
+  std::vector<double> gpu_listed_seconds, gpu_unlisted_seconds;
 };
+
+// Who held the GPU in `gpu_slot`, and for how many seconds, most first (the unknown user after
+// named ones at a tie).
+std::vector<std::pair<Text, double>> gpu_holders(const UserLedgerSummary &ledger,
+                                                 std::size_t gpu_slot);
 
 class UserLedger {
 public:
@@ -84,6 +98,7 @@ private:
   struct Entry {
     UserSummary figures;
     std::bitset<max_gpus> gpus;
+    std::array<double, max_gpus> gpu_seconds{};
   };
   std::map<Text, Entry> users_;
   UserLedgerSummary totals_;
