@@ -265,3 +265,25 @@ TEST_CASE("series: answers waiting for clients that do not read stay under a bou
   CHECK(get(state, "points=2000", 2999.5).status == 200);
   CHECK(state.pending_bytes() == 0); // a body no one holds is no longer counted
 }
+
+TEST_CASE("series: the summary line is the newest sample's fleet summary, made by the agent") {
+  ServeState state(milliseconds(1000), 3600);
+  Snapshot snapshot = states_fixture();
+  state.add(snapshot, clock_at(0));
+  CHECK(
+      body(get(state, "", 0.5))["summary"] ==
+      "8 GPUs: 3 free \u00b7 2 in use \u00b7 1 idle but held \u00b7 1 at power limit \u00b7 1 hot");
+  // The newest sample's, with the holders of the idle GPU that its processes name.
+  REQUIRE(snapshot.gpus[3].processes);
+  (*snapshot.gpus[3].processes)[0].user = "alice";
+  (*snapshot.gpus[3].processes)[1].user = "<b>bob\x1b[2J</b>";
+  state.add(snapshot, clock_at(1));
+  json series = body(get(state, "", 1.5));
+  CHECK(series["summary"] == "8 GPUs: 3 free \u00b7 2 in use \u00b7 1 idle but held (alice, "
+                             "<b>bob\x1b[2J</b>) \u00b7 1 at power limit \u00b7 1 hot");
+  // The escape byte travels escaped: the body itself holds no control character.
+  CHECK(get(state, "", 1.5).body->find('\x1b') == std::string::npos);
+  // An outage keeps the last summary, under fresh:false.
+  CHECK(body(get(state, "", 60))["fresh"] == false);
+  CHECK(body(get(state, "", 60))["summary"] == series["summary"]);
+}
