@@ -253,14 +253,17 @@ TEST_CASE("serve: the dashboard shows each GPU's state, who holds it and clock-t
 
   // Sorting: a click on a header sorts by its column (numbers largest first), Enter on the
   // focused header the other way; unknown values stay last.
-  auto pages =
-      act(server, "document.querySelectorAll('#processes tbody tr').length === 4",
-          {"click:th[data-key=\"gpu_memory\"] button",
-           "key:th[data-key=\"gpu_memory\"] button:Enter", "click:th[data-key=\"user\"] button",
-           // The markup of the command line is its text: no element made of it.
-           "wait:document.querySelectorAll('#processes td.command b').length === 0 && "
-           "[...document.querySelectorAll('#processes td.command')].some("
-           "(td) => td.textContent.includes('<b>bold</b> \\ufffd[2Jgone'))"});
+  auto pages = act(server, "document.querySelectorAll('#processes tbody tr').length === 4",
+                   {"click:th[data-key=\"gpu_memory\"] button",
+                    "key:th[data-key=\"gpu_memory\"] button:Enter",
+                    // The keyboard's focus stays on the header it pressed.
+                    "wait:document.activeElement === "
+                    "document.querySelector('th[data-key=\"gpu_memory\"] button')",
+                    "click:th[data-key=\"user\"] button",
+                    // The markup of the command line is its text: no element made of it.
+                    "wait:document.querySelectorAll('#processes td.command b').length === 0 && "
+                    "[...document.querySelectorAll('#processes td.command')].some("
+                    "(td) => td.textContent.includes('<b>bold</b> \\ufffd[2Jgone'))"});
   CHECK(gpus_of(process_rows(pages[0])) == std::vector<int>{2, 3, 3, 6});
   CHECK(gpus_of(process_rows(pages[1])) == std::vector<int>{6, 3, 2, 3});
   CHECK_THAT(pages[1], Catch::Contains("<th class=\"num\" data-key=\"gpu_memory\" "
@@ -269,7 +272,7 @@ TEST_CASE("serve: the dashboard shows each GPU's state, who holds it and clock-t
   CHECK_THAT(pages[2], Catch::Contains("<th class=\"num\" data-key=\"gpu_memory\" "
                                        "aria-sort=\"ascending\">"));
   std::vector<std::string> users;
-  for (const ProcessRow &row : process_rows(pages[3]))
+  for (const ProcessRow &row : process_rows(pages[4]))
     users.push_back(row.user);
   CHECK(users == std::vector<std::string>{"nobody", "nobody", "root", "root"});
 }
