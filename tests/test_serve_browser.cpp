@@ -1,7 +1,9 @@
-// The dashboard loaded in headless Chromium from a serve on the 8-GPU states fixture: a row at a
-// glance per GPU with its state, the processes with their users, charts with clock times, no
-// sideways scrolling at 400 px, and the outage banner with the history kept. Screenshots are
-// kept as test artifacts (BUILD/artifacts/dashboard.png and dashboard-phone.png).
+// The dashboard loaded in headless Chromium from a serve on the 8-GPU states fixture: the agent's
+// summary line, a row at a glance per GPU with its state and why, temperature and power coloured
+// by the thresholds, the processes in a table sorted by a click or a key, small multiples with
+// the threshold lines and one time format, no sideways scrolling at 400 px, hostile names shown
+// as text, and the outage banner with the history kept and greyed. Screenshots are kept as test
+// artifacts (BUILD/artifacts/dashboard.png and dashboard-phone.png).
 #include "process_support.hpp"
 #include "serve_support.hpp"
 
@@ -42,9 +44,57 @@ std::vector<std::smatch> matches(const std::string &text, const std::string &pat
 std::map<int, std::string> glance_states(const std::string &page) {
   std::map<int, std::string> states;
   for (const std::smatch &row :
-       matches(page, R"re(<div class="glance-row" data-gpu="(\d+)" data-state="([a-z_]+)">)re"))
-    states[std::stoi(row[1])] = row[2];
+       matches(page,
+               R"re(<div class="glance-row( stale)?" data-gpu="(\d+)" data-state="([a-z_]+)">)re"))
+    states[std::stoi(row[2])] = row[3];
   return states;
+}
+
+// The processes table's rows, top to bottom: the GPU, pid and user of each.
+struct ProcessRow {
+  int gpu;
+  int pid;
+  std::string user;
+  bool operator==(const ProcessRow &other) const {
+    return gpu == other.gpu && pid == other.pid && user == other.user;
+  }
+};
+std::vector<ProcessRow> process_rows(const std::string &page) {
+  std::vector<ProcessRow> rows;
+  for (const std::smatch &row :
+       matches(page, R"re(<tr data-gpu="(\d)"><td class="num gpu">\d</td>)re"
+                     R"re(<td class="num pid">(\d+)</td><td class="user">([^<]*)</td>)re"))
+    rows.push_back({std::stoi(row[1]), std::stoi(row[2]), row[3]});
+  return rows;
+}
+
+std::vector<int> gpus_of(const std::vector<ProcessRow> &rows) {
+  std::vector<int> gpus;
+  for (const ProcessRow &row : rows)
+    gpus.push_back(row.gpu);
+  return gpus;
+}
+
+// The page's DOM at load and after each of `steps`, done in Chromium as a person would
+// (tests/browser_actions.py).
+std::vector<std::string> act(const test::Server &server, const std::string &ready,
+                             const std::vector<std::string> &steps) {
+  std::string command = "timeout 150 python3 " + quote(TESTS_DIR "/browser_actions.py") + " " +
+                        quote(server.url()) + " 1400x1000 " + quote(ready);
+  for (const std::string &step : steps)
+    command += " " + quote(step);
+  test::Run run = test::run_shell(command);
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  std::vector<std::string> pages;
+  const std::string separator = "\n----- step -----\n";
+  std::size_t from = 0;
+  for (std::size_t at; (at = run.out.find(separator, from)) != std::string::npos;
+       from = at + separator.size())
+    pages.push_back(run.out.substr(from, at - from));
+  pages.push_back(run.out.substr(from));
+  REQUIRE(pages.size() == steps.size() + 1);
+  return pages;
 }
 
 int attribute(const std::string &page, const std::string &name) {
@@ -79,8 +129,10 @@ TEST_CASE("serve: the dashboard shows each GPU's state, who holds it and clock-t
     return;
   }
   // The fixture's processes made real, so that /proc gives their users: GPU 2 and 6 root's,
-  // GPU 3 (idle but held) nobody's.
-  test::Background hot("exec sleep 300"), trainer("exec sleep 300");
+  // GPU 3 (idle but held) nobody's. GPU 6's has markup and an escape sequence on its command line.
+  test::Background hot("exec sleep 300");
+  test::Background trainer("exec python3 -c 'import time; time.sleep(300)' '<b>bold</b>' "
+                           "\"$(printf '\\033[2Jgone')\"");
   test::Background held_a("exec setpriv --reuid=nobody --regid=nogroup --clear-groups sleep 300");
   test::Background held_b("exec setpriv --reuid=nobody --regid=nogroup --clear-groups sleep 300");
   std::string xml = test::read_file(test::fixture_path(states_fixture));
@@ -95,12 +147,12 @@ TEST_CASE("serve: the dashboard shows each GPU's state, who holds it and clock-t
   }
   std::string copy = test::temporary_folder() + "/states.xml";
   test::write_file(copy, xml);
-  test::Server server("--interval 0.2 --source xml --nvidia-smi " + fake,
+  test::Server server("--interval 0.2 --expose command-lines --source xml --nvidia-smi " + fake,
                       "FAKE_NVSMI_XML=" + quote(copy));
   // Some history to draw, and the processes' users known.
   REQUIRE(test::wait_until([&] {
     json answer = series(server);
-    return answer.is_object() && answer["times"].size() >= 5 &&
+    return answer.is_object() && answer["times"].size() >= 15 &&
            answer["latest"]["gpus"][3]["processes"][0]["user"] == "nobody";
   }));
 
@@ -118,33 +170,77 @@ TEST_CASE("serve: the dashboard shows each GPU's state, who holds it and clock-t
                                                           {7, "free"}});
   CHECK_THAT(page, Catch::Contains("<span class=\"state idle_but_held\">idle but held</span>"));
   CHECK_THAT(page, Catch::Contains("<span class=\"state at_power_limit\">at power limit</span>"));
-  CHECK_THAT(page, Catch::Contains("89 \xc2\xb0"
-                                   "C"));
+  // The agent's one summary line first, its holders by the agent's exposure rule (loopback).
+  CHECK_THAT(page, Catch::Contains("<p id=\"summary\" aria-live=\"polite\">8 GPUs: 3 free \xc2\xb7 "
+                                   "2 in use \xc2\xb7 1 idle but held (nobody) \xc2\xb7 1 at power "
+                                   "limit \xc2\xb7 1 hot</p>"));
+  // Why a GPU is hot or at its limit, as text in its row; its temperature and power coloured.
+  CHECK_THAT(page, Catch::Contains("<div class=\"reason hot\">89 \xc2\xb0"
+                                   "C, hot from 85 \xc2\xb0"
+                                   "C</div>"));
+  CHECK(
+      matches(page, R"re(<div class="reason at_power_limit">\d+ of 700 W limit</div>)re").size() ==
+      1);
+  CHECK_THAT(page, Catch::Contains("<div class=\"c-temp hot\">89 \xc2\xb0"
+                                   "C</div>"));
+  CHECK(matches(page, R"re(<div class="c-power at_power_limit">\d+ / 700 W</div>)re").size() == 1);
+  CHECK(matches(page, "<div class=\"c-temp[ a-z_]*\">\\d+ \xc2\xb0"
+                      "C</div>")
+            .size() == 8);
+  CHECK(matches(page, R"re(<div class="c-temp (hot|too_hot)">)re").size() == 1);
   CHECK_THAT(page, Catch::Contains("<div class=\"c-users\">nobody</div>"));
-  // The processes table: a row per process, with its user.
-  auto processes = matches(
-      page, R"re(<tr data-gpu="(\d)"><td class="num">\d</td><td class="user">([^<]*)</td>)re");
+  // The processes table: a row per process with its pid and user, by GPU then pid at first.
+  auto processes = process_rows(page);
   REQUIRE(processes.size() == 4);
-  CHECK(processes[0][1] == "2");
-  CHECK(processes[0][2] == "root");
-  CHECK(processes[1][2] == "nobody");
-  CHECK(processes[2][2] == "nobody");
-  CHECK(processes[3][1] == "6");
-  // Charts with clock times on the time axis and units on the value axis, the host's too.
+  CHECK(processes[0] == ProcessRow{2, hot.pid(), "root"});
+  CHECK(processes[1].user == "nobody");
+  CHECK(processes[2].user == "nobody");
+  CHECK(processes[3] == ProcessRow{6, trainer.pid(), "root"});
+  for (const char *column :
+       {"GPU", "pid", "user", "command", "GPU memory", "SM", "CPU", "host memory", "container"})
+    CHECK_THAT(page, Catch::Contains(">" + std::string(column) + "</button></th>"));
+  CHECK(matches(page, R"re(<td class="num gpu_memory">\d+\.\d GiB</td>)re").size() == 4);
+  CHECK(matches(page, R"re(<td class="num host_memory">\d+\.\d GiB</td>)re").size() == 4);
+  // No pmon here: SM unknown, shown as a dash, never 0.
+  CHECK(matches(page, "<td class=\"num sm\">\xe2\x80\x94</td>").size() == 4);
+  // A command line with markup and an escape byte is text: no element made, no byte let through.
+  CHECK_THAT(page, Catch::Contains("&lt;b&gt;bold&lt;/b&gt; \xef\xbf\xbd[2Jgone"));
+  CHECK(page.find('\x1b') == std::string::npos);
+  // Small multiples for eight GPUs: a small chart per reading per GPU, each with its points; the
+  // threshold lines drawn on the temperature and power charts.
   for (const char *chart : {"gpu-utilization_percent", "gpu-memory_used_mib", "gpu-power_draw_w",
-                            "gpu-temperature_c", "host-cpu_percent", "host-memory_used_mib"}) {
+                            "gpu-temperature_c"}) {
+    INFO(chart);
+    auto drawn = matches(page, "data-chart=\"" + std::string(chart) +
+                                   "\" data-gpu=\"(\\d)\" data-points=\"(\\d+)\"");
+    REQUIRE(drawn.size() == 8);
+    for (const std::smatch &small : drawn)
+      CHECK(std::stoi(small[2]) >= 2);
+  }
+  CHECK(matches(page, "data-chart=\"gpu-temperature_c\" data-gpu=\"\\d\" data-points=\"\\d+\" "
+                      "data-lines=\"90 \xc2\xb0"
+                      "C,hot 85 \xc2\xb0"
+                      "C\"")
+            .size() == 8);
+  CHECK(matches(page, "data-chart=\"gpu-power_draw_w\" data-gpu=\"\\d\" data-points=\"\\d+\" "
+                      "data-lines=\"95 % of 700 W\"")
+            .size() == 8);
+  for (const char *chart : {"host-cpu_percent", "host-memory_used_mib"}) {
     INFO(chart);
     auto drawn = matches(page, "data-chart=\"" + std::string(chart) + "\" data-points=\"(\\d+)\"");
     REQUIRE(drawn.size() == 1);
     CHECK(std::stoi(drawn[0][1]) >= 2);
   }
-  CHECK(matches(page, R"re(dygraph-axis-label-x">\d\d:\d\d(:\d\d(\.\d)?)?<)re").size() >= 2);
+  // One time format, 24-hour HH:MM:SS, in the header and on the time axis.
+  CHECK(matches(page, R"re(last sample \d\d:\d\d:\d\d )re").size() == 1);
+  CHECK(matches(page, R"re(dygraph-axis-label-x">\d\d:\d\d:\d\d<)re").size() >= 2);
+  CHECK(matches(page, R"re(dygraph-axis-label-x">[^<]*[^\d:<][^<]*<)re").empty());
+  CHECK(matches(page, R"re(\d(AM|PM|am|pm)\b| (AM|PM)\b)re").empty());
   CHECK(matches(page, R"re(dygraph-axis-label-y">\d+ %<)re").size() >= 2);
   CHECK(matches(page, R"re(dygraph-axis-label-y">\d+ W<)re").size() >= 2);
   CHECK(matches(page, "dygraph-axis-label-y\">\\d+ \xc2\xb0"
                       "C<")
             .size() >= 2);
-  CHECK_THAT(page, Catch::Contains("limit GPU 0,1,2,3,4,5,6,7"));
   screenshot(server, "1400,1000", "dashboard.png");
 
   // At 400 px: no sideways scrolling of the page, the rows still all there.
@@ -154,6 +250,31 @@ TEST_CASE("serve: the dashboard shows each GPU's state, who holds it and clock-t
   CHECK(client > 0);
   CHECK(scroll <= client);
   screenshot(server, "400,900", "dashboard-phone.png");
+
+  // Sorting: a click on a header sorts by its column (numbers largest first), Enter on the
+  // focused header the other way; unknown values stay last.
+  auto pages = act(server, "document.querySelectorAll('#processes tbody tr').length === 4",
+                   {"click:th[data-key=\"gpu_memory\"] button",
+                    "key:th[data-key=\"gpu_memory\"] button:Enter",
+                    // The keyboard's focus stays on the header it pressed.
+                    "wait:document.activeElement === "
+                    "document.querySelector('th[data-key=\"gpu_memory\"] button')",
+                    "click:th[data-key=\"user\"] button",
+                    // The markup of the command line is its text: no element made of it.
+                    "wait:document.querySelectorAll('#processes td.command b').length === 0 && "
+                    "[...document.querySelectorAll('#processes td.command')].some("
+                    "(td) => td.textContent.includes('<b>bold</b> \\ufffd[2Jgone'))"});
+  CHECK(gpus_of(process_rows(pages[0])) == std::vector<int>{2, 3, 3, 6});
+  CHECK(gpus_of(process_rows(pages[1])) == std::vector<int>{6, 3, 2, 3});
+  CHECK_THAT(pages[1], Catch::Contains("<th class=\"num\" data-key=\"gpu_memory\" "
+                                       "aria-sort=\"descending\">"));
+  CHECK(gpus_of(process_rows(pages[2])) == std::vector<int>{3, 2, 3, 6});
+  CHECK_THAT(pages[2], Catch::Contains("<th class=\"num\" data-key=\"gpu_memory\" "
+                                       "aria-sort=\"ascending\">"));
+  std::vector<std::string> users;
+  for (const ProcessRow &row : process_rows(pages[4]))
+    users.push_back(row.user);
+  CHECK(users == std::vector<std::string>{"nobody", "nobody", "root", "root"});
 }
 
 TEST_CASE("serve: the dashboard keeps the history under the banner when sampling stops") {
@@ -177,10 +298,16 @@ TEST_CASE("serve: the dashboard keeps the history under the banner when sampling
   CHECK(states.size() == 8);
   for (const auto &[gpu, state] : states)
     CHECK(state == "stale");
-  auto drawn = matches(page, "data-chart=\"gpu-utilization_percent\" data-points=\"(\\d+)\"");
-  REQUIRE(drawn.size() == 1);
+  // What is shown is greyed: the rows, the summary line, the small charts' rows.
+  CHECK(matches(page, R"re(<div class="glance-row stale" data-gpu=)re").size() == 8);
+  CHECK_THAT(page,
+             Catch::Contains("<p id=\"summary\" aria-live=\"polite\" class=\"stale\">8 GPUs: "));
+  CHECK(matches(page, R"re(<div class="multiple-row stale" data-id=)re").size() == 8);
+  auto drawn = matches(
+      page, "data-chart=\"gpu-utilization_percent\" data-gpu=\"\\d\" data-points=\"(\\d+)\"");
+  REQUIRE(drawn.size() == 8);
   CHECK(std::stoi(drawn[0][1]) >= 1);
-  CHECK(matches(page, R"re(dygraph-axis-label-x">\d\d:\d\d(:\d\d(\.\d)?)?<)re").size() >= 1);
+  CHECK(matches(page, R"re(dygraph-axis-label-x">\d\d:\d\d:\d\d<)re").size() >= 1);
 }
 
 TEST_CASE("serve: the dashboard says so when the agent has no sample yet") {
@@ -192,4 +319,57 @@ TEST_CASE("serve: the dashboard says so when the agent has no sample yet") {
   std::string page = dom(server);
   CHECK_THAT(page, Catch::Contains("data-state=\"error\""));
   CHECK_THAT(page, Catch::Contains("Cannot sample the GPUs: no sample yet"));
+}
+
+TEST_CASE("serve: the dashboard says why a GPU is failing or lost in its row, not on hover") {
+  if (!test::installed("chromium")) {
+    WARN("chromium is not installed: not rendered");
+    return;
+  }
+  test::Server failing("--interval 0.2 --fixture " +
+                       quote(test::fixture_path("xml/h100-8gpu-failing-v12.xml")));
+  REQUIRE(test::wait_until([&] { return series(failing).is_object(); }));
+  std::string page = dom(failing);
+  CHECK(glance_states(page)[3] == "failing");
+  CHECK_THAT(page,
+             Catch::Contains("<div class=\"reason failing\">2 uncorrectable ECC errors</div>"));
+  CHECK_THAT(page, Catch::Contains("1 failing</p>"));
+
+  test::Server lost("--interval 0.2 --fixture " +
+                    quote(test::fixture_path("xml/h100-8gpu-lost-values-v12.xml")));
+  REQUIRE(test::wait_until([&] { return series(lost).is_object(); }));
+  page = dom(lost);
+  CHECK(glance_states(page)[4] == "lost");
+  CHECK_THAT(page, Catch::Contains("<div class=\"reason lost\">GPU is lost</div>"));
+  CHECK_THAT(page, Catch::Contains("1 lost</p>"));
+}
+
+TEST_CASE("serve: the dashboard draws a few GPUs as lines of one chart, in the palette, with the "
+          "threshold lines named") {
+  if (!test::installed("chromium")) {
+    WARN("chromium is not installed: not rendered");
+    return;
+  }
+  test::Server server("--interval 0.2 --fixture " +
+                      quote(test::fixture_path("xml/gtx1080ti-2gpu-v10-nodoctype.xml")));
+  REQUIRE(test::wait_until([&] {
+    json answer = series(server);
+    return answer.is_object() && answer["times"].size() >= 15;
+  }));
+  std::string page = dom(server);
+  CHECK(glance_states(page).size() == 2);
+  CHECK(page.find("data-chart=\"gpu-utilization_percent\" data-gpu=") == std::string::npos);
+  CHECK(matches(page, "data-chart=\"gpu-temperature_c\" data-points=\"\\d+\" "
+                      "data-lines=\"90 \xc2\xb0"
+                      "C,hot 85 \xc2\xb0"
+                      "C\"")
+            .size() == 1);
+  CHECK(matches(page, "data-chart=\"gpu-power_draw_w\" data-points=\"\\d+\" "
+                      "data-lines=\"95 % of 250 W\"")
+            .size() == 1);
+  CHECK_THAT(page, Catch::Contains("limit GPU 0,1"));
+  // The legend names each GPU in its palette colour (none a state's: test_serve_series.cpp).
+  CHECK(matches(page, R"re(<b style="color:#00897b">GPU 0</b>)re").size() >= 4);
+  CHECK(matches(page, R"re(<b style="color:#6a3fb5">GPU 1</b>)re").size() >= 4);
+  CHECK(matches(page, R"re(dygraph-axis-label-x">\d\d:\d\d:\d\d<)re").size() >= 4);
 }

@@ -44,6 +44,13 @@ json job_process(const test::Server &server, int pid) {
   return found;
 }
 
+// The series' summary line: GPU 0 runs the job at 0 % utilization, so it is idle but held.
+std::string summary(const test::Server &server) {
+  json series = json::parse(server.get("/api/v1/series").body, nullptr, false);
+  return series.is_object() && series["summary"].is_string() ? series["summary"].get<std::string>()
+                                                             : std::string();
+}
+
 } // namespace
 
 TEST_CASE("serve gives a process's program name, not its command line, unless asked") {
@@ -52,6 +59,7 @@ TEST_CASE("serve gives a process's program name, not its command line, unless as
   json process = job_process(server, work.job.pid());
   CHECK(process["command"] == "python3");
   CHECK(process["user"] == "root"); // loopback: user names stay
+  CHECK_THAT(summary(server), Catch::Contains("1 idle but held (root)"));
   for (const char *path :
        {"/api/v1/snapshot", "/api/v1/history", "/api/v1/series", "/api/v1/legacy", "/metrics"})
     CHECK(server.get(path).body.find("hunter2") == std::string::npos);
@@ -77,6 +85,8 @@ TEST_CASE("serve off loopback withholds user names unless --expose users") {
   CHECK(process["user"].is_null());
   CHECK(process["uid"].is_null());
   CHECK(server.get("/metrics").body.find("user=\"") == std::string::npos);
+  // The summary counts the held GPU and names nobody.
+  CHECK_THAT(summary(server), Catch::Contains("1 idle but held") && !Catch::Contains("root"));
   CHECK(server.stop() == 0);
 
   test::Server exposed("--listen 0.0.0.0:0 --expose users --source csv --interval 0.2 "
@@ -84,6 +94,7 @@ TEST_CASE("serve off loopback withholds user names unless --expose users") {
                            fake,
                        work.environment());
   CHECK(job_process(exposed, work.job.pid())["user"] == "root");
+  CHECK_THAT(summary(exposed), Catch::Contains("1 idle but held (root)"));
   CHECK(exposed.get("/metrics").body.find("user=\"root\"") != std::string::npos);
   CHECK(exposed.stop() == 0);
 }

@@ -10,6 +10,11 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <regex>
+
 using namespace nvsmi;
 using json = nlohmann::json;
 using std::chrono::milliseconds;
@@ -264,4 +269,87 @@ TEST_CASE("series: answers waiting for clients that do not read stay under a bou
   CHECK(state.pending_bytes() == 0);
   CHECK(get(state, "points=2000", 2999.5).status == 200);
   CHECK(state.pending_bytes() == 0); // a body no one holds is no longer counted
+}
+
+TEST_CASE("series: the summary line is the newest sample's fleet summary, made by the agent") {
+  ServeState state(milliseconds(1000), 3600);
+  Snapshot snapshot = states_fixture();
+  state.add(snapshot, clock_at(0));
+  CHECK(
+      body(get(state, "", 0.5))["summary"] ==
+      "8 GPUs: 3 free \u00b7 2 in use \u00b7 1 idle but held \u00b7 1 at power limit \u00b7 1 hot");
+  // The newest sample's, with the holders of the idle GPU that its processes name.
+  REQUIRE(snapshot.gpus[3].processes);
+  (*snapshot.gpus[3].processes)[0].user = "alice";
+  (*snapshot.gpus[3].processes)[1].user = "<b>bob\x1b[2J</b>";
+  state.add(snapshot, clock_at(1));
+  json series = body(get(state, "", 1.5));
+  CHECK(series["summary"] == "8 GPUs: 3 free \u00b7 2 in use \u00b7 1 idle but held (alice, "
+                             "<b>bob\x1b[2J</b>) \u00b7 1 at power limit \u00b7 1 hot");
+  // The escape byte travels escaped: the body itself holds no control character.
+  CHECK(get(state, "", 1.5).body->find('\x1b') == std::string::npos);
+  // An outage keeps the last summary, under fresh:false.
+  CHECK(body(get(state, "", 60))["fresh"] == false);
+  CHECK(body(get(state, "", 60))["summary"] == series["summary"]);
+}
+
+namespace {
+
+struct Hsl {
+  double hue, saturation;
+};
+
+Hsl hsl(const std::string &hex) {
+  double rgb[3];
+  for (int i = 0; i < 3; ++i)
+    rgb[i] = std::stoi(hex.substr(1 + 2 * i, 2), nullptr, 16) / 255.0;
+  double high = std::max({rgb[0], rgb[1], rgb[2]}), low = std::min({rgb[0], rgb[1], rgb[2]});
+  double chroma = high - low, lightness = (high + low) / 2;
+  double saturation = chroma == 0 ? 0 : chroma / (1 - std::abs(2 * lightness - 1));
+  double hue = 0;
+  if (chroma > 0) {
+    if (high == rgb[0])
+      hue = 60 * std::fmod((rgb[1] - rgb[2]) / chroma + 6, 6);
+    else if (high == rgb[1])
+      hue = 60 * ((rgb[2] - rgb[0]) / chroma + 2);
+    else
+      hue = 60 * ((rgb[0] - rgb[1]) / chroma + 4);
+  }
+  return {hue, saturation};
+}
+
+} // namespace
+
+TEST_CASE("serve: the dashboard's line colours are none of its state colours") {
+  ServeState state(milliseconds(1000), 3600);
+  HttpResponse page = state.answer("/", "", clock_at(0), {});
+  REQUIRE(page.body);
+  std::smatch found;
+  REQUIRE(std::regex_search(*page.body, found, std::regex(R"re(const palette = \[([^\]]*)\])re")));
+  std::string palette = found[1];
+  std::vector<std::string> lines;
+  const std::regex hex("#[0-9a-f]{6}"), variable("--([a-z_]+): (#[0-9a-f]{6})");
+  for (std::sregex_iterator it(palette.begin(), palette.end(), hex), end; it != end; ++it)
+    lines.push_back(it->str());
+  REQUIRE(lines.size() >= 3);
+  std::map<std::string, std::string> states;
+  const std::string &body = *page.body;
+  for (std::sregex_iterator it(body.begin(), body.end(), variable), end; it != end; ++it)
+    states[(*it)[1]] = (*it)[2];
+  for (const char *key : {"free", "in_use", "idle_but_held", "idle", "hot", "at_power_limit",
+                          "lost", "failing", "stale", "unknown"})
+    REQUIRE(states.count(key) == 1);
+  for (const std::string &line : lines)
+    for (const auto &[key, colour] : states) {
+      if (key == "bg" || key == "card" || key == "ink" || key == "muted" || key == "line" ||
+          key == "bar" || key == "util" || key == "mem" || key == "bad")
+        continue;
+      INFO(line << " against --" << key << " " << colour);
+      Hsl a = hsl(line), b = hsl(colour);
+      CHECK(a.saturation >= 0.35); // a colour, not a grey like idle, stale and unknown
+      if (b.saturation < 0.25)
+        continue;
+      double apart = std::abs(a.hue - b.hue);
+      CHECK(std::min(apart, 360 - apart) >= 30);
+    }
 }

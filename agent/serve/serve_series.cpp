@@ -246,6 +246,8 @@ HttpResponse series_response(std::string_view query, const ServeHistory &history
     json.null();
   else
     json.value(context.problem);
+  json.key("summary");
+  json.value(context.summary);
   body += ",\"times\":[";
   for (std::size_t i = 0; i < kept.size(); ++i) {
     if (i)

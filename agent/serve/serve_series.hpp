@@ -21,6 +21,7 @@ struct SeriesContext {
   double latest_unix_seconds;
   bool fresh;
   std::string problem; // why the data is stale; empty when fresh
+  std::string summary; // the newest sample's fleet_summary_text ("8 GPUs: 3 free · ...")
 };
 
 // The answer to `query` (seconds=W&points=P, or step=S&since=T): 200 with the series, or 400

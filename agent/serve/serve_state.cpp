@@ -7,6 +7,8 @@
 #include "serve/json_error.hpp"
 #include "serve/serve_series.hpp"
 
+#include "nvsmi/gpu_state.hpp"
+
 #include <climits>
 #include <cmath>
 #include <unistd.h>
@@ -50,8 +52,14 @@ ServeState::ServeState(std::chrono::milliseconds interval, double history_second
       hostname_(machine_hostname()), pending_max_bytes_(pending_max_bytes) {}
 
 void ServeState::add(const Snapshot &snapshot, const ServeClock &at) {
-  Sample sample{at.unix_seconds, at.steady, shared(format_json(snapshot) + "\n"),
-                shared(format_legacy(snapshot) + "\n"), shared(format_snapshot_metrics(snapshot))};
+  // `snapshot` is already limited to what may be exposed (serve_exposure): the summary names the
+  // holders of idle GPUs only where user names may leave the machine.
+  Sample sample{at.unix_seconds,
+                at.steady,
+                shared(format_json(snapshot) + "\n"),
+                shared(format_legacy(snapshot) + "\n"),
+                shared(format_snapshot_metrics(snapshot)),
+                fleet_summary_text(fleet_summary(snapshot))};
   latest_ = std::move(sample);
   if (snapshot.host && snapshot.host->hostname)
     hostname_ = valid_utf8(*snapshot.host->hostname);
@@ -125,10 +133,11 @@ HttpResponse ServeState::series(std::string_view query, const ServeClock &at) co
   if (!latest_)
     return unavailable(at);
   bool is_fresh = fresh(at);
-  HttpResponse response = series_response(query, *history_,
-                                          {at.unix_seconds, duration<double>(interval_).count(),
-                                           hostname_, latest_->json, latest_->unix_seconds,
-                                           is_fresh, is_fresh ? std::string() : stale_reason(at)});
+  HttpResponse response =
+      series_response(query, *history_,
+                      {at.unix_seconds, duration<double>(interval_).count(), hostname_,
+                       latest_->json, latest_->unix_seconds, is_fresh,
+                       is_fresh ? std::string() : stale_reason(at), latest_->summary});
   if (response.status != 200 || !response.body)
     return response;
   // A body is made whole (its buckets are known only at the end), then counted until it is

@@ -47,6 +47,7 @@ private:
     double unix_seconds;
     std::chrono::steady_clock::time_point steady;
     std::shared_ptr<const std::string> json, legacy, snapshot_metrics;
+    std::string summary; // fleet_summary_text, for the dashboard's first line
   };
 
   bool fresh(const ServeClock &at) const;
