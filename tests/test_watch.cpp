@@ -880,3 +880,23 @@ TEST_CASE("watch --source xml: nvidia-smi's message on stdout is in the exit lin
                                   "it couldn't communicate with the NVIDIA driver."));
   CHECK(err.find("partial sample dropped") == std::string::npos);
 }
+
+TEST_CASE(
+    "watch: a looping nvidia-smi that exits with no sample is named by its first stderr line") {
+  for (const char *source : {"csv", "xml"}) {
+    INFO(source);
+    Setup setup;
+    auto agent = watch_in_background(setup, "FAKE_NVSMI_MODE=no-library",
+                                     std::string("--interval 0.1 --source ") + source);
+    REQUIRE(test::wait_until([&] { return agent->err_contains("restarting nvidia-smi in 1 s"); }));
+    ::kill(agent->pid(), SIGTERM);
+    CHECK(agent->wait() == 0);
+    std::string err = agent->err();
+    INFO(err);
+    // The cause, not the hint the stand-in wrote after it; then the restart as for any exit.
+    CHECK_THAT(err, Catch::Contains("nvidia-smi exited with code 12 before its first sample; on "
+                                    "stderr: NVIDIA-SMI couldn't find libnvidia-ml.so library in "
+                                    "your system.\n"));
+    CHECK(err.find("Please also try") == std::string::npos);
+  }
+}
