@@ -2,6 +2,7 @@
 #include "core/local_time.hpp"
 #include "process_support.hpp"
 #include "support.hpp"
+#include "tmux_session.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -282,6 +283,35 @@ TEST_CASE("watch: --csv-max-bytes rotates, each file with its header") {
     CHECK(content.rfind("timestamp,index,", 0) == 0);
   }
   CHECK(test::run_shell("test -e " + quote(setup.log + ".3")).exit_code != 0);
+}
+
+TEST_CASE("watch at a terminal says once what it watches, where and how to stop; a pipe not") {
+  Setup setup;
+  Run piped = setup.watch("", "--interval 0.1 --count 2");
+  CHECK(piped.exit_code == 0);
+  CHECK(piped.err.find("watching") == std::string::npos);
+  CHECK(piped.err.find("Ctrl-C") == std::string::npos);
+  if (!test::installed("tmux")) {
+    WARN("tmux is not installed (scripts/install-deps installs it): watch at a terminal is not "
+         "tested");
+    return;
+  }
+  test::Tmux tmux(200, 24);
+  // stdout away, so that the screen holds stderr alone.
+  tmux.run("FAKE_NVSMI_STATE=" + quote(setup.folder + "/state") + " " + quote(AGENT_BIN) +
+           " watch --nvidia-smi " + quote(std::string(SCRIPTS_DIR) + "/fake-nvidia-smi") +
+           " --interval 0.5 --format json --csv-log " + quote(setup.log) +
+           " >/dev/null; echo watch-exit=$?");
+  const std::string line =
+      "watching 8 GPUs every 0.5 s, writing json to stdout, CSV to " + setup.log + "; Ctrl-C stops";
+  REQUIRE(tmux.wait_for(line));
+  // Once, not once per sample.
+  REQUIRE(test::wait_until([&] { return lines_of(test::read_file(setup.log)).size() > 3 * 8; }));
+  std::string screen = tmux.screen();
+  INFO(screen);
+  CHECK(screen.find(line) == screen.rfind(line));
+  tmux.key("C-c");
+  CHECK(tmux.wait_for("watch-exit=0"));
 }
 
 TEST_CASE("watch: a child that exits is restarted with backoff; the log keeps whole rows") {
