@@ -124,6 +124,19 @@ TEST_CASE("check cli: the stand-in nvidia-smi run now is OK; its failures are UN
   check_one_line(check("--fixture /nonexistent/nvidia-smi.xml"), 3, "GPU UNKNOWN - ");
 }
 
+TEST_CASE("check cli: --gpu takes an index, a UUID or a PCI bus id, repeated or comma-separated") {
+  check_one_line(check_fixture("h100-8gpu-v12.xml",
+                               "--gpu 0,GPU-00000000-0000-0000-0000-000000000001 --gpu 39:00.0 "
+                               "--gpu 00000000:49:00.0"),
+                 0, "GPU OK - 4 of 4 OK | ");
+  check_one_line(
+      check_fixture("h100-8gpu-v12.xml", "--gpu GPU-00000000-0000-0000-0000-00000000000f"), 2,
+      "GPU CRITICAL - GPU GPU-00000000-0000-0000-0000-00000000000f not listed by "
+      "nvidia-smi | ");
+  check_one_line(check_fixture("h100-8gpu-v12.xml", "--gpu 99:00.0,2"), 2,
+                 "GPU CRITICAL - GPU 99:00.0 not listed by nvidia-smi; 1 of 1 OK | ");
+}
+
 TEST_CASE("check cli: nvidia-smi past --timeout is CRITICAL, exit 2: a hung driver") {
   Run run = check_fake("hang", "--timeout 0.5");
   check_one_line(run, 2, "GPU CRITICAL - ");
@@ -134,7 +147,7 @@ TEST_CASE("check cli: a bad option is UNKNOWN on stdout, exit 3, never the usage
   for (const std::string &arguments :
        {std::string("--bogus"), std::string("--temperature-warning hot"),
         std::string("--temperature-critical -1"), std::string("--source json"),
-        std::string("--gpu x"), std::string("--fixture a --nvidia-smi b"),
+        std::string("--gpu 0/1"), std::string("--fixture a --nvidia-smi b"),
         std::string("--memory-warning slowdown"), std::string("--timeout")}) {
     INFO(arguments);
     Run run = check(arguments);

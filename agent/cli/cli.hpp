@@ -79,6 +79,13 @@ void add_nvidia_smi_option(CLI::App *command, std::optional<std::string> &target
 void add_source_option(CLI::App *command, std::string &target, const std::string &help);
 
 // --kernel-log PATH|none into `target` once parsed: PATH, else /dev/kmsg when nvidia-smi runs
+// --gpu ID, the one way every command that chooses GPUs names them (check, report, run): an
+// index, a UUID or a PCI bus id (nvsmi/gpu_selector.hpp, as nvidia-smi -i), repeatable and
+// comma-separated, into `target`. `help` says what the command does with them; `name` is for an
+// older spelling kept as a hidden alias.
+CLI::Option *add_gpu_option(CLI::App *command, std::vector<std::string> &target,
+                            const std::string &help, const std::string &name = "--gpu");
+
 // here, else (a recording, --fixture) none. `fixture` is the command's --fixture option.
 struct KernelLogCli {
   std::optional<std::string> path; // as given

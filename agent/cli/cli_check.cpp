@@ -77,10 +77,7 @@ SubcommandRun check_options(CLI::App *command) {
       ->check(finite_range(0.001, 86400.0))
       ->default_str("10");
   add_kernel_log_option(command, settings->kernel_log);
-  command
-      ->add_option("--gpu", options.gpus,
-                   "Judge only the GPU with this index (repeatable); one not listed is CRITICAL")
-      ->check(whole_range(0, 1 << 20));
+  add_gpu_option(command, options.gpus, "Judge only these GPUs; one not listed is CRITICAL");
   command
       ->add_option("--expected-gpus", options.thresholds.expected_gpus,
                    "CRITICAL when nvidia-smi lists fewer GPUs (one that fell off the bus may "

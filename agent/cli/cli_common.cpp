@@ -4,6 +4,7 @@
 #include "kernel_log/xid_log.hpp"
 
 #include "nvsmi/csv_reader.hpp"
+#include "nvsmi/gpu_selector.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -65,6 +66,25 @@ CLI::Validator whole_range(long long min, long long max) {
         return {};
       },
       "N in " + range, "whole range");
+}
+
+CLI::Option *add_gpu_option(CLI::App *command, std::vector<std::string> &target,
+                            const std::string &help, const std::string &name) {
+  // The value is not repeated back: it may be any bytes, and this message reaches a terminal.
+  CLI::Validator selector(
+      [](std::string &text) -> std::string {
+        return valid_gpu_selector(text) ? std::string()
+                                        : "must be a GPU's index, UUID or PCI bus id (letters, "
+                                          "digits, ':', '.' and '-')";
+      },
+      "", "GPU selector");
+  return command
+      ->add_option(name, target,
+                   help + ". ID: an index, a UUID or a PCI bus id, as nvidia-smi -i takes; "
+                          "repeatable or comma-separated")
+      ->type_name("ID")
+      ->delimiter(',')
+      ->check(selector);
 }
 
 CLI::Validator caller_path(std::vector<std::string> harmless) {

@@ -69,12 +69,12 @@ public:
       if (option->get_expected_max() == CLI::detail::expected_max_vector_size)
         out << " ...";
     }
-    if (!option->get_excludes().empty()) {
-      out << " (not with";
-      for (const CLI::Option *other : option->get_excludes())
-        out << " " << other->get_name();
-      out << ")";
-    }
+    std::string excluded;
+    for (const CLI::Option *other : option->get_excludes())
+      if (!other->get_group().empty()) // a hidden alias stays hidden
+        excluded += " " + other->get_name();
+    if (!excluded.empty())
+      out << " (not with" << excluded << ")";
     return out.str();
   }
 
