@@ -38,11 +38,13 @@ int main(int argc, char **argv) {
   } catch (const CLI::Success &done) {
     return app.exit(done);
   } catch (const CLI::ParseError &error) {
+    std::string message =
+        usage_error(app, subcommands, error, std::vector<std::string>(argv + 1, argv + argc));
     for (const Subcommand &subcommand : subcommands)
       if (subcommand.command->parsed() && subcommand.chosen->parse_failed)
-        return subcommand.chosen->parse_failed(error);
+        return subcommand.chosen->parse_failed(message);
     // One line, as every other failure: CLI11's own adds a second.
-    report(usage_error(app, subcommands, error, std::vector<std::string>(argv + 1, argv + argc)));
+    report(message);
     return exit_usage;
   }
 

@@ -151,9 +151,15 @@ TEST_CASE("check cli: a bad option is UNKNOWN on stdout, exit 3, never the usage
         std::string("--memory-warning slowdown"), std::string("--timeout")}) {
     INFO(arguments);
     Run run = check(arguments);
-    check_one_line(run, 3, "GPU UNKNOWN - bad option: ");
+    check_one_line(run, 3, "GPU UNKNOWN - nvsmi-agent: ");
     CHECK(run.out.find('|') == std::string::npos);
   }
+  // The words of every other command's refusal, the option meant among them.
+  Run misspelt = check("--temperature-warnng 80");
+  CHECK(misspelt.exit_code == 3);
+  CHECK(misspelt.out == "GPU UNKNOWN - nvsmi-agent: check: unknown option '--temperature-warnng'; "
+                        "did you mean '--temperature-warning'? (see nvsmi-agent check --help)\n");
+  CHECK(misspelt.err.empty());
   // Other subcommands keep their usage error.
   CHECK(test::run_agent("snapshot --bogus").exit_code == 2);
   Run help = check("--help");
@@ -213,7 +219,7 @@ TEST_CASE("check cli: nan and inf are bad options, UNKNOWN, never a judgement") 
     for (const std::string value : {"nan", "inf", "-inf", "1e999"}) {
       INFO(option << " " << value);
       Run run = check_fake("ok", option + " " + value);
-      check_one_line(run, 3, "GPU UNKNOWN - bad option: " + option + ": not a finite number");
+      check_one_line(run, 3, "GPU UNKNOWN - nvsmi-agent: " + option + ": not a finite number");
     }
 }
 
@@ -230,7 +236,7 @@ TEST_CASE("check cli: under sudo, the caller names no program and no file: UNKNO
         "--kernel-log " + quote(fixture("h100-8gpu-v12.xml")) + " --fixture -"}) {
     INFO(arguments);
     Run run = test::run_shell(sudo + arguments + " < " + quote(fixture("h100-8gpu-v12.xml")));
-    check_one_line(run, 3, "GPU UNKNOWN - bad option: --");
+    check_one_line(run, 3, "GPU UNKNOWN - nvsmi-agent: --");
     CHECK_THAT(run.out, Catch::Contains(": refused under sudo (SUDO_UID is set)") &&
                             Catch::Contains("give sudo the fixed command line"));
   }

@@ -18,8 +18,9 @@ namespace nvsmi {
 struct SubcommandRun {
   std::function<int()> run; // returns the exit code; may throw AgentError
   // Set where a bad command line must not end in the usual usage error (check, whose caller
-  // reads exit 2 as CRITICAL): says it and returns the exit code.
-  std::function<int(const CLI::ParseError &)> parse_failed = {};
+  // reads exit 2 as CRITICAL): says `message` (usage_error's line, without "nvsmi-agent: ") its
+  // own way and returns the exit code.
+  std::function<int(const std::string &message)> parse_failed = {};
 };
 
 struct Subcommand {
@@ -78,7 +79,6 @@ void add_nvidia_smi_option(CLI::App *command, std::optional<std::string> &target
 // --source csv|xml into `target` ("csv" or "xml").
 void add_source_option(CLI::App *command, std::string &target, const std::string &help);
 
-// --kernel-log PATH|none into `target` once parsed: PATH, else /dev/kmsg when nvidia-smi runs
 // --gpu ID, the one way every command that chooses GPUs names them (check, report, run): an
 // index, a UUID or a PCI bus id (nvsmi/gpu_selector.hpp, as nvidia-smi -i), repeatable and
 // comma-separated, into `target`. `help` says what the command does with them; `name` is for an
@@ -86,6 +86,7 @@ void add_source_option(CLI::App *command, std::string &target, const std::string
 CLI::Option *add_gpu_option(CLI::App *command, std::vector<std::string> &target,
                             const std::string &help, const std::string &name = "--gpu");
 
+// --kernel-log PATH|none into `target` once parsed: PATH, else /dev/kmsg when nvidia-smi runs
 // here, else (a recording, --fixture) none. `fixture` is the command's --fixture option.
 struct KernelLogCli {
   std::optional<std::string> path; // as given

@@ -172,11 +172,9 @@ SubcommandRun check_options(CLI::App *command) {
     return run_check(run_options);
   }};
   // Nagios reads exit 2 as CRITICAL: a bad command line is the plugin's failure, UNKNOWN (3), and
-  // said on stdout, where the monitoring shows it.
-  subcommand.parse_failed = [](const CLI::ParseError &error) {
-    return write_plugin_line(
-        check_failure(CheckStatus::unknown, std::string("bad option: ") + error.what() +
-                                                " (see nvsmi-agent check --help)"));
+  // said on stdout, where the monitoring shows it, in the words every command's refusal has.
+  subcommand.parse_failed = [](const std::string &message) {
+    return write_plugin_line(check_failure(CheckStatus::unknown, "nvsmi-agent: " + message));
   };
   return subcommand;
 }
