@@ -147,6 +147,7 @@ void SamplingCli::finish() {
 void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
   SamplerOptions &options = sampling.options;
   command->add_option("--interval", options.interval_seconds, "Seconds between samples")
+      ->type_name("SECONDS")
       ->check(finite_range(0.01, 86400.0))
       ->capture_default_str();
   add_source_option(command, sampling.source, "csv (--query-gpu, cheap) or xml (-q -x, complete)");
@@ -170,6 +171,7 @@ void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
       ->add_option("--stall-timeout", options.stall_timeout_seconds,
                    "Kill and restart nvidia-smi after this many seconds without a whole sample "
                    "(default: max(3 x interval, 10))")
+      ->type_name("SECONDS")
       ->check(finite_range(0.01, 86400.0));
   CLI::Option *no_processes = command->add_flag(
       "--no-processes", [&options](std::int64_t) { options.processes = false; },
@@ -179,6 +181,7 @@ void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
       ->add_option("--process-interval", options.process_interval_seconds,
                    "Seconds between nvidia-smi's listings of the processes, in its own loop "
                    "(default: max(interval, 1)); pmon's interval is this, rounded to 1..10 s")
+      ->type_name("SECONDS")
       ->check(finite_range(0.1, 86400.0))
       ->excludes(no_processes);
   command->add_flag(
@@ -191,17 +194,20 @@ void add_pick_options(CLI::App *command, PickCli &pick) {
   command
       ->add_option("--min-free-mib", pick.criteria.min_free_mib,
                    "Only GPUs with at least this much memory free")
+      ->type_name("MIB")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   command
       ->add_option("--max-utilization", pick.criteria.max_utilization_percent,
                    "Only GPUs whose utilization is under this percentage (and no compute process)")
+      ->type_name("PERCENT")
       ->check(finite_range(0.0, 100.0))
       ->capture_default_str();
   command
       ->add_option("--wait", pick.wait_seconds,
                    "Sample until enough GPUs are free, at most this many seconds (default: decide "
                    "on one sample)")
+      ->type_name("SECONDS")
       ->check(finite_range(0.0, 31.0 * 86400));
   command->add_flag("--uuid", pick.uuid,
                     "Name GPUs by UUID (they survive a reordering) instead of by index");

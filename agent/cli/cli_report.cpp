@@ -56,6 +56,7 @@ SubcommandRun report_options(CLI::App *command) {
   command
       ->add_option("--interval", options.interval,
                    "Seconds between samples (default: the median spacing of the first samples)")
+      ->type_name("SECONDS")
       ->check(finite_range(0.001, 86400.0));
 
   return {[settings] {

@@ -45,6 +45,7 @@ SubcommandRun run_options(CLI::App *command) {
                    "`nvsmi-agent report` later")
       ->check(caller_path());
   command->add_option("command", options.command, "The job: COMMAND [ARGS...], after --")
+      ->type_name("COMMAND")
       ->required();
   // CLI11 lets a `--` end the values of an option that takes several and eats it there:
   // `--gpu 0 -- sh -c CMD` then left `-c` to be read as an option of run's. One word of values
@@ -60,9 +61,9 @@ SubcommandRun run_options(CLI::App *command) {
     o.wait_seconds = settings->pick.wait_seconds;
     o.uuid = settings->pick.uuid;
     o.lock_dir = settings->pick.lock_dir;
-    // The report is written at the end: a device, a FIFO or a folder that takes no file is
     o.gpu_ids.insert(o.gpu_ids.end(), settings->gpu_ids_alias.begin(),
                      settings->gpu_ids_alias.end());
+    // The report is written at the end: a device, a FIFO or a folder that takes no file is
     // refused before the job runs, not after hours of it.
     if (o.report_file)
       check_replaceable(*o.report_file);
