@@ -297,9 +297,11 @@ TEST_CASE("watch at a terminal says once what it watches, where and how to stop;
     return;
   }
   test::Tmux tmux(200, 24);
-  // stdout away, so that the screen holds stderr alone.
-  tmux.run("FAKE_NVSMI_STATE=" + quote(setup.folder + "/state") + " " + quote(AGENT_BIN) +
-           " watch --nvidia-smi " + quote(std::string(SCRIPTS_DIR) + "/fake-nvidia-smi") +
+  // stdout away, so that the screen holds stderr alone. The tmux server's end is a SIGHUP, which
+  // watch takes to reopen its logs: the timeout ends it should the test fail before Ctrl-C.
+  tmux.run("FAKE_NVSMI_STATE=" + quote(setup.folder + "/state") + " timeout --foreground 120 " +
+           quote(AGENT_BIN) + " watch --nvidia-smi " +
+           quote(std::string(SCRIPTS_DIR) + "/fake-nvidia-smi") +
            " --interval 0.5 --format json --csv-log " + quote(setup.log) +
            " >/dev/null; echo watch-exit=$?");
   const std::string line =
