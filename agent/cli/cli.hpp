@@ -27,26 +27,44 @@ struct Subcommand {
   CLI::App *command;
   // Its options are added only when CLI11 enters it, that is when the command line names it: a
   // run builds its own command's options, not all eight (a cron snapshot's cost, docs/
-  // PERFORMANCE.md). Filled in then, so it is set for every command that parsed().
+  // PERFORMANCE.md). Filled in then (add_subcommands), so it is set for the chosen command.
   std::shared_ptr<SubcommandRun> chosen;
+  std::function<SubcommandRun(CLI::App *command)> add_options;
 };
 
-// `name` and its one line on `app` (what `nvsmi-agent --help` lists), with `add_options` run on
+// `name` and its one line on `app` (what `nvsmi-agent --help` lists), with `add_options` to run on
 // it when it is chosen.
 Subcommand add_subcommand(CLI::App &app, const std::string &name, const std::string &description,
                           std::function<SubcommandRun(CLI::App *command)> add_options);
+
+// Every subcommand, in the order --help lists them, and the one the command line names.
+class Subcommands {
+public:
+  explicit Subcommands(std::vector<Subcommand> all);
+  // Each command's callback points at its entry here.
+  Subcommands(const Subcommands &) = delete;
+  Subcommands &operator=(const Subcommands &) = delete;
+  const std::vector<Subcommand> &all() const { return all_; }
+  // The one CLI11 entered, its options built, once it has: known even when the parse then fails
+  // in its options. Null before, and when the command line names none.
+  const Subcommand *chosen() const { return *chosen_; }
+
+private:
+  std::vector<Subcommand> all_;
+  std::shared_ptr<const Subcommand *> chosen_ = std::make_shared<const Subcommand *>(nullptr);
+};
 
 // --help in plain words: SECONDS, N, PATH for an option's value, its default and range after its
 // line. Set on the app before its subcommands, which take it from the app.
 void use_plain_help(CLI::App &app);
 
-// Every subcommand, in the order --help lists them.
-std::vector<Subcommand> add_subcommands(CLI::App &app);
+// Every subcommand on `app`.
+Subcommands add_subcommands(CLI::App &app);
 
 // The one line (after "nvsmi-agent: ") for a command line CLI11 refused: what is wrong in plain
 // words, the command or option meant where one is close ("did you mean"), and which --help to
 // read. `arguments`: the command line without the program's name.
-std::string usage_error(const CLI::App &app, const std::vector<Subcommand> &subcommands,
+std::string usage_error(const CLI::App &app, const Subcommands &subcommands,
                         const CLI::ParseError &error, const std::vector<std::string> &arguments);
 
 Subcommand add_snapshot_command(CLI::App &app);
