@@ -31,25 +31,26 @@ int main(int argc, char **argv) {
   app.require_subcommand(1);
   use_plain_help(app);
 
-  std::vector<Subcommand> subcommands = add_subcommands(app);
+  Subcommands subcommands = add_subcommands(app);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success &done) {
     return app.exit(done);
   } catch (const CLI::ParseError &error) {
-    for (const Subcommand &subcommand : subcommands)
-      if (subcommand.command->parsed() && subcommand.chosen->parse_failed)
-        return subcommand.chosen->parse_failed(error);
+    std::string message =
+        usage_error(app, subcommands, error, std::vector<std::string>(argv + 1, argv + argc));
+    const Subcommand *chosen = subcommands.chosen();
+    if (chosen && chosen->chosen->parse_failed)
+      return chosen->chosen->parse_failed(message);
     // One line, as every other failure: CLI11's own adds a second.
-    report(usage_error(app, subcommands, error, std::vector<std::string>(argv + 1, argv + argc)));
+    report(message);
     return exit_usage;
   }
 
   try {
-    for (const Subcommand &subcommand : subcommands)
-      if (subcommand.command->parsed())
-        return subcommand.chosen->run();
+    if (const Subcommand *chosen = subcommands.chosen())
+      return chosen->chosen->run();
     return exit_ok;
   } catch (const AgentError &error) {
     report(error.what());

@@ -31,7 +31,7 @@ Clock::time_point seconds_after_taken(double seconds) {
 const Clock::time_point now = seconds_after_taken(5);
 
 CheckResult judge(const Snapshot &snapshot, const CheckThresholds &thresholds = {},
-                  const std::vector<int> &gpus = {}, Clock::time_point at = now) {
+                  const std::vector<std::string> &gpus = {}, Clock::time_point at = now) {
   return judge_snapshot(snapshot, thresholds, gpus, at);
 }
 
@@ -309,7 +309,7 @@ TEST_CASE("check: Xids of a device nvidia-smi no longer lists are counted, but n
   CHECK(result.status == CheckStatus::critical);
   CHECK(result.summary == "PCI 0000:c1:00 (not listed): Xid 79 x3 needs a reset: GPU has fallen "
                           "off the bus.; 2 of 2 OK");
-  CHECK(judge(snapshot, {}, {0}).status == CheckStatus::ok);
+  CHECK(judge(snapshot, {}, {"0"}).status == CheckStatus::ok);
 }
 
 TEST_CASE("check: an unreadable kernel log is a WARNING by default, else a note") {
@@ -378,11 +378,11 @@ TEST_CASE("check: the stale defaults are off for nvidia-smi run now, on for a re
 TEST_CASE("check: --gpu judges only those GPUs; one not listed is CRITICAL") {
   Snapshot snapshot = test::quiet_machine(4);
   snapshot.gpus[1].temperature_c = 95;
-  CheckResult some = judge(snapshot, {}, {0, 2});
+  CheckResult some = judge(snapshot, {}, {"0", "2"});
   CHECK(some.status == CheckStatus::ok);
   CHECK(some.summary == "2 of 2 OK");
   CHECK_THAT(some.perfdata, !Catch::Contains("gpu1_"));
-  CheckResult missing = judge(snapshot, {}, {0, 7});
+  CheckResult missing = judge(snapshot, {}, {"0", "7"});
   CHECK(missing.status == CheckStatus::critical);
   CHECK(missing.summary == "GPU 7 not listed by nvidia-smi; 1 of 1 OK");
 }

@@ -124,6 +124,19 @@ TEST_CASE("check cli: the stand-in nvidia-smi run now is OK; its failures are UN
   check_one_line(check("--fixture /nonexistent/nvidia-smi.xml"), 3, "GPU UNKNOWN - ");
 }
 
+TEST_CASE("check cli: --gpu takes an index, a UUID or a PCI bus id, repeated or comma-separated") {
+  check_one_line(check_fixture("h100-8gpu-v12.xml",
+                               "--gpu 0,GPU-00000000-0000-0000-0000-000000000001 --gpu 39:00.0 "
+                               "--gpu 00000000:49:00.0"),
+                 0, "GPU OK - 4 of 4 OK | ");
+  check_one_line(
+      check_fixture("h100-8gpu-v12.xml", "--gpu GPU-00000000-0000-0000-0000-00000000000f"), 2,
+      "GPU CRITICAL - GPU GPU-00000000-0000-0000-0000-00000000000f not listed by "
+      "nvidia-smi | ");
+  check_one_line(check_fixture("h100-8gpu-v12.xml", "--gpu 99:00.0,2"), 2,
+                 "GPU CRITICAL - GPU 99:00.0 not listed by nvidia-smi; 1 of 1 OK | ");
+}
+
 TEST_CASE("check cli: nvidia-smi past --timeout is CRITICAL, exit 2: a hung driver") {
   Run run = check_fake("hang", "--timeout 0.5");
   check_one_line(run, 2, "GPU CRITICAL - ");
@@ -134,13 +147,19 @@ TEST_CASE("check cli: a bad option is UNKNOWN on stdout, exit 3, never the usage
   for (const std::string &arguments :
        {std::string("--bogus"), std::string("--temperature-warning hot"),
         std::string("--temperature-critical -1"), std::string("--source json"),
-        std::string("--gpu x"), std::string("--fixture a --nvidia-smi b"),
+        std::string("--gpu 0/1"), std::string("--fixture a --nvidia-smi b"),
         std::string("--memory-warning slowdown"), std::string("--timeout")}) {
     INFO(arguments);
     Run run = check(arguments);
-    check_one_line(run, 3, "GPU UNKNOWN - bad option: ");
+    check_one_line(run, 3, "GPU UNKNOWN - nvsmi-agent: ");
     CHECK(run.out.find('|') == std::string::npos);
   }
+  // The words of every other command's refusal, the option meant among them.
+  Run misspelt = check("--temperature-warnng 80");
+  CHECK(misspelt.exit_code == 3);
+  CHECK(misspelt.out == "GPU UNKNOWN - nvsmi-agent: check: unknown option '--temperature-warnng'; "
+                        "did you mean '--temperature-warning'? (see nvsmi-agent check --help)\n");
+  CHECK(misspelt.err.empty());
   // Other subcommands keep their usage error.
   CHECK(test::run_agent("snapshot --bogus").exit_code == 2);
   Run help = check("--help");
@@ -200,7 +219,7 @@ TEST_CASE("check cli: nan and inf are bad options, UNKNOWN, never a judgement") 
     for (const std::string value : {"nan", "inf", "-inf", "1e999"}) {
       INFO(option << " " << value);
       Run run = check_fake("ok", option + " " + value);
-      check_one_line(run, 3, "GPU UNKNOWN - bad option: " + option + ": not a finite number");
+      check_one_line(run, 3, "GPU UNKNOWN - nvsmi-agent: " + option + ": not a finite number");
     }
 }
 
@@ -217,7 +236,7 @@ TEST_CASE("check cli: under sudo, the caller names no program and no file: UNKNO
         "--kernel-log " + quote(fixture("h100-8gpu-v12.xml")) + " --fixture -"}) {
     INFO(arguments);
     Run run = test::run_shell(sudo + arguments + " < " + quote(fixture("h100-8gpu-v12.xml")));
-    check_one_line(run, 3, "GPU UNKNOWN - bad option: --");
+    check_one_line(run, 3, "GPU UNKNOWN - nvsmi-agent: --");
     CHECK_THAT(run.out, Catch::Contains(": refused under sudo (SUDO_UID is set)") &&
                             Catch::Contains("give sudo the fixed command line"));
   }

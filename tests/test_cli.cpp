@@ -242,10 +242,19 @@ TEST_CASE("--help shows a plain word for each value and the default and range in
     INFO(command);
     Run help = run_agent(std::string(command) + " --help");
     CHECK(help.exit_code == 0);
-    for (const char *noise :
-         {"FLOAT", "UINT", "INT:", "TEXT", "NUMBER in", "POSITIVE", "Excludes:"})
+    for (const char *noise : {"POSITIVE", "Excludes:", " in ["})
       CHECK_THAT(help.out, !Catch::Contains(noise));
+    // A type word anywhere, as a whole word: each value names its own where it is declared.
+    CHECK_THAT(help.out,
+               !Catch::Matches("[\\s\\S]*\\b(FLOAT|INT|UINT|TEXT|NUMBER|VALUE)\\b[\\s\\S]*"));
   }
+  // Durations say SECONDS whatever their help text begins with.
+  CHECK_THAT(run_agent("watch --help").out, Catch::Contains("--stall-timeout SECONDS "));
+  CHECK_THAT(run_agent("pick --help").out, Catch::Contains("--wait SECONDS "));
+  Run check = run_agent("check --help");
+  CHECK_THAT(check.out, Catch::Contains("--temperature-critical CELSIUS|slowdown|none") &&
+                            Catch::Contains("--stale-warning SECONDS|none") &&
+                            Catch::Contains("--memory-warning PERCENT|none"));
   Run watch = run_agent("watch --help");
   CHECK_THAT(
       watch.out,

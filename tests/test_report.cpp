@@ -228,6 +228,24 @@ TEST_CASE("report: --from, --to and --gpu") {
   CHECK(late["gpus"][0]["time"]["first"] == "2024-03-14T10:05:30.012+01:00");
 }
 
+TEST_CASE("report: --gpu takes several GPUs, by index or UUID; one with no row is exit 6") {
+  json both = report_json("--gpu 0,GPU-00000000-0000-0000-0000-000000000001 " +
+                          fixture("training-2gpu.csv"));
+  CHECK(both["gpus"].size() == 2);
+  json repeated = report_json("--gpu 1 --gpu gpu-00000000-0000-0000-0000-000000000000 " +
+                              fixture("training-2gpu.csv"));
+  CHECK(repeated["gpus"].size() == 2);
+  // GPU 0 is in the log, GPU 5 is not: a report of GPU 0 alone would read as the whole answer.
+  Run missing = test::run_agent("report --gpu 0 --gpu 5 " + fixture("training-2gpu.csv"));
+  CHECK(missing.exit_code == 6);
+  CHECK(missing.out.empty());
+  CHECK(missing.err == "nvsmi-agent: no rows for GPU 5 in 106 rows of 1 file(s)\n");
+  Run hostile =
+      test::run_agent("report --gpu \"$(printf '0\\033[2J')\" " + fixture("training-2gpu.csv"));
+  CHECK(hostile.exit_code == 2);
+  CHECK(hostile.err.find('\x1b') == std::string::npos);
+}
+
 TEST_CASE("report: the README example") {
   Run run = test::run_agent("report " + fixture("training-2gpu.csv"));
   CHECK(run.exit_code == 0);

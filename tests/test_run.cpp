@@ -129,6 +129,39 @@ TEST_CASE("run sets CUDA_VISIBLE_DEVICES in PCI order, and NVSMI_RUN_GPUS to the
   CHECK(by_uuid.out == "GPU-00000000-0000-0000-0000-000000000004\n");
 }
 
+TEST_CASE("run --gpu takes an index, a UUID or a PCI bus id; --gpu-ids still works; one not "
+          "listed is exit 2") {
+  std::string folder = test::temporary_folder();
+  std::string report = " --report " + quote(folder + "/report");
+  auto devices = [&](const std::string &choice) {
+    return run_shell(
+        run_command(folder + "/locks", choice + report + " -- sh -c 'echo $CUDA_VISIBLE_DEVICES'"));
+  };
+  // A UUID nvidia-smi does not list, among ones it does: the job does not start.
+  test::Run named = devices("--gpu 00000000:59:00.0,GPU-00000000-0000-0000-0000-00000000000A "
+                            "--gpu 9B:00.0");
+  INFO("stderr: " << named.err);
+  CHECK(named.exit_code == 2);
+  CHECK(named.err == "nvsmi-agent: --gpu: nvidia-smi lists no GPU "
+                     "GPU-00000000-0000-0000-0000-00000000000A\n");
+  test::Run chosen =
+      devices("--gpu 00000000:59:00.0 --gpu GPU-00000000-0000-0000-0000-000000000007");
+  INFO("stderr: " << chosen.err);
+  CHECK(chosen.exit_code == 0);
+  CHECK(chosen.out == "4,7\n");
+  // GPU 4 by its bus id as nvidia-smi prints it and short, GPU 7 by its UUID.
+  test::Run by_bus = devices("--gpu 59:00.0");
+  CHECK(by_bus.out == "4\n");
+  test::Run alias = devices("--gpu-ids 3");
+  CHECK(alias.exit_code == 0);
+  CHECK(alias.out == "3\n");
+  // The alias is for old scripts: the help names --gpu alone.
+  test::Run help = test::run_agent("run --help");
+  CHECK_THAT(help.out, Catch::Contains("--gpu ID"));
+  CHECK(help.out.find("--gpu-ids") == std::string::npos);
+  CHECK(devices("--gpu '0;1'").exit_code == 2);
+}
+
 TEST_CASE("eight runs at once on four free GPUs: four run on four different GPUs") {
   std::string folder = test::temporary_folder();
   std::string locks = folder + "/locks", xml = folder + "/four-free.xml";

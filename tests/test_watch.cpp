@@ -2,6 +2,7 @@
 #include "core/local_time.hpp"
 #include "process_support.hpp"
 #include "support.hpp"
+#include "tmux_session.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -282,6 +283,37 @@ TEST_CASE("watch: --csv-max-bytes rotates, each file with its header") {
     CHECK(content.rfind("timestamp,index,", 0) == 0);
   }
   CHECK(test::run_shell("test -e " + quote(setup.log + ".3")).exit_code != 0);
+}
+
+TEST_CASE("watch at a terminal says once what it watches, where and how to stop; a pipe not") {
+  Setup setup;
+  Run piped = setup.watch("", "--interval 0.1 --count 2");
+  CHECK(piped.exit_code == 0);
+  CHECK(piped.err.find("watching") == std::string::npos);
+  CHECK(piped.err.find("Ctrl-C") == std::string::npos);
+  if (!test::installed("tmux")) {
+    WARN("tmux is not installed (scripts/install-deps installs it): watch at a terminal is not "
+         "tested");
+    return;
+  }
+  test::Tmux tmux(200, 24);
+  // stdout away, so that the screen holds stderr alone. The tmux server's end is a SIGHUP, which
+  // watch takes to reopen its logs: the timeout ends it should the test fail before Ctrl-C.
+  tmux.run("FAKE_NVSMI_STATE=" + quote(setup.folder + "/state") + " timeout --foreground 120 " +
+           quote(AGENT_BIN) + " watch --nvidia-smi " +
+           quote(std::string(SCRIPTS_DIR) + "/fake-nvidia-smi") +
+           " --interval 0.5 --format json --csv-log " + quote(setup.log) +
+           " >/dev/null; echo watch-exit=$?");
+  const std::string line =
+      "watching 8 GPUs every 0.5 s, writing json to stdout, CSV to " + setup.log + "; Ctrl-C stops";
+  REQUIRE(tmux.wait_for(line));
+  // Once, not once per sample.
+  REQUIRE(test::wait_until([&] { return lines_of(test::read_file(setup.log)).size() > 3 * 8; }));
+  std::string screen = tmux.screen();
+  INFO(screen);
+  CHECK(screen.find(line) == screen.rfind(line));
+  tmux.key("C-c");
+  CHECK(tmux.wait_for("watch-exit=0"));
 }
 
 TEST_CASE("watch: a child that exits is restarted with backoff; the log keeps whole rows") {
@@ -879,4 +911,24 @@ TEST_CASE("watch --source xml: nvidia-smi's message on stdout is in the exit lin
   CHECK_THAT(err, Catch::Contains("nvidia-smi exited with code 9: NVIDIA-SMI has failed because "
                                   "it couldn't communicate with the NVIDIA driver."));
   CHECK(err.find("partial sample dropped") == std::string::npos);
+}
+
+TEST_CASE(
+    "watch: a looping nvidia-smi that exits with no sample is named by its first stderr line") {
+  for (const char *source : {"csv", "xml"}) {
+    INFO(source);
+    Setup setup;
+    auto agent = watch_in_background(setup, "FAKE_NVSMI_MODE=no-library",
+                                     std::string("--interval 0.1 --source ") + source);
+    REQUIRE(test::wait_until([&] { return agent->err_contains("restarting nvidia-smi in 1 s"); }));
+    ::kill(agent->pid(), SIGTERM);
+    CHECK(agent->wait() == 0);
+    std::string err = agent->err();
+    INFO(err);
+    // The cause, not the hint the stand-in wrote after it; then the restart as for any exit.
+    CHECK_THAT(err, Catch::Contains("nvidia-smi exited with code 12 before its first sample; on "
+                                    "stderr: NVIDIA-SMI couldn't find libnvidia-ml.so library in "
+                                    "your system.\n"));
+    CHECK(err.find("Please also try") == std::string::npos);
+  }
 }

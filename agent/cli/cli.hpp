@@ -18,34 +18,53 @@ namespace nvsmi {
 struct SubcommandRun {
   std::function<int()> run; // returns the exit code; may throw AgentError
   // Set where a bad command line must not end in the usual usage error (check, whose caller
-  // reads exit 2 as CRITICAL): says it and returns the exit code.
-  std::function<int(const CLI::ParseError &)> parse_failed = {};
+  // reads exit 2 as CRITICAL): says `message` (usage_error's line, without "nvsmi-agent: ") its
+  // own way and returns the exit code.
+  std::function<int(const std::string &message)> parse_failed = {};
 };
 
 struct Subcommand {
   CLI::App *command;
   // Its options are added only when CLI11 enters it, that is when the command line names it: a
   // run builds its own command's options, not all eight (a cron snapshot's cost, docs/
-  // PERFORMANCE.md). Filled in then, so it is set for every command that parsed().
+  // PERFORMANCE.md). Filled in then (add_subcommands), so it is set for the chosen command.
   std::shared_ptr<SubcommandRun> chosen;
+  std::function<SubcommandRun(CLI::App *command)> add_options;
 };
 
-// `name` and its one line on `app` (what `nvsmi-agent --help` lists), with `add_options` run on
+// `name` and its one line on `app` (what `nvsmi-agent --help` lists), with `add_options` to run on
 // it when it is chosen.
 Subcommand add_subcommand(CLI::App &app, const std::string &name, const std::string &description,
                           std::function<SubcommandRun(CLI::App *command)> add_options);
+
+// Every subcommand, in the order --help lists them, and the one the command line names.
+class Subcommands {
+public:
+  explicit Subcommands(std::vector<Subcommand> all);
+  // Each command's callback points at its entry here.
+  Subcommands(const Subcommands &) = delete;
+  Subcommands &operator=(const Subcommands &) = delete;
+  const std::vector<Subcommand> &all() const { return all_; }
+  // The one CLI11 entered, its options built, once it has: known even when the parse then fails
+  // in its options. Null before, and when the command line names none.
+  const Subcommand *chosen() const { return *chosen_; }
+
+private:
+  std::vector<Subcommand> all_;
+  std::shared_ptr<const Subcommand *> chosen_ = std::make_shared<const Subcommand *>(nullptr);
+};
 
 // --help in plain words: SECONDS, N, PATH for an option's value, its default and range after its
 // line. Set on the app before its subcommands, which take it from the app.
 void use_plain_help(CLI::App &app);
 
-// Every subcommand, in the order --help lists them.
-std::vector<Subcommand> add_subcommands(CLI::App &app);
+// Every subcommand on `app`.
+Subcommands add_subcommands(CLI::App &app);
 
 // The one line (after "nvsmi-agent: ") for a command line CLI11 refused: what is wrong in plain
 // words, the command or option meant where one is close ("did you mean"), and which --help to
 // read. `arguments`: the command line without the program's name.
-std::string usage_error(const CLI::App &app, const std::vector<Subcommand> &subcommands,
+std::string usage_error(const CLI::App &app, const Subcommands &subcommands,
                         const CLI::ParseError &error, const std::vector<std::string> &arguments);
 
 Subcommand add_snapshot_command(CLI::App &app);
@@ -77,6 +96,13 @@ void add_nvidia_smi_option(CLI::App *command, std::optional<std::string> &target
                            CLI::Option *fixture);
 // --source csv|xml into `target` ("csv" or "xml").
 void add_source_option(CLI::App *command, std::string &target, const std::string &help);
+
+// --gpu ID, the one way every command that chooses GPUs names them (check, report, run): an
+// index, a UUID or a PCI bus id (nvsmi/gpu_selector.hpp, as nvidia-smi -i), repeatable and
+// comma-separated, into `target`. `help` says what the command does with them; `name` is for an
+// older spelling kept as a hidden alias.
+CLI::Option *add_gpu_option(CLI::App *command, std::vector<std::string> &target,
+                            const std::string &help, const std::string &name = "--gpu");
 
 // --kernel-log PATH|none into `target` once parsed: PATH, else /dev/kmsg when nvidia-smi runs
 // here, else (a recording, --fixture) none. `fixture` is the command's --fixture option.

@@ -28,15 +28,17 @@ CLI::Validator threshold_validator(bool slowdown_allowed) {
         return "not a finite number of 0 or more" +
                std::string(slowdown_allowed ? ", slowdown" : "") + " or none: \"" + text + "\"";
       },
-      slowdown_allowed ? "NUMBER|slowdown|none" : "NUMBER|none", "threshold");
+      "", "threshold");
 }
 
 // One threshold option, its text kept in `texts` under its name until the run reads it.
+// `unit`: the word for its value in --help (CELSIUS, PERCENT, N).
 void add_threshold(CLI::App *command, std::map<std::string, std::string> &texts,
-                   const std::string &name, const std::string &fallback, const std::string &help,
-                   bool slowdown_allowed = false) {
+                   const std::string &name, const std::string &unit, const std::string &fallback,
+                   const std::string &help, bool slowdown_allowed = false) {
   texts[name] = fallback;
   command->add_option(name, texts[name], help)
+      ->type_name(unit + (slowdown_allowed ? "|slowdown|none" : "|none"))
       ->check(threshold_validator(slowdown_allowed))
       ->default_str(fallback);
 }
@@ -74,62 +76,61 @@ SubcommandRun check_options(CLI::App *command) {
   command
       ->add_option("--timeout", options.sample.timeout_seconds,
                    "Seconds nvidia-smi may take before it is killed and the check is CRITICAL")
+      ->type_name("SECONDS")
       ->check(finite_range(0.001, 86400.0))
       ->default_str("10");
   add_kernel_log_option(command, settings->kernel_log);
-  command
-      ->add_option("--gpu", options.gpus,
-                   "Judge only the GPU with this index (repeatable); one not listed is CRITICAL")
-      ->check(whole_range(0, 1 << 20));
+  add_gpu_option(command, options.gpus, "Judge only these GPUs; one not listed is CRITICAL");
   command
       ->add_option("--expected-gpus", options.thresholds.expected_gpus,
                    "CRITICAL when nvidia-smi lists fewer GPUs (one that fell off the bus may "
                    "vanish from its list). Default: not checked")
       ->check(whole_range(1, 1 << 20));
 
-  add_threshold(command, texts, "--temperature-warning", std::to_string(gpu_thresholds::hot_c),
+  add_threshold(command, texts, "--temperature-warning", "CELSIUS",
+                std::to_string(gpu_thresholds::hot_c),
                 "WARNING at this GPU temperature, C: a few degrees under where H100 and A100 "
                 "slow down");
-  add_threshold(command, texts, "--temperature-critical", "slowdown",
+  add_threshold(command, texts, "--temperature-critical", "CELSIUS", "slowdown",
                 "CRITICAL at this GPU temperature, C; slowdown: the GPU's own slowdown threshold "
                 "(it is losing clocks), else " +
                     std::to_string(gpu_thresholds::too_hot_c) +
                     " where the driver does not give it",
                 true);
-  add_threshold(command, texts, "--memory-warning", "none",
+  add_threshold(command, texts, "--memory-warning", "PERCENT", "none",
                 "WARNING at this memory use, percent of total (off by default: a job filling its "
                 "GPU is normal)");
-  add_threshold(command, texts, "--memory-critical", "none",
+  add_threshold(command, texts, "--memory-critical", "PERCENT", "none",
                 "CRITICAL at this memory use, percent of total");
-  add_threshold(command, texts, "--ecc-uncorrected-warning", "none",
+  add_threshold(command, texts, "--ecc-uncorrected-warning", "N", "none",
                 "WARNING at this many uncorrectable ECC errors since the driver loaded");
-  add_threshold(command, texts, "--ecc-uncorrected-critical", "1",
+  add_threshold(command, texts, "--ecc-uncorrected-critical", "N", "1",
                 "CRITICAL at this many uncorrectable ECC errors since the driver loaded: one is "
                 "data lost");
-  add_threshold(command, texts, "--ecc-corrected-warning", "none",
+  add_threshold(command, texts, "--ecc-corrected-warning", "N", "none",
                 "WARNING at this many correctable ECC errors since the driver loaded (corrected: "
                 "no harm done, a rising count is a trend to watch)");
-  add_threshold(command, texts, "--ecc-corrected-critical", "none",
+  add_threshold(command, texts, "--ecc-corrected-critical", "N", "none",
                 "CRITICAL at this many correctable ECC errors since the driver loaded");
-  add_threshold(command, texts, "--lost-warning", "none",
+  add_threshold(command, texts, "--lost-warning", "N", "none",
                 "WARNING at this many GPUs nvidia-smi lists but cannot read");
-  add_threshold(command, texts, "--lost-critical", "1",
+  add_threshold(command, texts, "--lost-critical", "N", "1",
                 "CRITICAL at this many GPUs nvidia-smi lists but cannot read (\"GPU is lost\")");
-  add_threshold(command, texts, "--failing-warning", "none",
+  add_threshold(command, texts, "--failing-warning", "N", "none",
                 "WARNING at this many failing GPUs (row remap pending or failed, page retirement "
                 "pending, a recovery action other than None)");
-  add_threshold(command, texts, "--failing-critical", "1",
+  add_threshold(command, texts, "--failing-critical", "N", "1",
                 "CRITICAL at this many failing GPUs: each needs a reset or more before it can be "
                 "trusted");
-  add_threshold(command, texts, "--xid-reset-warning", "none",
+  add_threshold(command, texts, "--xid-reset-warning", "N", "none",
                 "WARNING at this many Xid errors on one GPU that need a reset (79 fallen off the "
                 "bus, 48 double-bit ECC, ...)");
-  add_threshold(command, texts, "--xid-reset-critical", "1",
+  add_threshold(command, texts, "--xid-reset-critical", "N", "1",
                 "CRITICAL at this many Xid errors on one GPU that need a reset");
-  add_threshold(command, texts, "--xid-other-warning", "1",
+  add_threshold(command, texts, "--xid-other-warning", "N", "1",
                 "WARNING at this many other Xid errors on one GPU (13, 31, 43: mostly an "
                 "application's fault, worth a look)");
-  add_threshold(command, texts, "--xid-other-critical", "none",
+  add_threshold(command, texts, "--xid-other-critical", "N", "none",
                 "CRITICAL at this many other Xid errors on one GPU");
   command
       ->add_option("--kernel-log-unreadable", settings->unreadable_log,
@@ -142,12 +143,14 @@ SubcommandRun check_options(CLI::App *command) {
                                              "WARNING when the sample is this many seconds old. "
                                              "Default: 300 with --fixture, else none (nvidia-smi "
                                              "has just been run)")
+                                ->type_name("SECONDS|none")
                                 ->check(threshold_validator(false));
   settings->stale_critical =
       command
           ->add_option("--stale-critical", texts["--stale-critical"],
                        "CRITICAL when the sample is this many seconds old. Default: 900 with "
                        "--fixture, else none")
+          ->type_name("SECONDS|none")
           ->check(threshold_validator(false));
 
   SubcommandRun subcommand{[settings] {
@@ -175,11 +178,9 @@ SubcommandRun check_options(CLI::App *command) {
     return run_check(run_options);
   }};
   // Nagios reads exit 2 as CRITICAL: a bad command line is the plugin's failure, UNKNOWN (3), and
-  // said on stdout, where the monitoring shows it.
-  subcommand.parse_failed = [](const CLI::ParseError &error) {
-    return write_plugin_line(
-        check_failure(CheckStatus::unknown, std::string("bad option: ") + error.what() +
-                                                " (see nvsmi-agent check --help)"));
+  // said on stdout, where the monitoring shows it, in the words every command's refusal has.
+  subcommand.parse_failed = [](const std::string &message) {
+    return write_plugin_line(check_failure(CheckStatus::unknown, "nvsmi-agent: " + message));
   };
   return subcommand;
 }

@@ -4,6 +4,7 @@
 #include "kernel_log/xid_log.hpp"
 
 #include "nvsmi/csv_reader.hpp"
+#include "nvsmi/gpu_selector.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -67,6 +68,25 @@ CLI::Validator whole_range(long long min, long long max) {
       "N in " + range, "whole range");
 }
 
+CLI::Option *add_gpu_option(CLI::App *command, std::vector<std::string> &target,
+                            const std::string &help, const std::string &name) {
+  // The value is not repeated back: it may be any bytes, and this message reaches a terminal.
+  CLI::Validator selector(
+      [](std::string &text) -> std::string {
+        return valid_gpu_selector(text) ? std::string()
+                                        : "must be a GPU's index, UUID or PCI bus id (letters, "
+                                          "digits, ':', '.' and '-')";
+      },
+      "", "GPU selector");
+  return command
+      ->add_option(name, target,
+                   help + ". ID: an index, a UUID or a PCI bus id, as nvidia-smi -i takes; "
+                          "repeatable or comma-separated")
+      ->type_name("ID")
+      ->delimiter(',')
+      ->check(selector);
+}
+
 CLI::Validator caller_path(std::vector<std::string> harmless) {
   return CLI::Validator(
       [harmless](std::string &value) -> std::string {
@@ -127,6 +147,7 @@ void SamplingCli::finish() {
 void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
   SamplerOptions &options = sampling.options;
   command->add_option("--interval", options.interval_seconds, "Seconds between samples")
+      ->type_name("SECONDS")
       ->check(finite_range(0.01, 86400.0))
       ->capture_default_str();
   add_source_option(command, sampling.source, "csv (--query-gpu, cheap) or xml (-q -x, complete)");
@@ -150,6 +171,7 @@ void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
       ->add_option("--stall-timeout", options.stall_timeout_seconds,
                    "Kill and restart nvidia-smi after this many seconds without a whole sample "
                    "(default: max(3 x interval, 10))")
+      ->type_name("SECONDS")
       ->check(finite_range(0.01, 86400.0));
   CLI::Option *no_processes = command->add_flag(
       "--no-processes", [&options](std::int64_t) { options.processes = false; },
@@ -159,6 +181,7 @@ void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
       ->add_option("--process-interval", options.process_interval_seconds,
                    "Seconds between nvidia-smi's listings of the processes, in its own loop "
                    "(default: max(interval, 1)); pmon's interval is this, rounded to 1..10 s")
+      ->type_name("SECONDS")
       ->check(finite_range(0.1, 86400.0))
       ->excludes(no_processes);
   command->add_flag(
@@ -171,17 +194,20 @@ void add_pick_options(CLI::App *command, PickCli &pick) {
   command
       ->add_option("--min-free-mib", pick.criteria.min_free_mib,
                    "Only GPUs with at least this much memory free")
+      ->type_name("MIB")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   command
       ->add_option("--max-utilization", pick.criteria.max_utilization_percent,
                    "Only GPUs whose utilization is under this percentage (and no compute process)")
+      ->type_name("PERCENT")
       ->check(finite_range(0.0, 100.0))
       ->capture_default_str();
   command
       ->add_option("--wait", pick.wait_seconds,
                    "Sample until enough GPUs are free, at most this many seconds (default: decide "
                    "on one sample)")
+      ->type_name("SECONDS")
       ->check(finite_range(0.0, 31.0 * 86400));
   command->add_flag("--uuid", pick.uuid,
                     "Name GPUs by UUID (they survive a reordering) instead of by index");

@@ -62,16 +62,13 @@ std::vector<std::string> option_names(const CLI::App *command) {
 
 } // namespace
 
-std::string usage_error(const CLI::App &app, const std::vector<Subcommand> &subcommands,
+std::string usage_error(const CLI::App &app, const Subcommands &subcommands,
                         const CLI::ParseError &error, const std::vector<std::string> &arguments) {
-  const CLI::App *chosen = nullptr;
-  for (const Subcommand &subcommand : subcommands)
-    if (subcommand.command->parsed())
-      chosen = subcommand.command;
+  const CLI::App *chosen = subcommands.chosen() ? subcommands.chosen()->command : nullptr;
 
   if (!chosen) {
     std::vector<std::string> commands;
-    for (const Subcommand &subcommand : subcommands)
+    for (const Subcommand &subcommand : subcommands.all())
       commands.push_back(subcommand.command->get_name());
     auto word = std::find_if(arguments.begin(), arguments.end(), [](const std::string &argument) {
       return argument.rfind('-', 0) != 0;

@@ -1,6 +1,6 @@
-// How --help shows an option: a plain word for its value (SECONDS, N, PATH, xml|csv) and its
-// default and range in words after its line, not CLI11's type names (FLOAT:NUMBER in 0.01 to
-// 86400=1).
+// How --help shows an option: a plain word for its value (SECONDS, N, PATH, xml|csv), named
+// where the option is declared, and its default and range in words after its line, not CLI11's
+// type names (FLOAT:NUMBER in 0.01 to 86400=1).
 #include "cli/cli.hpp"
 
 #include <memory>
@@ -50,9 +50,10 @@ std::string metavar(const CLI::Option *option) {
   if (checks == "POSITIVE" || checks == "NONNEGATIVE")
     return "N";
   if (!checks.empty() && checks.find(" in ") == std::string::npos)
-    return checks; // NUMBER|none, FIELD
-  if (name.type == "FLOAT")
-    return option->get_description().rfind("Seconds", 0) == 0 ? "SECONDS" : "NUMBER";
+    return checks; // FIELD, TIME: a check's own word
+  // A whole number is a count unless its declaration says otherwise (BYTES, MIB). Any other value
+  // names its word where it is declared (type_name: SECONDS, PERCENT, HOST:PORT): VALUE here is
+  // one that does not, which the test of every --help refuses.
   if (name.type == "INT" || name.type == "UINT")
     return "N";
   return names_a_path(option) ? "PATH" : "VALUE";
@@ -69,12 +70,12 @@ public:
       if (option->get_expected_max() == CLI::detail::expected_max_vector_size)
         out << " ...";
     }
-    if (!option->get_excludes().empty()) {
-      out << " (not with";
-      for (const CLI::Option *other : option->get_excludes())
-        out << " " << other->get_name();
-      out << ")";
-    }
+    std::string excluded;
+    for (const CLI::Option *other : option->get_excludes())
+      if (!other->get_group().empty()) // a hidden alias stays hidden
+        excluded += " " + other->get_name();
+    if (!excluded.empty())
+      out << " (not with" << excluded << ")";
     return out.str();
   }
 

@@ -23,6 +23,7 @@ SubcommandRun pick_options(CLI::App *command) {
       ->capture_default_str();
   add_pick_options(command, settings->pick);
   command->add_option("--interval", options.interval_seconds, "Seconds between samples with --wait")
+      ->type_name("SECONDS")
       ->check(finite_range(0.01, 86400.0))
       ->capture_default_str();
   command
@@ -44,6 +45,7 @@ SubcommandRun pick_options(CLI::App *command) {
   command
       ->add_option("--timeout", options.sample.timeout_seconds,
                    "Seconds nvidia-smi may take before it is killed")
+      ->type_name("SECONDS")
       ->check(finite_range(0.001, 86400.0))
       ->default_str("10");
 

@@ -31,7 +31,7 @@ SubcommandRun report_options(CLI::App *command) {
   struct Settings {
     ReportOptions options;
     std::string from, to, format = "text";
-    std::optional<std::string> output, gpu;
+    std::optional<std::string> output;
   };
   auto settings = std::make_shared<Settings>();
   ReportOptions &options = settings->options;
@@ -46,7 +46,7 @@ SubcommandRun report_options(CLI::App *command) {
       ->check(time_validator);
   command->add_option("--to", settings->to, "Leave out rows after this time")
       ->check(time_validator);
-  command->add_option("--gpu", settings->gpu, "Only this GPU: its index or its UUID");
+  add_gpu_option(command, options.gpus, "Only these GPUs; one with no row in the logs: exit 6");
   command->add_option("--format", settings->format, "text, json (one line) or html (one page)")
       ->check(CLI::IsMember({"text", "json", "html"}))
       ->capture_default_str();
@@ -56,11 +56,10 @@ SubcommandRun report_options(CLI::App *command) {
   command
       ->add_option("--interval", options.interval,
                    "Seconds between samples (default: the median spacing of the first samples)")
+      ->type_name("SECONDS")
       ->check(finite_range(0.001, 86400.0));
 
   return {[settings] {
-    if (settings->gpu)
-      settings->options.gpus = {*settings->gpu};
     if (!settings->from.empty())
       settings->options.from = parse_time(settings->from);
     if (!settings->to.empty())

@@ -14,6 +14,7 @@ SubcommandRun run_options(CLI::App *command) {
     RunOptions options;
     SamplingCli sampling;
     PickCli pick;
+    std::vector<std::string> gpu_ids_alias; // --gpu-ids
   };
   auto settings = std::make_shared<Settings>();
   RunOptions &options = settings->options;
@@ -24,12 +25,13 @@ SubcommandRun run_options(CLI::App *command) {
       command->add_option("--gpus", options.gpu_count, "How many free GPUs the job gets")
           ->check(whole_range(1, 64))
           ->capture_default_str();
-  command
-      ->add_option("--gpu-ids", options.gpu_ids,
-                   "These GPUs, by index or UUID, comma-separated (free or not; claimed by "
-                   "another run: exit 9, or wait with --wait)")
-      ->delimiter(',')
+  add_gpu_option(command, options.gpu_ids,
+                 "These GPUs, free or not (claimed by another run: exit 9, or wait with --wait; "
+                 "one nvidia-smi does not list: exit 2)")
       ->excludes(count);
+  // --gpu's name before it was one across commands: scripts that use it keep working, the help
+  // shows --gpu alone.
+  add_gpu_option(command, settings->gpu_ids_alias, "", "--gpu-ids")->group("")->excludes(count);
   command
       ->add_option("--report", options.report_file,
                    "Replace this file atomically with the end-of-run report (default: stderr)")
@@ -43,10 +45,11 @@ SubcommandRun run_options(CLI::App *command) {
                    "`nvsmi-agent report` later")
       ->check(caller_path());
   command->add_option("command", options.command, "The job: COMMAND [ARGS...], after --")
+      ->type_name("COMMAND")
       ->required();
   // CLI11 lets a `--` end the values of an option that takes several and eats it there:
-  // `--gpu-ids 0 -- sh -c CMD` then left `-c` to be read as an option of run's. One word of values
-  // per option (`--gpu-ids 0,4`) keeps the first `--` the job's.
+  // `--gpu 0 -- sh -c CMD` then left `-c` to be read as an option of run's. One word of values
+  // per option (`--gpu 0,4`) keeps the first `--` the job's.
   for (CLI::Option *option : command->get_options())
     if (option->nonpositional())
       option->allow_extra_args(false);
@@ -58,6 +61,8 @@ SubcommandRun run_options(CLI::App *command) {
     o.wait_seconds = settings->pick.wait_seconds;
     o.uuid = settings->pick.uuid;
     o.lock_dir = settings->pick.lock_dir;
+    o.gpu_ids.insert(o.gpu_ids.end(), settings->gpu_ids_alias.begin(),
+                     settings->gpu_ids_alias.end());
     // The report is written at the end: a device, a FIFO or a folder that takes no file is
     // refused before the job runs, not after hours of it.
     if (o.report_file)

@@ -22,6 +22,7 @@ SubcommandRun serve_options(CLI::App *command) {
   command
       ->add_option("--listen", options.listen,
                    "HOST:PORT to listen on; 0.0.0.0:PORT or :PORT for every address")
+      ->type_name("HOST:PORT")
       ->capture_default_str();
   command
       ->add_option("--expose", options.expose,
@@ -39,11 +40,13 @@ SubcommandRun serve_options(CLI::App *command) {
   command
       ->add_option("--history", options.history_seconds,
                    "Seconds of samples kept for /api/v1/history and the dashboard")
+      ->type_name("SECONDS")
       ->check(finite_range(0.0, 7 * 86400.0))
       ->capture_default_str();
   command
       ->add_option("--history-max-mib", options.history_max_mib,
                    "MiB of memory the history may hold; the oldest samples go first")
+      ->type_name("MIB")
       ->check(whole_range(1, 65536))
       ->capture_default_str();
   command
@@ -54,6 +57,7 @@ SubcommandRun serve_options(CLI::App *command) {
   command
       ->add_option("--request-timeout", settings->request_timeout_seconds,
                    "Seconds a client has to send a whole request, idle time included")
+      ->type_name("SECONDS")
       ->check(finite_range(0.1, 3600.0))
       ->capture_default_str();
   return {[settings] {

@@ -51,6 +51,7 @@ SubcommandRun snapshot_options(CLI::App *command) {
   command
       ->add_option("--timeout", options.timeout_seconds,
                    "Seconds nvidia-smi may take before it is killed")
+      ->type_name("SECONDS")
       ->check(finite_range(0.001, 86400.0))
       ->default_str("10");
   command

@@ -30,8 +30,10 @@ SubcommandRun watch_options(CLI::App *command) {
       ->add_option("--csv-log", options.csv_log,
                    "Append each sample's rows to this CSV file (header when new)")
       ->check(caller_path());
-  command->add_option("--csv-max-bytes", options.csv_rotation.max_bytes,
-                      "Rotate the CSV log before it passes this size (0: never)");
+  command
+      ->add_option("--csv-max-bytes", options.csv_rotation.max_bytes,
+                   "Rotate the CSV log before it passes this size (0: never)")
+      ->type_name("BYTES");
   command->add_option("--csv-keep", options.csv_rotation.keep, "Rotated CSV logs kept (FILE.1 ...)")
       ->check(whole_range(0, 1000))
       ->capture_default_str();
@@ -39,8 +41,10 @@ SubcommandRun watch_options(CLI::App *command) {
       ->add_option("--json-log", options.json_log,
                    "Append each sample's typed snapshot to this file, one JSON line each")
       ->check(caller_path());
-  command->add_option("--json-max-bytes", options.json_rotation.max_bytes,
-                      "Rotate the JSON log before it passes this size (0: never)");
+  command
+      ->add_option("--json-max-bytes", options.json_rotation.max_bytes,
+                   "Rotate the JSON log before it passes this size (0: never)")
+      ->type_name("BYTES");
   command
       ->add_option("--json-keep", options.json_rotation.keep, "Rotated JSON logs kept (FILE.1 ...)")
       ->check(whole_range(0, 1000))

@@ -6,6 +6,7 @@
 #include "files/file_io.hpp"
 #include "nvidia_smi/stop_signals.hpp"
 
+#include "nvsmi/gpu_selector.hpp"
 #include "nvsmi/gpu_state.hpp"
 #include "nvsmi/pci_address.hpp"
 #include "nvsmi/utf8.hpp"
@@ -226,7 +227,7 @@ std::string plugin_text(const std::string &text, std::size_t max_bytes) {
 }
 
 CheckResult judge_snapshot(const Snapshot &snapshot, const CheckThresholds &thresholds,
-                           const std::vector<int> &gpus,
+                           const std::vector<std::string> &gpus,
                            std::chrono::system_clock::time_point now) {
   std::vector<Subject> subjects;
   Subject sample; // the findings of the sample as a whole
@@ -234,13 +235,14 @@ CheckResult judge_snapshot(const Snapshot &snapshot, const CheckThresholds &thre
 
   std::vector<const Gpu *> chosen;
   for (const Gpu &gpu : snapshot.gpus)
-    if (gpus.empty() || std::find(gpus.begin(), gpus.end(), gpu.index) != gpus.end())
+    if (gpus.empty() || std::any_of(gpus.begin(), gpus.end(), [&gpu](const std::string &selector) {
+          return selects_gpu(selector, gpu);
+        }))
       chosen.push_back(&gpu);
-  for (int index : gpus)
+  for (const std::string &selector : gpus)
     if (std::none_of(chosen.begin(), chosen.end(),
-                     [index](const Gpu *gpu) { return gpu->index == index; }))
-      sample.add(CheckStatus::critical,
-                 "GPU " + std::to_string(index) + " not listed by nvidia-smi");
+                     [&selector](const Gpu *gpu) { return selects_gpu(selector, *gpu); }))
+      sample.add(CheckStatus::critical, "GPU " + selector + " not listed by nvidia-smi");
   if (thresholds.expected_gpus && snapshot.gpus.size() < *thresholds.expected_gpus)
     sample.add(CheckStatus::critical, std::to_string(snapshot.gpus.size()) + " of " +
                                           std::to_string(*thresholds.expected_gpus) +

@@ -91,9 +91,11 @@ struct CheckResult {
   std::string perfdata; // 'label'=value[UOM];[warn];[crit];[min];[max], space-separated
 };
 
-// Judges `snapshot` (only the GPUs whose index is in `gpus`, all when empty) at `now`.
+// Judges `snapshot` (only the GPUs that one of `gpus` selects, nvsmi/gpu_selector.hpp; all when
+// empty) at `now`. A selector that selects none is CRITICAL: the GPU meant is gone.
 CheckResult judge_snapshot(const Snapshot &snapshot, const CheckThresholds &thresholds,
-                           const std::vector<int> &gpus, std::chrono::system_clock::time_point now);
+                           const std::vector<std::string> &gpus,
+                           std::chrono::system_clock::time_point now);
 
 // A check that could not judge: `reason` as the summary, no perfdata.
 CheckResult check_failure(CheckStatus status, const std::string &reason);
@@ -109,7 +111,7 @@ std::string plugin_text(const std::string &text, std::size_t max_bytes = 200);
 struct CheckOptions {
   OneSampleOptions sample;
   CheckThresholds thresholds;
-  std::vector<int> gpus;
+  std::vector<std::string> gpus; // --gpu: index, UUID or PCI bus id each
   // The sample's age limits in seconds as given (an inner nullopt: "none"); an outer nullopt takes
   // the default for where the sample comes from: off for nvidia-smi run now, which is never old;
   // 300 s warning, 900 s critical for --fixture, a file that cron may have stopped writing.

@@ -14,6 +14,8 @@
 #include "report/report.hpp"
 #include "sampling/sampling_loop.hpp"
 
+#include "nvsmi/gpu_selector.hpp"
+
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -50,10 +52,9 @@ bool processes_known(const Snapshot &snapshot) {
                      [](const Gpu &gpu) { return gpu.processes.has_value(); });
 }
 
-const Gpu *named_gpu(const Snapshot &snapshot, const std::string &name) {
-  bool digits = !name.empty() && name.find_first_not_of("0123456789") == std::string::npos;
+const Gpu *named_gpu(const Snapshot &snapshot, const std::string &selector) {
   for (const Gpu &gpu : snapshot.gpus)
-    if ((gpu.uuid && *gpu.uuid == name) || (digits && std::to_string(gpu.index) == name))
+    if (selects_gpu(selector, gpu))
       return &gpu;
   return nullptr;
 }
@@ -220,11 +221,11 @@ private:
     for (const std::string &name : options_.gpu_ids) {
       const Gpu *gpu = named_gpu(snapshot, name);
       if (!gpu) {
-        fail(exit_usage, "--gpu-ids: nvidia-smi lists no GPU " + name);
+        fail(exit_usage, "--gpu: nvidia-smi lists no GPU " + name);
         return "";
       }
       if (!gpu->uuid || !plain_uuid(*gpu->uuid)) {
-        fail(exit_usage, "--gpu-ids: GPU " + name + " has no UUID to claim it by");
+        fail(exit_usage, "--gpu: GPU " + name + " has no UUID to claim it by");
         return "";
       }
       if (std::any_of(gpus.begin(), gpus.end(),

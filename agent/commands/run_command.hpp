@@ -15,8 +15,8 @@ namespace nvsmi {
 struct RunOptions {
   SamplerOptions sampling;
   PickCriteria criteria;
-  std::size_t gpu_count = 1;          // --gpus, when no --gpu-ids
-  std::vector<std::string> gpu_ids;   // --gpu-ids: these GPUs, by index or UUID
+  std::size_t gpu_count = 1;          // --gpus, when no --gpu
+  std::vector<std::string> gpu_ids;   // --gpu: these GPUs (nvsmi/gpu_selector.hpp)
   std::optional<double> wait_seconds; // keep sampling until enough are free, at most this long
   bool uuid = false;                  // CUDA_VISIBLE_DEVICES holds UUIDs
   std::optional<std::string> lock_dir;

@@ -2,6 +2,8 @@
 
 #include "core/exit_codes.hpp"
 #include "core/log_line.hpp"
+#include "core/number_text.hpp"
+#include "core/screen_text.hpp"
 #include "files/csv_log.hpp"
 #include "files/json_log.hpp"
 #include "files/output_queue.hpp"
@@ -12,7 +14,9 @@
 #include <csignal>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <unistd.h>
+#include <vector>
 
 namespace nvsmi {
 namespace {
@@ -84,8 +88,31 @@ private:
       stop(error.code());
       return;
     }
+    if (!announced_ && ::isatty(STDERR_FILENO) == 1)
+      announce(snapshot);
+    announced_ = true;
     if (options_.count && ++delivered_ >= *options_.count)
       stop(exit_ok);
+  }
+
+  // A person who starts watch at a terminal sees what it does and how to stop it, once its first
+  // sample says how many GPUs there are; a pipe or a service's log keeps only the samples'
+  // problems, as before.
+  void announce(const Snapshot &first) {
+    std::vector<std::string> outputs;
+    if (stdout_format_)
+      outputs.push_back(format_name(*stdout_format_) + " to stdout");
+    if (options_.csv_log)
+      outputs.push_back("CSV to " + printable_text(*options_.csv_log));
+    if (options_.json_log)
+      outputs.push_back("JSON to " + printable_text(*options_.json_log));
+    std::string writing;
+    for (const std::string &output : outputs)
+      writing += (writing.empty() ? "" : ", ") + output;
+    std::size_t gpus = first.gpus.size();
+    log_line("watching " + std::to_string(gpus) + (gpus == 1 ? " GPU" : " GPUs") + " every " +
+             seconds_text(to_ms(options_.sampling.interval_seconds)) + " s, writing " + writing +
+             "; Ctrl-C stops");
   }
 
   void write_stdout(const Snapshot &snapshot) {
@@ -125,6 +152,7 @@ private:
   std::optional<OutputQueue> stdout_;
   long delivered_ = 0;
   bool wrote_csv_header_ = false;
+  bool announced_ = false; // the first sample was delivered
 };
 
 } // namespace

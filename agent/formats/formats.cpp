@@ -14,6 +14,20 @@ std::optional<Format> format_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+std::string format_name(Format format) {
+  switch (format) {
+  case Format::legacy:
+    return "legacy";
+  case Format::json:
+    return "json";
+  case Format::csv:
+    return "csv";
+  case Format::table:
+    return "table";
+  }
+  return "legacy";
+}
+
 std::string format_snapshot(const Snapshot &snapshot, Format format, const TableStyle &style) {
   switch (format) {
   case Format::legacy:

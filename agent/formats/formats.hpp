@@ -14,6 +14,8 @@ namespace nvsmi {
 enum class Format { legacy, json, csv, table };
 
 std::optional<Format> format_from_name(std::string_view name);
+// Its name on the command line: format_from_name(format_name(f)) is f.
+std::string format_name(Format format);
 
 // The document the legacy business UI reads, one line:
 // {"temp":[{"data":["72","72C"],"name":0}],"usage":[{"data":["8493","8493MiB/15079MiB"],...

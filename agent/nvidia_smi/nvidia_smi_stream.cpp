@@ -4,6 +4,7 @@
 #include "core/log_line.hpp"
 #include "core/number_text.hpp"
 #include "nvidia_smi/boost_process.hpp"
+#include "nvidia_smi/said_line.hpp"
 
 #include "nvsmi/quantity.hpp"
 
@@ -26,16 +27,13 @@ using std::chrono::steady_clock;
 
 // The last line that says something, for an exit message.
 void remember_message(std::string &last, std::string_view bytes) {
-  for (std::size_t start = 0; start < bytes.size();) {
-    std::size_t end = bytes.find('\n', start);
-    std::string_view line = trim(bytes.substr(start, end - start));
-    if (!line.empty())
-      last.assign(line.substr(0, 300));
-    if (end == std::string_view::npos)
-      break;
-    start = end + 1;
-  }
+  if (std::optional<std::string> line = last_said_line(bytes))
+    last = std::move(*line);
 }
+
+// How much of a run's stderr is kept to find its first line in: a wrapper's complaint or a
+// loader's error comes first, and a chatty child must not grow the agent.
+constexpr std::size_t stderr_head_bytes = 4096;
 
 } // namespace
 
@@ -90,6 +88,7 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
   bool clean_exit = false;
   SamplingCounters counters;
   std::string last_message, how_it_ended;
+  std::string stderr_head; // the first stderr_head_bytes of this run's stderr
   std::function<void()> on_stopped;
 
   void spawn() {
@@ -104,6 +103,7 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
     finished = false;
     samples_this_run = 0;
     last_message.clear();
+    stderr_head.clear();
     started = steady_clock::now();
     bp::error_code error;
     if (executable.empty())
@@ -153,16 +153,18 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
 
   void read_err(int gen) {
     auto self = shared_from_this();
-    err.async_read_some(asio::buffer(err_buffer),
-                        [this, self, gen](bp::error_code error, std::size_t n) {
-                          if (gen != generation)
-                            return;
-                          std::string_view bytes(err_buffer.data(), n);
-                          remember_message(last_message, bytes);
-                          decoder->feed_stderr(bytes);
-                          if (!error)
-                            read_err(gen);
-                        });
+    err.async_read_some(
+        asio::buffer(err_buffer), [this, self, gen](bp::error_code error, std::size_t n) {
+          if (gen != generation)
+            return;
+          std::string_view bytes(err_buffer.data(), n);
+          remember_message(last_message, bytes);
+          stderr_head.append(
+              bytes.substr(0, stderr_head_bytes - std::min(stderr_head.size(), stderr_head_bytes)));
+          decoder->feed_stderr(bytes);
+          if (!error)
+            read_err(gen);
+        });
   }
 
   void wait_exit(int gen) {
@@ -252,9 +254,17 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
       on_rejected(settings.label + " refused the query: " + last_message);
       return;
     }
-    // Last of the problems, so that it is the one serve shows: the cause, with its message.
-    log(LogKind::problem,
-        settings.label + " " + how_it_ended + (last_message.empty() ? "" : ": " + last_message));
+    // Last of the problems, so that it is the one serve shows: the cause, with its message. A run
+    // without a sample that wrote on stderr is named by the first line there (a missing
+    // libnvidia-ml, a wrapper's complaint): that is the cause, what follows it only its echo.
+    std::optional<std::string> stderr_line =
+        samples_this_run == 0 ? first_said_line(stderr_head) : std::nullopt;
+    if (stderr_line)
+      log(LogKind::problem, settings.label + " " + how_it_ended +
+                                " before its first sample; on stderr: " + *stderr_line);
+    else
+      log(LogKind::problem,
+          settings.label + " " + how_it_ended + (last_message.empty() ? "" : ": " + last_message));
     schedule_restart();
   }
 

@@ -2,6 +2,8 @@
 
 #include "core/exit_codes.hpp"
 
+#include "nvsmi/gpu_selector.hpp"
+
 #include <map>
 #include <memory>
 
@@ -31,22 +33,6 @@ std::string gpu_key(const Gpu &gpu) {
   return "index " + std::to_string(gpu.index);
 }
 
-bool names_gpu(const std::string &wanted, const Gpu &gpu) {
-  if (gpu.uuid && *gpu.uuid == wanted)
-    return true;
-  return wanted.find_first_not_of("0123456789") == std::string::npos &&
-         std::to_string(gpu.index) == wanted;
-}
-
-bool wanted_gpu(const std::vector<std::string> &wanted, const Gpu &gpu) {
-  if (wanted.empty())
-    return true;
-  for (const std::string &name : wanted)
-    if (names_gpu(name, gpu))
-      return true;
-  return false;
-}
-
 std::string describe_filters(const ReportOptions &options) {
   std::string out;
   for (std::size_t i = 0; i < options.gpus.size(); ++i)
@@ -62,6 +48,7 @@ std::string describe_filters(const ReportOptions &options) {
 ReportBuilder::ReportBuilder(const ReportOptions &options) {
   static_assert(report_max_gpus <= UserLedger::max_gpus, "the ledger tells every GPU apart");
   report_.options = options;
+  selector_matched_.assign(options.gpus.size(), false);
 }
 
 ReportBuilder::~ReportBuilder() = default;
@@ -74,7 +61,11 @@ void ReportBuilder::add(const LogRow &log) {
     ++report_.rows_outside_time;
     return;
   }
-  if (!wanted_gpu(options.gpus, log.gpu)) {
+  bool wanted = options.gpus.empty();
+  for (std::size_t i = 0; i < options.gpus.size(); ++i)
+    if (selects_gpu(options.gpus[i], log.gpu))
+      wanted = selector_matched_[i] = true;
+  if (!wanted) {
     ++report_.rows_other_gpus;
     return;
   }
@@ -155,6 +146,13 @@ Report ReportBuilder::finish(std::optional<JobSummary> job) {
       message += "; first problem: " + report.bad.examples.front();
     throw AgentError(exit_bad_output, message);
   }
+  // One GPU asked for and not there is as wrong as none: a summary of the others alone would
+  // read as if it were all.
+  for (std::size_t i = 0; i < selector_matched_.size() && !report.job; ++i)
+    if (!selector_matched_[i])
+      throw AgentError(exit_bad_output, "no rows for GPU " + report.options.gpus[i] + " in " +
+                                            std::to_string(report.rows_read) + " rows of " +
+                                            std::to_string(report.files.size()) + " file(s)");
   for (const auto &gpu : stats_) {
     GpuSummary &gpu_summary = report.gpus.emplace_back(gpu->finish());
     Finding finding = report_finding(gpu_summary);

@@ -20,7 +20,7 @@ namespace nvsmi {
 struct ReportOptions {
   std::vector<std::string> files;
   std::optional<Timestamp> from, to; // rows outside are left out
-  std::vector<std::string> gpus;     // only these (each an index or a uuid); empty: every GPU
+  std::vector<std::string> gpus;     // only these (nvsmi/gpu_selector.hpp); empty: every GPU
   std::optional<double> interval;    // seconds between samples; inferred when not given
 };
 
@@ -64,8 +64,8 @@ public:
   // The files read_logs read, and their rows.
   void read_files(const LogTotals &totals);
   // The figures so far, findings included. Throws AgentError exit_bad_output when no row was
-  // usable, unless `job` is given: then the report is the job's section alone, with a note that
-  // says so.
+  // usable, or none of a GPU that options.gpus names, unless `job` is given: then the report is the
+  // job's section alone, with a note that says so.
   Report finish(std::optional<JobSummary> job = std::nullopt);
 
 private:
@@ -76,6 +76,7 @@ private:
   std::vector<Gpu> latest_; // each GPU's latest usable row, in the order of stats_
   std::optional<Timestamp> newest_;
   std::int64_t samples_ = 0;
+  std::vector<bool> selector_matched_; // per options.gpus: whether a row of it was seen
 };
 
 // Throws AgentError: exit_io when a file cannot be read, exit_bad_output when no row is usable.

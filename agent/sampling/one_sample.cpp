@@ -8,6 +8,7 @@
 #include "kernel_log/xid_log.hpp"
 #include "nvidia_smi/bounded_command.hpp"
 #include "nvidia_smi/gpu_query.hpp"
+#include "nvidia_smi/said_line.hpp"
 
 #include "nvsmi/compute_apps.hpp"
 #include "nvsmi/nvidia_smi_output.hpp"
@@ -33,25 +34,11 @@ std::vector<std::string> nvidia_smi_command(const OneSampleOptions &options,
 }
 
 // nvidia-smi explains its failures on stdout ("No devices were found"): the first line that says
-// something, from stdout, else stderr, made printable and short.
+// something, from stdout, else stderr.
 std::string first_message_line(const CommandResult &result) {
-  for (const std::string *stream : {&result.out, &result.err}) {
-    std::size_t start = 0;
-    while (start < stream->size()) {
-      std::size_t end = stream->find('\n', start);
-      std::string_view line = trim(std::string_view(*stream).substr(start, end - start));
-      if (!line.empty()) {
-        std::string text(line.substr(0, 300));
-        for (char &c : text)
-          if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-            c = '?';
-        return text;
-      }
-      if (end == std::string::npos)
-        break;
-      start = end + 1;
-    }
-  }
+  for (const std::string *stream : {&result.out, &result.err})
+    if (std::optional<std::string> line = first_said_line(*stream))
+      return *line;
   return "(no message)";
 }
 

@@ -1,0 +1,57 @@
+#include "nvsmi/gpu_selector.hpp"
+
+#include "nvsmi/pci_address.hpp"
+
+#include <string>
+
+namespace nvsmi {
+namespace {
+
+constexpr std::size_t max_selector_bytes = 96;
+
+bool digits_only(std::string_view text) {
+  return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+// The same text but for the case of ASCII letters.
+bool same_letters(std::string_view a, std::string_view b) {
+  if (a.size() != b.size())
+    return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i]))
+      return false;
+  return true;
+}
+
+bool same_address(const PciAddress &wanted, const PciAddress &gpu) {
+  return wanted.domain == gpu.domain && wanted.bus == gpu.bus && wanted.device == gpu.device &&
+         wanted.function.value_or(0) == gpu.function.value_or(0);
+}
+
+} // namespace
+
+bool valid_gpu_selector(std::string_view selector) {
+  if (selector.empty() || selector.size() > max_selector_bytes)
+    return false;
+  for (char c : selector)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == ':' ||
+          c == '.' || c == '-'))
+      return false;
+  return true;
+}
+
+bool selects_gpu(std::string_view selector, const Gpu &gpu) {
+  if (digits_only(selector))
+    return selector.size() <= 9 && std::to_string(gpu.index) == selector;
+  if (std::optional<PciAddress> wanted = parse_pci_address(selector)) {
+    if (!gpu.pci_bus_id)
+      return false;
+    std::optional<PciAddress> address = parse_pci_address(*gpu.pci_bus_id);
+    return address && same_address(*wanted, *address);
+  }
+  return gpu.uuid && same_letters(selector, *gpu.uuid);
+}
+
+} // namespace nvsmi
