@@ -121,7 +121,7 @@ EOF
 step "top"
 documented '`scripts/demo nvsmi-agent top`'
 type_line "clear; scripts/demo nvsmi-agent top; echo top-exit=\$?"
-wait_until shows "python3 train.py" || fail "top shows no demo process: $(screen)"
+wait_until shows "train.py --model" || fail "top shows no demo process: $(screen)"
 shows "GPU" || fail "top shows no GPU: $(screen)"
 tmux -L "$tmux_socket" send-keys q
 wait_until ended top-exit || fail "top did not quit on q: $(screen)"

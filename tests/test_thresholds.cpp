@@ -16,6 +16,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <regex>
 #include <set>
 
@@ -168,6 +169,23 @@ TEST_CASE("thresholds: at the power limit and idle are the table's on every scre
   CHECK(gpu_state(idle.gpus[0]) == GpuState::idle_held);
 }
 
+// The table turned memory red from 90 % while top did from the table's 95 %: one number now.
+TEST_CASE("thresholds: memory full is the table's on every screen") {
+  auto using_mib = [](std::int64_t mib) {
+    Snapshot snapshot = busy_gpu(40);
+    snapshot.gpus[0].memory_used_mib = mib;
+    return snapshot;
+  };
+  const std::int64_t total = 81559;
+  auto full = static_cast<std::int64_t>(
+      std::ceil(static_cast<double>(total) * gpu_thresholds::memory_full_fraction));
+  std::int64_t under = full - 2000; // about 92 %: over the table's old 90 %, under full
+  CHECK(table_red(using_mib(full), std::to_string(full) + "/81559MiB"));
+  CHECK_FALSE(table_red(using_mib(under), std::to_string(under) + "/81559MiB"));
+  CHECK(top_style(using_mib(full), "/79.6G") == Tone::alarm);
+  CHECK(top_style(using_mib(under), "/79.6G") != Tone::alarm);
+}
+
 // The table and top once each mapped a state to their own colours: top left an idle or unknown
 // GPU's state plain where the table dimmed it. Both now take core/tone.hpp's state_tone.
 TEST_CASE("thresholds: the table and top colour every state alike") {
@@ -254,7 +272,7 @@ TEST_CASE("thresholds: the dashboard marks the hot GPU's temperature, and only i
   test::Run run = test::chromium("--virtual-time-budget=5000 --window-size=1400,1000 --dump-dom " +
                                  test::quote(server.url()));
   REQUIRE(run.exit_code == 0);
-  std::regex alarm(R"re(<div class="c-temp alarm">([^<]*)</div>)re");
+  std::regex alarm(R"re(<div class="c-temp (?:hot|too_hot)">([^<]*)</div>)re");
   std::vector<std::string> marked;
   for (auto it = std::sregex_iterator(run.out.begin(), run.out.end(), alarm);
        it != std::sregex_iterator(); ++it)

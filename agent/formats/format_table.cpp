@@ -5,6 +5,7 @@
 #include "core/tone.hpp"
 
 #include "nvsmi/gpu_state.hpp"
+#include "nvsmi/thresholds.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -19,7 +20,9 @@ namespace {
 const GpuStateThresholds state_thresholds;
 constexpr std::int64_t temperature_yellow_c = 70;
 constexpr std::int64_t utilization_high_percent = 50;
-constexpr double memory_red_percent = 90, memory_yellow_percent = 75;
+// Memory turns red where the table says a GPU is full (as in `top`), yellow from three quarters.
+constexpr double memory_red_percent = gpu_thresholds::memory_full_fraction * 100;
+constexpr double memory_yellow_percent = 75;
 constexpr double power_yellow_fraction = 0.80;
 // Longest shown parts of a process entry, so that one long name leaves room for the others.
 constexpr std::size_t user_columns = 12, program_columns = 20;
@@ -267,6 +270,15 @@ std::string holders_text(const std::vector<ProcessEntry> &entries, std::size_t r
   return cut_to_columns(more_text(users.size()), room);
 }
 
+// The holders in full (each process's user, program and MiB), the room the GPU names give way to:
+// a vendor's prefix is worth less than who holds the GPU and with what.
+std::size_t full_holders_columns(const std::vector<ProcessEntry> &entries) {
+  std::vector<std::string> texts;
+  for (const ProcessEntry &entry : entries)
+    texts.push_back(entry.text(program_columns));
+  return text_columns(joined(texts));
+}
+
 // The shortest text that still names every holder: each user once.
 std::size_t least_holders_columns(const std::vector<ProcessEntry> &entries) {
   return text_columns(joined(grouped_users(entries)));
@@ -478,11 +490,12 @@ std::string format_table(const Snapshot &snapshot, const TableStyle &style) {
     std::size_t after_state =
         row.note.empty() ? 0 : 2 + std::min(text_columns(row.note), note_columns);
     if (!row.holders.empty())
-      after_state += 2 + least_holders_columns(row.holders);
+      after_state += 2 + full_holders_columns(row.holders);
     after_state_w = std::max(after_state_w, after_state);
   }
-  // The readings and the state always, then each GPU's reason and its holders by name: the names
-  // give way to them (shown_name), down to least_name_columns.
+  // The readings and the state always, then each GPU's reason and its holders in full: the names
+  // give way to them (shown_name), down to least_name_columns; the holders then drop their
+  // details in what is left (holders_text), never their users.
   std::size_t readings_w =
       index_w + 1 + 2 + temperature_w + 1 + utilization_w + 2 + memory_w + 2 + power_w;
   std::size_t taken = readings_w + 2 + state_w + after_state_w;
