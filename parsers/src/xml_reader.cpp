@@ -239,11 +239,9 @@ GpuHealth read_health(const Element &gpu) {
   Element widths = link.child("link_widths");
   health.pcie_link_width = widths.integer("current_link_width", Unit::lanes);
   health.pcie_link_width_max = widths.integer("max_link_width", Unit::lanes);
-  health.pcie_tx_kib_per_s = pci.integer("tx_util", Unit::kib_per_s);
-  health.pcie_rx_kib_per_s = pci.integer("rx_util", Unit::kib_per_s);
 
-  // The field table's leaves. Ada on 595 gives only offsets from T.Limit
-  // (gpu_temp_slow_tlimit_threshold ...), from which no absolute temperature follows: the
+  // The field table's leaves (the PCIe throughput among them). Ada on 595 gives only offsets from
+  // T.Limit (gpu_temp_slow_tlimit_threshold ...), from which no absolute temperature follows: the
   // thresholds stay nullopt there.
   for (const GpuField &field : gpu_fields()) {
     if (*field.xml_leaf == '\0')
