@@ -7,12 +7,20 @@
 // `history` says that serve's history keeps it in a slot of its own per sample rather than in the
 // health block that samples share while it stays the same.
 //
-// Not in it, and read and written by hand where they are: what is not one scalar of GpuHealth
-// (processes, MIG devices, the clock event reasons' bitmasks and per-reason columns, ECC counts
-// summed over locations, the PCIe generation read from one of several columns, the power
-// readings' alternatives) and the GPU's own readings written in a fixed order that predates the
-// table (temperature, memory, utilization, power, clocks; the JSON's nested ECC, retired-page and
-// remapped-row objects, and the PCIe link's generation and width).
+// Not in it, and read and written by hand where they are:
+// - what is not one scalar: processes, MIG devices, the clock event reasons (NVML's bitmasks and
+//   the per-reason columns), ECC counts summed over locations (the JSON's nested ecc_errors),
+//   the retired-page and remapped-row objects, the PCIe generation read from one of two columns,
+//   the power draw and limit read from the first known of several columns or elements, the
+//   recovery action that older drivers' gpu_reset_status stands in for;
+// - the GPU's own readings, members of Gpu rather than GpuHealth (pstate, temperature, memory,
+//   utilization, power, fan, clocks): each output writes them in an order of its own that
+//   predates the table (the JSON's, the CSV log's fixed first columns, /metrics' gauges with a
+//   ratio divided by 100), the CSV reader knows their older names (clocks.gr, gpu_name), and the
+//   dashboard's series read them from CompactGpu::numbers by position. Moving them needs a
+//   pointer kind for Gpu members and a per-output position in this table (issue 24, item 3);
+// - the legacy format, the table for people and `top`, which show only what their layouts have
+//   room for.
 #pragma once
 
 #include "nvsmi/quantity.hpp"
