@@ -40,17 +40,24 @@ std::string shown(const GpuField &field, const GpuHealth &health) {
   return health.*field.text ? *(health.*field.text) : "unknown";
 }
 
+// The object of the GPU's JSON that holds `field` (its JsonPlace).
+nlohmann::json &json_object(nlohmann::json &gpu, const GpuField &field) {
+  nlohmann::json &health = gpu["health"];
+  return field.json_place == JsonPlace::health ? health : health["pcie"];
+}
+
 } // namespace
 
 TEST_CASE("every field of the table goes through JSON and comes back from the JSON log") {
   Snapshot snapshot = with_every_field(41);
   std::string line = format_json(snapshot);
-  auto health = nlohmann::json::parse(line)["gpus"][0]["health"];
+  auto gpu = nlohmann::json::parse(line)["gpus"][0];
   Snapshot read = read_json_log_line(line);
   for (const GpuField &field : gpu_fields()) {
     INFO(field.json_key);
-    REQUIRE(health.contains(std::string(field.json_key)));
-    CHECK_FALSE(health[std::string(field.json_key)].is_null());
+    nlohmann::json &object = json_object(gpu, field);
+    REQUIRE(object.contains(std::string(field.json_key)));
+    CHECK_FALSE(object[std::string(field.json_key)].is_null());
     CHECK(shown(field, read.gpus.at(0).health) == shown(field, snapshot.gpus[0].health));
   }
 }
@@ -59,11 +66,13 @@ TEST_CASE("a field of the table that is not known is null in JSON and unknown re
   Snapshot snapshot = with_every_field(41);
   snapshot.gpus[0].health = GpuHealth{};
   std::string line = format_json(snapshot);
-  auto health = nlohmann::json::parse(line)["gpus"][0]["health"];
+  auto gpu = nlohmann::json::parse(line)["gpus"][0];
   Snapshot read = read_json_log_line(line);
   for (const GpuField &field : gpu_fields()) {
     INFO(field.json_key);
-    CHECK(health[std::string(field.json_key)].is_null());
+    nlohmann::json &object = json_object(gpu, field);
+    REQUIRE(object.contains(std::string(field.json_key)));
+    CHECK(object[std::string(field.json_key)].is_null());
     CHECK(shown(field, read.gpus.at(0).health) == "unknown");
   }
 }
@@ -73,7 +82,7 @@ TEST_CASE("the JSON log's reader refuses a field of the table of the wrong type"
   for (const GpuField &field : gpu_fields()) {
     INFO(field.json_key);
     auto json = nlohmann::json::parse(format_json(snapshot));
-    json["gpus"][0]["health"][std::string(field.json_key)] =
+    json_object(json["gpus"][0], field)[std::string(field.json_key)] =
         field.kind == FieldKind::integer ? nlohmann::json("12") : nlohmann::json(12);
     CHECK_THROWS_AS(read_json_log_line(json.dump()), ParseError);
   }
@@ -142,4 +151,71 @@ TEST_CASE("serve's history keeps a change of any one field of the table") {
     CHECK(shown(field, expand(packed).gpus.at(0).health) == shown(field, first.gpus[0].health));
     ++position;
   }
+}
+
+TEST_CASE("a field that moves every sample keeps a slot of its own while the health block is "
+          "shared") {
+  REQUIRE(own_slot_field_count() > 0); // the PCIe throughput, at least
+  REQUIRE(own_slot_field_count() <= own_slot_capacity);
+  Snapshot first = with_every_field(41);
+  std::size_t bytes = 0;
+  CompactSnapshot packed = compact(first, nullptr, bytes);
+  Snapshot changed = first;
+  std::int64_t value = 5000;
+  for (const GpuField &field : gpu_fields())
+    if (field.history == History::own_slot)
+      changed.gpus[0].health.*field.integer = value++;
+  std::size_t text_bytes = 0;
+  CompactSnapshot next = compact(changed, &packed, text_bytes);
+  // One block for both samples: a per-sample reading must not cost a health block per sample.
+  CHECK(next.gpus.at(0).health == packed.gpus.at(0).health);
+  CHECK(text_bytes == 0);
+  Snapshot back = expand(next), earlier = expand(packed);
+  for (const GpuField &field : gpu_fields()) {
+    INFO(field.json_key);
+    CHECK(shown(field, back.gpus.at(0).health) == shown(field, changed.gpus[0].health));
+    CHECK(shown(field, earlier.gpus.at(0).health) == shown(field, first.gpus[0].health));
+  }
+}
+
+TEST_CASE("a field that moves every sample and is unknown stays unknown in serve's history") {
+  Snapshot snapshot = with_every_field(41);
+  for (const GpuField &field : gpu_fields())
+    if (field.history == History::own_slot)
+      (snapshot.gpus[0].health.*field.integer).reset();
+  std::size_t bytes = 0;
+  Snapshot back = expand(compact(snapshot, nullptr, bytes));
+  for (const GpuField &field : gpu_fields()) {
+    INFO(field.json_key);
+    CHECK(shown(field, back.gpus.at(0).health) == shown(field, snapshot.gpus[0].health));
+  }
+}
+
+TEST_CASE("every field of the table with an XML leaf is read from nvidia-smi's XML") {
+  for (const GpuField &field : gpu_fields()) {
+    if (*field.xml_leaf == '\0' || field.kind != FieldKind::integer)
+      continue;
+    INFO(field.json_key);
+    std::string unit(unit_symbol(field.unit));
+    std::string leaf = std::string("<") + field.xml_leaf + ">77" + (unit.empty() ? "" : " ") +
+                       unit + "</" + field.xml_leaf + ">";
+    if (*field.xml_parent != '\0')
+      leaf = std::string("<") + field.xml_parent + ">" + leaf + "</" + field.xml_parent + ">";
+    Snapshot read = read_xml("<nvidia_smi_log><gpu>" + leaf + "</gpu></nvidia_smi_log>");
+    CHECK(shown(field, read.gpus.at(0).health) == "77");
+  }
+}
+
+TEST_CASE("the JSON log's reader refuses a health pcie object that is not one") {
+  auto json = nlohmann::json::parse(format_json(with_every_field(41)));
+  json["gpus"][0]["health"]["pcie"] = "fast";
+  CHECK_THROWS_WITH(read_json_log_line(json.dump()),
+                    Catch::Contains("gpus[0].health.pcie: expected an object"));
+  json["gpus"][0]["health"]["pcie"] = nullptr; // unknown, as a missing one: its fields unknown
+  Snapshot read = read_json_log_line(json.dump());
+  for (const GpuField &field : gpu_fields())
+    if (field.json_place == JsonPlace::health_pcie) {
+      INFO(field.json_key);
+      CHECK(shown(field, read.gpus.at(0).health) == "unknown");
+    }
 }

@@ -40,6 +40,18 @@ void write_ecc(JsonWriter &json, std::string_view scope, const EccErrorCounts &c
   json.end_object();
 }
 
+// The field table's fields that the JSON puts at `place`, in the table's order.
+void write_table_fields(JsonWriter &json, const GpuHealth &health, JsonPlace place) {
+  for (const GpuField &each : gpu_fields()) {
+    if (each.json_place != place)
+      continue;
+    if (each.kind == FieldKind::integer)
+      field(json, each.json_key, health.*each.integer);
+    else
+      field(json, each.json_key, health.*each.text);
+  }
+}
+
 void write_health(JsonWriter &json, const Gpu &gpu) {
   const GpuHealth &h = gpu.health;
   json.key("health");
@@ -79,15 +91,9 @@ void write_health(JsonWriter &json, const Gpu &gpu) {
   field(json, "link_gen_max", h.pcie_link_gen_max);
   field(json, "link_width", h.pcie_link_width);
   field(json, "link_width_max", h.pcie_link_width_max);
-  field(json, "tx_kib_per_s", h.pcie_tx_kib_per_s);
-  field(json, "rx_kib_per_s", h.pcie_rx_kib_per_s);
+  write_table_fields(json, h, JsonPlace::health_pcie);
   json.end_object();
-  for (const GpuField &each : gpu_fields()) {
-    if (each.kind == FieldKind::integer)
-      field(json, each.json_key, h.*each.integer);
-    else
-      field(json, each.json_key, h.*each.text);
-  }
+  write_table_fields(json, h, JsonPlace::health);
   json.end_object();
 }
 

@@ -32,12 +32,6 @@ std::optional<double> plain(const Reading &value) {
   return static_cast<double>(*value);
 }
 
-std::optional<double> kib_as_bytes(const Reading &kib) {
-  if (!kib)
-    return std::nullopt;
-  return static_cast<double>(*kib) * 1024.0;
-}
-
 std::string with(std::string labels, const char *name, const std::string &value) {
   append_label(labels, name, value);
   return labels;
@@ -208,12 +202,6 @@ void write_clock_and_link_health(const Snapshot &snapshot, const std::vector<std
       {"nvsmi_gpu_pcie_link_width_max",
        "Most PCIe lanes the link can train at (nvidia-smi's maximum).",
        [](const Gpu &g) { return plain(g.health.pcie_link_width_max); }},
-      {"nvsmi_gpu_pcie_tx_bytes_per_second",
-       "PCIe transmit throughput in bytes per second (nvidia-smi's XML tx_util).",
-       [](const Gpu &g) { return kib_as_bytes(g.health.pcie_tx_kib_per_s); }},
-      {"nvsmi_gpu_pcie_rx_bytes_per_second",
-       "PCIe receive throughput in bytes per second (nvidia-smi's XML rx_util).",
-       [](const Gpu &g) { return kib_as_bytes(g.health.pcie_rx_kib_per_s); }},
   };
   for (const HealthGauge &gauge : gauges)
     write_gauge(gauge, snapshot, labels, out);

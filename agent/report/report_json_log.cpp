@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 namespace nvsmi {
@@ -124,12 +125,22 @@ Gpu read_gpu(const Json &value, const std::string &where) {
   gpu.fan_speed_percent = in.whole("fan_speed_percent");
   if (const Json *health = in.find("health")) {
     Members health_in(object_at(*health, where + ".health"), where + ".health.");
+    // The table's fields where format_json puts them (JsonPlace): in "health" or its "pcie".
+    const Json *pcie = health_in.find("pcie");
+    std::optional<Members> pcie_in;
+    if (pcie)
+      pcie_in.emplace(object_at(*pcie, where + ".health.pcie"), where + ".health.pcie.");
     for (const GpuField &field : gpu_fields()) {
+      const Members *from = field.json_place == JsonPlace::health ? &health_in
+                            : pcie_in                             ? &*pcie_in
+                                                                  : nullptr;
+      if (!from)
+        continue;
       std::string key(field.json_key);
       if (field.kind == FieldKind::integer)
-        gpu.health.*field.integer = health_in.whole(key.c_str(), field.unit == Unit::celsius);
+        gpu.health.*field.integer = from->whole(key.c_str(), field.unit == Unit::celsius);
       else
-        gpu.health.*field.text = health_in.text(key.c_str());
+        gpu.health.*field.text = from->text(key.c_str());
     }
   }
   if (const Json *processes = in.list("processes")) {

@@ -51,6 +51,8 @@ bool GpuStats::add(const Sample &sample, const Gpu &identity) {
   if (!s_.name)
     s_.name = identity.name;
   for (const GpuField &field : gpu_fields()) {
+    if (field.history == History::own_slot)
+      continue; // moves every sample: its latest reading says nothing of the log
     if (field.kind == FieldKind::integer) {
       if (const Reading &value = identity.health.*field.integer)
         s_.latest_fields.*field.integer = value;
@@ -244,6 +246,8 @@ std::string latest_fields_text(const GpuHealth &latest) {
   std::string text;
   for (const GpuField &field : gpu_fields()) {
     std::string value;
+    if (field.history == History::own_slot)
+      continue;
     if (field.kind == FieldKind::integer && latest.*field.integer)
       value = std::to_string(*(latest.*field.integer));
     else if (field.kind == FieldKind::text && latest.*field.text)

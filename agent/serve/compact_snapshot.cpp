@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 namespace nvsmi {
 namespace {
@@ -72,8 +73,10 @@ Packer::health(const Gpu &gpu, const std::shared_ptr<const CompactHealth> *befor
     last_health_ = *before;
   else if (!same_health(last_health_, gpu)) {
     CompactHealth block{gpu.health, gpu.clock_event_reasons_reported};
-    block.health.pcie_tx_kib_per_s.reset();
-    block.health.pcie_rx_kib_per_s.reset();
+    // The readings that have slots of their own: a copy here would be one no sample reads.
+    for (const GpuField &field : gpu_fields())
+      if (field.history == History::own_slot)
+        (block.health.*field.integer).reset();
     last_health_ = std::make_shared<const CompactHealth>(std::move(block));
     new_text_bytes_ += health_cost(*last_health_);
   }
@@ -95,6 +98,46 @@ void unpack(const PackedReadings<N> &packed, const std::array<Reading *, N> &rea
   for (std::size_t i = 0; i < N; ++i)
     if (packed.known & (1u << i))
       *readings[i] = packed.values[i];
+}
+
+// The field table's History::own_slot fields, in its order, one slot each: walked the same way by
+// pack and unpack, so that they cannot drift apart.
+PackedReadings<own_slot_capacity> pack_field_slots(const GpuHealth &health) {
+  PackedReadings<own_slot_capacity> packed;
+  std::size_t slot = 0;
+  for (const GpuField &field : gpu_fields()) {
+    if (field.history != History::own_slot)
+      continue;
+    if (const Reading &value = health.*field.integer) {
+      packed.values[slot] = *value;
+      packed.known |= 1u << slot;
+    }
+    ++slot;
+  }
+  return packed;
+}
+
+void unpack_field_slots(const PackedReadings<own_slot_capacity> &packed, GpuHealth &health) {
+  std::size_t slot = 0;
+  for (const GpuField &field : gpu_fields()) {
+    if (field.history != History::own_slot)
+      continue;
+    health.*field.integer = packed_reading(packed, slot++);
+  }
+}
+
+// A table with more such fields than a sample has slots (or a text one) would lose readings
+// silently: refused at the first sample, which every test of the history takes.
+void check_own_slot_fields() {
+  static const bool fits = [] {
+    for (const GpuField &field : gpu_fields())
+      if (field.history == History::own_slot && field.kind != FieldKind::integer)
+        return false;
+    return own_slot_field_count() <= own_slot_capacity;
+  }();
+  if (!fits)
+    throw std::logic_error("the field table's History::own_slot fields must be integers, at most "
+                           "own_slot_capacity (serve/compact_snapshot.hpp) of them");
 }
 
 // The same lists of members, read and written, so that pack and unpack cannot drift apart.
@@ -154,8 +197,7 @@ CompactGpu pack_gpu(const Gpu &gpu, const CompactGpu *before, Packer &packer) {
   out.pstate = packer.text(gpu.pstate, before ? &before->pstate : nullptr);
   out.lost_reason = packer.text(gpu.lost_reason, before ? &before->lost_reason : nullptr);
   out.health = packer.health(gpu, before ? &before->health : nullptr);
-  out.pcie_throughput =
-      pack(std::array{&gpu.health.pcie_tx_kib_per_s, &gpu.health.pcie_rx_kib_per_s});
+  out.field_slots = pack_field_slots(gpu.health);
   out.numbers = pack(gpu_readings(gpu));
   out.power = {pack_real(gpu.power_draw_w), pack_real(gpu.power_limit_w)};
   out.mig_enabled = gpu.mig_enabled ? static_cast<std::int8_t>(*gpu.mig_enabled) : -1;
@@ -210,8 +252,7 @@ Gpu unpack_gpu(const CompactGpu &in) {
     gpu.health = in.health->health;
     gpu.clock_event_reasons_reported = in.health->clock_event_reasons_reported;
   }
-  unpack(in.pcie_throughput,
-         std::array{&gpu.health.pcie_tx_kib_per_s, &gpu.health.pcie_rx_kib_per_s});
+  unpack_field_slots(in.field_slots, gpu.health);
   unpack(in.numbers, gpu_readings(gpu));
   gpu.power_draw_w = unpack_real(in.power[0]);
   gpu.power_limit_w = unpack_real(in.power[1]);
@@ -277,6 +318,7 @@ Host unpack_host(const CompactHost &in) {
 
 CompactSnapshot compact(const Snapshot &snapshot, const CompactSnapshot *previous,
                         std::size_t &new_text_bytes) {
+  check_own_slot_fields();
   Packer packer(new_text_bytes);
   CompactSnapshot out;
   out.source = snapshot.source;

@@ -24,6 +24,10 @@ template <std::size_t N> struct PackedReadings {
   std::uint32_t known = 0;
 };
 
+// How many fields of the table (nvsmi/gpu_fields.hpp) a sample keeps in slots of its own: each
+// costs 8 bytes per GPU and sample, used or not. compact() refuses a table with more.
+inline constexpr std::size_t own_slot_capacity = 4;
+
 struct CompactProcess {
   // pid, used memory, GPU and compute instance ids, SM and memory utilization, uid, host memory
   PackedReadings<8> numbers;
@@ -57,9 +61,9 @@ std::optional<std::int64_t> packed_reading(const PackedReadings<N> &packed, std:
   return std::nullopt;
 }
 
-// A GPU's health (its PCIe throughput aside, which changes every sample and is kept in
-// CompactGpu::pcie_throughput) and the clock event reasons it reports: they seldom change, so a
-// sample shares the block of the sample before, or of the GPU before, while they are the same.
+// A GPU's health (the field table's readings that move every sample aside, History::own_slot,
+// kept in CompactGpu::field_slots) and the clock event reasons it reports: they seldom change, so
+// a sample shares the block of the sample before, or of the GPU before, while they are the same.
 struct CompactHealth {
   GpuHealth health;
   std::optional<std::vector<std::string>> clock_event_reasons_reported;
@@ -70,10 +74,11 @@ struct CompactGpu {
   SharedText uuid, name, pci_bus_id, pstate;
   SharedText lost_reason; // why nvidia-smi could not read it: the history keeps a lost GPU lost
   std::shared_ptr<const CompactHealth> health;
-  PackedReadings<2> pcie_throughput; // tx, rx KiB/s
-  PackedReadings<11> numbers;        // temperature, memory, utilization, fan, clocks
-  std::array<double, 2> power{};     // draw and limit, NaN where unknown
-  std::int8_t mig_enabled = -1;      // -1 unknown, else 0 or 1
+  // The field table's History::own_slot fields, in the table's order (nvsmi/gpu_fields.hpp).
+  PackedReadings<own_slot_capacity> field_slots;
+  PackedReadings<11> numbers;    // temperature, memory, utilization, fan, clocks
+  std::array<double, 2> power{}; // draw and limit, NaN where unknown
+  std::int8_t mig_enabled = -1;  // -1 unknown, else 0 or 1
   std::optional<std::vector<PackedReadings<6>>> mig_devices;
   std::optional<std::vector<CompactProcess>> processes;
   std::optional<std::vector<SharedText>> clock_event_reasons_active;

@@ -181,10 +181,19 @@ int find_field(std::string_view name) {
   for (std::size_t i = 0; i < std::size(field_table); ++i)
     if (field_table[i].name == name)
       return static_cast<int>(i);
-  const std::vector<GpuField> &table = gpu_fields();
-  for (std::size_t i = 0; i < table.size(); ++i)
-    if (!table[i].csv_name.empty() && table[i].csv_name == name)
-      return table_base + static_cast<int>(i);
+  // The table's fields that have a CSV column, found once: those read from the XML alone (the
+  // PCIe throughput) are no candidates.
+  static const std::vector<std::pair<std::string_view, int>> table_columns = [] {
+    std::vector<std::pair<std::string_view, int>> columns;
+    const std::vector<GpuField> &table = gpu_fields();
+    for (std::size_t i = 0; i < table.size(); ++i)
+      if (!table[i].csv_name.empty())
+        columns.emplace_back(table[i].csv_name, table_base + static_cast<int>(i));
+    return columns;
+  }();
+  for (const auto &[column, field] : table_columns)
+    if (column == name)
+      return field;
   return -1;
 }
 

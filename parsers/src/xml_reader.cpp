@@ -239,16 +239,20 @@ GpuHealth read_health(const Element &gpu) {
   Element widths = link.child("link_widths");
   health.pcie_link_width = widths.integer("current_link_width", Unit::lanes);
   health.pcie_link_width_max = widths.integer("max_link_width", Unit::lanes);
-  health.pcie_tx_kib_per_s = pci.integer("tx_util", Unit::kib_per_s);
-  health.pcie_rx_kib_per_s = pci.integer("rx_util", Unit::kib_per_s);
 
-  // The field table's leaves. Ada on 595 gives only offsets from T.Limit
-  // (gpu_temp_slow_tlimit_threshold ...), from which no absolute temperature follows: the
+  // The field table's leaves (the PCIe throughput among them). Ada on 595 gives only offsets from
+  // T.Limit (gpu_temp_slow_tlimit_threshold ...), from which no absolute temperature follows: the
   // thresholds stay nullopt there.
+  // Fields of one parent sit together in the table: its element is looked up once for them.
+  const char *parent_name = "";
+  Element parent = gpu;
   for (const GpuField &field : gpu_fields()) {
     if (*field.xml_leaf == '\0')
       continue;
-    Element parent = *field.xml_parent == '\0' ? gpu : gpu.child(field.xml_parent);
+    if (std::strcmp(field.xml_parent, parent_name) != 0) {
+      parent_name = field.xml_parent;
+      parent = *parent_name == '\0' ? gpu : gpu.child(parent_name);
+    }
     if (field.kind == FieldKind::integer)
       health.*field.integer = parent.integer(field.xml_leaf, field.unit);
     else
@@ -257,6 +261,30 @@ GpuHealth read_health(const Element &gpu) {
 
   health.recovery_action = read_recovery_action(gpu);
   return health;
+}
+
+// The field table's children of <gpu> that read_by_read_gpu's own list lacks, found once: it is
+// asked of every child of every <gpu>, and walking the whole table there was a cost per field.
+// Apart from it, and without std::find: GCC inlines read_by_read_gpu's std::find over its
+// constant list (sizes compared first, each memcmp of a known length) only while it has the one
+// caller; out of line it cost the XML reader 2 % more instructions.
+const std::vector<std::string_view> &table_only_children(const std::string_view *read_begin,
+                                                         const std::string_view *read_end) {
+  static const std::vector<std::string_view> names = [&] {
+    std::vector<std::string_view> out;
+    for (const GpuField &field : gpu_fields()) {
+      std::string_view child = *field.xml_parent == '\0' ? field.xml_leaf : field.xml_parent;
+      bool listed = child.empty();
+      for (const std::string_view *read = read_begin; read != read_end && !listed; ++read)
+        listed = *read == child;
+      for (std::string_view name : out)
+        listed = listed || name == child;
+      if (!listed)
+        out.push_back(child);
+    }
+    return out;
+  }();
+  return names;
 }
 
 // The children of <gpu> that read_gpu looks at; the others are dropped before parsing.
@@ -285,8 +313,8 @@ bool read_by_read_gpu(std::string_view name) {
                                               "clocks_throttle_reasons"};
   if (std::find(std::begin(read), std::end(read), name) != std::end(read))
     return true;
-  for (const GpuField &field : gpu_fields())
-    if (name == (*field.xml_parent == '\0' ? field.xml_leaf : field.xml_parent))
+  for (std::string_view child : table_only_children(std::begin(read), std::end(read)))
+    if (child == name)
       return true;
   return false;
 }

@@ -3,12 +3,24 @@
 // the Prometheus gauges, serve's history and the JSON-log reader walk this table, so that a new
 // field is a member of GpuHealth, an entry in gpu_fields.cpp and a test (docs/ARCHITECTURE.md).
 //
-// Not in it, and read and written by hand where they are: what is not one scalar of GpuHealth
-// (processes, MIG devices, the clock event reasons' bitmasks and per-reason columns, ECC counts
-// summed over locations, the PCIe generation read from one of several columns, the power
-// readings' alternatives) and the GPU's own readings written in a fixed order that predates the
-// table (temperature, memory, utilization, power, clocks; the JSON's nested ECC, retired-page,
-// remapped-row and PCIe objects).
+// A reading that moves every sample (the PCIe throughput) is a field like any other: its
+// `history` says that serve's history keeps it in a slot of its own per sample rather than in the
+// health block that samples share while it stays the same.
+//
+// Not in it, and read and written by hand where they are:
+// - what is not one scalar: processes, MIG devices, the clock event reasons (NVML's bitmasks and
+//   the per-reason columns), ECC counts summed over locations (the JSON's nested ecc_errors),
+//   the retired-page and remapped-row objects, the PCIe generation read from one of two columns,
+//   the power draw and limit read from the first known of several columns or elements, the
+//   recovery action that older drivers' gpu_reset_status stands in for;
+// - the GPU's own readings, members of Gpu rather than GpuHealth (pstate, temperature, memory,
+//   utilization, power, fan, clocks): each output writes them in an order of its own that
+//   predates the table (the JSON's, the CSV log's fixed first columns, /metrics' gauges with a
+//   ratio divided by 100), the CSV reader knows their older names (clocks.gr, gpu_name), and the
+//   dashboard's series read them from CompactGpu::numbers by position. Moving them needs a
+//   pointer kind for Gpu members and a per-output position in this table (issue 24, item 3);
+// - the legacy format, the table for people and `top`, which show only what their layouts have
+//   room for.
 #pragma once
 
 #include "nvsmi/quantity.hpp"
@@ -20,6 +32,15 @@
 namespace nvsmi {
 
 enum class FieldKind { integer, text };
+
+// Where the JSON snapshot puts a field: at the end of the GPU's "health" object, or in its "pcie"
+// object after the link's hand-written keys.
+enum class JsonPlace { health, health_pcie };
+
+// How serve's history keeps a field: `shared` with the health block, one copy for all the samples
+// that have the same block (readings that seldom change), or in a slot of the sample's own
+// (`own_slot`, readings that move every sample, which would otherwise cost a block per sample).
+enum class History { shared, own_slot };
 
 struct GpuField {
   FieldKind kind;
@@ -46,15 +67,18 @@ struct GpuField {
   const char *prometheus_help;
   const char *prometheus_type; // "gauge" or "counter"
   double scale;
-  // serve's history keeps every field with the GPU's health block, shared by samples while it is
-  // the same, so it suits readings that seldom change. A reading that moves every sample needs a
-  // slot of its own in serve/compact_snapshot (as the PCIe throughput has), not this table.
+  JsonPlace json_place;
+  History history;
 };
 
 // In the order the JSON, the CSV log and /metrics write them.
 const std::vector<GpuField> &gpu_fields();
 
-// Whether two GPUs' readings of every field of the table are the same.
+// Whether two GPUs' readings of every field of the table that serve's history shares
+// (History::shared) are the same: those kept in slots of their own may differ.
 bool same_field_readings(const GpuHealth &a, const GpuHealth &b);
+
+// How many fields of the table serve's history keeps in slots of their own (History::own_slot).
+std::size_t own_slot_field_count();
 
 } // namespace nvsmi

@@ -103,10 +103,11 @@ struct GpuHealth {
   // count that keeps rising says a bad riser, slot or cable. No CSV query field on driver 580.
   Reading pcie_replay_count;
 
-  // Every member above but the PCIe throughput, which moves every sample, and those of the field
-  // table (nvsmi/gpu_fields.hpp, compared by same_field_readings): what changes seldom, so that
-  // where many samples keep one copy of it (serve's history) two can be compared. A member added
-  // above and not to the table belongs here too, or the history drops it unseen.
+  // Every member above but those of the field table (nvsmi/gpu_fields.hpp: compared by
+  // same_field_readings, or kept per sample where they move every sample, as the PCIe throughput
+  // does): what changes seldom, so that where many samples keep one copy of it (serve's history)
+  // two can be compared. A member added above and not to the table belongs here too, or the
+  // history drops it unseen.
   auto settled_members() const {
     return std::tie(ecc_enabled, ecc_pending_enabled, ecc_volatile.corrected,
                     ecc_volatile.uncorrected, ecc_aggregate.corrected, ecc_aggregate.uncorrected,
