@@ -431,7 +431,8 @@ std::vector<ScreenLine> help_lines(int columns, bool unicode) {
       {"g", "only one GPU's processes: the first, the next, ... then all"},
       {"f", "only one user's processes: the first, the next, ... then all"},
       {"a Esc", "all processes again (clears both filters)"},
-      {unicode ? "↑ ↓ j k" : "up down j k", "select a GPU process (PgUp, PgDn, space: a page; or click it)"},
+      {unicode ? "↑ ↓ j k" : "up down j k",
+       "select a GPU process (PgUp, PgDn, space: a page; or click it)"},
       {"T K I", "send the selected process SIGTERM, SIGKILL or SIGINT: asks first, y sends"},
       {"t", "tree view: each process under its parent"},
       {"z", "compact view (on by itself under " + std::to_string(compact_below.columns) + "x" +
