@@ -67,24 +67,21 @@ std::string timestamp_text(const std::optional<Timestamp> &t, bool with_date) {
   return buffer;
 }
 
-std::string age_text(milliseconds age) {
+// An age in whole seconds under `seconds_below`, whole minutes under `minutes_below` seconds, else
+// whole hours.
+std::string whole_units_text(milliseconds age, long seconds_below, long minutes_below) {
   long seconds = static_cast<long>(age.count() / 1000);
-  if (seconds < 120)
+  if (seconds < seconds_below)
     return std::to_string(seconds) + " s";
-  if (seconds < 7200)
+  if (seconds < minutes_below)
     return std::to_string(seconds / 60) + " min";
   return std::to_string(seconds / 3600) + " h";
 }
 
+std::string age_text(milliseconds age) { return whole_units_text(age, 120, 7200); }
+
 // A point of the history's time scale: seconds up to ten minutes, then minutes, then hours.
-std::string scale_text(milliseconds age) {
-  long seconds = static_cast<long>(age.count() / 1000);
-  if (seconds < 600)
-    return std::to_string(seconds) + " s";
-  if (seconds < 36000)
-    return std::to_string(seconds / 60) + " min";
-  return std::to_string(seconds / 3600) + " h";
-}
+std::string scale_text(milliseconds age) { return whole_units_text(age, 600, 36000); }
 
 // A bar of `width` columns filled to `fraction` (nullopt: blank, the value is unknown).
 std::string bar(std::optional<double> fraction, int width, bool unicode) {
