@@ -58,27 +58,36 @@ void screenshot(const std::string &html, const std::string &name, int width, int
   CHECK(test::read_file(png).compare(0, 8, "\x89PNG\r\n\x1a\n") == 0);
 }
 
-// The page framed at 400 px wide is no wider than its frame.
-void check_no_sideways_scroll(const std::string &html) {
-  // The report has no script of its own: a page of the test's frames it at 400 px and writes the
-  // widths it finds into its own DOM, which --dump-dom prints.
-  std::string probe = test::temporary_folder() + "/probe.html";
+// What `script` writes about the page framed at 400 x 800 px (a phone). The report has no script
+// of its own: a page of the test's frames it, and the script (run when the frame has loaded, with
+// the frame's document as `d`) returns text that goes into the outer page's DOM, which
+// --dump-dom prints.
+std::string framed_at_400px(const std::string &html, const std::string &name,
+                            const std::string &script) {
+  std::string probe = test::temporary_folder() + "/" + name + ".html";
   test::write_file(probe, "<!DOCTYPE html><html><body style=\"margin:0\"><iframe id=\"r\" "
                           "style=\"width:400px;height:800px;border:0\" src=\"file://" +
                               html +
                               "\"></iframe><pre id=\"out\">pending</pre><script>"
                               "document.getElementById('r').onload=function(){"
-                              "var d=this.contentDocument.documentElement;"
-                              "document.getElementById('out').textContent="
-                              "'client='+d.clientWidth+' scroll='+d.scrollWidth;};"
-                              "</script></body></html>");
+                              "var d=this.contentDocument;"
+                              "document.getElementById('out').textContent=(function(){" +
+                              script + "})();};</script></body></html>");
   test::Run browser = test::chromium("--allow-file-access-from-files "
                                      "--virtual-time-budget=5000 --dump-dom " +
                                      quote("file://" + probe));
   INFO(browser.out << browser.err);
   REQUIRE(browser.exit_code == 0);
+  return browser.out;
+}
+
+// The page framed at 400 px wide is no wider than its frame.
+void check_no_sideways_scroll(const std::string &html) {
+  std::string out = framed_at_400px(html, "probe",
+                                    "var e=d.documentElement;"
+                                    "return 'client='+e.clientWidth+' scroll='+e.scrollWidth;");
   std::smatch found;
-  REQUIRE(std::regex_search(browser.out, found, std::regex("client=(\\d+) scroll=(\\d+)")));
+  REQUIRE(std::regex_search(out, found, std::regex("client=(\\d+) scroll=(\\d+)")));
   int client = std::stoi(found[1]), scroll = std::stoi(found[2]);
   CHECK(client > 300);
   CHECK(scroll <= client);
@@ -91,26 +100,14 @@ struct PhoneLayout {
 };
 
 PhoneLayout phone_layout(const std::string &html) {
-  std::string probe = test::temporary_folder() + "/layout.html";
-  test::write_file(probe, "<!DOCTYPE html><html><body style=\"margin:0\"><iframe id=\"r\" "
-                          "style=\"width:400px;height:800px;border:0\" src=\"file://" +
-                              html +
-                              "\"></iframe><pre id=\"out\">pending</pre><script>"
-                              "document.getElementById('r').onload=function(){"
-                              "var d=this.contentDocument;function top(q){var e=d.querySelector(q);"
-                              "return e?Math.round(e.getBoundingClientRect().top):-1;}"
-                              "document.getElementById('out').textContent="
-                              "'findings='+top('#findings')+' users='+top('table.users')+"
-                              "' gpu='+top('#gpu-0');};"
-                              "</script></body></html>");
-  test::Run browser = test::chromium("--allow-file-access-from-files "
-                                     "--virtual-time-budget=5000 --dump-dom " +
-                                     quote("file://" + probe));
-  INFO(browser.out << browser.err);
-  REQUIRE(browser.exit_code == 0);
+  std::string out = framed_at_400px(
+      html, "layout",
+      "function top(q){var e=d.querySelector(q);"
+      "return e?Math.round(e.getBoundingClientRect().top):-1;}"
+      "return 'findings='+top('#findings')+' users='+top('table.users')+' gpu='+top('#gpu-0');");
   std::smatch found;
-  REQUIRE(std::regex_search(browser.out, found,
-                            std::regex("findings=(-?\\d+) users=(-?\\d+) gpu=(-?\\d+)")));
+  REQUIRE(
+      std::regex_search(out, found, std::regex("findings=(-?\\d+) users=(-?\\d+) gpu=(-?\\d+)")));
   return {std::stoi(found[1]), std::stoi(found[2]), std::stoi(found[3])};
 }
 
