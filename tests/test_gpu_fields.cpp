@@ -13,9 +13,23 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <set>
+#include <sstream>
+#include <type_traits>
+
 using namespace nvsmi;
 
 namespace {
+
+// Sets `field` of `gpu` to a value made from `seed` (not for a derived field).
+void set_field(const GpuField &field, Gpu &gpu, std::int64_t seed) {
+  if (field.kind == FieldKind::integer)
+    field.integer_in(gpu) = seed;
+  else if (field.kind == FieldKind::real)
+    field.real_in(gpu) = static_cast<double>(seed) + 0.5;
+  else
+    field.text_in(gpu) = "Words " + std::to_string(seed);
+}
 
 // A one-GPU snapshot whose table fields each hold a value of their own (from `seed`).
 Snapshot with_every_field(std::int64_t seed) {
@@ -24,26 +38,54 @@ Snapshot with_every_field(std::int64_t seed) {
   Gpu &gpu = snapshot.gpus.back();
   gpu.uuid = "GPU-fields";
   std::int64_t value = seed;
-  for (const GpuField &field : gpu_fields()) {
-    if (field.kind == FieldKind::integer)
-      gpu.health.*field.integer = value;
-    else
-      gpu.health.*field.text = "Words " + std::to_string(value);
-    ++value;
-  }
+  for (const GpuField &field : gpu_fields())
+    if (field.part != FieldPart::derived)
+      set_field(field, gpu, value++);
   return snapshot;
 }
 
-std::string shown(const GpuField &field, const GpuHealth &health) {
-  if (field.kind == FieldKind::integer)
-    return health.*field.integer ? std::to_string(*(health.*field.integer)) : "unknown";
-  return health.*field.text ? *(health.*field.text) : "unknown";
+std::string shown(const GpuField &field, const Gpu &gpu) {
+  std::string text = "unknown";
+  field.with_reading(gpu, [&](const auto &value) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, Text>) {
+      if (value)
+        text = *value;
+    } else if (value) {
+      std::ostringstream number;
+      number << *value;
+      text = number.str();
+    }
+  });
+  return text;
 }
 
 // The object of the GPU's JSON that holds `field` (its JsonPlace).
 nlohmann::json &json_object(nlohmann::json &gpu, const GpuField &field) {
-  nlohmann::json &health = gpu["health"];
-  return field.json_place == JsonPlace::health ? health : health["pcie"];
+  switch (field.json_place) {
+  case JsonPlace::gpu:
+    return gpu;
+  case JsonPlace::gpu_clocks:
+    return gpu["clocks_mhz"];
+  case JsonPlace::health:
+    return gpu["health"];
+  case JsonPlace::health_pcie:
+    break;
+  }
+  return gpu["health"]["pcie"];
+}
+
+// The sample of `field`'s family in /metrics, or "" where there is none.
+std::string metric_sample(const std::string &metrics, const GpuField &field) {
+  std::string start = "\n" + std::string(field.prometheus_name) + "{";
+  for (std::size_t at = metrics.find(start); at != std::string::npos;
+       at = metrics.find(start, at + 1)) {
+    std::string sample = metrics.substr(at + 1, metrics.find('\n', at + 1) - at - 1);
+    if (*field.prometheus_label == '\0' ||
+        sample.find(std::string(field.prometheus_label) + "=\"" + field.prometheus_label_value +
+                    "\"") != std::string::npos)
+      return sample;
+  }
+  return "";
 }
 
 } // namespace
@@ -58,13 +100,14 @@ TEST_CASE("every field of the table goes through JSON and comes back from the JS
     nlohmann::json &object = json_object(gpu, field);
     REQUIRE(object.contains(std::string(field.json_key)));
     CHECK_FALSE(object[std::string(field.json_key)].is_null());
-    CHECK(shown(field, read.gpus.at(0).health) == shown(field, snapshot.gpus[0].health));
+    CHECK(shown(field, read.gpus.at(0)) == shown(field, snapshot.gpus[0]));
   }
 }
 
 TEST_CASE("a field of the table that is not known is null in JSON and unknown read back") {
   Snapshot snapshot = with_every_field(41);
-  snapshot.gpus[0].health = GpuHealth{};
+  snapshot.gpus[0] = Gpu{};
+  snapshot.gpus[0].uuid = "GPU-fields";
   std::string line = format_json(snapshot);
   auto gpu = nlohmann::json::parse(line)["gpus"][0];
   Snapshot read = read_json_log_line(line);
@@ -73,17 +116,19 @@ TEST_CASE("a field of the table that is not known is null in JSON and unknown re
     nlohmann::json &object = json_object(gpu, field);
     REQUIRE(object.contains(std::string(field.json_key)));
     CHECK(object[std::string(field.json_key)].is_null());
-    CHECK(shown(field, read.gpus.at(0).health) == "unknown");
+    CHECK(shown(field, read.gpus.at(0)) == "unknown");
   }
 }
 
 TEST_CASE("the JSON log's reader refuses a field of the table of the wrong type") {
   Snapshot snapshot = with_every_field(41);
   for (const GpuField &field : gpu_fields()) {
+    if (field.part == FieldPart::derived)
+      continue; // written, never read back
     INFO(field.json_key);
     auto json = nlohmann::json::parse(format_json(snapshot));
     json_object(json["gpus"][0], field)[std::string(field.json_key)] =
-        field.kind == FieldKind::integer ? nlohmann::json("12") : nlohmann::json(12);
+        field.kind == FieldKind::text ? nlohmann::json(12) : nlohmann::json("12");
     CHECK_THROWS_AS(read_json_log_line(json.dump()), ParseError);
   }
 }
@@ -94,22 +139,20 @@ TEST_CASE("every logged field of the table has its CSV log column, read back by 
   std::string log = format_csv(snapshot, true);
   CsvRow row = read_csv_row(log.substr(log.find('\n') + 1),
                             CsvLayout::from_header(log.substr(0, log.find('\n'))), 0);
-  for (const GpuField &field : gpu_fields()) {
-    if (!field.csv_logged)
-      continue;
-    INFO(field.csv_name);
-    CHECK(csv_header().find("," + std::string(field.csv_name)) != std::string::npos);
-    CHECK(shown(field, row.gpu.health) == shown(field, snapshot.gpus[0].health));
+  REQUIRE_FALSE(csv_logged_fields().empty());
+  for (const GpuField *field : csv_logged_fields()) {
+    INFO(field->csv_name);
+    CHECK(csv_header().find("," + std::string(field->csv_name)) != std::string::npos);
+    CHECK(shown(*field, row.gpu) == shown(*field, snapshot.gpus[0]));
   }
 }
 
 TEST_CASE("a CSV log with fewer of the table's columns is an earlier agent's") {
   std::vector<std::string> earlier = earlier_csv_headers();
-  std::size_t logged = 0;
-  for (const GpuField &field : gpu_fields())
-    logged += field.csv_logged;
-  // The oldest (ending at power.draw), then one with each count of the table's columns below all.
-  REQUIRE(earlier.size() == 1 + logged);
+  // The oldest (ending at power.draw), then one with each count of columns from the host's on,
+  // below all.
+  REQUIRE(earlier.size() ==
+          1 + csv_logged_fields().size() - static_cast<std::size_t>(csv_log_host_after));
   for (const std::string &header : earlier)
     CHECK(header != csv_header());
 }
@@ -123,12 +166,14 @@ TEST_CASE("every field of the table with a Prometheus name has its family, scale
     INFO(field.prometheus_name);
     std::string name(field.prometheus_name);
     CHECK(metrics.find("# TYPE " + name + " " + field.prometheus_type + "\n") != std::string::npos);
-    std::size_t series = metrics.find("\n" + name + "{");
-    REQUIRE(series != std::string::npos);
-    std::string sample = metrics.substr(series + 1, metrics.find('\n', series + 1) - series - 1);
+    std::string sample = metric_sample(metrics, field);
+    REQUIRE_FALSE(sample.empty());
     double value = std::stod(sample.substr(sample.rfind(' ') + 1));
-    CHECK(value ==
-          Approx(static_cast<double>(*(snapshot.gpus[0].health.*field.integer)) * field.scale));
+    std::optional<double> expected =
+        field.prometheus_derived ? field.prometheus_derived(snapshot.gpus[0])
+                                 : prometheus_value(field.unit, *field.number_in(snapshot.gpus[0]));
+    REQUIRE(expected);
+    CHECK(value == Approx(*expected));
   }
 }
 
@@ -138,33 +183,35 @@ TEST_CASE("serve's history keeps a change of any one field of the table") {
   CompactSnapshot packed = compact(first, nullptr, bytes);
   std::size_t position = 0;
   for (const GpuField &field : gpu_fields()) {
+    if (field.part == FieldPart::derived)
+      continue;
     INFO(field.json_key);
     Snapshot changed = first;
-    GpuHealth &health = changed.gpus[0].health;
-    if (field.kind == FieldKind::integer)
-      health.*field.integer = 1000 + static_cast<std::int64_t>(position);
-    else
-      health.*field.text = "Changed";
+    set_field(field, changed.gpus[0], 1000 + static_cast<std::int64_t>(position));
     CompactSnapshot next = compact(changed, &packed, bytes);
     Snapshot back = expand(next);
-    CHECK(shown(field, back.gpus.at(0).health) == shown(field, health));
-    CHECK(shown(field, expand(packed).gpus.at(0).health) == shown(field, first.gpus[0].health));
+    CHECK(shown(field, back.gpus.at(0)) == shown(field, changed.gpus[0]));
+    CHECK(shown(field, expand(packed).gpus.at(0)) == shown(field, first.gpus[0]));
     ++position;
   }
 }
 
 TEST_CASE("a field that moves every sample keeps a slot of its own while the health block is "
           "shared") {
-  REQUIRE(own_slot_field_count() > 0); // the PCIe throughput, at least
-  REQUIRE(own_slot_field_count() <= own_slot_capacity);
+  REQUIRE(own_slot_field_count(FieldKind::integer) > 0); // temperature, PCIe throughput ...
+  REQUIRE(own_slot_field_count(FieldKind::integer) <= own_slot_integers);
+  REQUIRE(own_slot_field_count(FieldKind::real) <= own_slot_reals);
+  REQUIRE(own_slot_field_count(FieldKind::text) <= own_slot_texts);
   Snapshot first = with_every_field(41);
   std::size_t bytes = 0;
   CompactSnapshot packed = compact(first, nullptr, bytes);
   Snapshot changed = first;
   std::int64_t value = 5000;
+  // Numbers only: a changed text costs its own bytes, counted apart from the block.
   for (const GpuField &field : gpu_fields())
-    if (field.history == History::own_slot)
-      changed.gpus[0].health.*field.integer = value++;
+    if (field.history == History::own_slot && field.part != FieldPart::derived &&
+        field.kind != FieldKind::text)
+      set_field(field, changed.gpus[0], value++);
   std::size_t text_bytes = 0;
   CompactSnapshot next = compact(changed, &packed, text_bytes);
   // One block for both samples: a per-sample reading must not cost a health block per sample.
@@ -173,36 +220,44 @@ TEST_CASE("a field that moves every sample keeps a slot of its own while the hea
   Snapshot back = expand(next), earlier = expand(packed);
   for (const GpuField &field : gpu_fields()) {
     INFO(field.json_key);
-    CHECK(shown(field, back.gpus.at(0).health) == shown(field, changed.gpus[0].health));
-    CHECK(shown(field, earlier.gpus.at(0).health) == shown(field, first.gpus[0].health));
+    CHECK(shown(field, back.gpus.at(0)) == shown(field, changed.gpus[0]));
+    CHECK(shown(field, earlier.gpus.at(0)) == shown(field, first.gpus[0]));
   }
 }
 
 TEST_CASE("a field that moves every sample and is unknown stays unknown in serve's history") {
   Snapshot snapshot = with_every_field(41);
-  for (const GpuField &field : gpu_fields())
-    if (field.history == History::own_slot)
-      (snapshot.gpus[0].health.*field.integer).reset();
+  for (const GpuField &field : gpu_fields()) {
+    if (field.history != History::own_slot || field.part == FieldPart::derived)
+      continue;
+    if (field.kind == FieldKind::integer)
+      field.integer_in(snapshot.gpus[0]).reset();
+    else if (field.kind == FieldKind::real)
+      field.real_in(snapshot.gpus[0]).reset();
+    else
+      field.text_in(snapshot.gpus[0]).reset();
+  }
   std::size_t bytes = 0;
   Snapshot back = expand(compact(snapshot, nullptr, bytes));
   for (const GpuField &field : gpu_fields()) {
     INFO(field.json_key);
-    CHECK(shown(field, back.gpus.at(0).health) == shown(field, snapshot.gpus[0].health));
+    CHECK(shown(field, back.gpus.at(0)) == shown(field, snapshot.gpus[0]));
   }
 }
 
 TEST_CASE("every field of the table with an XML leaf is read from nvidia-smi's XML") {
   for (const GpuField &field : gpu_fields()) {
-    if (*field.xml_leaf == '\0' || field.kind != FieldKind::integer)
+    if (*field.xml_leaf == '\0')
       continue;
     INFO(field.json_key);
     std::string unit(unit_symbol(field.unit));
-    std::string leaf = std::string("<") + field.xml_leaf + ">77" + (unit.empty() ? "" : " ") +
+    std::string value = field.kind == FieldKind::text ? "P7" : "77";
+    std::string leaf = std::string("<") + field.xml_leaf + ">" + value + (unit.empty() ? "" : " ") +
                        unit + "</" + field.xml_leaf + ">";
     if (*field.xml_parent != '\0')
       leaf = std::string("<") + field.xml_parent + ">" + leaf + "</" + field.xml_parent + ">";
     Snapshot read = read_xml("<nvidia_smi_log><gpu>" + leaf + "</gpu></nvidia_smi_log>");
-    CHECK(shown(field, read.gpus.at(0).health) == "77");
+    CHECK(shown(field, read.gpus.at(0)) == value);
   }
 }
 
@@ -216,6 +271,19 @@ TEST_CASE("the JSON log's reader refuses a health pcie object that is not one") 
   for (const GpuField &field : gpu_fields())
     if (field.json_place == JsonPlace::health_pcie) {
       INFO(field.json_key);
-      CHECK(shown(field, read.gpus.at(0).health) == "unknown");
+      CHECK(shown(field, read.gpus.at(0)) == "unknown");
     }
+}
+
+TEST_CASE("the query asks for each name once, and the reader reads every one") {
+  const std::vector<std::string> &asked = query_fields();
+  std::set<std::string> unique(asked.begin(), asked.end());
+  CHECK(unique.size() == asked.size());
+  // A header of every asked name: none of them is an unknown column, which the reader would let
+  // go (it throws for a known one whose cell does not parse).
+  CsvLayout layout = CsvLayout::from_fields(asked);
+  for (const CsvLayout::Column &column : layout.columns()) {
+    INFO(column.name);
+    CHECK(column.field >= 0);
+  }
 }

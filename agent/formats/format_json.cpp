@@ -41,15 +41,10 @@ void write_ecc(JsonWriter &json, std::string_view scope, const EccErrorCounts &c
 }
 
 // The field table's fields that the JSON puts at `place`, in the table's order.
-void write_table_fields(JsonWriter &json, const GpuHealth &health, JsonPlace place) {
-  for (const GpuField &each : gpu_fields()) {
-    if (each.json_place != place)
-      continue;
-    if (each.kind == FieldKind::integer)
-      field(json, each.json_key, health.*each.integer);
-    else
-      field(json, each.json_key, health.*each.text);
-  }
+void write_table_fields(JsonWriter &json, const Gpu &gpu, JsonPlace place) {
+  for (const GpuField &each : gpu_fields())
+    if (each.json_place == place)
+      each.with_reading(gpu, [&](const auto &value) { field(json, each.json_key, value); });
 }
 
 void write_health(JsonWriter &json, const Gpu &gpu) {
@@ -91,9 +86,9 @@ void write_health(JsonWriter &json, const Gpu &gpu) {
   field(json, "link_gen_max", h.pcie_link_gen_max);
   field(json, "link_width", h.pcie_link_width);
   field(json, "link_width_max", h.pcie_link_width_max);
-  write_table_fields(json, h, JsonPlace::health_pcie);
+  write_table_fields(json, gpu, JsonPlace::health_pcie);
   json.end_object();
-  write_table_fields(json, h, JsonPlace::health);
+  write_table_fields(json, gpu, JsonPlace::health);
   json.end_object();
 }
 
@@ -131,23 +126,10 @@ void write_gpu(JsonWriter &json, const Snapshot &snapshot, std::size_t position)
   field(json, "uuid", gpu.uuid);
   field(json, "name", gpu.name);
   field(json, "pci_bus_id", gpu.pci_bus_id);
-  field(json, "temperature_c", gpu.temperature_c);
-  field(json, "memory_total_mib", gpu.memory_total_mib);
-  field(json, "memory_used_mib", gpu.memory_used_mib);
-  field(json, "memory_free_mib", gpu.memory_free_mib);
-  field(json, "memory_used_percent", gpu.memory_used_percent());
-  field(json, "utilization_gpu_percent", gpu.utilization_gpu_percent);
-  field(json, "utilization_memory_percent", gpu.utilization_memory_percent);
-  field(json, "power_draw_w", gpu.power_draw_w);
-  field(json, "power_limit_w", gpu.power_limit_w);
-  field(json, "fan_speed_percent", gpu.fan_speed_percent);
-  field(json, "pstate", gpu.pstate);
+  write_table_fields(json, gpu, JsonPlace::gpu);
   json.key("clocks_mhz");
   json.begin_object();
-  field(json, "graphics", gpu.clocks.graphics_mhz);
-  field(json, "sm", gpu.clocks.sm_mhz);
-  field(json, "memory", gpu.clocks.memory_mhz);
-  field(json, "video", gpu.clocks.video_mhz);
+  write_table_fields(json, gpu, JsonPlace::gpu_clocks);
   json.end_object();
   field(json, "mig_enabled", gpu.mig_enabled);
   list_or_null(json, "mig_devices", gpu.mig_devices, [&](const MigDevice &device) {

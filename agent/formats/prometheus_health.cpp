@@ -156,16 +156,18 @@ void write_memory_health(const Snapshot &snapshot, const std::vector<std::string
               snapshot, labels, out);
 }
 
-// A family per numeric field of the table that names one (nvsmi/gpu_fields.hpp).
+// A family per numeric health field of the table that names one (nvsmi/gpu_fields.hpp); the
+// GPU's own readings are written first of all (prometheus_metrics.cpp).
 void write_field_table_metrics(const Snapshot &snapshot, const std::vector<std::string> &labels,
                                std::string &out) {
   for (const GpuField &field : gpu_fields()) {
-    if (*field.prometheus_name == '\0' || field.kind != FieldKind::integer)
+    if (field.part != FieldPart::health || *field.prometheus_name == '\0' ||
+        field.kind == FieldKind::text)
       continue;
     Family family(field.prometheus_name, field.prometheus_help, field.prometheus_type);
     for (std::size_t i = 0; i < snapshot.gpus.size(); ++i) {
-      const Reading &value = snapshot.gpus[i].health.*field.integer;
-      family.add(labels[i], value ? std::optional<double>(static_cast<double>(*value) * field.scale)
+      std::optional<double> value = field.number_in(snapshot.gpus[i]);
+      family.add(labels[i], value ? std::optional<double>(prometheus_value(field.unit, *value))
                                   : std::nullopt);
     }
     family.write(out);

@@ -3,10 +3,10 @@
 #include "formats/prometheus_health.hpp"
 #include "formats/prometheus_text.hpp"
 
+#include "nvsmi/gpu_fields.hpp"
 #include "nvsmi/utf8.hpp"
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <set>
 #include <vector>
@@ -14,59 +14,46 @@
 namespace nvsmi {
 namespace {
 
-constexpr double bytes_per_mib = 1024.0 * 1024.0;
-
-template <typename T> std::optional<double> scaled(const std::optional<T> &value, double factor) {
+// A reading in nvidia-smi's unit as Prometheus's base unit (nvsmi/gpu_fields.hpp), or nullopt.
+template <typename T> std::optional<double> in_base_unit(const std::optional<T> &value, Unit unit) {
   if (!value)
     return std::nullopt;
-  return static_cast<double>(*value) * factor;
+  return prometheus_value(unit, static_cast<double>(*value));
 }
 
-// A percentage as a ratio, divided rather than multiplied by 0.01: 35% is 0.35, not
-// 0.35000000000000003.
-template <typename T> std::optional<double> ratio(const std::optional<T> &percent) {
-  if (!percent)
-    return std::nullopt;
-  return static_cast<double>(*percent) / 100;
-}
-
-std::optional<double> used_ratio(const Gpu &gpu) {
-  if (!gpu.memory_used_mib || !gpu.memory_total_mib || *gpu.memory_total_mib <= 0)
-    return std::nullopt;
-  return static_cast<double>(*gpu.memory_used_mib) / static_cast<double>(*gpu.memory_total_mib);
-}
-
-struct GaugeSpec {
-  const char *name, *help;
-  std::function<std::optional<double>(const Gpu &)> value;
-};
-
-const std::vector<GaugeSpec> &gpu_gauges() {
-  static const std::vector<GaugeSpec> specs = {
-      {"nvsmi_gpu_temperature_celsius", "GPU core temperature in degrees Celsius.",
-       [](const Gpu &g) { return scaled(g.temperature_c, 1); }},
-      {"nvsmi_gpu_memory_total_bytes", "Total framebuffer memory in bytes.",
-       [](const Gpu &g) { return scaled(g.memory_total_mib, bytes_per_mib); }},
-      {"nvsmi_gpu_memory_used_bytes", "Framebuffer memory in use in bytes.",
-       [](const Gpu &g) { return scaled(g.memory_used_mib, bytes_per_mib); }},
-      {"nvsmi_gpu_memory_free_bytes", "Free framebuffer memory in bytes.",
-       [](const Gpu &g) { return scaled(g.memory_free_mib, bytes_per_mib); }},
-      {"nvsmi_gpu_memory_used_ratio", "Framebuffer memory in use as a ratio of the total (0-1).",
-       used_ratio},
-      {"nvsmi_gpu_utilization_ratio",
-       "Share of the last sample period in which a kernel ran on the GPU (0-1).",
-       [](const Gpu &g) { return ratio(g.utilization_gpu_percent); }},
-      {"nvsmi_gpu_memory_utilization_ratio",
-       "Share of the last sample period in which device memory was read or written (0-1).",
-       [](const Gpu &g) { return ratio(g.utilization_memory_percent); }},
-      {"nvsmi_gpu_power_draw_watts", "Power drawn by the board in watts.",
-       [](const Gpu &g) { return scaled(g.power_draw_w, 1); }},
-      {"nvsmi_gpu_power_limit_watts", "Power management limit in watts.",
-       [](const Gpu &g) { return scaled(g.power_limit_w, 1); }},
-      {"nvsmi_gpu_fan_speed_ratio", "Intended fan speed as a ratio of its maximum (0-1).",
-       [](const Gpu &g) { return ratio(g.fan_speed_percent); }},
-  };
-  return specs;
+// The field table's families of the GPU's own readings (its health's are written with the rest of
+// its health, prometheus_health.cpp), in the table's order: fields next to each other with one
+// family name are that family's series for each GPU, told apart by their label.
+void write_gpu_reading_metrics(const Snapshot &snapshot, const std::vector<std::string> &labels,
+                               std::string &out) {
+  const std::vector<GpuField> &fields = gpu_fields();
+  for (std::size_t first = 0; first < fields.size();) {
+    std::size_t end = first + 1;
+    while (end < fields.size() &&
+           std::string_view(fields[end].prometheus_name) == fields[first].prometheus_name)
+      ++end;
+    const GpuField &head = fields[first];
+    if (head.part == FieldPart::health || *head.prometheus_name == '\0') {
+      first = end;
+      continue;
+    }
+    Family family(head.prometheus_name, head.prometheus_help, head.prometheus_type);
+    for (std::size_t i = 0; i < snapshot.gpus.size(); ++i)
+      for (std::size_t f = first; f < end; ++f) {
+        const GpuField &field = fields[f];
+        std::string series = labels[i];
+        if (*field.prometheus_label != '\0')
+          append_label(series, field.prometheus_label, std::string(field.prometheus_label_value));
+        std::optional<double> value;
+        if (field.prometheus_derived)
+          value = field.prometheus_derived(snapshot.gpus[i]);
+        else if (std::optional<double> number = field.number_in(snapshot.gpus[i]))
+          value = prometheus_value(field.unit, *number);
+        family.add(series, value);
+      }
+    family.write(out);
+    first = end;
+  }
 }
 
 // A process's series: its GPU's labels, then pid and name, then who runs it and where, each
@@ -97,9 +84,9 @@ void write_process_metrics(const Snapshot &snapshot, const std::vector<std::stri
       if (!process.pid)
         continue;
       std::string labels = process_labels(gpu_labels[i], process);
-      memory.add(labels, scaled(process.used_memory_mib, bytes_per_mib));
-      sm.add(labels, ratio(process.sm_utilization_percent));
-      bandwidth.add(labels, ratio(process.memory_utilization_percent));
+      memory.add(labels, in_base_unit(process.used_memory_mib, Unit::mib));
+      sm.add(labels, in_base_unit(process.sm_utilization_percent, Unit::percent));
+      bandwidth.add(labels, in_base_unit(process.memory_utilization_percent, Unit::percent));
     }
   }
   memory.write(out);
@@ -137,7 +124,7 @@ void write_user_metrics(const Snapshot &snapshot, std::string &out) {
     std::string labels;
     append_label(labels, "user", user);
     if (totals.memory_known)
-      memory.add(labels, totals.memory_mib * bytes_per_mib);
+      memory.add(labels, prometheus_value(Unit::mib, totals.memory_mib));
     gpus.add(labels, static_cast<double>(totals.gpus.size()));
   }
   memory.write(out);
@@ -150,14 +137,14 @@ void write_host_metrics(const std::optional<Host> &host, std::string &out) {
     return;
   Family cpu("nvsmi_host_cpu_utilization_ratio",
              "Share of all the host's CPU time that was busy since the previous sample (0-1).");
-  cpu.add("", ratio(host->cpu_percent));
+  cpu.add("", in_base_unit(host->cpu_percent, Unit::percent));
   cpu.write(out);
   Family used("nvsmi_host_memory_used_bytes",
               "Host memory in use (total less available) in bytes.");
-  used.add("", scaled(host->memory_used_mib, bytes_per_mib));
+  used.add("", in_base_unit(host->memory_used_mib, Unit::mib));
   used.write(out);
   Family total("nvsmi_host_memory_total_bytes", "Host memory in bytes.");
-  total.add("", scaled(host->memory_total_mib, bytes_per_mib));
+  total.add("", in_base_unit(host->memory_total_mib, Unit::mib));
   total.write(out);
 }
 
@@ -169,27 +156,7 @@ std::string format_snapshot_metrics(const Snapshot &snapshot) {
   for (const Gpu &gpu : snapshot.gpus)
     labels.push_back(gpu_labels(gpu));
 
-  for (const GaugeSpec &spec : gpu_gauges()) {
-    Family family(spec.name, spec.help);
-    for (std::size_t i = 0; i < snapshot.gpus.size(); ++i)
-      family.add(labels[i], spec.value(snapshot.gpus[i]));
-    family.write(out);
-  }
-
-  Family clocks("nvsmi_gpu_clock_hz", "Current clock frequency in hertz, by clock domain.");
-  for (std::size_t i = 0; i < snapshot.gpus.size(); ++i) {
-    const Clocks &c = snapshot.gpus[i].clocks;
-    const std::pair<const char *, const Reading &> domains[] = {{"graphics", c.graphics_mhz},
-                                                                {"sm", c.sm_mhz},
-                                                                {"memory", c.memory_mhz},
-                                                                {"video", c.video_mhz}};
-    for (const auto &[domain, mhz] : domains) {
-      std::string with_clock = labels[i];
-      append_label(with_clock, "clock", std::string(domain));
-      clocks.add(with_clock, scaled(mhz, 1e6));
-    }
-  }
-  clocks.write(out);
+  write_gpu_reading_metrics(snapshot, labels, out);
 
   Family info("nvsmi_gpu_info", "Constant 1, labelled with what identifies the GPU.");
   for (std::size_t i = 0; i < snapshot.gpus.size(); ++i) {

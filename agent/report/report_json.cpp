@@ -82,8 +82,8 @@ Json gpu_json(const Report &report, std::size_t position) {
   for (const GpuField &field : gpu_fields())
     if (field.history == History::shared) // one that moves every sample has no latest to show
       fields[std::string(field.json_key)] = field.kind == FieldKind::integer
-                                                ? maybe(gpu.latest_fields.*field.integer)
-                                                : maybe(gpu.latest_fields.*field.text);
+                                                ? maybe(gpu.latest_fields.*field.health_integer)
+                                                : maybe(gpu.latest_fields.*field.health_text);
   out["throttled_percent"] = rounded(gpu.throttled.percent());
   out["power_limit_percent"] = rounded(gpu.power_capped.percent());
   out["slow_pstate_percent"] = rounded(gpu.slow_pstate.percent());

@@ -113,35 +113,33 @@ Gpu read_gpu(const Json &value, const std::string &where) {
   gpu.uuid = in.text("uuid");
   gpu.name = in.text("name");
   gpu.pci_bus_id = in.text("pci_bus_id");
-  gpu.pstate = in.text("pstate");
-  gpu.temperature_c = in.whole("temperature_c", true);
-  gpu.memory_total_mib = in.whole("memory_total_mib");
-  gpu.memory_used_mib = in.whole("memory_used_mib");
-  gpu.memory_free_mib = in.whole("memory_free_mib");
-  gpu.utilization_gpu_percent = in.whole("utilization_gpu_percent");
-  gpu.utilization_memory_percent = in.whole("utilization_memory_percent");
-  gpu.power_draw_w = in.real("power_draw_w");
-  gpu.power_limit_w = in.real("power_limit_w");
-  gpu.fan_speed_percent = in.whole("fan_speed_percent");
+  // The table's fields where format_json puts them (JsonPlace): among the GPU's members, in its
+  // "clocks_mhz", in its "health" or that object's "pcie".
+  std::optional<Members> clocks_in, health_in, pcie_in;
+  if (const Json *clocks = in.find("clocks_mhz"))
+    clocks_in.emplace(object_at(*clocks, where + ".clocks_mhz"), where + ".clocks_mhz.");
   if (const Json *health = in.find("health")) {
-    Members health_in(object_at(*health, where + ".health"), where + ".health.");
-    // The table's fields where format_json puts them (JsonPlace): in "health" or its "pcie".
-    const Json *pcie = health_in.find("pcie");
-    std::optional<Members> pcie_in;
-    if (pcie)
+    health_in.emplace(object_at(*health, where + ".health"), where + ".health.");
+    if (const Json *pcie = health_in->find("pcie"))
       pcie_in.emplace(object_at(*pcie, where + ".health.pcie"), where + ".health.pcie.");
-    for (const GpuField &field : gpu_fields()) {
-      const Members *from = field.json_place == JsonPlace::health ? &health_in
-                            : pcie_in                             ? &*pcie_in
-                                                                  : nullptr;
-      if (!from)
-        continue;
-      std::string key(field.json_key);
-      if (field.kind == FieldKind::integer)
-        gpu.health.*field.integer = from->whole(key.c_str(), field.unit == Unit::celsius);
-      else
-        gpu.health.*field.text = from->text(key.c_str());
-    }
+  }
+  for (const GpuField &field : gpu_fields()) {
+    const std::optional<Members> *from = field.json_place == JsonPlace::gpu_clocks    ? &clocks_in
+                                         : field.json_place == JsonPlace::health      ? &health_in
+                                         : field.json_place == JsonPlace::health_pcie ? &pcie_in
+                                                                                      : nullptr;
+    const Members *members = field.json_place == JsonPlace::gpu ? &in
+                             : from && *from                    ? &**from
+                                                                : nullptr;
+    if (!members || field.part == FieldPart::derived)
+      continue;
+    std::string key(field.json_key);
+    if (field.kind == FieldKind::integer)
+      field.integer_in(gpu) = members->whole(key.c_str(), field.unit == Unit::celsius);
+    else if (field.kind == FieldKind::real)
+      field.real_in(gpu) = members->real(key.c_str());
+    else
+      field.text_in(gpu) = members->text(key.c_str());
   }
   if (const Json *processes = in.list("processes")) {
     gpu.processes.emplace();

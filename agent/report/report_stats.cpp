@@ -54,10 +54,10 @@ bool GpuStats::add(const Sample &sample, const Gpu &identity) {
     if (field.history == History::own_slot)
       continue; // moves every sample: its latest reading says nothing of the log
     if (field.kind == FieldKind::integer) {
-      if (const Reading &value = identity.health.*field.integer)
-        s_.latest_fields.*field.integer = value;
-    } else if (const Text &value = identity.health.*field.text) {
-      s_.latest_fields.*field.text = value;
+      if (const Reading &value = identity.health.*field.health_integer)
+        s_.latest_fields.*field.health_integer = value;
+    } else if (const Text &value = identity.health.*field.health_text) {
+      s_.latest_fields.*field.health_text = value;
     }
   }
   if (settled_) {
@@ -248,10 +248,10 @@ std::string latest_fields_text(const GpuHealth &latest) {
     std::string value;
     if (field.history == History::own_slot)
       continue;
-    if (field.kind == FieldKind::integer && latest.*field.integer)
-      value = std::to_string(*(latest.*field.integer));
-    else if (field.kind == FieldKind::text && latest.*field.text)
-      value = *(latest.*field.text);
+    if (field.kind == FieldKind::integer && latest.*field.health_integer)
+      value = std::to_string(*(latest.*field.health_integer));
+    else if (field.kind == FieldKind::text && latest.*field.health_text)
+      value = *(latest.*field.health_text);
     else
       continue;
     text += (text.empty() ? "" : ", ") + std::string(field.json_key) + ' ' + value;

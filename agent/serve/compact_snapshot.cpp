@@ -47,8 +47,8 @@ private:
 std::size_t health_cost(const CompactHealth &block) {
   std::size_t cost = allocation(sizeof(CompactHealth) + 16);
   for (const GpuField &field : gpu_fields())
-    if (field.kind == FieldKind::text) {
-      const Text &text = block.health.*field.text;
+    if (field.part == FieldPart::health && field.kind == FieldKind::text) {
+      const Text &text = block.health.*field.health_text;
       if (text && text->size() > 15)
         cost += allocation(text->capacity() + 1);
     }
@@ -75,8 +75,8 @@ Packer::health(const Gpu &gpu, const std::shared_ptr<const CompactHealth> *befor
     CompactHealth block{gpu.health, gpu.clock_event_reasons_reported};
     // The readings that have slots of their own: a copy here would be one no sample reads.
     for (const GpuField &field : gpu_fields())
-      if (field.history == History::own_slot)
-        (block.health.*field.integer).reset();
+      if (field.part == FieldPart::health && field.history == History::own_slot)
+        (block.health.*field.health_integer).reset();
     last_health_ = std::make_shared<const CompactHealth>(std::move(block));
     new_text_bytes_ += health_cost(*last_health_);
   }
@@ -100,54 +100,68 @@ void unpack(const PackedReadings<N> &packed, const std::array<Reading *, N> &rea
       *readings[i] = packed.values[i];
 }
 
-// The field table's History::own_slot fields, in its order, one slot each: walked the same way by
-// pack and unpack, so that they cannot drift apart.
-PackedReadings<own_slot_capacity> pack_field_slots(const GpuHealth &health) {
-  PackedReadings<own_slot_capacity> packed;
-  std::size_t slot = 0;
+double pack_real(const RealReading &value) {
+  return value ? *value : std::numeric_limits<double>::quiet_NaN();
+}
+RealReading unpack_real(double value) {
+  return std::isnan(value) ? RealReading() : RealReading(value);
+}
+
+Text unpack_text(const SharedText &text) { return text ? Text(*text) : Text(); }
+
+// Whether the table has a field of its own slot, a derived one aside (nothing to keep).
+bool in_own_slot(const GpuField &field) {
+  return field.history == History::own_slot && field.part != FieldPart::derived;
+}
+
+// The field table's History::own_slot fields, in its order, one slot each in the array of their
+// kind: walked the same way by pack and unpack, so that they cannot drift apart.
+void pack_own_slots(const Gpu &gpu, CompactGpu &out, const CompactGpu *before, Packer &packer) {
+  std::size_t integer = 0, real = 0, text = 0;
   for (const GpuField &field : gpu_fields()) {
-    if (field.history != History::own_slot)
+    if (!in_own_slot(field))
       continue;
-    if (const Reading &value = health.*field.integer) {
-      packed.values[slot] = *value;
-      packed.known |= 1u << slot;
+    if (field.kind == FieldKind::integer) {
+      if (const Reading &value = field.integer_in(gpu)) {
+        out.numbers.values[integer] = *value;
+        out.numbers.known |= 1u << integer;
+      }
+      ++integer;
+    } else if (field.kind == FieldKind::real) {
+      out.reals[real++] = pack_real(gpu.*field.gpu_real);
+    } else {
+      out.texts[text] = packer.text(field.text_in(gpu), before ? &before->texts[text] : nullptr);
+      ++text;
     }
-    ++slot;
   }
-  return packed;
 }
 
-void unpack_field_slots(const PackedReadings<own_slot_capacity> &packed, GpuHealth &health) {
-  std::size_t slot = 0;
+void unpack_own_slots(const CompactGpu &in, Gpu &gpu) {
+  std::size_t integer = 0, real = 0, text = 0;
   for (const GpuField &field : gpu_fields()) {
-    if (field.history != History::own_slot)
+    if (!in_own_slot(field))
       continue;
-    health.*field.integer = packed_reading(packed, slot++);
+    if (field.kind == FieldKind::integer)
+      field.integer_in(gpu) = packed_reading(in.numbers, integer++);
+    else if (field.kind == FieldKind::real)
+      field.real_in(gpu) = unpack_real(in.reals[real++]);
+    else
+      field.text_in(gpu) = unpack_text(in.texts[text++]);
   }
 }
 
-// A table with more such fields than a sample has slots (or a text one) would lose readings
-// silently: refused at the first sample, which every test of the history takes.
+// A table with more such fields than a sample has slots would lose readings silently: refused at
+// the first sample, which every test of the history takes.
 void check_own_slot_fields() {
-  static const bool fits = [] {
-    for (const GpuField &field : gpu_fields())
-      if (field.history == History::own_slot && field.kind != FieldKind::integer)
-        return false;
-    return own_slot_field_count() <= own_slot_capacity;
-  }();
+  static const bool fits = own_slot_field_count(FieldKind::integer) <= own_slot_integers &&
+                           own_slot_field_count(FieldKind::real) <= own_slot_reals &&
+                           own_slot_field_count(FieldKind::text) <= own_slot_texts;
   if (!fits)
-    throw std::logic_error("the field table's History::own_slot fields must be integers, at most "
-                           "own_slot_capacity (serve/compact_snapshot.hpp) of them");
+    throw std::logic_error("the field table has more History::own_slot fields of a kind than "
+                           "serve/compact_snapshot.hpp's own_slot_* give them");
 }
 
 // The same lists of members, read and written, so that pack and unpack cannot drift apart.
-template <typename G> auto gpu_readings(G &gpu) {
-  return std::array{
-      &gpu.temperature_c,     &gpu.memory_total_mib,        &gpu.memory_used_mib,
-      &gpu.memory_free_mib,   &gpu.utilization_gpu_percent, &gpu.utilization_memory_percent,
-      &gpu.fan_speed_percent, &gpu.clocks.graphics_mhz,     &gpu.clocks.sm_mhz,
-      &gpu.clocks.memory_mhz, &gpu.clocks.video_mhz};
-}
 template <typename P> auto process_readings(P &process) {
   return std::array{&process.pid,
                     &process.used_memory_mib,
@@ -175,15 +189,6 @@ template <typename M> auto mig_readings(M &device) {
                     &device.memory_free_mib};
 }
 
-double pack_real(const RealReading &value) {
-  return value ? *value : std::numeric_limits<double>::quiet_NaN();
-}
-RealReading unpack_real(double value) {
-  return std::isnan(value) ? RealReading() : RealReading(value);
-}
-
-Text unpack_text(const SharedText &text) { return text ? Text(*text) : Text(); }
-
 template <typename T> const T *at(const std::vector<T> *items, std::size_t i) {
   return items && i < items->size() ? &(*items)[i] : nullptr;
 }
@@ -194,12 +199,9 @@ CompactGpu pack_gpu(const Gpu &gpu, const CompactGpu *before, Packer &packer) {
   out.uuid = packer.text(gpu.uuid, before ? &before->uuid : nullptr);
   out.name = packer.text(gpu.name, before ? &before->name : nullptr);
   out.pci_bus_id = packer.text(gpu.pci_bus_id, before ? &before->pci_bus_id : nullptr);
-  out.pstate = packer.text(gpu.pstate, before ? &before->pstate : nullptr);
   out.lost_reason = packer.text(gpu.lost_reason, before ? &before->lost_reason : nullptr);
   out.health = packer.health(gpu, before ? &before->health : nullptr);
-  out.field_slots = pack_field_slots(gpu.health);
-  out.numbers = pack(gpu_readings(gpu));
-  out.power = {pack_real(gpu.power_draw_w), pack_real(gpu.power_limit_w)};
+  pack_own_slots(gpu, out, before, packer);
   out.mig_enabled = gpu.mig_enabled ? static_cast<std::int8_t>(*gpu.mig_enabled) : -1;
   if (gpu.mig_devices) {
     out.mig_devices.emplace();
@@ -246,16 +248,12 @@ Gpu unpack_gpu(const CompactGpu &in) {
   gpu.uuid = unpack_text(in.uuid);
   gpu.name = unpack_text(in.name);
   gpu.pci_bus_id = unpack_text(in.pci_bus_id);
-  gpu.pstate = unpack_text(in.pstate);
   gpu.lost_reason = unpack_text(in.lost_reason);
   if (in.health) {
     gpu.health = in.health->health;
     gpu.clock_event_reasons_reported = in.health->clock_event_reasons_reported;
   }
-  unpack_field_slots(in.field_slots, gpu.health);
-  unpack(in.numbers, gpu_readings(gpu));
-  gpu.power_draw_w = unpack_real(in.power[0]);
-  gpu.power_limit_w = unpack_real(in.power[1]);
+  unpack_own_slots(in, gpu);
   if (in.mig_enabled >= 0)
     gpu.mig_enabled = in.mig_enabled == 1;
   if (in.mig_devices) {
@@ -364,7 +362,9 @@ std::size_t text_bytes_freed_by(const CompactSnapshot &sample) {
   if (sample.host)
     bytes += freed(sample.host->hostname);
   for (const CompactGpu &gpu : sample.gpus) {
-    bytes += freed(gpu.uuid) + freed(gpu.name) + freed(gpu.pci_bus_id) + freed(gpu.pstate);
+    bytes += freed(gpu.uuid) + freed(gpu.name) + freed(gpu.pci_bus_id);
+    for (const SharedText &text : gpu.texts)
+      bytes += freed(text);
     bytes += freed(gpu.lost_reason);
     if (gpu.health && gpu.health.use_count() == 1)
       bytes += health_cost(*gpu.health);

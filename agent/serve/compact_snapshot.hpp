@@ -24,9 +24,12 @@ template <std::size_t N> struct PackedReadings {
   std::uint32_t known = 0;
 };
 
-// How many fields of the table (nvsmi/gpu_fields.hpp) a sample keeps in slots of its own: each
-// costs 8 bytes per GPU and sample, used or not. compact() refuses a table with more.
-inline constexpr std::size_t own_slot_capacity = 4;
+// How many fields of the table (nvsmi/gpu_fields.hpp) of each kind a sample keeps in slots of its
+// own (History::own_slot): each costs its slot per GPU and sample, used or not. compact()
+// refuses a table with more.
+inline constexpr std::size_t own_slot_integers = 16;
+inline constexpr std::size_t own_slot_reals = 2;
+inline constexpr std::size_t own_slot_texts = 1;
 
 struct CompactProcess {
   // pid, used memory, GPU and compute instance ids, SM and memory utilization, uid, host memory
@@ -36,16 +39,9 @@ struct CompactProcess {
   std::array<SharedText, 9> texts;
 };
 
-// Where each reading sits in CompactGpu::numbers and CompactHost::numbers and reals (the order
-// compact_snapshot.cpp packs them in), for readers of the packed samples such as the series.
-enum CompactGpuNumber : std::size_t {
-  gpu_temperature_c,
-  gpu_memory_total_mib,
-  gpu_memory_used_mib,
-  gpu_memory_free_mib,
-  gpu_utilization_percent,
-};
-enum CompactGpuPower : std::size_t { gpu_power_draw_w, gpu_power_limit_w };
+// Where each reading sits in CompactHost::numbers and reals (the order compact_snapshot.cpp packs
+// them in), for readers of the packed samples such as the series. A GPU's: own_slot_of
+// (nvsmi/gpu_fields.hpp).
 enum CompactHostNumber : std::size_t {
   host_cpu_count,
   host_memory_total_mib,
@@ -62,7 +58,7 @@ std::optional<std::int64_t> packed_reading(const PackedReadings<N> &packed, std:
 }
 
 // A GPU's health (the field table's readings that move every sample aside, History::own_slot,
-// kept in CompactGpu::field_slots) and the clock event reasons it reports: they seldom change, so
+// kept in CompactGpu::numbers) and the clock event reasons it reports: they seldom change, so
 // a sample shares the block of the sample before, or of the GPU before, while they are the same.
 struct CompactHealth {
   GpuHealth health;
@@ -71,14 +67,16 @@ struct CompactHealth {
 
 struct CompactGpu {
   int index = 0;
-  SharedText uuid, name, pci_bus_id, pstate;
+  SharedText uuid, name, pci_bus_id;
   SharedText lost_reason; // why nvidia-smi could not read it: the history keeps a lost GPU lost
   std::shared_ptr<const CompactHealth> health;
-  // The field table's History::own_slot fields, in the table's order (nvsmi/gpu_fields.hpp).
-  PackedReadings<own_slot_capacity> field_slots;
-  PackedReadings<11> numbers;    // temperature, memory, utilization, fan, clocks
-  std::array<double, 2> power{}; // draw and limit, NaN where unknown
-  std::int8_t mig_enabled = -1;  // -1 unknown, else 0 or 1
+  // The field table's History::own_slot fields by kind, each in the table's order
+  // (nvsmi/gpu_fields.hpp): the GPU's own readings and the health readings that move every
+  // sample. Reals are NaN where unknown.
+  PackedReadings<own_slot_integers> numbers;
+  std::array<double, own_slot_reals> reals{};
+  std::array<SharedText, own_slot_texts> texts;
+  std::int8_t mig_enabled = -1; // -1 unknown, else 0 or 1
   std::optional<std::vector<PackedReadings<6>>> mig_devices;
   std::optional<std::vector<CompactProcess>> processes;
   std::optional<std::vector<SharedText>> clock_event_reasons_active;

@@ -4,6 +4,8 @@
 
 #include "formats/json_writer.hpp"
 
+#include "nvsmi/gpu_fields.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -16,6 +18,20 @@ namespace nvsmi {
 namespace {
 
 constexpr std::size_t default_points = 300, max_points = 2000;
+
+// Where the charted readings sit in a packed GPU (the field table's own slots), found once.
+struct ChartedSlots {
+  std::size_t utilization = own_slot_of(&Gpu::utilization_gpu_percent);
+  std::size_t memory_used = own_slot_of(&Gpu::memory_used_mib);
+  std::size_t memory_total = own_slot_of(&Gpu::memory_total_mib);
+  std::size_t temperature = own_slot_of(&Gpu::temperature_c);
+  std::size_t power_draw = own_slot_of(&Gpu::power_draw_w);
+  std::size_t power_limit = own_slot_of(&Gpu::power_limit_w);
+};
+const ChartedSlots &charted() {
+  static const ChartedSlots slots;
+  return slots;
+}
 
 // The readings of one quantity that fell in each bucket.
 struct Spread {
@@ -199,13 +215,13 @@ HttpResponse series_response(std::string_view query, const ServeHistory &history
       GpuColumns &columns = gpus[found->second];
       columns.index = gpu.index; // the newest, should the driver renumber
       columns.name = gpu.name ? *gpu.name : std::string();
-      add_reading(columns.utilization, bucket,
-                  packed_reading(gpu.numbers, gpu_utilization_percent));
-      add_reading(columns.memory_used, bucket, packed_reading(gpu.numbers, gpu_memory_used_mib));
-      add_reading(columns.memory_total, bucket, packed_reading(gpu.numbers, gpu_memory_total_mib));
-      add_reading(columns.temperature, bucket, packed_reading(gpu.numbers, gpu_temperature_c));
-      add_reading(columns.power_draw, bucket, gpu.power[gpu_power_draw_w]);
-      add_reading(columns.power_limit, bucket, gpu.power[gpu_power_limit_w]);
+      add_reading(columns.utilization, bucket, packed_reading(gpu.numbers, charted().utilization));
+      add_reading(columns.memory_used, bucket, packed_reading(gpu.numbers, charted().memory_used));
+      add_reading(columns.memory_total, bucket,
+                  packed_reading(gpu.numbers, charted().memory_total));
+      add_reading(columns.temperature, bucket, packed_reading(gpu.numbers, charted().temperature));
+      add_reading(columns.power_draw, bucket, gpu.reals[charted().power_draw]);
+      add_reading(columns.power_limit, bucket, gpu.reals[charted().power_limit]);
     }
     if (sample.host) {
       host.seen = true;

@@ -27,23 +27,11 @@ enum class Field {
   uuid,
   name,
   pci_bus_id,
-  pstate,
-  temperature,
-  utilization_gpu,
-  utilization_memory,
-  memory_total,
-  memory_used,
-  memory_free,
   power_draw,
   power_draw_average,
   power_draw_instant,
   power_limit,
   enforced_power_limit,
-  fan_speed,
-  clock_graphics,
-  clock_sm,
-  clock_memory,
-  clock_video,
   mig_mode,
   ecc_mode,
   ecc_pending_mode,
@@ -106,27 +94,11 @@ constexpr FieldSpec field_table[] = {
     {"gpu_name", Field::name, Unit::none},
     {"pci.bus_id", Field::pci_bus_id, Unit::none},
     {"gpu_bus_id", Field::pci_bus_id, Unit::none},
-    {"pstate", Field::pstate, Unit::none},
-    {"temperature.gpu", Field::temperature, Unit::celsius},
-    {"utilization.gpu", Field::utilization_gpu, Unit::percent},
-    {"utilization.memory", Field::utilization_memory, Unit::percent},
-    {"memory.total", Field::memory_total, Unit::mib},
-    {"memory.used", Field::memory_used, Unit::mib},
-    {"memory.free", Field::memory_free, Unit::mib},
     {"power.draw", Field::power_draw, Unit::watt},
     {"power.draw.average", Field::power_draw_average, Unit::watt},
     {"power.draw.instant", Field::power_draw_instant, Unit::watt},
     {"power.limit", Field::power_limit, Unit::watt},
     {"enforced.power.limit", Field::enforced_power_limit, Unit::watt},
-    {"fan.speed", Field::fan_speed, Unit::percent},
-    {"clocks.current.graphics", Field::clock_graphics, Unit::mhz},
-    {"clocks.gr", Field::clock_graphics, Unit::mhz},
-    {"clocks.current.sm", Field::clock_sm, Unit::mhz},
-    {"clocks.sm", Field::clock_sm, Unit::mhz},
-    {"clocks.current.memory", Field::clock_memory, Unit::mhz},
-    {"clocks.mem", Field::clock_memory, Unit::mhz},
-    {"clocks.current.video", Field::clock_video, Unit::mhz},
-    {"clocks.video", Field::clock_video, Unit::mhz},
     {"mig.mode.current", Field::mig_mode, Unit::none},
     {"ecc.mode.current", Field::ecc_mode, Unit::none},
     {"ecc.mode.pending", Field::ecc_pending_mode, Unit::none},
@@ -181,14 +153,16 @@ int find_field(std::string_view name) {
   for (std::size_t i = 0; i < std::size(field_table); ++i)
     if (field_table[i].name == name)
       return static_cast<int>(i);
-  // The table's fields that have a CSV column, found once: those read from the XML alone (the
-  // PCIe throughput) are no candidates.
+  // The table's fields that the reader reads by their CSV column, found once: those read from
+  // the XML alone (the PCIe throughput) or picked from several columns by hand are no candidates.
   static const std::vector<std::pair<std::string_view, int>> table_columns = [] {
     std::vector<std::pair<std::string_view, int>> columns;
     const std::vector<GpuField> &table = gpu_fields();
     for (std::size_t i = 0; i < table.size(); ++i)
-      if (!table[i].csv_name.empty())
-        columns.emplace_back(table[i].csv_name, table_base + static_cast<int>(i));
+      if (table[i].csv_read)
+        for (std::string_view column : {table[i].csv_name, table[i].csv_alias})
+          if (!column.empty())
+            columns.emplace_back(column, table_base + static_cast<int>(i));
     return columns;
   }();
   for (const auto &[column, field] : table_columns)
@@ -314,6 +288,9 @@ bool names_a_field(const CsvCells &cells) {
 
 const std::vector<std::string> &query_fields() {
   static const std::vector<std::string> fields = [] {
+    // In the order every earlier agent asked for them: a headerless recording (noheader) is read
+    // with these as its columns, so this order is never changed; a field added since is asked
+    // for after them (csv_asked).
     std::vector<std::string> names{"timestamp",
                                    "driver_version",
                                    "count",
@@ -568,9 +545,11 @@ void read_cells(const detail::CsvCells &cells, const CsvLayout &layout,
       }
       const GpuField &field = gpu_fields()[column.field - table_base];
       if (field.kind == FieldKind::integer)
-        integer_cell(value, field.unit, column.name, health.*field.integer);
+        integer_cell(value, field.unit, column.name, field.integer_in(gpu));
+      else if (field.kind == FieldKind::real)
+        real_cell(value, field.unit, column.name, field.real_in(gpu));
       else
-        health.*field.text = parse_text(value);
+        field.text_in(gpu) = parse_text(value);
       continue;
     }
     const FieldSpec &spec = field_table[column.field];
@@ -613,27 +592,6 @@ void read_cells(const detail::CsvCells &cells, const CsvLayout &layout,
     case Field::pci_bus_id:
       gpu.pci_bus_id = parse_text(value);
       break;
-    case Field::pstate:
-      gpu.pstate = parse_text(value);
-      break;
-    case Field::temperature:
-      integer(gpu.temperature_c);
-      break;
-    case Field::utilization_gpu:
-      integer(gpu.utilization_gpu_percent);
-      break;
-    case Field::utilization_memory:
-      integer(gpu.utilization_memory_percent);
-      break;
-    case Field::memory_total:
-      integer(gpu.memory_total_mib);
-      break;
-    case Field::memory_used:
-      integer(gpu.memory_used_mib);
-      break;
-    case Field::memory_free:
-      integer(gpu.memory_free_mib);
-      break;
     case Field::power_draw:
       real(draw[0]);
       break;
@@ -648,21 +606,6 @@ void read_cells(const detail::CsvCells &cells, const CsvLayout &layout,
       break;
     case Field::enforced_power_limit:
       real(limit[1]);
-      break;
-    case Field::fan_speed:
-      integer(gpu.fan_speed_percent);
-      break;
-    case Field::clock_graphics:
-      integer(gpu.clocks.graphics_mhz);
-      break;
-    case Field::clock_sm:
-      integer(gpu.clocks.sm_mhz);
-      break;
-    case Field::clock_memory:
-      integer(gpu.clocks.memory_mhz);
-      break;
-    case Field::clock_video:
-      integer(gpu.clocks.video_mhz);
       break;
     case Field::mig_mode:
       if (Text mode = parse_text(value))
@@ -750,19 +693,17 @@ Text lost_reason(const detail::CsvCells &cells, const CsvLayout &layout) {
   for (std::string_view value : cells) {
     int field = column++->field;
     if (!reader_field(field)) {
-      if (field >= 0) // the field table's
+      if (field < 0)
+        continue;
+      if (gpu_fields()[field - table_base].core)
+        evidence.core_reading(value);
+      else
         evidence.reading(value);
       continue;
     }
     switch (field_table[field].field) {
     case Field::uuid:
     case Field::name:
-    case Field::temperature:
-    case Field::memory_total:
-    case Field::memory_used:
-    case Field::memory_free:
-    case Field::utilization_gpu:
-    case Field::utilization_memory:
       evidence.core_reading(value);
       break;
     case Field::timestamp:

@@ -240,10 +240,15 @@ GpuHealth read_health(const Element &gpu) {
   health.pcie_link_width = widths.integer("current_link_width", Unit::lanes);
   health.pcie_link_width_max = widths.integer("max_link_width", Unit::lanes);
 
-  // The field table's leaves (the PCIe throughput among them). Ada on 595 gives only offsets from
-  // T.Limit (gpu_temp_slow_tlimit_threshold ...), from which no absolute temperature follows: the
-  // thresholds stay nullopt there.
-  // Fields of one parent sit together in the table: its element is looked up once for them.
+  health.recovery_action = read_recovery_action(gpu);
+  return health;
+}
+
+// The field table's leaves, into whichever part of the GPU holds each. Ada on 595 gives only
+// offsets from T.Limit (gpu_temp_slow_tlimit_threshold ...), from which no absolute temperature
+// follows: the thresholds stay nullopt there. Fields of one parent mostly sit together in the
+// table: its element is looked up again only where the parent changes.
+void read_table_fields(const Element &gpu, Gpu &out) {
   const char *parent_name = "";
   Element parent = gpu;
   for (const GpuField &field : gpu_fields()) {
@@ -254,13 +259,12 @@ GpuHealth read_health(const Element &gpu) {
       parent = *parent_name == '\0' ? gpu : gpu.child(parent_name);
     }
     if (field.kind == FieldKind::integer)
-      health.*field.integer = parent.integer(field.xml_leaf, field.unit);
+      field.integer_in(out) = parent.integer(field.xml_leaf, field.unit);
+    else if (field.kind == FieldKind::real)
+      field.real_in(out) = parent.first_real({field.xml_leaf}, field.unit);
     else
-      health.*field.text = parent.text(field.xml_leaf);
+      field.text_in(out) = parent.text(field.xml_leaf);
   }
-
-  health.recovery_action = read_recovery_action(gpu);
-  return health;
 }
 
 // The field table's children of <gpu> that read_by_read_gpu's own list lacks, found once: it is
@@ -328,15 +332,6 @@ Gpu read_gpu(const Element &gpu, int index) {
   Element pci = gpu.child("pci");
   out.pci_bus_id = pci.node().child("pci_bus_id") ? pci.text("pci_bus_id")
                                                   : parse_text(gpu.node().attribute("id").value());
-  out.pstate = gpu.text("performance_state");
-  out.fan_speed_percent = gpu.integer("fan_speed", Unit::percent);
-  out.temperature_c = gpu.child("temperature").integer("gpu_temp", Unit::celsius);
-  read_memory(gpu.child("fb_memory_usage"), out.memory_total_mib, out.memory_used_mib,
-              out.memory_free_mib);
-  Element utilization = gpu.child("utilization");
-  out.utilization_gpu_percent = utilization.integer("gpu_util", Unit::percent);
-  out.utilization_memory_percent = utilization.integer("memory_util", Unit::percent);
-
   // The GPU's own power, never <module_power_readings> (the whole module's, on Grace-Hopper).
   Element power = gpu.child("gpu_power_readings");
   if (!power)
@@ -345,12 +340,6 @@ Gpu read_gpu(const Element &gpu, int index) {
       power.first_real({"power_draw", "average_power_draw", "instant_power_draw"}, Unit::watt);
   out.power_limit_w =
       power.first_real({"current_power_limit", "enforced_power_limit", "power_limit"}, Unit::watt);
-
-  Element clocks = gpu.child("clocks");
-  out.clocks.graphics_mhz = clocks.integer("graphics_clock", Unit::mhz);
-  out.clocks.sm_mhz = clocks.integer("sm_clock", Unit::mhz);
-  out.clocks.memory_mhz = clocks.integer("mem_clock", Unit::mhz);
-  out.clocks.video_mhz = clocks.integer("video_clock", Unit::mhz);
 
   if (Text mig = gpu.child("mig_mode").text("current_mig"))
     out.mig_enabled = *mig == "Enabled";
@@ -361,6 +350,7 @@ Gpu read_gpu(const Element &gpu, int index) {
     out.processes = read_processes(list);
   read_clock_reasons(gpu, out);
   out.health = read_health(gpu);
+  read_table_fields(gpu, out);
   return out;
 }
 
@@ -390,11 +380,10 @@ Text lost_reason(const Element &gpu) {
   detail::LostEvidence evidence;
   for (const char *name : {"product_name", "uuid"})
     evidence.core_reading(gpu.raw(name));
-  evidence.core_reading(gpu.child("temperature").raw("gpu_temp"));
-  for (const char *name : {"total", "used", "free"})
-    evidence.core_reading(gpu.child("fb_memory_usage").raw(name));
-  for (const char *name : {"gpu_util", "memory_util"})
-    evidence.core_reading(gpu.child("utilization").raw(name));
+  for (const GpuField &field : gpu_fields())
+    if (field.core)
+      evidence.core_reading(
+          (*field.xml_parent == '\0' ? gpu : gpu.child(field.xml_parent)).raw(field.xml_leaf));
   for (pugi::xml_node child : gpu.node().children())
     if (child.type() == pugi::node_element && read_by_read_gpu(child.name()) &&
         std::strcmp(child.name(), "processes") != 0) {

@@ -1,24 +1,21 @@
-// The one declarative table of a GPU's scalar health readings: each field once, with where every
-// reader finds it and every output puts it. The CSV and XML readers, the JSON format, the CSV log,
-// the Prometheus gauges, serve's history and the JSON-log reader walk this table, so that a new
-// field is a member of GpuHealth, an entry in gpu_fields.cpp and a test (docs/ARCHITECTURE.md).
+// The one declarative table of a GPU's scalar readings: each field once, with where every reader
+// finds it and every output puts it. The CSV and XML readers, the JSON format, the CSV log, the
+// Prometheus gauges, serve's history and the JSON-log reader walk this table, so that a new field
+// is a member of Gpu or GpuHealth, an entry in gpu_fields.cpp and a test (docs/ARCHITECTURE.md).
 //
-// A reading that moves every sample (the PCIe throughput) is a field like any other: its
-// `history` says that serve's history keeps it in a slot of its own per sample rather than in the
-// health block that samples share while it stays the same.
+// It holds the GPU's own readings (temperature, memory, utilization, power, fan, performance
+// state, clocks) and the scalar health readings. A reading that moves every sample is kept by
+// serve's history in a slot of the sample's own (`History::own_slot`); one that seldom changes in
+// the health block that samples share while it stays the same.
 //
 // Not in it, and read and written by hand where they are:
-// - what is not one scalar: processes, MIG devices, the clock event reasons (NVML's bitmasks and
-//   the per-reason columns), ECC counts summed over locations (the JSON's nested ecc_errors),
-//   the retired-page and remapped-row objects, the PCIe generation read from one of two columns,
-//   the power draw and limit read from the first known of several columns or elements, the
-//   recovery action that older drivers' gpu_reset_status stands in for;
-// - the GPU's own readings, members of Gpu rather than GpuHealth (pstate, temperature, memory,
-//   utilization, power, fan, clocks): each output writes them in an order of its own that
-//   predates the table (the JSON's, the CSV log's fixed first columns, /metrics' gauges with a
-//   ratio divided by 100), the CSV reader knows their older names (clocks.gr, gpu_name), and the
-//   dashboard's series read them from CompactGpu::numbers by position. Moving them needs a
-//   pointer kind for Gpu members and a per-output position in this table (issue 24, item 3);
+// - what identifies a GPU (index, UUID, name, bus id) and what is not one scalar: processes, MIG
+//   devices, the clock event reasons (NVML's bitmasks and the per-reason columns), ECC counts
+//   summed over locations (the JSON's nested ecc_errors), the retired-page and remapped-row
+//   objects, the PCIe link's generation read from one of two columns;
+// - how a reading is found where nvidia-smi has several candidates for it: the power draw and
+//   limit (the first known of several columns or elements: their entries have no CSV or XML name
+//   the readers use), and the recovery action that older drivers' gpu_reset_status stands in for;
 // - the legacy format, the table for people and `top`, which show only what their layouts have
 //   room for.
 #pragma once
@@ -26,59 +23,139 @@
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/snapshot.hpp"
 
+#include <optional>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace nvsmi {
 
-enum class FieldKind { integer, text };
+enum class FieldKind { integer, real, text };
 
-// Where the JSON snapshot puts a field: at the end of the GPU's "health" object, or in its "pcie"
-// object after the link's hand-written keys.
-enum class JsonPlace { health, health_pcie };
+// Where the field lives: a member of Gpu, of its Clocks, of its GpuHealth, or none (`derived`: a
+// figure worked out from other fields, written by the outputs and read by none).
+enum class FieldPart { gpu, clocks, health, derived };
+
+// Where the JSON snapshot puts a field: among the GPU's own members (after pci_bus_id), in its
+// "clocks_mhz" object, at the end of its "health" object, or in that object's "pcie" object after
+// the link's hand-written keys.
+enum class JsonPlace { gpu, gpu_clocks, health, health_pcie };
 
 // How serve's history keeps a field: `shared` with the health block, one copy for all the samples
-// that have the same block (readings that seldom change), or in a slot of the sample's own
-// (`own_slot`, readings that move every sample, which would otherwise cost a block per sample).
+// that have the same block (readings that seldom change: health fields only), or in a slot of the
+// sample's own (`own_slot`, readings that move every sample, which would otherwise cost a block
+// per sample; every field that is not a health field).
 enum class History { shared, own_slot };
 
 struct GpuField {
-  FieldKind kind;
-  Reading GpuHealth::*integer; // where an integer field lives; nullptr for a text field
-  Text GpuHealth::*text;       // where a text field lives; nullptr for an integer field
-  Unit unit;                   // the unit nvidia-smi prints after it (XML, CSV header)
+  FieldKind kind = FieldKind::integer;
+  FieldPart part = FieldPart::gpu;
+  // Where it lives, by part and kind; the others are null. Reached through the accessors below.
+  Reading Gpu::*gpu_integer = nullptr;
+  RealReading Gpu::*gpu_real = nullptr;
+  Text Gpu::*gpu_text = nullptr;
+  Reading Clocks::*clock = nullptr;
+  Reading GpuHealth::*health_integer = nullptr;
+  Text GpuHealth::*health_text = nullptr;
+  RealReading (*derived)(const Gpu &) = nullptr;
+  Unit unit = Unit::none; // the unit nvidia-smi prints after it (XML, CSV header)
 
-  // Key in the GPU's "health" object of the JSON snapshot (and read back by `report`).
+  // Key in the JSON snapshot's object at json_place (and read back by `report`).
   std::string_view json_key;
+  JsonPlace json_place = JsonPlace::gpu;
   // The CSV column name: nvidia-smi's --query-gpu name where it has one, else the agent's own
-  // (then only its CSV log carries it). Empty: not read from CSV.
-  std::string_view csv_name;
-  // Whether query_fields() asks nvidia-smi for it: an older driver refuses the whole query for one
-  // name it does not know, so only names every supported driver knows are asked for.
-  bool csv_asked;
-  // Whether the agent's CSV log has a column for it (after the host's, in this table's order).
-  bool csv_logged;
+  // (then only its CSV log carries it). `csv_alias`: an older name nvidia-smi still takes, which
+  // scripts and recordings use ("clocks.gr"). Empty: not read from CSV under that name.
+  std::string_view csv_name, csv_alias;
+  // Whether the CSV reader reads the column by csv_name: false where the reader picks the reading
+  // from several columns by hand (the power draw and limit), or for a derived field.
+  bool csv_read = true;
+  // Whether query_fields() asks nvidia-smi for it after the names it has always asked for in a
+  // fixed order (headerless recordings depend on that order: csv_reader.cpp), which hold the
+  // GPU's own readings. An older driver refuses the whole query for one name it does not know,
+  // so only names every supported driver knows are asked for.
+  bool csv_asked = false;
+  // The agent's CSV log: the column's place among the GPU's readings (1 first), 0 for none. The
+  // host's two columns sit after column csv_log_host_after.
+  int csv_log_column = 0;
   // Under <gpu> in `nvidia-smi -q -x`: `xml_parent`/`xml_leaf`, or `xml_leaf` alone where
   // xml_parent is empty. An empty leaf: read by hand in xml_reader.cpp.
-  const char *xml_parent;
-  const char *xml_leaf;
-  // Prometheus: a family per field, one series per GPU, value times `scale`. Empty name: none.
-  const char *prometheus_name;
-  const char *prometheus_help;
-  const char *prometheus_type; // "gauge" or "counter"
-  double scale;
-  JsonPlace json_place;
-  History history;
+  const char *xml_parent = "";
+  const char *xml_leaf = "";
+  // Prometheus: a family per name, one series per GPU, the value in the family's base unit
+  // (prometheus_value). Fields next to each other with the same name are one family, their
+  // series told apart by the label `prometheus_label`="`prometheus_label_value`". Empty: none.
+  const char *prometheus_name = "";
+  const char *prometheus_help = "";
+  const char *prometheus_type = "gauge";
+  const char *prometheus_label = "";
+  const char *prometheus_label_value = "";
+  // A derived field's figure in the family's base unit where it is finer than the field's own
+  // (used / total as it is, where the JSON's percent is rounded); null: prometheus_value of it.
+  std::optional<double> (*prometheus_derived)(const Gpu &) = nullptr;
+  History history = History::own_slot;
+  // A reading every GPU nvidia-smi can read has (temperature, memory, utilization): when each of
+  // them and the GPU's identity say "Unknown Error", the GPU is lost (parsers' lost_gpu.hpp).
+  bool core = false;
+
+  // The reading in `gpu`, for writing into it (not for a derived field).
+  Reading &integer_in(Gpu &gpu) const { return integer_of(gpu); }
+  RealReading &real_in(Gpu &gpu) const { return gpu.*gpu_real; }
+  Text &text_in(Gpu &gpu) const {
+    return part == FieldPart::health ? gpu.health.*health_text : gpu.*gpu_text;
+  }
+  const Reading &integer_in(const Gpu &gpu) const { return integer_of(gpu); }
+  const Text &text_in(const Gpu &gpu) const {
+    return part == FieldPart::health ? gpu.health.*health_text : gpu.*gpu_text;
+  }
+  // The reading as a number in its unit, for either kind of number; nullopt where unknown.
+  std::optional<double> number_in(const Gpu &gpu) const;
+  // Calls `use` with the field's reading in `gpu`: a const Reading, RealReading or Text.
+  template <typename Use> void with_reading(const Gpu &gpu, Use &&use) const {
+    switch (kind) {
+    case FieldKind::integer:
+      use(integer_in(gpu));
+      break;
+    case FieldKind::real:
+      use(part == FieldPart::derived ? derived(gpu) : gpu.*gpu_real);
+      break;
+    case FieldKind::text:
+      use(text_in(gpu));
+      break;
+    }
+  }
+
+private:
+  template <typename G>
+  std::conditional_t<std::is_const_v<G>, const Reading, Reading> &integer_of(G &gpu) const {
+    return part == FieldPart::health   ? gpu.health.*health_integer
+           : part == FieldPart::clocks ? gpu.clocks.*clock
+                                       : gpu.*gpu_integer;
+  }
 };
 
-// In the order the JSON, the CSV log and /metrics write them.
+// The CSV log's host columns (host.cpu, host.memory.used) follow this column of the GPU's.
+inline constexpr int csv_log_host_after = 11;
+
+// In the order the JSON and /metrics write them (each at its place).
 const std::vector<GpuField> &gpu_fields();
 
+// The table's fields the CSV log writes, in its column order.
+const std::vector<const GpuField *> &csv_logged_fields();
+
+// A number in nvidia-smi's unit as Prometheus's base unit: MiB as bytes, percent as a ratio (0-1),
+// MHz as hertz, KiB/s as bytes per second; the others as they are.
+double prometheus_value(Unit unit, double value);
+
 // Whether two GPUs' readings of every field of the table that serve's history shares
-// (History::shared) are the same: those kept in slots of their own may differ.
+// (History::shared, health fields) are the same: those kept in slots of their own may differ.
 bool same_field_readings(const GpuHealth &a, const GpuHealth &b);
 
-// How many fields of the table serve's history keeps in slots of their own (History::own_slot).
-std::size_t own_slot_field_count();
+// How many fields of the table of a kind serve's history keeps in slots of their own
+// (History::own_slot), and the slot of one of them among those of its kind, in the table's order.
+std::size_t own_slot_field_count(FieldKind kind);
+// Throws std::logic_error for a member that is not such a field.
+std::size_t own_slot_of(Reading Gpu::*member);
+std::size_t own_slot_of(RealReading Gpu::*member);
 
 } // namespace nvsmi
