@@ -84,12 +84,25 @@ def schemas(source, build):
 
 def validate(rendered, modules, source):
     """Every rendering's objects, by one run of tests/kubernetes/validate.cjs (loading the schemas
-    takes seconds)."""
+    takes seconds), and beside them a DaemonSet with a misspelt field and a wrong type planted,
+    which it must refuse: the proof that it reads the schemas and notices unknown fields."""
     objects = {where: objects for where, (objects, _) in rendered.items()}
+    daemonset = json.loads(json.dumps(one(rendered["base"][0], "DaemonSet", "base") or {}))
+    pod = daemonset.get("spec", {}).get("template", {}).get("spec", {})
+    if pod:
+        pod["hostPid"] = True
+        pod["containers"][0]["ports"][0]["containerPort"] = "9437"
+    objects["planted"] = [daemonset]
     run = subprocess.run(["node", str(source / "tests/kubernetes/validate.cjs"), str(modules)],
                          input=json.dumps(objects), capture_output=True, text=True, timeout=120)
-    failures.extend((run.stdout + run.stderr).splitlines())
-    need(run.returncode == 0 or run.stdout, f"the validator failed: {run.stderr}")
+    lines = (run.stdout + run.stderr).splitlines()
+    planted = [line for line in lines if line.startswith("planted: ")]
+    failures.extend(line for line in lines if line not in planted)
+    need(run.returncode == 1 and planted, f"the validator failed: {run.stderr}")
+    for expected in ("/spec/template/spec/hostPid: not a field of apps/v1 DaemonSet",
+                     "/spec/template/spec/containers/0/ports/0/containerPort: fails type"):
+        need(any(expected in line for line in planted),
+             f"the validator let a planted error through ({expected}): {planted}")
 
 
 def one(objects, kind, where):
