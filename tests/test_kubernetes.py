@@ -34,6 +34,7 @@ import yaml
 
 PATIENCE = 60  # seconds: the longest wait for the agent, on a loaded 2-core machine
 NAMESPACE = "nvsmi-agent"
+POD_IP = "POD-IP"  # what $(POD_IP) stands for where the command line is only read
 # Each kustomization, and whether its agent runs in the host's PID namespace.
 KUSTOMIZATIONS = {
     "base": False,
@@ -161,9 +162,6 @@ def check_daemonset(daemonset, host_pid, where):
     need(("--no-host" in arguments) is not host_pid, f"{where}: --no-host with hostPID "
          f"{host_pid}: {arguments}")
     return container
-
-
-POD_IP = "POD-IP"  # what $(POD_IP) stands for in expanded()
 
 
 def expanded(container, pod_ip=POD_IP):
