@@ -111,6 +111,8 @@ struct KernelLogCli {
   // The log to read, given whether the command reads a recording.
   std::optional<std::string> resolve(bool recording) const;
 };
+// --timeout SECONDS (default 10): how long one run of nvidia-smi may take before it is killed.
+void add_timeout_option(CLI::App *command, double &target, const std::string &help);
 void add_kernel_log_option(CLI::App *command, KernelLogCli &target);
 
 // The options of a long-running sampler (watch, serve): --interval, --source, --fields,

@@ -73,12 +73,8 @@ SubcommandRun check_options(CLI::App *command) {
                        "(--stale-*)")
           ->check(caller_path({"-"}));
   add_nvidia_smi_option(command, options.sample.nvidia_smi, fixture);
-  command
-      ->add_option("--timeout", options.sample.timeout_seconds,
-                   "Seconds nvidia-smi may take before it is killed and the check is CRITICAL")
-      ->type_name("SECONDS")
-      ->check(finite_range(0.001, 86400.0))
-      ->default_str("10");
+  add_timeout_option(command, options.sample.timeout_seconds,
+                     "Seconds nvidia-smi may take before it is killed and the check is CRITICAL"));
   add_kernel_log_option(command, settings->kernel_log);
   add_gpu_option(command, options.gpus, "Judge only these GPUs; one not listed is CRITICAL");
   command

@@ -111,6 +111,13 @@ void add_nvidia_smi_option(CLI::App *command, std::optional<std::string> &target
       ->check(caller_path());
 }
 
+void add_timeout_option(CLI::App *command, double &target, const std::string &help) {
+  command->add_option("--timeout", target, help)
+      ->type_name("SECONDS")
+      ->check(finite_range(0.001, 86400.0))
+      ->default_str("10");
+}
+
 void add_source_option(CLI::App *command, std::string &target, const std::string &help) {
   command->add_option("--source", target, help)
       ->check(CLI::IsMember({"xml", "csv"}))

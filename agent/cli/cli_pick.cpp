@@ -42,12 +42,8 @@ SubcommandRun pick_options(CLI::App *command) {
               "Decide on this recorded nvidia-smi output (XML or CSV) instead of running it")
           ->check(caller_path());
   add_nvidia_smi_option(command, options.sample.nvidia_smi, fixture);
-  command
-      ->add_option("--timeout", options.sample.timeout_seconds,
-                   "Seconds nvidia-smi may take before it is killed")
-      ->type_name("SECONDS")
-      ->check(finite_range(0.001, 86400.0))
-      ->default_str("10");
+  add_timeout_option(command, options.sample.timeout_seconds,
+                     "Seconds nvidia-smi may take before it is killed"));
 
   return {[settings] {
     PickOptions &run_options = settings->options;

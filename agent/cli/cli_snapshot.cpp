@@ -48,12 +48,8 @@ SubcommandRun snapshot_options(CLI::App *command) {
                                           "instead of running it; - for stdin")
                              ->check(caller_path({"-"}));
   add_nvidia_smi_option(command, options.nvidia_smi, fixture);
-  command
-      ->add_option("--timeout", options.timeout_seconds,
-                   "Seconds nvidia-smi may take before it is killed")
-      ->type_name("SECONDS")
-      ->check(finite_range(0.001, 86400.0))
-      ->default_str("10");
+  add_timeout_option(command, options.timeout_seconds,
+                     "Seconds nvidia-smi may take before it is killed"));
   command
       ->add_option("--output", options.output, "Replace this file atomically instead of printing")
       ->check(caller_path());

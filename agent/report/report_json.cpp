@@ -80,7 +80,7 @@ Json gpu_json(const Report &report, std::size_t position) {
                           {"max", maybe(gpu.temperature_max_c)}};
   Json &fields = out["health"] = Json::object();
   for (const GpuField &field : gpu_fields())
-    if (field.history == History::shared) // one that moves every sample has no latest to show
+    if (field.settled_health())
       fields[std::string(field.json_key)] = field.kind == FieldKind::integer
                                                 ? maybe(gpu.latest_fields.*field.health_integer)
                                                 : maybe(gpu.latest_fields.*field.health_text);

@@ -51,8 +51,8 @@ bool GpuStats::add(const Sample &sample, const Gpu &identity) {
   if (!s_.name)
     s_.name = identity.name;
   for (const GpuField &field : gpu_fields()) {
-    if (field.history == History::own_slot)
-      continue; // moves every sample: its latest reading says nothing of the log
+    if (!field.settled_health())
+      continue;
     if (field.kind == FieldKind::integer) {
       if (const Reading &value = identity.health.*field.health_integer)
         s_.latest_fields.*field.health_integer = value;
@@ -246,7 +246,7 @@ std::string latest_fields_text(const GpuHealth &latest) {
   std::string text;
   for (const GpuField &field : gpu_fields()) {
     std::string value;
-    if (field.history == History::own_slot)
+    if (!field.settled_health())
       continue;
     if (field.kind == FieldKind::integer && latest.*field.health_integer)
       value = std::to_string(*(latest.*field.health_integer));

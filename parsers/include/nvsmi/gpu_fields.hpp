@@ -108,6 +108,9 @@ struct GpuField {
   const Text &text_in(const Gpu &gpu) const {
     return part == FieldPart::health ? gpu.health.*health_text : gpu.*gpu_text;
   }
+  // Whether it is a health reading that seldom changes (History::shared): its latest reading says
+  // something of a whole log, which `report` shows; one that moves every sample does not.
+  bool settled_health() const { return history == History::shared; }
   // The reading as a number in its unit, for either kind of number; nullopt where unknown.
   std::optional<double> number_in(const Gpu &gpu) const;
   // Calls `use` with the field's reading in `gpu`: a const Reading, RealReading or Text.
