@@ -698,6 +698,11 @@ def check_resolved(fleet):
         return True
 
     wait_for_notifications(f"the {host} host's alerts to arrive resolved", fleet, all_resolved)
+    # Nothing new is on its way for the host either (an alert of the healthy fixture pending).
+    left = fleet.query(f'ALERTS{{instance="{fleet.instances[host]}"}}')
+    if left:
+        raise AssertionError(f"alerts of the {host} host after its fault went: "
+                             f"{[series['metric'] for series in left]}")
     print(f"test_fleet: alertmanager: the {host} host's alerts arrived resolved: "
           f"{sorted(set().union(*expected.values()))}")
 
