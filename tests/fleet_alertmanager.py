@@ -161,6 +161,7 @@ class Notifications:
     def __init__(self, received, host_of, allowed_labels, user_alerts, secret, receivers):
         self.firing = {}  # receiver -> {(alertname, host, gpu)}: every alert notified firing
         self.latest = {}  # (receiver, host) -> the last notification's status and alert keys
+        self.alerts = {}  # (alertname, host, gpu) -> the alert as last notified
         group_keys = {}  # (receiver, host) -> {groupKey}
         for path, payload in received:
             receiver = payload.get("receiver")
@@ -191,6 +192,7 @@ class Notifications:
                     raise AssertionError(f"{key} carries a user name: {labels['user']!r}")
                 if alert.get("status") == "firing":
                     self.firing.setdefault(receiver, set()).add(key)
+                self.alerts[key] = alert
                 keys.add((key, alert.get("status")))
             self.latest[(receiver, host)] = (payload.get("status"), keys)
         for (receiver, host), keys in group_keys.items():

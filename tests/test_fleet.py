@@ -12,8 +12,8 @@ shipped, only the receivers' URLs and the timers replaced; amtool checks both fi
 them to a webhook receiver of this test's own. The test checks that exactly the expected alerts
 arrive, per receiver (critical to the pager, warning to the chat), one group per host, that the
 inhibit rules mute the alerts they say, that no label but the rules' own and no command line
-reaches a receiver; then it restarts the failing host's agent on a healthy fixture and checks that
-that host's alerts arrive resolved.
+reaches a receiver, nor a user name from an agent that withholds them; then it restarts the
+failing host's agent on a healthy fixture and checks that that host's alerts arrive resolved.
 
 The rules are loaded from a temporary copy with every `for:` shortened to FOR_IN_TEST, for this
 test only (GpuIdleButHeld's hour could not be waited for): the alerts with a `for` fire here after
@@ -60,9 +60,12 @@ ME = pwd.getpwuid(os.getuid()).pw_name  # the user of the live processes the sta
 #          87 C); 3 idle but held; 5 at its power limit. Its processes' pids are replaced by live
 #          processes of this test, so they have a user (ME). Its --kernel-log names a file that
 #          does not exist: nvsmi_xid_readable 0.
-# failing  --fixture h100-8gpu-failing-v12.xml: GPU 3 with 2 volatile uncorrectable ECC errors and
-#          a pending row remap, GPU 5 busy on a x8 link of x16, GPU 6 in hw_thermal_slowdown.
-#          Kernel log: Xid 48 (needs a reset) on GPU 3, Xid 13 (the application's) on GPU 1.
+# failing  the stand-in on h100-8gpu-failing-v12.xml, pids replaced by live processes as above:
+#          GPU 3 with 2 volatile uncorrectable ECC errors and a pending row remap, GPU 5 busy on a
+#          x8 link of x16, GPU 6 in hw_thermal_slowdown. Kernel log: Xid 48 (needs a reset) on
+#          GPU 3, Xid 13 (the application's) on GPU 1. Its agent listens on every address
+#          (0.0.0.0, as an agent scraped over the network does) without --expose users, so it
+#          withholds its processes' users (ME): no alert of this host may name them.
 # lost     the stand-in on h100-8gpu-lost-v12.xml and its stderr (GPU 4 missing, nvidia-smi says
 #          it is lost), else --fixture h100-8gpu-lost-values-v12.xml. Kernel log: Xid 79 (fell
 #          off the bus) on the lost GPU's bus id.
@@ -77,6 +80,9 @@ FIXTURES = {
 LOST_STDERR = ("xml/h100-8gpu-lost-v12.stderr", "xml/h100-8gpu-lost-v12.xml.stderr")
 LOST_VALUES = "xml/h100-8gpu-lost-values-v12.xml"  # used when the stderr file is not there
 LOST_GPU = 4
+
+# Where an agent listens other than on 127.0.0.1 (Prometheus scrapes each on 127.0.0.1).
+LISTEN = {"failing": "0.0.0.0"}
 
 # Kernel log lines per host: (GPU index in the fixture, Xid, message).
 XIDS = {
@@ -131,6 +137,8 @@ EXPECTED_INHIBITED = {
 ALERT_LABELS = {"alertname", "severity", "instance", "job", "gpu", "uuid", "name", "pci_bus_id",
                 "xid", "error_type", "scope", "reason", "action", "state", "user"}
 USER_ALERTS = {"GpuIdleButHeld"}
+# An alert whose description names the GPU's users, ME among them (the healthy host serves them).
+USERS_NAMED_BY = ("GpuHot", "healthy", "2")
 # The healthy host's processes run with this in their command lines, and its agent serves them
 # (--expose command-lines): it must reach no receiver (a command line is never a label).
 SECRET = "--db-password=nvsmi-fleet-secret"
@@ -328,8 +336,11 @@ class Fleet:
         write_kernel_log(self.folder / "failing-kern.log",
                          [(kernel_pci(buses[gpu]), xid, text)
                           for gpu, xid, text in XIDS["failing"]])
-        plans["failing"] = (base + ["--fixture", str(failing),
-                                    "--kernel-log", str(self.folder / "failing-kern.log")], {})
+        failing_xml = self.folder / "failing.xml"
+        failing_xml.write_text(with_live_pids(failing.read_text(), self.processes))
+        plans["failing"] = (base + stand_in + ["--kernel-log",
+                                               str(self.folder / "failing-kern.log")],
+                            {"FAKE_NVSMI_XML": str(failing_xml)})
 
         if lost_stderr and self.fixture(FIXTURES["lost"]):
             stderr_text = lost_stderr.read_text()
@@ -364,7 +375,8 @@ class Fleet:
             env = dict(os.environ)
             env.update(extra_env)
             process = self.processes.start(
-                f"agent-{host}", command + ["--listen", f"127.0.0.1:{listen_port}"], env)
+                f"agent-{host}",
+                command + ["--listen", f"{LISTEN.get(host, '127.0.0.1')}:{listen_port}"], env)
 
             def answers():
                 if process.poll() is not None:
@@ -635,9 +647,26 @@ def check_notified(fleet):
         return all(notifications.firing.get(receiver, set()) == keys
                    for receiver, keys in EXPECTED_NOTIFIED.items())
 
-    wait_for_notifications("the alerts at the receivers", fleet, every_expected)
+    notifications = wait_for_notifications("the alerts at the receivers", fleet, every_expected)
+    check_users_named(fleet, notifications)
     print(f"test_fleet: alertmanager: {sum(map(len, EXPECTED_NOTIFIED.values()))} alerts "
           "reached the receivers as expected, one group per host and receiver")
+
+
+def check_users_named(fleet, notifications):
+    """User names reach a receiver only from an agent that serves them: the healthy host's
+    (loopback) alerts name ME where ME's processes are on the GPU, the failing host's (0.0.0.0,
+    without --expose users) never do, though ME's processes are on its failing GPUs too."""
+    status, metrics = http_get(f"http://{fleet.instances['failing']}/metrics")
+    if status != 200 or 'user="' in metrics:
+        raise AssertionError(f"the failing host's agent serves user names: {status}")
+    for key, alert in notifications.alerts.items():
+        text = json.dumps(alert)
+        if key[1] == "failing" and ("Users on it" in text or "user" in alert["labels"]):
+            raise AssertionError(f"{key} names a user the agent withholds: {text}")
+    named = notifications.alerts[USERS_NAMED_BY]["annotations"]["description"]
+    if f"Users on it: {ME}." not in named:
+        raise AssertionError(f"{USERS_NAMED_BY} does not name its GPU's user {ME}: {named}")
 
 
 def check_inhibited(fleet):
