@@ -6,12 +6,26 @@ rules (deploy/prometheus/nvsmi-rules.yml). Asks Prometheus's HTTP API for the fr
 table below; then runs every query of the Grafana dashboard (deploy/grafana/nvsmi-fleet.json) and
 checks that each returns data.
 
+The same Prometheus sends its alerts to Debian's real Alertmanager (issue 28, item 4), configured
+from the shipped example (deploy/alertmanager/alertmanager.yml: its route tree and inhibit rules as
+shipped, only the receivers' URLs and the timers replaced; amtool checks both files), which sends
+them to a webhook receiver of this test's own. The test checks that exactly the expected alerts
+arrive, per receiver (critical to the pager, warning to the chat), one group per host, that the
+inhibit rules mute the alerts they say, that no label but the rules' own and no command line
+reaches a receiver, nor a user name from an agent that withholds them; then it restarts the
+failing host's agent on a healthy fixture and checks that that host's alerts arrive resolved.
+
+The rules are loaded from a temporary copy with every `for:` shortened to FOR_IN_TEST, for this
+test only (GpuIdleButHeld's hour could not be waited for): the alerts with a `for` fire here after
+seconds. The shipped durations are tested by promtool (deploy/prometheus/tests).
+
 Nothing depends on timing: every check polls with a generous deadline, and a `pending` alert may
 be `firing` once its `for` has run out (a slow machine). Loopback only; every process this test
 starts is killed however it ends.
 
-Usage: tests/test_fleet.py [--agent PATH] [--fixtures DIR]
-Exits 0 when it passes, 1 when it fails, 77 (skipped) without prometheus or a fixture it needs.
+Usage: tests/test_fleet.py [--agent PATH] [--fixtures DIR] [--keep] [--without-alertmanager]
+Exits 0 when it passes, 1 when it fails, 77 (skipped) without prometheus or a fixture it needs,
+and 77 after the Prometheus checks without prometheus-alertmanager.
 """
 import argparse
 import json
@@ -33,6 +47,7 @@ import xml.etree.ElementTree as ElementTree
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from fleet_dashboard import dashboard_queries, substitute  # noqa: E402
+import fleet_alertmanager  # noqa: E402
 
 SOURCE = pathlib.Path(__file__).resolve().parent.parent
 ME = pwd.getpwuid(os.getuid()).pw_name  # the user of the live processes the stand-in reports
@@ -45,9 +60,12 @@ ME = pwd.getpwuid(os.getuid()).pw_name  # the user of the live processes the sta
 #          87 C); 3 idle but held; 5 at its power limit. Its processes' pids are replaced by live
 #          processes of this test, so they have a user (ME). Its --kernel-log names a file that
 #          does not exist: nvsmi_xid_readable 0.
-# failing  --fixture h100-8gpu-failing-v12.xml: GPU 3 with 2 volatile uncorrectable ECC errors and
-#          a pending row remap, GPU 5 busy on a x8 link of x16, GPU 6 in hw_thermal_slowdown.
-#          Kernel log: Xid 48 (needs a reset) on GPU 3, Xid 13 (the application's) on GPU 1.
+# failing  the stand-in on h100-8gpu-failing-v12.xml, pids replaced by live processes as above:
+#          GPU 3 with 2 volatile uncorrectable ECC errors and a pending row remap, GPU 5 busy on a
+#          x8 link of x16, GPU 6 in hw_thermal_slowdown. Kernel log: Xid 48 (needs a reset) on
+#          GPU 3, Xid 13 (the application's) on GPU 1. Its agent listens on every address
+#          (0.0.0.0, as an agent scraped over the network does) without --expose users, so it
+#          withholds its processes' users (ME): no alert of this host may name them.
 # lost     the stand-in on h100-8gpu-lost-v12.xml and its stderr (GPU 4 missing, nvidia-smi says
 #          it is lost), else --fixture h100-8gpu-lost-values-v12.xml. Kernel log: Xid 79 (fell
 #          off the bus) on the lost GPU's bus id.
@@ -62,6 +80,9 @@ FIXTURES = {
 LOST_STDERR = ("xml/h100-8gpu-lost-v12.stderr", "xml/h100-8gpu-lost-v12.xml.stderr")
 LOST_VALUES = "xml/h100-8gpu-lost-values-v12.xml"  # used when the stderr file is not there
 LOST_GPU = 4
+
+# Where an agent listens other than on 127.0.0.1 (Prometheus scrapes each on 127.0.0.1).
+LISTEN = {"failing": "0.0.0.0"}
 
 # Kernel log lines per host: (GPU index in the fixture, Xid, message).
 XIDS = {
@@ -91,6 +112,42 @@ EXPECTED_ALERTS = {
 # Labels an alert must carry besides those above.
 EXPECTED_ALERT_LABELS = {("GpuIdleButHeld", "healthy", "3"): {"user": ME, "severity": "warning"},
                          ("GpuUncorrectableEcc", "failing", "3"): {"severity": "critical"}}
+
+# What reaches the receivers of deploy/alertmanager/alertmanager.yml (every alert above fires with
+# the short `for:`): (alertname, host, gpu) per receiver, critical to the pager, warning to the
+# chat, nothing to the default receiver (every alert carries the nvsmi-agent job).
+EXPECTED_NOTIFIED = {
+    "gpu-pager": {("GpuUncorrectableEcc", "failing", "3"), ("GpuXidNeedsReset", "failing", "3"),
+                  ("GpuLost", "lost", str(LOST_GPU))},
+    "gpu-chat": {("NvsmiAgentDown", "down", ""), ("XidUnreadable", "healthy", ""),
+                 ("GpuHot", "healthy", "2"), ("GpuIdleButHeld", "healthy", "3"),
+                 ("GpuPcieLinkDegraded", "failing", "5"), ("GpuThermalThrottled", "failing", "6")},
+    "site-default": set(),
+}
+# Firing in Prometheus, muted by the shipped inhibit rules, with the alerts that mute each.
+EXPECTED_INHIBITED = {
+    ("GpuFellOffBus", "lost", str(LOST_GPU)): {"GpuLost"},  # a lost GPU pages once
+    ("GpuRowRemapPending", "failing", "3"): {"GpuUncorrectableEcc",  # a critical GPU's warning
+                                             "GpuXidNeedsReset"},
+}
+# The labels an alert may carry to a receiver: the series' (docs/METRICS.md) and the rules'. A
+# user name only on GpuIdleButHeld (the rules' descriptions may name the users of a failing GPU
+# too: both come from nvsmi_gpu_user_processes, which serve withholds off loopback unless told
+# --expose users).
+ALERT_LABELS = {"alertname", "severity", "instance", "job", "gpu", "uuid", "name", "pci_bus_id",
+                "xid", "error_type", "scope", "reason", "action", "state", "user"}
+USER_ALERTS = {"GpuIdleButHeld"}
+# An alert whose description names the GPU's users, ME among them (the healthy host serves them).
+USERS_NAMED_BY = ("GpuHot", "healthy", "2")
+# The healthy host's processes run with this in their command lines, and its agent serves them
+# (--expose command-lines): it must reach no receiver (a command line is never a label).
+SECRET = "--db-password=nvsmi-fleet-secret"
+# Every `for:` of the rules in this test (see the docstring): short, and longer than the failing
+# agent's restart, lest NvsmiAgentDown fire for it.
+FOR_IN_TEST = "15s"
+# The failing host's agent is restarted on this (no alert of the rules fires for it) with an empty
+# kernel log: every alert of that host resolves.
+RESOLVED_FIXTURE = "xml/h100-8gpu-v12.xml"
 
 # Counts say 0 where there is none, never "No data" (issue 23, item 18). The dashboard's counts
 # of the fleet, by panel title, asked for at a time before this test began, when Prometheus holds
@@ -219,13 +276,15 @@ def write_kernel_log(path, lines):
 
 
 def with_live_pids(xml_text, processes):
-    """The XML with each process's pid replaced by a live `sleep` of this test (one per pid)."""
+    """The XML with each process's pid replaced by a live sleeper of this test (one per pid),
+    whose command line holds SECRET."""
     sleepers = {}
 
     def live(found):
         pid = found.group(1)
         if pid not in sleepers:
-            sleepers[pid] = processes.start(f"sleep-{pid}", ["sleep", "3600"])
+            sleepers[pid] = processes.start(f"sleep-{pid}", [
+                sys.executable, "-c", "import time; time.sleep(3600)", SECRET])
         return f"<pid>{sleepers[pid].pid}</pid>"
 
     return re.sub(r"<pid>\s*(\d+)\s*</pid>", live, xml_text)
@@ -237,6 +296,9 @@ class Fleet:
         self.folder = folder
         self.processes = processes
         self.instances = {}  # host -> "127.0.0.1:PORT"
+        self.agents = {}  # host -> its agent's process
+        self.alertmanager_port = None  # none: Prometheus sends its alerts nowhere
+        self.receiver = None  # the webhook receiver Alertmanager sends to
         self.fixtures = pathlib.Path(args.fixtures)
         self.lost_has_users = False  # the lost host runs the stand-in with live processes
 
@@ -248,8 +310,8 @@ class Fleet:
         """The agents' command lines and environments; raises Skip when a fixture is missing."""
         lost_stderr = next((self.fixture(n) for n in LOST_STDERR if self.fixture(n)), None)
         lost_values = self.fixture(LOST_VALUES)
-        missing = [FIXTURES[host] for host in ("healthy", "failing")
-                   if not self.fixture(FIXTURES[host])]
+        missing = [name for name in (FIXTURES["healthy"], FIXTURES["failing"], RESOLVED_FIXTURE)
+                   if not self.fixture(name)]
         if not (self.fixture(FIXTURES["lost"]) and lost_stderr) and not lost_values:
             missing.append(f"{FIXTURES['lost']} with {LOST_STDERR[0]}, or {LOST_VALUES}")
         if missing:
@@ -265,7 +327,8 @@ class Fleet:
         healthy_xml = self.folder / "healthy.xml"
         healthy_xml.write_text(with_live_pids(self.fixture(FIXTURES["healthy"]).read_text(),
                                               self.processes))
-        plans["healthy"] = (base + stand_in + ["--kernel-log", str(self.folder / "no-such.log")],
+        plans["healthy"] = (base + stand_in + ["--kernel-log", str(self.folder / "no-such.log"),
+                                               "--expose", "command-lines"],
                             {"FAKE_NVSMI_XML": str(healthy_xml)})
 
         failing = self.fixture(FIXTURES["failing"])
@@ -273,8 +336,11 @@ class Fleet:
         write_kernel_log(self.folder / "failing-kern.log",
                          [(kernel_pci(buses[gpu]), xid, text)
                           for gpu, xid, text in XIDS["failing"]])
-        plans["failing"] = (base + ["--fixture", str(failing),
-                                    "--kernel-log", str(self.folder / "failing-kern.log")], {})
+        failing_xml = self.folder / "failing.xml"
+        failing_xml.write_text(with_live_pids(failing.read_text(), self.processes))
+        plans["failing"] = (base + stand_in + ["--kernel-log",
+                                               str(self.folder / "failing-kern.log")],
+                            {"FAKE_NVSMI_XML": str(failing_xml)})
 
         if lost_stderr and self.fixture(FIXTURES["lost"]):
             stderr_text = lost_stderr.read_text()
@@ -298,34 +364,85 @@ class Fleet:
 
     def start_agents(self, plans):
         for host, (command, extra_env) in plans.items():
-            for attempt in range(5):
-                port = free_port()
-                env = dict(os.environ)
-                env.update(extra_env)
-                process = self.processes.start(
-                    f"agent-{host}", command + ["--listen", f"127.0.0.1:{port}"], env)
-
-                def answers():
-                    if process.poll() is not None:
-                        return "exited"
-                    status, body = http_get(f"http://127.0.0.1:{port}/metrics")
-                    return status == 200 and "nvsmi_up" in body and "ok"
-
-                state = wait_for(f"the {host} agent's /metrics", answers)
-                if state == "ok":
-                    self.instances[host] = f"127.0.0.1:{port}"
-                    break
-                log = self.processes.log(f"agent-{host}")
-                if "in use" not in log or attempt == 4:
-                    raise AssertionError(f"the {host} agent exited:\n{log}")
+            self.start_agent(host, command, extra_env)
         self.instances["down"] = f"127.0.0.1:{free_port()}"
+
+    def start_agent(self, host, command, extra_env, port=None):
+        """The agent for host on a free port, or on port (a restart: the same instance); tries
+        again while the port is taken."""
+        for attempt in range(5):
+            listen_port = port or free_port()
+            env = dict(os.environ)
+            env.update(extra_env)
+            process = self.processes.start(
+                f"agent-{host}",
+                command + ["--listen", f"{LISTEN.get(host, '127.0.0.1')}:{listen_port}"], env)
+
+            def answers():
+                if process.poll() is not None:
+                    return "exited"
+                status, body = http_get(f"http://127.0.0.1:{listen_port}/metrics")
+                return status == 200 and "nvsmi_up" in body and "ok"
+
+            state = wait_for(f"the {host} agent's /metrics", answers)
+            if state == "ok":
+                self.instances[host] = f"127.0.0.1:{listen_port}"
+                self.agents[host] = process
+                return
+            log = self.processes.log(f"agent-{host}")
+            if "in use" not in log or attempt == 4:
+                raise AssertionError(f"the {host} agent exited:\n{log}")
+            if port:
+                time.sleep(1)  # the port is still held: by the agent's old socket, or another
+
+    def start_alertmanager(self):
+        """The webhook receiver, and Alertmanager on the shipped example's route tree and inhibit
+        rules (both files checked by amtool), sending to it."""
+        self.receiver = fleet_alertmanager.WebhookReceiver()
+        fleet_alertmanager.check_config(fleet_alertmanager.SHIPPED)
+        config = self.folder / "alertmanager.yml"
+        config.write_text(fleet_alertmanager.yaml_text(fleet_alertmanager.configured_for_test(
+            fleet_alertmanager.SHIPPED.read_text(), self.receiver.base)))
+        fleet_alertmanager.check_config(config)
+        for attempt in range(5):
+            port = free_port()
+            process = self.processes.start("alertmanager", [
+                fleet_alertmanager.BINARY, f"--config.file={config}",
+                f"--storage.path={self.folder / 'alertmanager-data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--cluster.listen-address="])  # no gossip listener: a lone Alertmanager
+
+            def ready():
+                if process.poll() is not None:
+                    return "exited"
+                return http_get(f"http://127.0.0.1:{port}/-/ready")[0] == 200 and "ok"
+
+            if wait_for("alertmanager to be ready", ready) == "ok":
+                self.alertmanager_port = port
+                return
+            log = self.processes.log("alertmanager")
+            if "address already in use" not in log or attempt == 4:
+                raise AssertionError(f"alertmanager exited:\n{log}")
+
+    def alertmanager_api(self, path, **query):
+        status, body = http_get(f"http://127.0.0.1:{self.alertmanager_port}{path}"
+                                + ("?" + urllib.parse.urlencode(query) if query else ""))
+        if status != 200:
+            raise AssertionError(f"alertmanager {path}: {status} {body}")
+        return json.loads(body)
 
     def start_prometheus(self):
         targets = ", ".join(f"'{self.instances[host]}'" for host in HOSTS)
+        rules = self.folder / "nvsmi-rules.yml"  # the shipped rules, for: shortened (docstring)
+        rules.write_text(fleet_alertmanager.short_for(RULES.read_text(), FOR_IN_TEST))
         config = self.folder / "prometheus.yml"
+        alerting = ""
+        if self.alertmanager_port:
+            alerting = ("alerting:\n  alertmanagers:\n    - static_configs:\n"
+                        f"        - targets: ['127.0.0.1:{self.alertmanager_port}']\n")
         config.write_text(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
-            f"rule_files: ['{RULES}']\n"
+            f"rule_files: ['{rules}']\n" + alerting +
             "scrape_configs:\n  - job_name: nvsmi-agent\n    static_configs:\n"
             f"      - targets: [{targets}]\n")
         for attempt in range(5):
@@ -487,27 +604,174 @@ def check_zero_counts(fleet):
           + (", idle but held per host and user" if fleet.lost_has_users else ""))
 
 
+def wait_for_notifications(what, fleet, condition):
+    """condition(notifications) until it is true, reading everything the receiver got each time;
+    fails at once where a notification breaks a rule or condition raises (never transient)."""
+    broken = []
+    last = []
+
+    def check():
+        try:
+            notifications = fleet_alertmanager.Notifications(
+                fleet.receiver.notifications(), fleet.host_of, ALERT_LABELS, USER_ALERTS, SECRET,
+                set(EXPECTED_NOTIFIED))
+            last[:] = [notifications]
+            unexpected = {receiver: sorted(keys - EXPECTED_NOTIFIED[receiver])
+                          for receiver, keys in notifications.firing.items()
+                          if keys - EXPECTED_NOTIFIED[receiver]}
+            if unexpected:
+                raise AssertionError(f"alerts that should not reach a receiver did: {unexpected}")
+            return condition(notifications)
+        except AssertionError as error:
+            broken.append(error)
+            return True
+
+    try:
+        wait_for(what, check)
+    except AssertionError as error:
+        seen = {r: sorted(k) for r, k in last[0].firing.items()} if last else "nothing"
+        raise AssertionError(f"{error}\nalerts notified firing, per receiver: {seen}") from None
+    if broken:
+        raise broken[0]
+    return last[0]
+
+
+def check_notified(fleet):
+    # The secret is there to leak: the healthy agent serves its processes' command lines.
+    status, body = http_get(f"http://{fleet.instances['healthy']}/api/v1/snapshot")
+    if status != 200 or SECRET not in body:
+        raise AssertionError(f"the healthy agent does not serve the command lines with {SECRET} "
+                             f"(--expose command-lines): {status} {body[:2000]}")
+
+    def every_expected(notifications):
+        return all(notifications.firing.get(receiver, set()) == keys
+                   for receiver, keys in EXPECTED_NOTIFIED.items())
+
+    notifications = wait_for_notifications("the alerts at the receivers", fleet, every_expected)
+    check_users_named(fleet, notifications)
+    print(f"test_fleet: alertmanager: {sum(map(len, EXPECTED_NOTIFIED.values()))} alerts "
+          "reached the receivers as expected, one group per host and receiver")
+
+
+def check_users_named(fleet, notifications):
+    """User names reach a receiver only from an agent that serves them: the healthy host's
+    (loopback) alerts name ME where ME's processes are on the GPU, the failing host's (0.0.0.0,
+    without --expose users) never do, though ME's processes are on its failing GPUs too."""
+    status, metrics = http_get(f"http://{fleet.instances['failing']}/metrics")
+    if status != 200 or 'user="' in metrics:
+        raise AssertionError(f"the failing host's agent serves user names: {status}")
+    for key, alert in notifications.alerts.items():
+        text = json.dumps(alert)
+        if key[1] == "failing" and ("Users on it" in text or "user" in alert["labels"]):
+            raise AssertionError(f"{key} names a user the agent withholds: {text}")
+    named = notifications.alerts[USERS_NAMED_BY]["annotations"]["description"]
+    if f"Users on it: {ME}." not in named:
+        raise AssertionError(f"{USERS_NAMED_BY} does not name its GPU's user {ME}: {named}")
+
+
+def check_inhibited(fleet):
+    """Alertmanager holds every alert Prometheus fires; those EXPECTED_INHIBITED are suppressed,
+    each by one of the alerts expected to (Alertmanager names the first it finds), and no other
+    is."""
+    expected = {key for keys in EXPECTED_NOTIFIED.values() for key in keys} \
+        | set(EXPECTED_INHIBITED)
+    found = {}
+
+    def matches():
+        alerts = fleet.alertmanager_api("/api/v2/alerts")
+        names = {alert["fingerprint"]: alert["labels"]["alertname"] for alert in alerts}
+        found.clear()
+        for alert in alerts:
+            labels = alert["labels"]
+            key = (labels["alertname"], fleet.host_of(labels.get("instance", "")),
+                   labels.get("gpu", ""))
+            found[key] = {names.get(f, f) for f in alert["status"]["inhibitedBy"]}
+        return set(found) == expected and all(
+            found[key] <= EXPECTED_INHIBITED[key] and found[key] if key in EXPECTED_INHIBITED
+            else not found[key] for key in expected)
+
+    try:
+        wait_for("alertmanager's alerts and inhibitions", matches)
+    except AssertionError as error:
+        raise AssertionError(f"{error}\nexpected muted: {EXPECTED_INHIBITED}\nalertmanager "
+                             f"holds (alert: muted by): {found}") from None
+    print(f"test_fleet: alertmanager: the inhibit rules mute {sorted(EXPECTED_INHIBITED)}")
+
+
+def check_resolved(fleet):
+    """The failing host's agent restarted, on the same port, on a fixture and a kernel log with
+    no fault: each receiver's last notification for that host says every alert it had resolved."""
+    host = "failing"
+    port = int(fleet.instances[host].rsplit(":", 1)[1])
+    fleet.processes.stop(fleet.agents[host])
+    empty_log = fleet.folder / "resolved-kern.log"
+    empty_log.write_text("")
+    fleet.start_agent(host, [fleet.args.agent, "serve", "--interval", "1", "--fixture",
+                             str(fleet.fixture(RESOLVED_FIXTURE)), "--kernel-log", str(empty_log)],
+                      {}, port=port)
+    expected = {receiver: {key for key in keys if key[1] == host}
+                for receiver, keys in EXPECTED_NOTIFIED.items()}
+
+    def all_resolved(notifications):
+        for receiver, keys in expected.items():
+            if not keys:
+                continue
+            status, latest = notifications.latest.get((receiver, host), (None, set()))
+            resolved = {key for key, state in latest if state == "resolved"}
+            if status != "resolved" or not keys <= resolved:
+                return False
+            # A muted alert may be told resolved once what muted it is gone.
+            extra = resolved - keys - set(EXPECTED_INHIBITED)
+            if extra:
+                raise AssertionError(f"{receiver} told resolved alerts it never had: {extra}")
+        return True
+
+    wait_for_notifications(f"the {host} host's alerts to arrive resolved", fleet, all_resolved)
+    # Nothing new is on its way for the host either (an alert of the healthy fixture pending).
+    left = fleet.query(f'ALERTS{{instance="{fleet.instances[host]}"}}')
+    if left:
+        raise AssertionError(f"alerts of the {host} host after its fault went: "
+                             f"{[series['metric'] for series in left]}")
+    print(f"test_fleet: alertmanager: the {host} host's alerts arrived resolved: "
+          f"{sorted(set().union(*expected.values()))}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--agent", default=str(SOURCE / "build" / "agent" / "nvsmi-agent"))
     parser.add_argument("--fixtures", default=str(SOURCE / "fixtures"))
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    parser.add_argument("--without-alertmanager", action="store_true",
+                        help="only the Prometheus checks (the sanitizer build: Alertmanager's part "
+                        "tests shipped files, not the agent)")
     args = parser.parse_args()
     if not shutil.which("prometheus"):
         print("test_fleet: SKIPPED: prometheus is not installed (scripts/install-deps installs it)")
         return 77
+    no_alertmanager = None if args.without_alertmanager else fleet_alertmanager.missing()
     folder = pathlib.Path(tempfile.mkdtemp(prefix="nvsmi-fleet-"))
     processes = Processes(folder)
     fleet = Fleet(args, folder, processes)
     try:
         plans = fleet.needed()
         fleet.start_agents(plans)
+        with_alertmanager = not no_alertmanager and not args.without_alertmanager
+        if with_alertmanager:
+            fleet.start_alertmanager()
         fleet.start_prometheus()
-        print(f"test_fleet: agents {fleet.instances}, prometheus on port {fleet.prometheus_port}")
+        print(f"test_fleet: agents {fleet.instances}, prometheus on port {fleet.prometheus_port}, "
+              f"alertmanager on port {fleet.alertmanager_port}")
         check_free_gpus(fleet)
         check_alerts(fleet)
         check_dashboard(fleet)
         check_zero_counts(fleet)
+        if no_alertmanager:
+            print(f"test_fleet: SKIPPED (the Prometheus checks passed): {no_alertmanager}")
+            return 77
+        if with_alertmanager:
+            check_notified(fleet)
+            check_inhibited(fleet)
+            check_resolved(fleet)
         print("test_fleet: PASSED")
         return 0
     except Skip as why:
@@ -516,11 +780,14 @@ def main():
     except AssertionError as failure:
         print(f"test_fleet: FAILED: {failure}")
         print("--- prometheus log (end) ---\n" + processes.log("prometheus")[-4000:])
+        print("--- alertmanager log (end) ---\n" + processes.log("alertmanager")[-4000:])
         for host in ("healthy", "failing", "lost"):
             print(f"--- {host} agent log (end) ---\n" + processes.log(f"agent-{host}")[-2000:])
         return 1
     finally:
         processes.stop_all()
+        if fleet.receiver:
+            fleet.receiver.close()
         if args.keep:
             print(f"test_fleet: scratch folder kept: {folder}")
         else:
