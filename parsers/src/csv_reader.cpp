@@ -181,6 +181,13 @@ Unit field_unit(int field) {
   return field < table_base ? field_table[field].unit : gpu_fields()[field - table_base].unit;
 }
 
+CsvLayout::Column column_of(int field, std::string name, bool extra) {
+  CsvLayout::Column column{field, std::move(name), extra};
+  if (field >= table_base)
+    column.table_field = &gpu_fields()[static_cast<std::size_t>(field - table_base)];
+  return column;
+}
+
 bool blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
 // Bit 7 of each byte that is a comma, and no other bit: each byte is compared with ',' without
@@ -356,7 +363,7 @@ CsvLayout CsvLayout::from_header(std::string_view header_line,
                        std::string(unit_symbol(field_unit(field))) + "]");
     bool extra = field < 0 &&
                  std::find(extra_fields.begin(), extra_fields.end(), name) != extra_fields.end();
-    layout.columns_.push_back({field, std::string(name), extra});
+    layout.columns_.push_back(column_of(field, std::string(name), extra));
   }
   return layout;
 }
@@ -365,7 +372,7 @@ CsvLayout CsvLayout::from_fields(const std::vector<std::string> &fields,
                                  const std::vector<std::string> &extra_fields) {
   CsvLayout layout;
   for (const std::string &name : fields)
-    layout.columns_.push_back({find_field(name), name});
+    layout.columns_.push_back(column_of(find_field(name), name, false));
   for (const std::string &name : extra_fields)
     layout.columns_.push_back({-1, name, true});
   return layout;
@@ -543,7 +550,7 @@ void read_cells(const detail::CsvCells &cells, const CsvLayout &layout,
           gpu.extras.push_back({column.name, parse_text(value)});
         continue;
       }
-      const GpuField &field = gpu_fields()[column.field - table_base];
+      const GpuField &field = *column.table_field;
       if (field.kind == FieldKind::integer)
         integer_cell(value, field.unit, column.name, field.integer_in(gpu));
       else if (field.kind == FieldKind::real)
@@ -691,11 +698,12 @@ Text lost_reason(const detail::CsvCells &cells, const CsvLayout &layout) {
   detail::LostEvidence evidence;
   const CsvLayout::Column *column = layout.columns().data();
   for (std::string_view value : cells) {
-    int field = column++->field;
+    const CsvLayout::Column &at = *column++;
+    int field = at.field;
     if (!reader_field(field)) {
       if (field < 0)
         continue;
-      if (gpu_fields()[field - table_base].core)
+      if (at.table_field->core)
         evidence.core_reading(value);
       else
         evidence.reading(value);

@@ -254,7 +254,7 @@ void read_table_fields(const Element &gpu, Gpu &out) {
   for (const GpuField &field : gpu_fields()) {
     if (*field.xml_leaf == '\0')
       continue;
-    if (std::strcmp(field.xml_parent, parent_name) != 0) {
+    if (field.xml_parent != parent_name && std::strcmp(field.xml_parent, parent_name) != 0) {
       parent_name = field.xml_parent;
       parent = *parent_name == '\0' ? gpu : gpu.child(parent_name);
     }
@@ -380,10 +380,18 @@ Text lost_reason(const Element &gpu) {
   detail::LostEvidence evidence;
   for (const char *name : {"product_name", "uuid"})
     evidence.core_reading(gpu.raw(name));
-  for (const GpuField &field : gpu_fields())
-    if (field.core)
-      evidence.core_reading(
-          (*field.xml_parent == '\0' ? gpu : gpu.child(field.xml_parent)).raw(field.xml_leaf));
+  // The table's core readings; a parent's element looked up again only where it changes.
+  const char *parent_name = "";
+  Element parent = gpu;
+  for (const GpuField &field : gpu_fields()) {
+    if (!field.core)
+      continue;
+    if (field.xml_parent != parent_name && std::strcmp(field.xml_parent, parent_name) != 0) {
+      parent_name = field.xml_parent;
+      parent = *parent_name == '\0' ? gpu : gpu.child(parent_name);
+    }
+    evidence.core_reading(parent.raw(field.xml_leaf));
+  }
   for (pugi::xml_node child : gpu.node().children())
     if (child.type() == pugi::node_element && read_by_read_gpu(child.name()) &&
         std::strcmp(child.name(), "processes") != 0) {

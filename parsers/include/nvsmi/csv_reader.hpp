@@ -9,6 +9,8 @@
 
 namespace nvsmi {
 
+struct GpuField;
+
 // The `--query-gpu` fields this reader understands and the agent asks for, in that order.
 const std::vector<std::string> &query_fields();
 
@@ -34,6 +36,9 @@ public:
     int field; // index into the reader's field table, -1 when unknown
     std::string name;
     bool extra = false; // an unknown column kept as Gpu::extras
+    // The field table's entry (nvsmi/gpu_fields.hpp) where the column is one of its fields, found
+    // once with the header rather than for every cell.
+    const GpuField *table_field = nullptr;
   };
   const std::vector<Column> &columns() const { return columns_; }
 
