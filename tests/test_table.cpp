@@ -323,10 +323,22 @@ TEST_CASE("table: every holder is named at any width, details dropped first", "[
   // Wide: each process in full, biggest first.
   std::string wide = holders_of(table_lines(format_table(snapshot, {false, 200})), 5);
   CHECK(has(wide, "bob:python3(10000MiB)  bob:python3(10000MiB)  bob:python3(480MiB)"));
-  // 80 columns: a pipe's width. Each user once, `user×N` for several processes.
+  // 80 columns: a pipe's width. A user's processes of one program as one, `user:program×N`.
   std::vector<std::string> at80 = table_lines(format_table(snapshot, {false, 80}));
-  CHECK_THAT(holders_of(at80, 5), Catch::EndsWith("at power limit  bob\u00d73"));
-  CHECK_THAT(holders_of(at80, 1), Catch::EndsWith("in use  alice\u00d72"));
+  CHECK_THAT(holders_of(at80, 5), Catch::EndsWith("at power limit  bob:python3\u00d73"));
+  CHECK_THAT(holders_of(at80, 1), Catch::EndsWith("in use  alice:python3\u00d72"));
+  // Wider, with their memory summed; narrower, each user once.
+  for (std::size_t width = 81; width < 200; ++width) {
+    std::string held = holders_of(table_lines(format_table(snapshot, {false, width})), 5);
+    if (has(held, "bob:python3(10000MiB)"))
+      break; // each process in full from here on
+    if (has(held, "(")) {
+      CHECK_THAT(held, Catch::Contains("  bob:") && Catch::EndsWith("\u00d73(20480MiB)"));
+      break;
+    }
+  }
+  CHECK_THAT(holders_of(table_lines(format_table(snapshot, {false, 72})), 5),
+             Catch::EndsWith("bob\u00d73"));
   // 40 columns: the readings fill the row; the state, its reason and the holders take the line
   // under it.
   std::vector<std::string> at40 = table_lines(format_table(snapshot, {false, 40}));

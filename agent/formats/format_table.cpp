@@ -179,14 +179,19 @@ std::string_view basename_of(std::string_view path) {
 
 // A process entry's parts, `user:program(MiB)`: the user, else the uid, else `?`; the program the
 // command's first word names, else nvidia-smi's name for the process.
+// Several processes of one user and program may be one entry, `user:program×N(MiB)`, with their
+// memory summed.
 struct ProcessEntry {
-  std::string user, program, memory;
+  std::string user, program;
+  Reading memory_mib;
+  std::size_t count = 1;
 
   std::string text(std::size_t program_room = program_columns) const {
-    return user + ":" + cut_to_columns(program, program_room) + "(" + memory + ")";
+    return without_memory(program_room) + "(" + or_dash(memory_mib, "MiB") + ")";
   }
   std::string without_memory(std::size_t program_room = program_columns) const {
-    return user + ":" + cut_to_columns(program, program_room);
+    return user + ":" + cut_to_columns(program, program_room) +
+           (count > 1 ? "\u00d7" + std::to_string(count) : "");
   }
 };
 
@@ -202,7 +207,27 @@ ProcessEntry process_entry(const Process &process) {
   if (program.empty() && process.name)
     program = printable_text(basename_of(*process.name));
   return {cut_to_columns(user.empty() ? "?" : user, user_columns), program.empty() ? "?" : program,
-          or_dash(process.used_memory_mib, "MiB")};
+          process.used_memory_mib};
+}
+
+// The entries with each user's processes of one program as one, in the order of the first (the
+// biggest); their memory summed where each is known.
+std::vector<ProcessEntry> grouped_entries(const std::vector<ProcessEntry> &entries) {
+  std::vector<ProcessEntry> grouped;
+  for (const ProcessEntry &entry : entries) {
+    auto same = std::find_if(grouped.begin(), grouped.end(), [&](const ProcessEntry &group) {
+      return group.user == entry.user && group.program == entry.program;
+    });
+    if (same == grouped.end()) {
+      grouped.push_back(entry);
+      continue;
+    }
+    ++same->count;
+    same->memory_mib = same->memory_mib && entry.memory_mib
+                           ? Reading(*same->memory_mib + *entry.memory_mib)
+                           : std::nullopt;
+  }
+  return grouped;
 }
 
 std::string more_text(std::size_t count) { return "+" + std::to_string(count) + " more"; }
@@ -240,22 +265,28 @@ std::vector<std::string> grouped_users(const std::vector<ProcessEntry> &entries)
 }
 
 // Who holds a GPU, said in at most `room` columns, naming every holder while any way does: each
-// process as `user:program(MiB)`, its program cut to no fewer than four columns; then without
-// the MiB; then each user once (`alice×2`). Only when even that does not fit, as many users as
-// fit and `+N more` for the users not named. Empty for no processes.
+// process as `user:program(MiB)`; then a user's processes of one program as one
+// (`alice:python3×4(40960MiB)`), the program cut to no fewer than four columns; then the same
+// without the MiB; then each user once (`alice×2`). Only when even that does not fit, as many
+// users as fit and `+N more` for the users not named. Empty for no processes.
 std::string holders_text(const std::vector<ProcessEntry> &entries, std::size_t room) {
   if (entries.empty())
     return {};
   constexpr std::size_t least_program_columns = 4;
-  for (bool with_memory : {true, false})
-    for (std::size_t program = program_columns; program >= least_program_columns; --program) {
+  std::vector<ProcessEntry> grouped = grouped_entries(entries);
+  for (bool with_memory : {true, false}) {
+    auto said = [&](const std::vector<ProcessEntry> &each, std::size_t program) {
       std::vector<std::string> texts;
-      for (const ProcessEntry &entry : entries)
+      for (const ProcessEntry &entry : each)
         texts.push_back(with_memory ? entry.text(program) : entry.without_memory(program));
-      std::string text = joined(texts);
-      if (text_columns(text) <= room)
+      return joined(texts);
+    };
+    if (std::string text = said(entries, program_columns); text_columns(text) <= room)
+      return text;
+    for (std::size_t program = program_columns; program >= least_program_columns; --program)
+      if (std::string text = said(grouped, program); text_columns(text) <= room)
         return text;
-    }
+  }
   std::vector<std::string> users = grouped_users(entries);
   std::string all = joined(users);
   if (text_columns(all) <= room)
