@@ -290,7 +290,12 @@ TEST_CASE("top sends a selected process SIGTERM after y, and shows the help and 
   while (line < static_cast<int>(shown.size()) &&
          shown[static_cast<std::size_t>(line)].find(" " + pid + " root") == std::string::npos)
     ++line;
-  tmux.keys(std::string("\x1b[M ") + static_cast<char>(33 + 10) + static_cast<char>(33 + line));
+  // As a terminal reports a click: button 1 pressed, then released (button code 3).
+  auto click = [&](int at) {
+    tmux.keys(std::string("\x1b[M ") + static_cast<char>(33 + 10) + static_cast<char>(33 + at));
+    tmux.keys(std::string("\x1b[M#") + static_cast<char>(33 + 10) + static_cast<char>(33 + at));
+  };
+  click(line);
   tmux.keys("T");
   REQUIRE(tmux.wait_for("send SIGTERM to pid " + pid + " (root: sleep 300)? y: send"));
   tmux.keys("n"); // anything but y cancels
@@ -305,6 +310,24 @@ TEST_CASE("top sends a selected process SIGTERM after y, and shows the help and 
   CHECK(sleeper.exit_code() == 128 + SIGTERM);
   CHECK_FALSE(other.exit_code());
   save_artifact("top-signal-sent.txt", tmux.screen());
+  // A click on GPU 1's row shows only its processes; a second click all of them again.
+  auto line_of = [&](const std::string &text) {
+    std::vector<std::string> now = lines_of(tmux.screen());
+    for (std::size_t i = 0; i < now.size(); ++i)
+      if (now[i].rfind(text, 0) == 0)
+        return static_cast<int>(i);
+    return -1;
+  };
+  const std::string other_row = " " + std::to_string(other.pid()) + " root";
+  int gpu1 = line_of(" 1  "); // its index, right-aligned in four columns
+  REQUIRE(gpu1 > 0);
+  click(gpu1);
+  bool filtered = tmux.wait_for("g GPU:1");
+  INFO("clicked line " << gpu1 << ":\n" << tmux.screen());
+  CHECK(filtered);
+  CHECK(tmux.wait_for(other_row));
+  click(gpu1);
+  CHECK(tmux.wait_for("g GPU:all"));
   tmux.keys("q");
   CHECK(tmux.wait_for("top-exit=0 stdin-blocking=yes"));
 }

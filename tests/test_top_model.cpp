@@ -572,3 +572,25 @@ TEST_CASE("top keeps the selected process on the screen when the table is longer
   CHECK_FALSE(screen_has(screen, " 0 above"));
   CHECK(screen_has(screen, "above (↑↓ select)"));
 }
+
+TEST_CASE("top: a click on a GPU's row shows only its processes, a second all again") {
+  Utf8Locale utf8;
+  TopModel model(milliseconds(1000));
+  TopClock::time_point now = TopClock::now();
+  model.add_sample(with_users(), now);
+  ClickTargets targets;
+  std::vector<ScreenLine> lines = layout_screen(model, now, {160, 45}, true, &targets);
+  REQUIRE(targets.gpus.size() == lines.size());
+  REQUIRE(targets.process_rows.size() == lines.size());
+  std::size_t gpu5 = 0;
+  while (gpu5 < lines.size() && targets.gpus[gpu5] != 5)
+    ++gpu5;
+  REQUIRE(gpu5 < lines.size());
+  CHECK(line_text(lines[gpu5]).rfind(" 5  ", 0) == 0); // the line that shows GPU 5
+  CHECK_FALSE(targets.process_rows[gpu5]);
+  model.toggle_gpu_filter(5);
+  for (const ProcessRow &row : model.process_rows())
+    CHECK(row.gpu == 5);
+  model.toggle_gpu_filter(5);
+  CHECK_FALSE(model.gpu_filter());
+}

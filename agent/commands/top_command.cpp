@@ -200,13 +200,18 @@ private:
       draw();
   }
 
-  // The process row on the screen line clicked, as the screen now shows it.
+  // What the screen line clicked shows, as the screen now shows it: a process row is selected, a
+  // GPU's row shows only that GPU's processes (and all of them again on a second click).
   void select_clicked(int line) {
-    std::vector<std::optional<std::size_t>> rows_shown;
-    layout_screen(model_, TopClock::now(), view_->size(), view_->unicode(), &rows_shown);
-    if (line >= 0 && static_cast<std::size_t>(line) < rows_shown.size() &&
-        rows_shown[static_cast<std::size_t>(line)])
-      model_.select_row(*rows_shown[static_cast<std::size_t>(line)]);
+    ClickTargets targets;
+    layout_screen(model_, TopClock::now(), view_->size(), view_->unicode(), &targets);
+    if (line < 0 || static_cast<std::size_t>(line) >= targets.process_rows.size())
+      return;
+    std::size_t at = static_cast<std::size_t>(line);
+    if (targets.process_rows[at])
+      model_.select_row(*targets.process_rows[at]);
+    else if (targets.gpus[at])
+      model_.toggle_gpu_filter(*targets.gpus[at]);
   }
 
   // The signal the person said yes to, to the process the question named: the kernel decides

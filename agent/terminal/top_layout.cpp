@@ -425,7 +425,7 @@ std::vector<ScreenLine> help_lines(int columns, bool unicode) {
       {"? h", "this help; any key closes it"},
       {"q", "quit (Ctrl-C too)"},
       {"m c s p u", "sort by GPU memory, CPU, SM, pid, user; the same key again reverses"},
-      {"g", "only one GPU's processes: the first, the next, ... then all"},
+      {"g", "only one GPU's processes: the first, the next, ... then all (or click its row)"},
       {"f", "only one user's processes: the first, the next, ... then all"},
       {"a Esc", "all processes again (clears both filters)"},
       {unicode ? "↑ ↓ j k" : "up down j k",
@@ -537,10 +537,12 @@ std::string summary_text(const Snapshot &snapshot, bool unicode) {
 } // namespace
 
 std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_point now,
-                                      ScreenSize size, bool unicode,
-                                      std::vector<std::optional<std::size_t>> *rows_shown) {
-  if (rows_shown)
-    rows_shown->clear();
+                                      ScreenSize size, bool unicode, ClickTargets *targets) {
+  std::vector<std::optional<std::size_t>> *rows_shown = targets ? &targets->process_rows : nullptr;
+  if (targets) {
+    targets->process_rows.clear();
+    targets->gpus.clear();
+  }
   int columns = std::max(size.columns, 0), lines = std::max(size.lines, 1);
   std::vector<ScreenLine> body;
   body.push_back(header_line(model, now, columns));
@@ -565,6 +567,10 @@ std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_poin
     if (!compact)
       body.push_back(gpu_heading(gpu_cols, columns));
     for (const Gpu &gpu : latest->gpus) {
+      if (targets) {
+        targets->gpus.resize(body.size());
+        targets->gpus.push_back(gpu.index);
+      }
       body.push_back(gpu_line(gpu, model, gpu_cols, columns, late, unicode));
       if (gpu.mig_devices)
         for (const MigDevice &mig : *gpu.mig_devices)
@@ -642,8 +648,10 @@ std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_poin
   }
   body.resize(static_cast<std::size_t>(lines - 1));
   body.push_back(footer_line(model, columns, unicode));
-  if (rows_shown)
-    rows_shown->resize(body.size());
+  if (targets) {
+    targets->process_rows.resize(body.size());
+    targets->gpus.resize(body.size());
+  }
   return body;
 }
 

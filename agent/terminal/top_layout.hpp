@@ -26,11 +26,16 @@ struct ScreenSize {
 // history and the process table its host columns, so that every GPU still fits.
 // `unicode`: the terminal's locale is UTF-8, so bars and sparklines may use block characters.
 inline constexpr ScreenSize compact_below{80, 20};
-// `rows_shown`, when given, gets for each line the index in model.process_rows() of the process
-// row it shows (nullopt for every other line), so that a click can select what it hit.
-std::vector<ScreenLine>
-layout_screen(const TopModel &model, TopClock::time_point now, ScreenSize size, bool unicode,
-              std::vector<std::optional<std::size_t>> *rows_shown = nullptr);
+// What a click on each line would hit: the index in model.process_rows() of the process row it
+// shows, or the index of the GPU whose row it is (nullopt for every other line).
+struct ClickTargets {
+  std::vector<std::optional<std::size_t>> process_rows;
+  std::vector<std::optional<int>> gpus;
+};
+// `targets`, when given, gets what each line shows, so that a click can act on what it hit.
+std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_point now,
+                                      ScreenSize size, bool unicode,
+                                      ClickTargets *targets = nullptr);
 
 // The line's text without its styles.
 std::string line_text(const ScreenLine &line);

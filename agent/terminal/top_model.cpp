@@ -101,6 +101,10 @@ void TopModel::cycle_gpu_filter() {
   gpu_filter_ = next == indices.end() ? std::nullopt : std::optional<int>(*next);
 }
 
+void TopModel::toggle_gpu_filter(int index) {
+  gpu_filter_ = gpu_filter_ == index ? std::nullopt : std::optional<int>(index);
+}
+
 void TopModel::cycle_user_filter() {
   std::set<std::string> users;
   if (latest_)

@@ -99,6 +99,8 @@ public:
   bool sort_descending() const;
   // all, then each GPU of the latest sample in turn, then all again.
   void cycle_gpu_filter();
+  // Only GPU `index`'s processes (a click on its row), or all again when they are all it shows.
+  void toggle_gpu_filter(int index);
   // all, then each user of the latest sample's processes (by name), then all again.
   void cycle_user_filter();
   void clear_filters();
