@@ -74,7 +74,7 @@ SubcommandRun check_options(CLI::App *command) {
           ->check(caller_path({"-"}));
   add_nvidia_smi_option(command, options.sample.nvidia_smi, fixture);
   add_timeout_option(command, options.sample.timeout_seconds,
-                     "Seconds nvidia-smi may take before it is killed and the check is CRITICAL"));
+                     "Seconds nvidia-smi may take before it is killed and the check is CRITICAL");
   add_kernel_log_option(command, settings->kernel_log);
   add_gpu_option(command, options.gpus, "Judge only these GPUs; one not listed is CRITICAL");
   command

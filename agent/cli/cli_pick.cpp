@@ -43,7 +43,7 @@ SubcommandRun pick_options(CLI::App *command) {
           ->check(caller_path());
   add_nvidia_smi_option(command, options.sample.nvidia_smi, fixture);
   add_timeout_option(command, options.sample.timeout_seconds,
-                     "Seconds nvidia-smi may take before it is killed"));
+                     "Seconds nvidia-smi may take before it is killed");
 
   return {[settings] {
     PickOptions &run_options = settings->options;

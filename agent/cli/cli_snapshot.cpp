@@ -49,7 +49,7 @@ SubcommandRun snapshot_options(CLI::App *command) {
                              ->check(caller_path({"-"}));
   add_nvidia_smi_option(command, options.nvidia_smi, fixture);
   add_timeout_option(command, options.timeout_seconds,
-                     "Seconds nvidia-smi may take before it is killed"));
+                     "Seconds nvidia-smi may take before it is killed");
   command
       ->add_option("--output", options.output, "Replace this file atomically instead of printing")
       ->check(caller_path());
