@@ -262,6 +262,13 @@ bool has(const std::string &text, const std::string &part) {
 const std::string gpu0 =
     R"(gpu="0",uuid="GPU-00000000-0000-0000-0000-000000000000",name="Tesla T4")";
 
+// What serve writes with --metrics-processes.
+MetricsSelection with_processes() {
+  MetricsSelection selection;
+  selection.processes = true;
+  return selection;
+}
+
 // Two GPUs: alice on both (one process each), bob on GPU 1, and one process /proc could not see.
 Snapshot shared_machine() {
   Snapshot s = test::t4_snapshot();
@@ -280,7 +287,7 @@ Snapshot shared_machine() {
 } // namespace
 
 TEST_CASE("metrics: a process's series say who runs it and where, where known") {
-  std::string m = format_snapshot_metrics(shared_machine());
+  std::string m = format_snapshot_metrics(shared_machine(), with_processes());
   std::string known = gpu0 + R"(,pid="10",process_name="python3",user="alice",container=")" +
                       std::string(64, 'a') + R"(",pod_uid="6f1c1c2e-4b1a-4a0e-9d57-3f7a8c2d1b00"})";
   CHECK_THAT(m,
@@ -331,7 +338,7 @@ TEST_CASE("metrics: the host's CPU and memory, absent where there is no host") {
   s.host.reset(); // a recording: never 0
   s.gpus[0].processes.reset();
   s.gpus[1].processes = std::vector<Process>{Process{}}; // no pid: no series to hang it on
-  m = format_snapshot_metrics(s);
+  m = format_snapshot_metrics(s, with_processes());
   CHECK_FALSE(has(m, "nvsmi_host_"));
   CHECK_FALSE(has(m, "nvsmi_user_"));
   CHECK_FALSE(has(m, "nvsmi_gpu_process_"));
@@ -349,7 +356,7 @@ TEST_CASE("metrics: users, commands and containers of any bytes pass promtool") 
   twin.pid = 14;
   twin.user = std::string("b\xfe\"o\\b\n");
   s.gpus[1].processes->push_back(twin);
-  std::string m = format_snapshot_metrics(s);
+  std::string m = format_snapshot_metrics(s, with_processes());
   CHECK_THAT(m, Catch::Contains("user=\"b\xef\xbf\xbd\\\"o\\\\b\\n\""));
   CHECK_THAT(m, Catch::Contains("container=\"c\xef\xbf\xbd\\\"}\""));
   // One series for the two names that read the same once made UTF-8.

@@ -141,7 +141,7 @@ metrics_name_users() {
   curl -fsS --max-time 10 "${url}metrics" >"$work/metrics" || return 1
   local user
   for user in $users; do
-    grep -q "^nvsmi_gpu_process_memory_used_bytes{.*user=\"$user\"" "$work/metrics" || return 1
+    grep -q "^nvsmi_user_gpus{user=\"$user\"}" "$work/metrics" || return 1
   done
   grep -q '^nvsmi_gpu_utilization_ratio{gpu="1"' "$work/metrics"
 }

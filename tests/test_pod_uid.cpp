@@ -146,7 +146,9 @@ TEST_CASE("a GPU process in a pod's cgroup carries its pod UID and container, in
   CHECK(process["pod_uid"] == pod_uid);
   CHECK(process["container"] == container);
 
-  test::Server server("--source csv --interval 0.2 --nvidia-smi " + fake, environment);
+  // The pod and container are labels of the per-process series, which serve writes when asked.
+  test::Server server("--metrics-processes --source csv --interval 0.2 --nvidia-smi " + fake,
+                      environment);
   std::string series;
   test::wait_until([&] {
     std::istringstream metrics(server.get("/metrics").body);

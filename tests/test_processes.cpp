@@ -369,7 +369,8 @@ TEST_CASE("watch goes on without processes when nvidia-smi cannot give them") {
 
 TEST_CASE("serve shows each GPU process with its user in /metrics and the snapshot API") {
   Workload work;
-  test::Server server("--source csv --interval 0.5 --nvidia-smi " + fake, work.environment());
+  test::Server server("--metrics-processes --source csv --interval 0.5 --nvidia-smi " + fake,
+                      work.environment());
   std::string busy_pid = std::to_string(work.busy.pid());
   REQUIRE(test::wait_until([&] {
     std::string metrics = server.get("/metrics").body;

@@ -55,7 +55,7 @@ const std::string gpu3 =
 } // namespace
 
 TEST_CASE("serve: /metrics is Prometheus text in base units that promtool accepts") {
-  Server server("--fixture " + fixture("xml/h100-8gpu-v12.xml"));
+  Server server("--metrics-processes --fixture " + fixture("xml/h100-8gpu-v12.xml"));
   Http http = server.get("/metrics");
   REQUIRE(http.status == 200);
   CHECK_THAT(http.headers, Catch::Contains("text/plain; version=0.0.4"));

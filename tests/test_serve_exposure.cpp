@@ -79,12 +79,17 @@ TEST_CASE("serve --expose command-lines serves them in the API, never in /metric
 
 TEST_CASE("serve off loopback withholds user names unless --expose users") {
   SecretJob work;
-  test::Server server("--listen 0.0.0.0:0 --source csv --interval 0.2 --nvidia-smi " + fake,
+  // Per-process series asked for: the job's series, without its user.
+  test::Server server("--listen 0.0.0.0:0 --metrics-processes --source csv --interval 0.2 "
+                      "--nvidia-smi " +
+                          fake,
                       work.environment());
   json process = job_process(server, work.job.pid());
   CHECK(process["user"].is_null());
   CHECK(process["uid"].is_null());
-  CHECK(server.get("/metrics").body.find("user=\"") == std::string::npos);
+  std::string metrics = server.get("/metrics").body;
+  CHECK(metrics.find("pid=\"" + std::to_string(work.job.pid()) + "\"") != std::string::npos);
+  CHECK(metrics.find("user=\"") == std::string::npos);
   // The summary counts the held GPU and names nobody.
   CHECK_THAT(summary(server), Catch::Contains("1 idle but held") && !Catch::Contains("root"));
   CHECK(server.stop() == 0);
@@ -97,4 +102,24 @@ TEST_CASE("serve off loopback withholds user names unless --expose users") {
   CHECK_THAT(summary(exposed), Catch::Contains("1 idle but held (root)"));
   CHECK(exposed.get("/metrics").body.find("user=\"root\"") != std::string::npos);
   CHECK(exposed.stop() == 0);
+}
+
+TEST_CASE("serve names users in /metrics by default, up to --metrics-users, none with 0") {
+  SecretJob work;
+  test::Server server("--source csv --interval 0.2 --nvidia-smi " + fake, work.environment());
+  job_process(server, work.job.pid());
+  std::string metrics = server.get("/metrics").body;
+  CHECK(metrics.find("\nnvsmi_user_gpus{user=\"root\"} 1\n") != std::string::npos);
+  CHECK(metrics.find(",user=\"root\"} 1\n") != std::string::npos); // nvsmi_gpu_user_processes
+  CHECK(metrics.find("pid=\"") == std::string::npos); // no per-process series unless asked
+  CHECK(server.stop() == 0);
+
+  test::Server none("--metrics-users 0 --source csv --interval 0.2 --nvidia-smi " + fake,
+                    work.environment());
+  CHECK(job_process(none, work.job.pid())["user"] == "root"); // the API still says who
+  metrics = none.get("/metrics").body;
+  CHECK(metrics.find("nvsmi_gpu_info{") != std::string::npos);
+  CHECK(metrics.find("user=\"") == std::string::npos);
+  CHECK(metrics.find("nvsmi_user_") == std::string::npos);
+  CHECK(none.stop() == 0);
 }

@@ -82,7 +82,8 @@ TEST_CASE("serve: nvidia-smi printing bytes that are not UTF-8 cannot end the se
 }
 
 TEST_CASE("serve: a process name that is not UTF-8 keeps /metrics valid for promtool") {
-  Server server("--fixture " + quote(test::fixture_with_process_name("py\xff\xfe\"x\\y")));
+  Server server("--metrics-processes --fixture " +
+                quote(test::fixture_with_process_name("py\xff\xfe\"x\\y")));
   Http http = server.get("/metrics");
   REQUIRE(http.status == 200);
   CHECK_THAT(http.body,

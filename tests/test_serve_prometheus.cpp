@@ -32,7 +32,7 @@ TEST_CASE("serve: a process name that is not UTF-8 keeps the host on a real Prom
   }
   // A local user can name a process with any bytes; Prometheus refuses a whole scrape that
   // holds one label that is not UTF-8, and every series of the host would go.
-  test::Server agent("--interval 0.5 --fixture " +
+  test::Server agent("--interval 0.5 --metrics-processes --fixture " +
                      quote(test::fixture_with_process_name("evil\xff\xfe")));
   test::Prometheus prometheus({agent.port()});
   nlohmann::json up = prometheus.query("up", [](const nlohmann::json &found) {

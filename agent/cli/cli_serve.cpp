@@ -1,5 +1,6 @@
 #include "cli/cli.hpp"
 #include "commands/serve_command.hpp"
+#include "formats/prometheus_metrics.hpp"
 
 #include <memory>
 
@@ -31,6 +32,23 @@ SubcommandRun serve_options(CLI::App *command) {
                    "on a loopback --listen). See docs/SERVE.md, Security")
       ->check(CLI::IsMember({"command-lines", "users"}))
       ->delimiter(',');
+  command->add_flag("--metrics-processes", options.metrics.processes,
+                    "Per-process series in /metrics (nvsmi_gpu_process_*, labelled pid): a new "
+                    "series with every process a user starts. See docs/SERVE.md, How many series");
+  command
+      ->add_option("--metrics-users", options.metrics.users,
+                   "Users named in the per-user series of /metrics, those holding the most GPU "
+                   "memory; the others are summed as user=\"(other users)\"; 0: none")
+      ->type_name("N")
+      ->check(whole_range(0, MetricsSelection::max_metrics_users))
+      ->capture_default_str();
+  command
+      ->add_option("--metrics-include", options.metrics.include,
+                   "Only these families in /metrics: names, or prefixes ending in '*' "
+                   "(nvsmi_gpu_pcie_*); a name no family has is refused, with the list")
+      ->type_name("FAMILY")
+      ->delimiter(',')
+      ->check(CLI::Validator(metrics_include_problem, "FAMILY", "metric family"));
   command
       ->add_option("--web.config.file", options.web_config_file,
                    "The Prometheus exporters' web config (YAML): TLS (tls_server_config: "

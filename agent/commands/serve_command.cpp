@@ -91,7 +91,8 @@ public:
                 state_.note_error(message);
             },
             [this](int code) { stop(code); }),
-        state_(loop_.sampler().interval(), options.history_seconds, options.history_max_mib << 20),
+        state_(loop_.sampler().interval(), options.history_seconds, options.history_max_mib << 20,
+               ServeState::default_pending_max_bytes, options.metrics),
         server_(
             loop_.context(), endpoint(options.listen), server_limits(options),
             [this](std::string_view path, std::string_view query) {

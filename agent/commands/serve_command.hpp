@@ -1,5 +1,6 @@
 #pragma once
 
+#include "formats/prometheus_selection.hpp"
 #include "sampling/sampler.hpp"
 #include "serve/http_server.hpp"
 
@@ -19,6 +20,9 @@ struct ServeOptions {
   // What is served beyond program names: "command-lines", "users" (serve_exposure.hpp). Users
   // are served without asking on a loopback --listen.
   std::vector<std::string> expose;
+  // Which families and series /metrics has: per-process series, how many users are named, the
+  // allow-list (docs/SERVE.md, "How many series").
+  MetricsSelection metrics;
   // The exporters' web config (TLS, basic auth; serve/web_config.hpp); empty: plain HTTP, open.
   std::string web_config_file;
 };

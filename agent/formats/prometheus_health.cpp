@@ -5,7 +5,6 @@
 
 #include "nvsmi/gpu_fields.hpp"
 #include "nvsmi/gpu_state.hpp"
-#include "nvsmi/utf8.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -38,7 +37,7 @@ std::string with(std::string labels, const char *name, const std::string &value)
 }
 
 void write_state_metrics(const Snapshot &snapshot, const std::vector<std::string> &labels,
-                         std::string &out) {
+                         const UserLabels &user_labels, MetricsOut &out) {
   Family state("nvsmi_gpu_state",
                "1 for the one word that says what the GPU is doing (lost, failing, hot, "
                "at_power_limit, idle_but_held, in_use, idle, free, unknown), 0 for each other "
@@ -63,17 +62,20 @@ void write_state_metrics(const Snapshot &snapshot, const std::vector<std::string
   lost.write(out);
 
   // Per GPU and user, over the compute processes whose user is known: graphics-only processes (a
-  // desktop's Xorg) hold no GPU for compute work, as gpu_state counts them.
+  // desktop's Xorg) hold no GPU for compute work, as gpu_state counts them. The users beyond the
+  // cap are one series per GPU (UserLabels).
   Family users("nvsmi_gpu_user_processes",
-               "Compute processes of a user on the GPU (graphics-only processes not counted).");
+               "Compute processes of a user on the GPU (graphics-only processes not counted; "
+               "users beyond serve's --metrics-users summed as user=\"(other users)\").");
   for (std::size_t i = 0; i < snapshot.gpus.size(); ++i) {
     const Gpu &gpu = snapshot.gpus[i];
     if (!gpu.processes)
       continue;
     std::map<std::string, int> counts; // by the label's value: one series per label set
     for (const Process &process : *gpu.processes)
-      if (process.type != Text("G") && process.user && !process.user->empty())
-        ++counts[valid_utf8(*process.user)];
+      if (process.type != Text("G"))
+        if (std::optional<std::string> user = user_labels.label(process.user))
+          ++counts[*user];
     for (const auto &[user, count] : counts)
       users.add(with(labels[i], "user", user), count);
   }
@@ -87,7 +89,7 @@ struct HealthGauge {
 };
 
 void write_gauge(const HealthGauge &spec, const Snapshot &snapshot,
-                 const std::vector<std::string> &labels, std::string &out) {
+                 const std::vector<std::string> &labels, MetricsOut &out) {
   Family family(spec.name, spec.help);
   for (std::size_t i = 0; i < snapshot.gpus.size(); ++i)
     family.add(labels[i], spec.value(snapshot.gpus[i]));
@@ -95,7 +97,7 @@ void write_gauge(const HealthGauge &spec, const Snapshot &snapshot,
 }
 
 void write_memory_health(const Snapshot &snapshot, const std::vector<std::string> &labels,
-                         std::string &out) {
+                         MetricsOut &out) {
   write_gauge({"nvsmi_gpu_ecc_enabled", "1 when ECC is on (current mode), 0 when off.",
                [](const Gpu &g) { return flag(g.health.ecc_enabled); }},
               snapshot, labels, out);
@@ -159,7 +161,7 @@ void write_memory_health(const Snapshot &snapshot, const std::vector<std::string
 // A family per numeric health field of the table that names one (nvsmi/gpu_fields.hpp); the
 // GPU's own readings are written first of all (prometheus_metrics.cpp).
 void write_field_table_metrics(const Snapshot &snapshot, const std::vector<std::string> &labels,
-                               std::string &out) {
+                               MetricsOut &out) {
   for (const GpuField &field : gpu_fields()) {
     if (field.part != FieldPart::health || *field.prometheus_name == '\0' ||
         field.kind == FieldKind::text)
@@ -175,7 +177,7 @@ void write_field_table_metrics(const Snapshot &snapshot, const std::vector<std::
 }
 
 void write_clock_and_link_health(const Snapshot &snapshot, const std::vector<std::string> &labels,
-                                 std::string &out) {
+                                 MetricsOut &out) {
   Family reasons("nvsmi_gpu_clock_event_reason_active",
                  "1 when a clock event (throttle) reason holds the clocks down now, 0 when the "
                  "driver reports it not active. hw_thermal_slowdown or sw_thermal_slowdown for "
@@ -211,7 +213,7 @@ void write_clock_and_link_health(const Snapshot &snapshot, const std::vector<std
 }
 
 void write_recovery_and_xids(const Snapshot &snapshot, const std::vector<std::string> &labels,
-                             std::string &out) {
+                             MetricsOut &out) {
   Family recovery("nvsmi_gpu_recovery_action",
                   "1, labelled with what the driver asks an operator to do: none, gpu_reset, "
                   "node_reboot, drain_p2p, drain_and_reset, or its words in lower_snake_case.");
@@ -263,8 +265,8 @@ void write_recovery_and_xids(const Snapshot &snapshot, const std::vector<std::st
 } // namespace
 
 void write_fleet_health_metrics(const Snapshot &snapshot, const std::vector<std::string> &labels,
-                                std::string &out) {
-  write_state_metrics(snapshot, labels, out);
+                                const UserLabels &user_labels, MetricsOut &out) {
+  write_state_metrics(snapshot, labels, user_labels, out);
   write_memory_health(snapshot, labels, out);
   write_clock_and_link_health(snapshot, labels, out);
   write_recovery_and_xids(snapshot, labels, out);

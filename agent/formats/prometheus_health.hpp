@@ -3,6 +3,8 @@
 // temperature thresholds, the driver's recovery action, and the kernel log's Xid errors.
 #pragma once
 
+#include "formats/prometheus_text.hpp"
+
 #include "nvsmi/snapshot.hpp"
 
 #include <string>
@@ -10,8 +12,9 @@
 
 namespace nvsmi {
 
-// Appends every family that has a series; `labels` holds gpu_labels() of each of snapshot.gpus.
+// Appends every family that has a series; `labels` holds gpu_labels() of each of snapshot.gpus,
+// `user_labels` the user label of each process's user.
 void write_fleet_health_metrics(const Snapshot &snapshot, const std::vector<std::string> &labels,
-                                std::string &out);
+                                const UserLabels &user_labels, MetricsOut &out);
 
 } // namespace nvsmi

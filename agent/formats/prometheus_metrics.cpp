@@ -6,6 +6,7 @@
 #include "nvsmi/gpu_fields.hpp"
 #include "nvsmi/utf8.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -25,7 +26,7 @@ template <typename T> std::optional<double> in_base_unit(const std::optional<T> 
 // its health, prometheus_health.cpp), in the table's order: fields next to each other with one
 // family name are that family's series for each GPU, told apart by their label.
 void write_gpu_reading_metrics(const Snapshot &snapshot, const std::vector<std::string> &labels,
-                               std::string &out) {
+                               MetricsOut &out) {
   const std::vector<GpuField> &fields = gpu_fields();
   for (std::size_t first = 0; first < fields.size();) {
     std::size_t end = first + 1;
@@ -69,7 +70,7 @@ std::string process_labels(const std::string &gpu, const Process &process) {
 }
 
 void write_process_metrics(const Snapshot &snapshot, const std::vector<std::string> &gpu_labels,
-                           std::string &out) {
+                           MetricsOut &out) {
   Family memory("nvsmi_gpu_process_memory_used_bytes",
                 "Framebuffer memory used by a process in bytes.");
   Family sm("nvsmi_gpu_process_sm_utilization_ratio",
@@ -94,9 +95,10 @@ void write_process_metrics(const Snapshot &snapshot, const std::vector<std::stri
   bandwidth.write(out);
 }
 
-// Per user, over the processes whose user is known. Keyed by the label's value, so that two
-// names that differ only in bytes that are not UTF-8 make one series, not two of the same labels.
-void write_user_metrics(const Snapshot &snapshot, std::string &out) {
+// Per user, over the processes whose user is known, the users beyond the cap as one (UserLabels).
+// Keyed by the label's value, so that two names that differ only in bytes that are not UTF-8 make
+// one series, not two of the same labels.
+void write_user_metrics(const Snapshot &snapshot, const UserLabels &user_labels, MetricsOut &out) {
   struct Totals {
     double memory_mib = 0;
     bool memory_known = true; // a part of the processes is not the user's total
@@ -107,9 +109,10 @@ void write_user_metrics(const Snapshot &snapshot, std::string &out) {
     if (!gpu.processes)
       continue;
     for (const Process &process : *gpu.processes) {
-      if (!process.user || process.user->empty())
+      std::optional<std::string> user = user_labels.label(process.user);
+      if (!user)
         continue;
-      Totals &totals = users[valid_utf8(*process.user)];
+      Totals &totals = users[*user];
       totals.gpus.insert(gpu.index);
       if (process.used_memory_mib)
         totals.memory_mib += static_cast<double>(*process.used_memory_mib);
@@ -118,8 +121,10 @@ void write_user_metrics(const Snapshot &snapshot, std::string &out) {
     }
   }
   Family memory("nvsmi_user_gpu_memory_used_bytes",
-                "Framebuffer memory used by a user's processes on all GPUs, in bytes.");
-  Family gpus("nvsmi_user_gpus", "GPUs on which a user has at least one process.");
+                "Framebuffer memory used by a user's processes on all GPUs, in bytes (users "
+                "beyond serve's --metrics-users summed as user=\"(other users)\").");
+  Family gpus("nvsmi_user_gpus", "GPUs on which a user has at least one process (users beyond "
+                                 "serve's --metrics-users: GPUs on which any of them has one).");
   for (const auto &[user, totals] : users) {
     std::string labels;
     append_label(labels, "user", user);
@@ -132,7 +137,7 @@ void write_user_metrics(const Snapshot &snapshot, std::string &out) {
 }
 
 // The machine's own figures; none at all where the snapshot has no host (a recording).
-void write_host_metrics(const std::optional<Host> &host, std::string &out) {
+void write_host_metrics(const std::optional<Host> &host, MetricsOut &out) {
   if (!host)
     return;
   Family cpu("nvsmi_host_cpu_utilization_ratio",
@@ -150,8 +155,9 @@ void write_host_metrics(const std::optional<Host> &host, std::string &out) {
 
 } // namespace
 
-std::string format_snapshot_metrics(const Snapshot &snapshot) {
-  std::string out;
+namespace {
+
+void write_snapshot_metrics(const Snapshot &snapshot, MetricsOut &out) {
   std::vector<std::string> labels;
   for (const Gpu &gpu : snapshot.gpus)
     labels.push_back(gpu_labels(gpu));
@@ -166,15 +172,16 @@ std::string format_snapshot_metrics(const Snapshot &snapshot) {
     info.add(info_labels, 1.0);
   }
   info.write(out);
-  write_process_metrics(snapshot, labels, out);
-  write_user_metrics(snapshot, out);
+  // A pid label makes a new series with every process: only where serve is asked for them.
+  if (out.selection.processes)
+    write_process_metrics(snapshot, labels, out);
+  UserLabels user_labels(snapshot, out.selection.users);
+  write_user_metrics(snapshot, user_labels, out);
   write_host_metrics(snapshot.host, out);
-  write_fleet_health_metrics(snapshot, labels, out);
-  return out;
+  write_fleet_health_metrics(snapshot, labels, user_labels, out);
 }
 
-std::string format_health_metrics(const AgentHealth &health) {
-  std::string out;
+void write_health_metrics(const AgentHealth &health, MetricsOut &out) {
   Family up("nvsmi_up", "1 when the last sample is younger than three intervals, else 0.");
   up.add("", health.up ? 1.0 : 0.0);
   up.write(out);
@@ -210,7 +217,62 @@ std::string format_health_metrics(const AgentHealth &health) {
                  "Bytes of /api/v1/series answers made and not yet sent, bounded (README, serve).");
   pending.add("", static_cast<double>(health.pending_body_bytes));
   pending.write(out);
-  return out;
+}
+
+} // namespace
+
+std::string format_snapshot_metrics(const Snapshot &snapshot, const MetricsSelection &selection) {
+  MetricsOut out(selection);
+  write_snapshot_metrics(snapshot, out);
+  return std::move(out.text);
+}
+
+std::string format_health_metrics(const AgentHealth &health, const MetricsSelection &selection) {
+  MetricsOut out(selection);
+  write_health_metrics(health, out);
+  return std::move(out.text);
+}
+
+std::vector<std::string> metric_family_names() {
+  // Every writer, on a sample that reaches each family's write (a host, a readable kernel log,
+  // every family turned on), noting the names offered: the writers are the one list.
+  static const std::vector<std::string> names = [] {
+    MetricsSelection everything;
+    everything.processes = true;
+    std::set<std::string> offered;
+    MetricsOut out(everything);
+    out.offered = &offered;
+    Snapshot reaching_all;
+    reaching_all.host = Host{};
+    reaching_all.kernel_log = KernelLog{};
+    reaching_all.kernel_log->readable = true;
+    write_snapshot_metrics(reaching_all, out);
+    write_health_metrics(AgentHealth{}, out);
+    return std::vector<std::string>(offered.begin(), offered.end());
+  }();
+  return names;
+}
+
+std::string metrics_include_problem(const std::string &pattern) {
+  bool prefix = !pattern.empty() && pattern.back() == '*';
+  std::string stem = prefix ? pattern.substr(0, pattern.size() - 1) : pattern;
+  auto name_character = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == ':';
+  };
+  // The value is repeated back only when it is a name: it may be any bytes, and reaches a terminal.
+  if ((stem.empty() && !prefix) || !std::all_of(stem.begin(), stem.end(), name_character))
+    return "not a metric family name (letters, digits, '_' and ':', or a prefix of them ending "
+           "in '*')";
+  const std::vector<std::string> &known = metric_family_names();
+  if (std::any_of(known.begin(), known.end(),
+                  [&](const std::string &family) { return family_matches(pattern, family); }))
+    return {};
+  std::string list;
+  for (const std::string &family : known)
+    list += (list.empty() ? "" : ", ") + family;
+  return std::string("no metric family ") + (prefix ? "starts with \"" + stem : "is \"" + pattern) +
+         "\" (the families: " + list + ")";
 }
 
 } // namespace nvsmi

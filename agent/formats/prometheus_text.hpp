@@ -2,9 +2,12 @@
 // escaped labels, a GPU's labels, and a family's HELP and TYPE before its series.
 #pragma once
 
+#include "formats/prometheus_selection.hpp"
+
 #include "nvsmi/snapshot.hpp"
 
 #include <optional>
+#include <set>
 #include <string>
 
 namespace nvsmi {
@@ -20,6 +23,23 @@ void append_label(std::string &labels, const char *name, const Text &value);
 // gpu (index), uuid and name where known.
 std::string gpu_labels(const Gpu &gpu);
 
+// Where the families are written: the text, and which families the selection lets in. Every family
+// passes here by name, so that the allow-list is checked against the families the writers have,
+// not a list of them kept by hand (metric_family_names).
+struct MetricsOut {
+  explicit MetricsOut(const MetricsSelection &chosen) : selection(chosen) {}
+  // Whether the family `name` is written; it is noted in `offered` where that is set.
+  bool writes(const char *name) {
+    if (offered)
+      offered->insert(name);
+    return selection.includes(name);
+  }
+
+  const MetricsSelection &selection;
+  std::string text;
+  std::set<std::string> *offered = nullptr;
+};
+
 // One family: HELP and TYPE, then its series; nothing at all when it has none.
 class Family {
 public:
@@ -33,12 +53,12 @@ public:
       series_ += '{' + labels + '}';
     series_ += ' ' + prometheus_number(*value) + '\n';
   }
-  void write(std::string &out) const {
-    if (series_.empty())
+  void write(MetricsOut &out) const {
+    if (!out.writes(name_) || series_.empty())
       return;
-    out += "# HELP " + std::string(name_) + ' ' + help_ + '\n';
-    out += "# TYPE " + std::string(name_) + ' ' + type_ + '\n';
-    out += series_;
+    out.text += "# HELP " + std::string(name_) + ' ' + help_ + '\n';
+    out.text += "# TYPE " + std::string(name_) + ' ' + type_ + '\n';
+    out.text += series_;
   }
 
 private:

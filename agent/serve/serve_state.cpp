@@ -46,10 +46,12 @@ ServeClock ServeClock::now() {
 }
 
 ServeState::ServeState(std::chrono::milliseconds interval, double history_seconds,
-                       std::size_t history_max_bytes, std::size_t pending_max_bytes)
+                       std::size_t history_max_bytes, std::size_t pending_max_bytes,
+                       MetricsSelection metrics)
     : interval_(interval), history_seconds_(history_seconds),
       history_(std::make_shared<ServeHistory>(history_seconds, history_max_bytes)),
-      hostname_(machine_hostname()), pending_max_bytes_(pending_max_bytes) {}
+      hostname_(machine_hostname()), pending_max_bytes_(pending_max_bytes),
+      metrics_(std::move(metrics)) {}
 
 void ServeState::add(const Snapshot &snapshot, const ServeClock &at) {
   // `snapshot` is already limited to what may be exposed (serve_exposure): the summary names the
@@ -58,7 +60,7 @@ void ServeState::add(const Snapshot &snapshot, const ServeClock &at) {
                 at.steady,
                 shared(format_json(snapshot) + "\n"),
                 shared(format_legacy(snapshot) + "\n"),
-                shared(format_snapshot_metrics(snapshot)),
+                shared(format_snapshot_metrics(snapshot, metrics_)),
                 fleet_summary_text(fleet_summary(snapshot))};
   latest_ = std::move(sample);
   if (snapshot.host && snapshot.host->hostname)
@@ -98,7 +100,7 @@ HttpResponse ServeState::metrics(const ServeClock &at, const SamplingCounters &s
   health.history_bytes = history_->bytes();
   health.pending_body_bytes = *pending_;
   std::string body = health.up ? *latest_->snapshot_metrics : std::string();
-  body += format_health_metrics(health);
+  body += format_health_metrics(health, metrics_);
   return {200, prometheus_content_type, shared(std::move(body)), {}, {}};
 }
 

@@ -26,9 +26,11 @@ class ServeState {
 public:
   // `pending_max_bytes` bounds the series bodies made and not yet sent (pending_bytes()):
   // clients that ask and do not read would otherwise hold one each until they time out.
+  // `metrics` says which families and series /metrics has (serve's --metrics-* options).
   ServeState(std::chrono::milliseconds interval, double history_seconds,
              std::size_t history_max_bytes = 256u << 20,
-             std::size_t pending_max_bytes = default_pending_max_bytes);
+             std::size_t pending_max_bytes = default_pending_max_bytes,
+             MetricsSelection metrics = {});
   static constexpr std::size_t default_pending_max_bytes = 32u << 20;
 
   void add(const Snapshot &snapshot, const ServeClock &at);
@@ -64,6 +66,7 @@ private:
   std::string last_error_;
   std::string hostname_; // the samples' host, else this machine's
   std::size_t pending_max_bytes_;
+  MetricsSelection metrics_;
   // Shared with each counted body's deleter, which gives its bytes back when the last holder
   // (the connection) lets go of it; only the server's thread makes or drops bodies.
   std::shared_ptr<std::size_t> pending_ = std::make_shared<std::size_t>(0);
