@@ -16,9 +16,9 @@ namespace {
 
 // Most serious first, as gpu_state decides them, so that a dashboard lists them in that order.
 constexpr GpuState every_state[] = {
-    GpuState::lost,           GpuState::failing,   GpuState::hot,
-    GpuState::at_power_limit, GpuState::idle_held, GpuState::in_use,
-    GpuState::idle,           GpuState::free,      GpuState::unknown};
+    GpuState::lost,           GpuState::failing,   GpuState::hot,    GpuState::at_power_limit,
+    GpuState::allocated_idle, GpuState::idle_held, GpuState::in_use, GpuState::idle,
+    GpuState::free,           GpuState::unknown};
 
 std::optional<double> flag(const std::optional<bool> &value) {
   if (!value)
