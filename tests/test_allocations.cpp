@@ -269,3 +269,30 @@ TEST_CASE("allocations: report reads the allocation back and finds the GPU alloc
   CHECK_THAT(run.out, Catch::Contains("allocated to job 1234 for 40 min 0 s, no process on it"));
   CHECK_THAT(run.out, !Catch::Contains("evil"));
 }
+
+TEST_CASE("allocations: watch reads the folder with every sample, and says a missing one once") {
+  std::string dir = test::temporary_folder();
+  record(dir, 2, "4321", "bob", 1s);
+  std::string watch = quote(AGENT_BIN) +
+                      " watch --format json --count 3 --interval 0.2 --source "
+                      "csv --kernel-log none --nvidia-smi " +
+                      fake + " --job-mapping-dir ";
+  test::Run run = test::run_shell(watch + quote(dir));
+  REQUIRE(run.exit_code == 0);
+  std::vector<std::string> lines = test::non_empty_lines_of(run.out);
+  REQUIRE(lines.size() == 3);
+  for (const std::string &line : lines) {
+    json gpus = json::parse(line)["gpus"];
+    CHECK(gpus[2]["allocation"]["job_id"] == "4321");
+    CHECK(gpus[3]["allocation"].is_null());
+  }
+
+  std::string missing = dir + "/missing";
+  run = test::run_shell(watch + quote(missing));
+  REQUIRE(run.exit_code == 0);
+  CHECK(test::non_empty_lines_of(run.out).size() == 3);
+  std::size_t said = 0;
+  for (const std::string &line : test::non_empty_lines_of(run.err))
+    said += line.find("job mapping folder " + missing) != std::string::npos;
+  CHECK(said == 1);
+}
