@@ -5,6 +5,7 @@
 #include "snapshot_builders.hpp"
 #include "support.hpp"
 
+#include "formats/prometheus_metrics.hpp"
 #include "host/job_mapping.hpp"
 #include "nvsmi/gpu_state.hpp"
 #include "serve/serve_exposure.hpp"
@@ -295,4 +296,29 @@ TEST_CASE("allocations: watch reads the folder with every sample, and says a mis
   for (const std::string &line : test::non_empty_lines_of(run.err))
     said += line.find("job mapping folder " + missing) != std::string::npos;
   CHECK(said == 1);
+}
+
+TEST_CASE("allocations: /metrics has one info series per held GPU, with the user only where "
+          "serve shows users") {
+  nvsmi::Snapshot snapshot = test::quiet_machine(3);
+  nvsmi::Allocation allocation;
+  allocation.job_id = "1234";
+  allocation.user = "alice";
+  snapshot.gpus[1].allocation = allocation;
+  snapshot.allocations_read = true;
+  auto series = [](const std::string &metrics) {
+    std::vector<std::string> found;
+    for (const std::string &line : test::lines_of(metrics))
+      if (line.rfind("nvsmi_gpu_allocation_info{", 0) == 0)
+        found.push_back(line);
+    return found;
+  };
+  std::vector<std::string> shown = series(nvsmi::format_snapshot_metrics(snapshot));
+  REQUIRE(shown.size() == 1);
+  CHECK_THAT(shown[0], Catch::StartsWith("nvsmi_gpu_allocation_info{gpu=\"1\""));
+  CHECK_THAT(shown[0], Catch::EndsWith(",job_id=\"1234\",user=\"alice\"} 1"));
+  nvsmi::limit_exposure(snapshot, {false, false});
+  std::vector<std::string> withheld = series(nvsmi::format_snapshot_metrics(snapshot));
+  REQUIRE(withheld.size() == 1);
+  CHECK_THAT(withheld[0], Catch::EndsWith(",job_id=\"1234\"} 1"));
 }
