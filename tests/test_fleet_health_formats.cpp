@@ -153,8 +153,8 @@ TEST_CASE("health metrics: every reading of a healthy GPU, exactly", "[health]")
 TEST_CASE("health metrics: the state one-hot over every word, lost GPUs marked", "[health]") {
   std::string m = format_snapshot_metrics(fleet());
   std::vector<std::string> lines = lines_of(m);
-  const char *words[] = {"lost",   "failing", "hot",  "at_power_limit", "idle_but_held",
-                         "in_use", "idle",    "free", "unknown"};
+  const char *words[] = {"lost",          "failing", "hot",  "at_power_limit", "allocated_idle",
+                         "idle_but_held", "in_use",  "idle", "free",           "unknown"};
   const std::pair<std::string, std::string> gpus[] = {
       {gpu0, "free"}, {gpu1, "failing"}, {gpu2, "lost"}};
   for (const auto &[labels, now] : gpus)
@@ -166,7 +166,7 @@ TEST_CASE("health metrics: the state one-hot over every word, lost GPUs marked",
     }
   CHECK(std::count_if(lines.begin(), lines.end(), [](const std::string &line) {
           return line.rfind("nvsmi_gpu_state{", 0) == 0;
-        }) == 27);
+        }) == 30);
 
   // gpu and pci_bus_id only, for every GPU read or not.
   CHECK_THAT(m, Catch::Contains("# TYPE nvsmi_gpu_lost gauge\n"

@@ -115,11 +115,21 @@ struct KernelLogCli {
 void add_timeout_option(CLI::App *command, double &target, const std::string &help);
 void add_kernel_log_option(CLI::App *command, KernelLogCli &target);
 
+// --job-mapping-dir DIR|none into `target` once parsed (host/job_mapping.hpp): DIR, else the
+// shipped prolog's folder when nvidia-smi runs here, else (a recording, --no-host) none.
+struct JobMappingCli {
+  std::optional<std::string> path; // as given
+  std::optional<std::string> resolve(bool recording) const;
+};
+void add_job_mapping_option(CLI::App *command, JobMappingCli &target);
+
 // The options of a long-running sampler (watch, serve): --interval, --source, --fields,
-// --fixture, --nvidia-smi, --stall-timeout. `finish` completes `options` once parsed.
+// --fixture, --nvidia-smi, --stall-timeout, --job-mapping-dir. `finish` completes `options` once
+// parsed.
 struct SamplingCli {
   SamplerOptions options;
   std::string source = "csv";
+  JobMappingCli job_mapping;
   void finish(); // throws AgentError for --fields with --source xml
 };
 void add_sampling_options(CLI::App *command, SamplingCli &sampling);

@@ -1,6 +1,7 @@
 #include "cli/cli.hpp"
 #include "core/exit_codes.hpp"
 #include "core/privilege.hpp"
+#include "host/job_mapping.hpp"
 #include "kernel_log/xid_log.hpp"
 
 #include "nvsmi/csv_reader.hpp"
@@ -144,8 +145,32 @@ void add_kernel_log_option(CLI::App *command, KernelLogCli &target) {
       ->check(caller_path({"none", std::string(default_kernel_log)}));
 }
 
+std::optional<std::string> JobMappingCli::resolve(bool recording) const {
+  if (path)
+    return *path == "none" ? std::nullopt : path;
+  // A recording's GPUs, or another machine's, are not those this machine's prolog records.
+  if (recording)
+    return std::nullopt;
+  return std::string(default_job_mapping_dir);
+}
+
+void add_job_mapping_option(CLI::App *command, JobMappingCli &target) {
+  command
+      ->add_option("--job-mapping-dir", target.path,
+                   "Read which batch job holds each GPU from this folder, as the shipped Slurm "
+                   "prolog writes it (the DCGM exporter's --hpc-job-mapping-dir files); none to "
+                   "not look. Default: " +
+                       std::string(default_job_mapping_dir) +
+                       " when nvidia-smi runs here; none with --fixture or --no-host. See "
+                       "docs/SLURM.md")
+      ->type_name("DIR|none")
+      ->check(caller_path({"none", std::string(default_job_mapping_dir)}));
+}
+
 void SamplingCli::finish() {
   options.source = source == "xml" ? Source::xml : Source::csv;
+  options.job_mapping_dir = job_mapping.resolve(options.fixture || !options.host);
+  options.say_job_mapping_problems = job_mapping.path.has_value();
   if (options.source == Source::xml && !options.fields.empty())
     throw AgentError(exit_usage, "--fields needs --source csv (it adds query fields)");
   drop_known_fields(options.fields);
@@ -153,6 +178,7 @@ void SamplingCli::finish() {
 
 void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
   SamplerOptions &options = sampling.options;
+  add_job_mapping_option(command, sampling.job_mapping);
   command->add_option("--interval", options.interval_seconds, "Seconds between samples")
       ->type_name("SECONDS")
       ->check(finite_range(0.01, 86400.0))

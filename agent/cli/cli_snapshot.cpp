@@ -29,6 +29,7 @@ SubcommandRun snapshot_options(CLI::App *command) {
     SnapshotOptions options;
     std::string source = "xml", format; // format empty: not given
     KernelLogCli kernel_log;
+    JobMappingCli job_mapping;
   };
   auto settings = std::make_shared<Settings>();
   SnapshotOptions &options = settings->options;
@@ -65,8 +66,12 @@ SubcommandRun snapshot_options(CLI::App *command) {
       "nvidia-smi runs on another machine (--nvidia-smi \"ssh gpu7 nvidia-smi\"): do not read "
       "this machine's /proc, so host and the processes' users and commands stay null");
   add_kernel_log_option(command, settings->kernel_log);
+  add_job_mapping_option(command, settings->job_mapping);
 
   return {[settings] {
+    settings->options.job_mapping_dir =
+        settings->job_mapping.resolve(settings->options.fixture || !settings->options.host);
+    settings->options.say_job_mapping_problems = settings->job_mapping.path.has_value();
     settings->options.kernel_log =
         settings->kernel_log.resolve(settings->options.fixture || !settings->options.host);
     settings->options.say_kernel_log_problems = settings->kernel_log.path.has_value();

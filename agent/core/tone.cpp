@@ -10,6 +10,7 @@ Tone state_tone(GpuState state) {
   case GpuState::at_power_limit:
     return Tone::alarm;
   case GpuState::idle_held:
+  case GpuState::allocated_idle:
     return Tone::warning;
   case GpuState::free:
     return Tone::good;

@@ -7,6 +7,8 @@
 #include "formats/fleet_health.hpp"
 #include "formats/json_writer.hpp"
 
+#include <ctime>
+
 namespace nvsmi {
 namespace {
 
@@ -120,6 +122,35 @@ void write_xids(JsonWriter &json, const Snapshot &snapshot, std::size_t position
   json.end_object();
 }
 
+// The batch job that holds the GPU (host/job_mapping.hpp): null where none does; absent where the
+// job mapping folder was not read, since then nobody knows. "since" is when the prolog wrote its
+// record (the file's mtime), in UTC.
+void write_allocation(JsonWriter &json, const Snapshot &snapshot, const Gpu &gpu) {
+  if (!snapshot.allocations_read)
+    return;
+  json.key("allocation");
+  if (!gpu.allocation) {
+    json.null();
+    return;
+  }
+  const Allocation &allocation = *gpu.allocation;
+  json.begin_object();
+  field(json, "scheduler", allocation.scheduler);
+  field(json, "job_id", allocation.job_id);
+  field(json, "user", allocation.user);
+  std::time_t since = static_cast<std::time_t>(allocation.since_epoch_s);
+  std::tm utc{};
+  if (::gmtime_r(&since, &utc)) {
+    Timestamp stamp{utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday,  utc.tm_hour,
+                    utc.tm_min,         utc.tm_sec,     std::nullopt, 0};
+    field(json, "since", to_iso8601(stamp));
+  } else {
+    field(json, "since", Text());
+  }
+  field(json, "held_s", allocation.held_s);
+  json.end_object();
+}
+
 void write_gpu(JsonWriter &json, const Snapshot &snapshot, std::size_t position) {
   const Gpu &gpu = snapshot.gpus[position];
   field(json, "index", gpu.index);
@@ -166,6 +197,7 @@ void write_gpu(JsonWriter &json, const Snapshot &snapshot, std::size_t position)
   field(json, "lost_reason", gpu.lost_reason);
   field(json, "failure", gpu_failure(gpu));
   write_health(json, gpu);
+  write_allocation(json, snapshot, gpu);
   write_xids(json, snapshot, position);
   for (const ExtraField &extra : gpu.extras)
     field(json, extra.name, extra.value);

@@ -15,9 +15,9 @@ namespace {
 
 // Most serious first, as gpu_state decides them, so that a dashboard lists them in that order.
 constexpr GpuState every_state[] = {
-    GpuState::lost,           GpuState::failing,   GpuState::hot,
-    GpuState::at_power_limit, GpuState::idle_held, GpuState::in_use,
-    GpuState::idle,           GpuState::free,      GpuState::unknown};
+    GpuState::lost,           GpuState::failing,   GpuState::hot,    GpuState::at_power_limit,
+    GpuState::allocated_idle, GpuState::idle_held, GpuState::in_use, GpuState::idle,
+    GpuState::free,           GpuState::unknown};
 
 std::optional<double> flag(const std::optional<bool> &value) {
   if (!value)
@@ -40,8 +40,8 @@ void write_state_metrics(const Snapshot &snapshot, const std::vector<std::string
                          const UserLabels &user_labels, MetricsOut &out) {
   Family state("nvsmi_gpu_state",
                "1 for the one word that says what the GPU is doing (lost, failing, hot, "
-               "at_power_limit, idle_but_held, in_use, idle, free, unknown), 0 for each other "
-               "word, so that a count of GPUs in a state is 0 rather than empty.");
+               "at_power_limit, allocated_idle, idle_but_held, in_use, idle, free, unknown), 0 "
+               "for each other word, so that a count of GPUs in a state is 0 rather than empty.");
   for (std::size_t i = 0; i < snapshot.gpus.size(); ++i) {
     GpuState now = gpu_state(snapshot.gpus[i]);
     for (GpuState each : every_state)
@@ -80,6 +80,20 @@ void write_state_metrics(const Snapshot &snapshot, const std::vector<std::string
       users.add(with(labels[i], "user", user), count);
   }
   users.write(out);
+
+  // Bounded by the running jobs: a series per GPU that a job holds, gone when the job ends.
+  Family allocations("nvsmi_gpu_allocation_info",
+                     "1 for each GPU a batch job holds (docs/SLURM.md): its job id, and its user "
+                     "where serve shows users. No series for a GPU no job holds.");
+  for (std::size_t i = 0; i < snapshot.gpus.size(); ++i) {
+    const std::optional<Allocation> &allocation = snapshot.gpus[i].allocation;
+    if (!allocation)
+      continue;
+    std::string series = with(labels[i], "job_id", allocation->job_id);
+    append_label(series, "user", allocation->user);
+    allocations.add(series, 1);
+  }
+  allocations.write(out);
 }
 
 // A family with one series per GPU, from one reading of its health.

@@ -3,6 +3,7 @@
 #include "core/exit_codes.hpp"
 
 #include "nvsmi/gpu_selector.hpp"
+#include "nvsmi/gpu_state.hpp"
 
 #include <map>
 #include <memory>
@@ -105,6 +106,8 @@ void ReportBuilder::add(const LogRow &log) {
   sample.pstate = pstate_number(gpu.pstate);
   sample.host_cpu = log.host_cpu_percent;
   sample.users = gpu_users(gpu);
+  if (gpu_state(gpu) == GpuState::allocated_idle)
+    sample.allocated_idle = gpu.allocation;
   if (!stats_[found->second]->add(sample, gpu)) {
     report_.bad.add(BadRows::out_of_order, where,
                     "not later than the previous row of GPU " + std::to_string(gpu.index));

@@ -1,6 +1,7 @@
 // The finding rules, first match wins; README "report" lists them in the same order.
 #include "report/report.hpp"
 
+#include "nvsmi/allocation.hpp"
 #include "nvsmi/thresholds.hpp"
 
 #include <algorithm>
@@ -124,6 +125,11 @@ Finding report_finding(const GpuSummary &gpu) {
   auto at_least = [](const TimeShare &share, double percent) {
     return share.percent() && *share.percent() >= percent;
   };
+  // A job that holds a GPU it never started on keeps it from everyone else: first of the waste.
+  if (gpu.allocated_idle)
+    return warning("allocated to " + allocation_text(*gpu.allocated_idle) + " for " +
+                   describe_duration(static_cast<double>(gpu.allocated_idle->held_s.value_or(0))) +
+                   ", no process on it");
   if (idle_but_held(gpu))
     return warning(idle_held_finding(gpu));
   if (at_least(gpu.starved, starved_finding_percent))

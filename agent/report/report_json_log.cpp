@@ -1,5 +1,6 @@
 #include "report/report_json_log.hpp"
 
+#include "nvsmi/allocation.hpp"
 #include "nvsmi/gpu_fields.hpp"
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/timestamp.hpp"
@@ -103,6 +104,25 @@ Process read_process(const Json &value, const std::string &where) {
   return process;
 }
 
+// The GPU's "allocation" (format_json's write_allocation), or nullopt for null. A job id or user
+// that no prolog writes (not digits, not an account name) is not believed: the allocation, or
+// its user, is unknown, so that nothing from a hand-edited log reaches a finding unchecked.
+std::optional<Allocation> read_allocation(const Json &value, const std::string &where) {
+  Members in(object_at(value, where), where + ".");
+  Text job_id = in.text("job_id");
+  if (!job_id || !is_job_id(*job_id))
+    return std::nullopt;
+  Allocation allocation;
+  allocation.job_id = *job_id;
+  Text scheduler = in.text("scheduler");
+  if (scheduler != Text("slurm"))
+    return std::nullopt; // the only one that writes the folder
+  if (Text user = in.text("user"); user && is_account_name(*user))
+    allocation.user = user;
+  allocation.held_s = in.whole("held_s");
+  return allocation;
+}
+
 Gpu read_gpu(const Json &value, const std::string &where) {
   Members in(object_at(value, where), where + ".");
   Gpu gpu;
@@ -147,6 +167,8 @@ Gpu read_gpu(const Json &value, const std::string &where) {
       gpu.processes->push_back(
           read_process((*processes)[i], where + ".processes[" + std::to_string(i) + "]"));
   }
+  if (const Json *allocation = in.find("allocation"))
+    gpu.allocation = read_allocation(*allocation, where + ".allocation");
   return gpu;
 }
 
@@ -187,6 +209,9 @@ Snapshot read_json_log_line(std::string_view line) {
     throw ParseError("gpus: expected a list");
   for (std::size_t i = 0; i < gpus->size(); ++i)
     snapshot.gpus.push_back(read_gpu((*gpus)[i], "gpus[" + std::to_string(i) + "]"));
+  for (const Json &gpu : *gpus)
+    if (gpu.is_object() && gpu.contains("allocation"))
+      snapshot.allocations_read = true;
   if (const Json *host = in.find("host")) {
     Members host_in(object_at(*host, "host"), "host.");
     snapshot.host.emplace();

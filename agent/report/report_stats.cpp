@@ -89,6 +89,9 @@ void GpuStats::settle_interval() {
 
 void GpuStats::take(const Sample &x) {
   using namespace report_rules;
+  if (x.allocated_idle && x.allocated_idle->held_s &&
+      (!s_.allocated_idle || *x.allocated_idle->held_s > s_.allocated_idle->held_s.value_or(0)))
+    s_.allocated_idle = x.allocated_idle;
   bool after_gap = false;
   if (!started_) {
     started_ = true;

@@ -29,6 +29,8 @@ struct Sample {
   std::optional<int> pstate;     // 0 for P0 ... 15 for P15
   RealReading host_cpu;          // the host's CPUs busy, 0..100
   std::optional<GpuUsers> users; // nullopt: no process list
+  // The GPU's allocation where the sample found it allocated but idle (nvsmi/gpu_state.hpp).
+  std::optional<Allocation> allocated_idle;
 };
 
 // The thresholds behind the shares and the findings (README "report"); those every view shares
@@ -87,6 +89,9 @@ struct GpuSummary {
   std::optional<double> temperature_mean_c;
   Reading temperature_max_c;
   TimeShare throttled, power_capped, slow_pstate;
+
+  // The allocation held longest with no process on it (allocated but idle), at its longest.
+  std::optional<Allocation> allocated_idle;
 
   RealReading power_limit_max_w; // the largest limit the log gives
   // The latest known reading of each field of the table (nvsmi/gpu_fields.hpp) over the log.

@@ -5,6 +5,7 @@
 #include "core/log_line.hpp"
 #include "files/file_io.hpp"
 #include "host/host_observer.hpp"
+#include "host/job_mapping.hpp"
 #include "kernel_log/xid_log.hpp"
 #include "nvidia_smi/bounded_command.hpp"
 #include "nvidia_smi/gpu_query.hpp"
@@ -183,6 +184,11 @@ Snapshot read_one_sample(const OneSampleOptions &options) {
   }
   if (options.kernel_log)
     attach_kernel_log(snapshot, *options.kernel_log, options.say_kernel_log_problems);
+  if (options.job_mapping_dir) {
+    std::string problem = attach_job_mapping(snapshot, *options.job_mapping_dir);
+    if (!problem.empty() && options.say_job_mapping_problems)
+      log_line(problem);
+  }
   attach_local_offset(snapshot);
   return snapshot;
 }

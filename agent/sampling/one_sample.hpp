@@ -26,6 +26,10 @@ struct OneSampleOptions {
   // with --kernel-log only: the default /dev/kmsg is forbidden to most users, and a snapshot
   // that cron runs every minute should not mail that every minute (its output still says so).
   bool say_kernel_log_problems = true;
+  // The scheduler's job mapping folder (host/job_mapping.hpp), read for each GPU's allocation;
+  // nullopt: not read. A folder that cannot be read is said only where it was named.
+  std::optional<std::string> job_mapping_dir;
+  bool say_job_mapping_problems = true;
 };
 
 // One sample: the fixture, or nvidia-smi run once (and, for the csv source, once more for the

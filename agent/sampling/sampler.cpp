@@ -3,6 +3,7 @@
 #include "core/exit_codes.hpp"
 #include "core/number_text.hpp"
 #include "files/file_io.hpp"
+#include "host/job_mapping.hpp"
 #include "nvidia_smi/source.hpp"
 
 #include "nvsmi/nvidia_smi_output.hpp"
@@ -173,6 +174,7 @@ void Sampler::deliver(Snapshot snapshot) {
 
 void Sampler::hand_on(Snapshot snapshot) {
   attach_kernel_log(snapshot);
+  attach_allocations(snapshot);
   offsets_.attach(snapshot);
   on_sample_(std::move(snapshot));
 }
@@ -189,6 +191,17 @@ void Sampler::attach_kernel_log(Snapshot &snapshot) {
         *options_.kernel_log, [this](const std::string &line) { log_(LogKind::notice, line); });
   xid_log_->poll();
   xid_log_->attach(snapshot);
+}
+
+// Every sample: a job starts or ends between any two of them.
+void Sampler::attach_allocations(Snapshot &snapshot) {
+  if (!options_.job_mapping_dir)
+    return;
+  std::string problem = attach_job_mapping(snapshot, *options_.job_mapping_dir);
+  if (problem.empty() || job_mapping_said_ || !options_.say_job_mapping_problems)
+    return;
+  job_mapping_said_ = true;
+  log_(LogKind::notice, problem);
 }
 
 void Sampler::replay_next() {

@@ -34,6 +34,10 @@ struct SamplerOptions {
   // The kernel log followed for Xid errors (kernel_log/xid_log.hpp), attached to every sample;
   // nullopt: none (--kernel-log none, or a recording without --kernel-log).
   std::optional<std::string> kernel_log;
+  // The scheduler's job mapping folder (host/job_mapping.hpp), read with every sample; nullopt:
+  // not read. A folder that cannot be read is said once, where it was named.
+  std::optional<std::string> job_mapping_dir;
+  bool say_job_mapping_problems = true;
 };
 
 // How often processes are asked for: --process-interval, else max(interval, 1 s).
@@ -69,6 +73,7 @@ private:
   void start_process_streams(const StreamSettings &gpu_settings);
   void deliver(Snapshot snapshot);
   void attach_kernel_log(Snapshot &snapshot);
+  void attach_allocations(Snapshot &snapshot);
   // What every sample gets, live or replayed, before it is handed on.
   void hand_on(Snapshot snapshot);
 
@@ -97,6 +102,7 @@ private:
   std::chrono::milliseconds pmon_fresh_for_{0};
   std::optional<HostObserver> host_; // live samples only: a recording is of another machine
   std::unique_ptr<XidLog> xid_log_;  // options.kernel_log from the first sample on
+  bool job_mapping_said_ = false;    // its problem is said once, not every sample
   // Across samples, so that every command that samples tells the two passes of a repeated hour
   // alike: a replay by its order, a live sample by when it came.
   LocalOffsets offsets_;

@@ -14,6 +14,9 @@ std::string program_name(std::string_view command) {
 
 void limit_exposure(Snapshot &snapshot, const Exposure &exposure) {
   for (Gpu &gpu : snapshot.gpus) {
+    // Whose job holds the GPU says who works on what, as a process's user does.
+    if (!exposure.users && gpu.allocation)
+      gpu.allocation->user.reset();
     if (!gpu.processes)
       continue;
     for (Process &process : *gpu.processes) {

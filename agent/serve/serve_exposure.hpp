@@ -21,7 +21,8 @@ struct Exposure {
 Exposure default_exposure(bool loopback_only);
 
 // `snapshot` with what `exposure` withholds taken out: each command line cut to its program name
-// (program_name), and the user fields made unknown.
+// (program_name), and the user fields (of the processes and of the GPUs' allocations) made
+// unknown.
 void limit_exposure(Snapshot &snapshot, const Exposure &exposure);
 
 // The base name of a command line's first word ("/usr/bin/python3 train.py --key=x" is

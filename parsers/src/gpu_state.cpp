@@ -1,5 +1,7 @@
 #include "nvsmi/gpu_state.hpp"
 
+#include "nvsmi/allocation.hpp"
+
 #include <algorithm>
 
 namespace nvsmi {
@@ -11,6 +13,19 @@ std::optional<bool> held_for_compute(const Gpu &gpu) {
     return std::nullopt;
   return std::any_of(gpu.processes->begin(), gpu.processes->end(),
                      [](const Process &process) { return process.type != Text("G"); });
+}
+
+// " (alice, bob)": at most three named, then "+N more"; nothing for nobody.
+std::string named_few(const std::vector<std::string> &names) {
+  if (names.empty())
+    return "";
+  constexpr std::size_t named = 3;
+  std::string text = " (";
+  for (std::size_t i = 0; i < names.size() && i < named; ++i)
+    text += (i ? ", " : "") + names[i];
+  if (names.size() > named)
+    text += ", +" + std::to_string(names.size() - named) + " more";
+  return text + ")";
 }
 
 } // namespace
@@ -51,6 +66,9 @@ GpuState gpu_state(const Gpu &gpu, const GpuStateThresholds &thresholds) {
       *gpu.power_draw_w >= thresholds.power_limit_fraction * *gpu.power_limit_w)
     return GpuState::at_power_limit;
   std::optional<bool> held = held_for_compute(gpu);
+  if (held == false && gpu.allocation && gpu.allocation->held_s &&
+      *gpu.allocation->held_s >= thresholds.allocated_idle_after_s)
+    return GpuState::allocated_idle;
   const Reading &utilization = gpu.utilization_gpu_percent;
   if (!utilization) // a MIG-enabled GPU reports none: its processes say whether it is used
     return held ? (*held ? GpuState::in_use : GpuState::free) : GpuState::unknown;
@@ -74,6 +92,8 @@ std::string_view gpu_state_name(GpuState state) {
     return "in use";
   case GpuState::idle_held:
     return "idle but held";
+  case GpuState::allocated_idle:
+    return "allocated but idle";
   case GpuState::idle:
     return "idle";
   case GpuState::hot:
@@ -92,6 +112,12 @@ FleetSummary fleet_summary(const Snapshot &snapshot, const GpuStateThresholds &t
   for (const Gpu &gpu : snapshot.gpus) {
     GpuState state = gpu_state(gpu, thresholds);
     ++summary.count[static_cast<std::size_t>(state)];
+    if (state == GpuState::allocated_idle) {
+      std::string job = allocation_text(*gpu.allocation);
+      if (std::find(summary.idle_jobs.begin(), summary.idle_jobs.end(), job) ==
+          summary.idle_jobs.end())
+        summary.idle_jobs.push_back(job);
+    }
     if (state != GpuState::idle_held || !gpu.processes)
       continue;
     for (const Process &process : *gpu.processes) {
@@ -110,24 +136,19 @@ std::string fleet_summary_text(const FleetSummary &summary) {
     return "no GPUs";
   std::string text = std::to_string(summary.gpus) + (summary.gpus == 1 ? " GPU:" : " GPUs:");
   const char *separator = " ";
-  for (GpuState state : {GpuState::free, GpuState::in_use, GpuState::idle_held, GpuState::idle,
-                         GpuState::at_power_limit, GpuState::hot, GpuState::failing, GpuState::lost,
-                         GpuState::unknown}) {
+  for (GpuState state : {GpuState::free, GpuState::in_use, GpuState::idle_held,
+                         GpuState::allocated_idle, GpuState::idle, GpuState::at_power_limit,
+                         GpuState::hot, GpuState::failing, GpuState::lost, GpuState::unknown}) {
     std::size_t count = summary.of(state);
     if (count == 0)
       continue;
     text += separator;
     text += std::to_string(count) + " " + std::string(gpu_state_name(state));
     separator = " \u00b7 ";
-    if (state != GpuState::idle_held || summary.idle_holders.empty())
-      continue;
-    constexpr std::size_t named = 3;
-    text += " (";
-    for (std::size_t i = 0; i < summary.idle_holders.size() && i < named; ++i)
-      text += (i ? ", " : "") + summary.idle_holders[i];
-    if (summary.idle_holders.size() > named)
-      text += ", +" + std::to_string(summary.idle_holders.size() - named) + " more";
-    text += ")";
+    if (state == GpuState::idle_held)
+      text += named_few(summary.idle_holders);
+    if (state == GpuState::allocated_idle)
+      text += named_few(summary.idle_jobs);
   }
   return text;
 }
@@ -144,6 +165,8 @@ std::string_view gpu_state_key(GpuState state) {
     return "in_use";
   case GpuState::idle_held:
     return "idle_but_held";
+  case GpuState::allocated_idle:
+    return "allocated_idle";
   case GpuState::idle:
     return "idle";
   case GpuState::hot:

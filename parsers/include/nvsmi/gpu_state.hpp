@@ -19,6 +19,7 @@ enum class GpuState {
   free,           // no compute process and utilization under the idle threshold
   in_use,         // utilization at or over the threshold, or compute processes and no reading
   idle_held,      // compute processes hold it, utilization under the threshold
+  allocated_idle, // a batch job has held it for a while with no compute process on it
   idle,           // utilization under the threshold, who holds it not known (no process list)
   hot,            // temperature at or over the hot threshold (whatever else it is doing)
   at_power_limit, // drawing at least the given fraction of its power limit
@@ -30,11 +31,14 @@ struct GpuStateThresholds {
   double idle_below_percent = gpu_thresholds::idle_below_percent;
   std::int64_t hot_at_c = gpu_thresholds::hot_c;
   double power_limit_fraction = gpu_thresholds::power_limit_fraction;
+  std::int64_t allocated_idle_after_s = gpu_thresholds::allocated_idle_after_s;
 };
 
-// Most serious first: lost, failing, hot, at power limit, idle but held, in use, idle, free,
-// unknown. Graphics processes (type "G" alone, such as a desktop's Xorg) do not hold a GPU for
-// compute work.
+// Most serious first: lost, failing, hot, at power limit, allocated but idle, idle but held, in
+// use, idle, free, unknown. Allocated but idle needs the process list (nobody can say a GPU has
+// no process without it) and the allocation's age; a younger allocation with no process is free
+// (its job may still be starting). Graphics processes (type "G" alone, such as a desktop's Xorg) do
+// not hold a GPU for compute work.
 GpuState gpu_state(const Gpu &gpu, const GpuStateThresholds &thresholds = {});
 
 // Why a readable GPU is failing, in words ("2 uncorrectable ECC errors", "row remap pending",
@@ -48,7 +52,8 @@ std::optional<std::string> gpu_failure(const Gpu &gpu);
 // errors (for check, which says those with their count and their own thresholds).
 std::vector<std::string> gpu_failures(const Gpu &gpu, bool with_ecc = true);
 
-// "lost", "failing", "free", "in use", "idle but held", "idle", "hot", "at power limit", "unknown".
+// "lost", "failing", "free", "in use", "idle but held", "allocated but idle", "idle", "hot",
+// "at power limit", "unknown".
 std::string_view gpu_state_name(GpuState state);
 
 // The same words with underscores ("idle_but_held"), for labels, CSS classes and JSON consumers.
@@ -62,15 +67,18 @@ struct FleetSummary {
   // The users of the compute processes on idle-but-held GPUs, each once, in GPU order; a
   // process whose user is not known adds nobody here (its GPU still counts).
   std::vector<std::string> idle_holders;
+  // The jobs on allocated-but-idle GPUs, each once, in GPU order: "job 1234 of alice" ("job 1234"
+  // where the record names no user).
+  std::vector<std::string> idle_jobs;
 
   std::size_t of(GpuState state) const { return count[static_cast<std::size_t>(state)]; }
 };
 FleetSummary fleet_summary(const Snapshot &snapshot, const GpuStateThresholds &thresholds = {});
 
 // "8 GPUs: 3 free · 2 in use · 1 idle but held (alice, bob) · 1 hot · 1 failing": the states with
-// a count, in the order free, in use, idle but held, idle, at power limit, hot, failing, lost,
-// unknown (what is usable first, then what needs a look); "1 GPU: ...", "no GPUs". At most three
-// holders are named, then "+N more".
+// a count, in the order free, in use, idle but held, allocated but idle (its jobs), idle, at power
+// limit, hot, failing, lost, unknown (what is usable first, then what needs a look); "1 GPU: ...",
+// "no GPUs". At most three holders are named, then "+N more".
 std::string fleet_summary_text(const FleetSummary &summary);
 
 } // namespace nvsmi

@@ -118,6 +118,18 @@ struct GpuHealth {
   }
 };
 
+// Which batch job holds a GPU, as the scheduler's prolog recorded it (docs/SLURM.md): held even
+// while no process runs on it.
+struct Allocation {
+  std::string scheduler = "slurm";
+  std::string job_id; // digits, as the scheduler numbers its jobs
+  Text user;          // nullopt where the record names nobody (a DCGM-exporter-only prolog)
+  // When the record was written (its file's mtime, epoch seconds), and how long before the sample
+  // that was; nullopt where the file's time is later than the sample's (a clock set back).
+  std::int64_t since_epoch_s = 0;
+  Reading held_s;
+};
+
 struct Gpu {
   int index = 0; // position in nvidia-smi's XML, or its `index` column
   Text uuid, name, pci_bus_id, pstate;
@@ -142,6 +154,9 @@ struct Gpu {
   // what is known of it (at least its bus id or index), never silently dropped.
   Text lost_reason;
   std::vector<ExtraField> extras; // in the order asked for
+  // The job that holds it; nullopt where none does, or where allocations are not read
+  // (Snapshot::allocations_read tells the two apart).
+  std::optional<Allocation> allocation;
 
   // used / total * 100, rounded to two decimals; nullopt when either is unknown or total is 0.
   RealReading memory_used_percent() const;
@@ -186,6 +201,9 @@ struct Snapshot {
   std::optional<Host> host;
   // nullopt where the kernel log was not asked for (a recording without --kernel-log).
   std::optional<KernelLog> kernel_log;
+  // Whether the scheduler's job mapping folder was read for this sample (--job-mapping-dir): only
+  // then does a GPU without an allocation have none, rather than one nobody knows.
+  bool allocations_read = false;
 };
 
 } // namespace nvsmi

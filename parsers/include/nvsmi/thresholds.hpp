@@ -28,5 +28,8 @@ inline constexpr std::int64_t memory_held_mib = 1024;
 // ...which waits while utilization is under this percentage: starved when it also works between
 // those waits, idle but held when it does not.
 inline constexpr double starved_below_percent = 30;
+// A GPU that a batch job has held this long with no compute process on it is allocated but idle:
+// long enough for a job to load its data and start, short enough to be seen within the hour.
+inline constexpr std::int64_t allocated_idle_after_s = 10 * 60;
 
 } // namespace nvsmi::gpu_thresholds

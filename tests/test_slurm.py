@@ -1,0 +1,435 @@
+#!/usr/bin/env python3
+"""deploy/slurm/'s prolog and epilog, then the agent, on a real Slurm (issue 29).
+
+Usage: test_slurm.py AGENT_BIN PROJECT_DIR
+
+First the scripts alone, against hostile job environments (docs/BAD-INPUT.md, "Slurm allocations
+(issue 29)"): each way in, as slurmd would run them (as root, with the job's SLURM_* variables).
+Then a single-node cluster of Debian's slurm-wlm and munge on loopback, all of it under a private
+temporary folder (its own munge key and socket, free ports, state and spool, character devices made
+for the four GPUs of gres.conf, cons_tres): a job of `daemon` with --gres=gpu:2 and one process on
+a GPU, a job of `nobody` with --gres=gpu:1 and none; the prolog's files, the agent's allocations and
+allocated-but-idle state through the stand-in nvidia-smi, then the epilog's cleanup once the jobs
+are cancelled. Every daemon it started is stopped and waited for, whatever happens.
+
+Exit 0: passed; 1: failed; 77: the scripts passed but this machine cannot run the cluster (not
+root, no slurmd, no mknod), said on stdout.
+"""
+
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+
+AGENT, PROJECT = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+SCRIPTS = os.path.join(PROJECT, "deploy", "slurm")
+FAKE = os.path.join(PROJECT, "scripts", "fake-nvidia-smi")
+PATIENCE = 60  # seconds: tests/support.hpp's test::patience
+UUID = "GPU-00000000-0000-0000-0000-00000000000{}"  # the 8-GPU CSV fixture's, by index
+
+failures = []
+
+
+def check(condition, what):
+    print(("ok   " if condition else "FAIL ") + what, flush=True)
+    if not condition:
+        failures.append(what)
+
+
+def wait_until(condition, deadline=PATIENCE):
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+def run_script(name, env, timeout=30):
+    """Runs deploy/slurm/NAME as slurmd does: an environment of the job's variables alone."""
+    return subprocess.run(["/bin/sh", os.path.join(SCRIPTS, name)], env=env, capture_output=True,
+                          text=True, timeout=timeout, check=False)
+
+
+def records(folder):
+    return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+
+
+def job_env(folder, job="1234", user="alice", gpus="0,2"):
+    return {"NVSMI_JOB_MAPPING_DIR": folder, "SLURM_JOB_ID": job, "SLURM_JOB_USER": user,
+            "SLURM_JOB_GPUS": gpus}
+
+
+def scripts_against_hostile_environments():
+    base = tempfile.mkdtemp(prefix="nvsmi-slurm-scripts-")
+    try:
+        folder = os.path.join(base, "jobs")
+        run = run_script("prolog.sh", job_env(folder))
+        check(run.returncode == 0 and records(folder) == ["0", "0.user", "2", "2.user"],
+              "prolog: a file per GPU and its .user, in a folder it made " + repr(records(folder)))
+        with open(os.path.join(folder, "0")) as f:
+            check(f.read() == "1234\n", "prolog: the GPU's file holds the job id alone (DCGM's form)")
+        with open(os.path.join(folder, "2.user")) as f:
+            check(f.read() == "alice\n", "prolog: the .user file holds the job's user")
+        mode = stat.S_IMODE(os.stat(folder).st_mode)
+        check(mode == 0o755, "prolog: the folder is 0755, got %o" % mode)
+        check(stat.S_IMODE(os.stat(os.path.join(folder, "0")).st_mode) == 0o644,
+              "prolog: the records are 0644")
+        check(not [n for n in records(folder) if n.startswith(".")], "prolog: no temporary file left")
+
+        run = run_script("epilog.sh", job_env(folder, job="99"))
+        check(run.returncode == 0 and len(records(folder)) == 4,
+              "epilog: another job's epilog leaves this job's records")
+        run = run_script("epilog.sh", job_env(folder))
+        check(run.returncode == 0 and records(folder) == [], "epilog: removes its job's records")
+
+        for job in ["../1", "1\n2", "12 34", "-1", "9" * 100000, ""]:
+            run = run_script("prolog.sh", job_env(folder, job=job))
+            check(run.returncode == 0 and records(folder) == [] and
+                  run.stderr.startswith("nvsmi-agent job-mapping: SLURM_JOB_ID is not a job id"),
+                  "prolog: job id %r refused, said, exit 0" % job[:20])
+
+        for gpus, kept in [("../../etc/cron.d/x,1", ["1"]), ("0\n1,3", ["3"]), ("*", []),
+                           ("12345,2", ["2"]), ("GPU-0a1b,5", ["5"])]:
+            run_script("prolog.sh", job_env(folder, gpus=gpus))
+            got = [n for n in records(folder) if not n.endswith(".user")]
+            check(got == kept and "is not an index: skipped" in run_script(
+                "prolog.sh", job_env(folder, gpus=gpus)).stderr,
+                  "prolog: GPUs %r give only %r, the rest said" % (gpus, kept))
+            run_script("epilog.sh", job_env(folder, gpus=gpus))
+            check(records(folder) == [], "epilog: clears %r" % kept)
+
+        started = time.monotonic()
+        run = run_script("prolog.sh", job_env(folder, gpus="1," * 60000))
+        check(run.returncode == 0 and "more than 64 GPUs listed: nothing done" in run.stderr and records(folder) == [] and
+              time.monotonic() - started < 15, "prolog: a huge GPU list is cut, promptly")
+        run_script("epilog.sh", job_env(folder, gpus="1"))
+
+        for user in ["alice/../root", "a\nb", "-rf", "x" * 100, "\x1b[31mred", ""]:
+            run = run_script("prolog.sh", job_env(folder, user=user, gpus="3"))
+            check(records(folder) == ["3"] and "user not recorded" in run.stderr,
+                  "prolog: user %r not recorded, the job is" % user[:20])
+            run_script("epilog.sh", job_env(folder, gpus="3"))
+
+        # (An environment string is at most 128 KiB, MAX_ARG_STRLEN.)
+        # A link planted where a record goes: replaced, never followed.
+        target = os.path.join(base, "target")
+        with open(target, "w") as f:
+            f.write("untouched\n")
+        os.symlink(target, os.path.join(folder, "0"))
+        os.symlink(target, os.path.join(folder, "0.user"))
+        run_script("prolog.sh", job_env(folder, gpus="0"))
+        with open(target) as f:
+            check(f.read() == "untouched\n", "prolog: a planted link's target is not written")
+        check(not os.path.islink(os.path.join(folder, "0")), "prolog: the link is replaced")
+        os.remove(os.path.join(folder, "0"))
+        os.remove(os.path.join(folder, "0.user"))
+        os.symlink(target, os.path.join(folder, "0"))
+        run_script("epilog.sh", job_env(folder, job="untouched", gpus="0"))
+        check(os.path.exists(target), "epilog: never follows a link")
+        os.remove(os.path.join(folder, "0"))
+
+        # A folder someone else could write to, or a link to one: nothing recorded there.
+        os.chmod(folder, 0o1777)
+        run = run_script("prolog.sh", job_env(folder))
+        check(records(folder) == [] and "is not root's alone" in run.stderr,
+              "prolog: refuses a world-writable folder")
+        os.chmod(folder, 0o755)
+        os.chown(folder, 65534, 65534)
+        run = run_script("prolog.sh", job_env(folder))
+        check(records(folder) == [] and "is not root's alone" in run.stderr,
+              "prolog: refuses a folder another user owns")
+        os.chown(folder, 0, 0)
+        link = os.path.join(base, "link")
+        os.symlink(folder, link)
+        run = run_script("prolog.sh", job_env(link))
+        check(records(folder) == [] and "is a link" in run.stderr, "prolog: refuses a folder link")
+        run = run_script("prolog.sh", job_env("relative/jobs"))
+        check(run.returncode == 0 and "absolute path" in run.stderr,
+              "prolog: refuses a relative folder")
+        run = run_script("prolog.sh", {"NVSMI_JOB_MAPPING_DIR": folder, "SLURM_JOB_ID": "5"})
+        check(run.returncode == 0 and records(folder) == [], "prolog: a job with no GPU: nothing")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    """munged, slurmctld and slurmd of this test alone, under `base`."""
+
+    def __init__(self, base):
+        self.base = base
+        self.pid_files = []
+        self.env = dict(os.environ, SLURM_CONF=os.path.join(base, "slurm.conf"))
+        self.jobs = os.path.join(base, "jobs")
+
+    def path(self, *names):
+        return os.path.join(self.base, *names)
+
+    def start(self):
+        base = self.base
+        os.chmod(base, 0o755)  # the jobs' users reach munge's socket through it
+        for name in ["munge", "run", "state", "spool", "log", "dev"]:
+            os.mkdir(self.path(name), 0o755)
+        os.chmod(self.path("munge"), 0o700)
+        with open(self.path("munge", "munge.key"), "wb") as f:
+            f.write(os.urandom(1024))
+        os.chmod(self.path("munge", "munge.key"), 0o400)
+        for gpu in range(4):  # slurmd takes only character or block devices for a gres File
+            os.mknod(self.path("dev", "nvidia%d" % gpu), 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        socket_path = self.path("run", "munge.socket")
+        self.pid_files.append(self.path("munge", "munged.pid"))
+        subprocess.run(["munged", "--force", "--socket=" + socket_path,
+                        "--key-file=" + self.path("munge", "munge.key"),
+                        "--log-file=" + self.path("log", "munged.log"),
+                        "--pid-file=" + self.pid_files[-1],
+                        "--seed-file=" + self.path("munge", "seed")], check=True, timeout=30)
+        host = socket.gethostname().split(".")[0]
+        wrapper = self.path("prolog-wrapper.sh"), self.path("epilog-wrapper.sh")
+        for script, name in zip(wrapper, ["prolog.sh", "epilog.sh"]):
+            # As a site sets the folder: slurmd gives its scripts no environment of its own.
+            with open(script, "w") as f:
+                f.write("#!/bin/sh\nNVSMI_JOB_MAPPING_DIR=%s exec /bin/sh %s\n"
+                        % (self.jobs, os.path.join(SCRIPTS, name)))
+            os.chmod(script, 0o755)
+        self.pid_files += [self.path("run", "slurmctld.pid"), self.path("run", "slurmd.pid")]
+        with open(self.path("slurm.conf"), "w") as f:
+            f.write(f"""ClusterName=nvsmitest
+SlurmctldHost={host}(127.0.0.1)
+SlurmctldPort={free_port()}
+SlurmdPort={free_port()}
+AuthType=auth/munge
+AuthInfo=socket={socket_path}
+CredType=cred/munge
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation={self.path("state")}
+SlurmdSpoolDir={self.path("spool")}
+SlurmctldPidFile={self.pid_files[1]}
+SlurmdPidFile={self.pid_files[2]}
+SlurmctldLogFile={self.path("log", "slurmctld.log")}
+SlurmdLogFile={self.path("log", "slurmd.log")}
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+GresTypes=gpu
+MpiDefault=none
+ReturnToService=2
+Prolog={wrapper[0]}
+Epilog={wrapper[1]}
+NodeName={host} NodeAddr=127.0.0.1 CPUs={os.cpu_count()} Gres=gpu:4 State=UNKNOWN
+PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP
+""")
+        with open(self.path("gres.conf"), "w") as f:
+            f.write("NodeName=%s Name=gpu File=%s\n" % (host, self.path("dev", "nvidia[0-3]")))
+        conf = self.env["SLURM_CONF"]
+        subprocess.run(["slurmctld", "-f", conf], env=self.env, check=True, timeout=30)
+        subprocess.run(["slurmd", "-f", conf], env=self.env, check=True, timeout=30)
+        if not wait_until(lambda: "idle" in self.slurm("sinfo", "-h", "-o", "%t")):
+            raise RuntimeError("the node never became idle:\n" + self.logs())
+
+    def logs(self):
+        text = ""
+        for name in ["slurmctld.log", "slurmd.log"]:
+            try:
+                with open(self.path("log", name)) as f:
+                    text += "--- %s\n%s" % (name, "".join(f.readlines()[-20:]))
+            except OSError:
+                pass
+        return text
+
+    def slurm(self, *argv, user=None):
+        prefix = []
+        if user:  # nobody's group is nogroup on Debian: the ids from the password file
+            entry = pwd.getpwnam(user)
+            prefix = ["setpriv", "--reuid=%d" % entry.pw_uid, "--regid=%d" % entry.pw_gid,
+                      "--clear-groups"]
+        run = subprocess.run(prefix + list(argv), env=self.env, capture_output=True, text=True,
+                             timeout=30, check=False)
+        return run.stdout if run.returncode == 0 else ""
+
+    def stop(self):
+        """Every job ended, then every daemon it started and every slurmstepd of its jobs, gone."""
+        jobs = self.slurm("squeue", "-h", "-o", "%i").split()
+        if jobs:
+            self.slurm("scancel", "--full", *jobs)
+            wait_until(lambda: not self.slurm("squeue", "-h", "-o", "%i").strip(), 30)
+        pids = []
+        for pid_file in reversed(self.pid_files):
+            try:
+                with open(pid_file) as f:
+                    pids.append(int(f.read().split()[0]))
+            except (OSError, ValueError, IndexError):
+                continue
+        # A job's slurmstepd outlives slurmd: it is ours when it works in this cluster's folder.
+        for entry in os.listdir("/proc"):
+            try:
+                if entry.isdigit() and os.readlink("/proc/%s/cwd" % entry).startswith(self.base):
+                    pids.append(int(entry))
+            except OSError:
+                continue
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+        def gone(pid):
+            try:
+                os.kill(pid, 0)
+                return False
+            except ProcessLookupError:
+                return True
+
+        for pid in pids:
+            if not wait_until(lambda: gone(pid), 30):
+                os.kill(pid, signal.SIGKILL)
+                wait_until(lambda: gone(pid), 30)
+
+
+def snapshot(cluster, apps):
+    apps_file = cluster.path("apps")
+    with open(apps_file, "w") as f:
+        f.write(apps)
+    run = subprocess.run(
+        [AGENT, "snapshot", "--format", "json", "--source", "csv", "--kernel-log", "none",
+         "--nvidia-smi", FAKE, "--job-mapping-dir", cluster.jobs],
+        env=dict(os.environ, FAKE_NVSMI_APPS=apps_file), capture_output=True, text=True,
+        timeout=60, check=False)
+    if run.returncode != 0:
+        raise RuntimeError("snapshot failed: " + run.stderr)
+    return json.loads(run.stdout)
+
+
+def jobs_gpus(cluster, job):
+    """The GPU indexes the job holds, from the prolog's records."""
+    found = []
+    for name in records(cluster.jobs):
+        if name.isdigit():
+            with open(os.path.join(cluster.jobs, name)) as f:
+                if f.read().strip() == job:
+                    found.append(int(name))
+    return sorted(found)
+
+
+def real_slurm(base):
+    cluster = Cluster(base)
+    try:
+        cluster.start()
+        submit = ["sbatch", "--parsable", "--chdir=/", "--output=/dev/null"]
+        # The job's shell says its pid, which `exec` hands to the sleep: the process on its GPU.
+        pids = cluster.path("pids")
+        os.mkdir(pids)
+        os.chmod(pids, 0o1777)
+        job_a = cluster.slurm(*submit, "--gres=gpu:2", "--wrap",
+                              "echo $$ > %s/$SLURM_JOB_ID; exec sleep 300" % pids,
+                              user="daemon").strip()
+        job_b = cluster.slurm(*submit, "--gres=gpu:1", "--wrap", "exec sleep 300",
+                              user="nobody").strip()
+        check(job_a.isdigit() and job_b.isdigit(), "slurm: two jobs submitted as daemon and nobody")
+        check(wait_until(lambda: len(jobs_gpus(cluster, job_a)) == 2 and
+                         len(jobs_gpus(cluster, job_b)) == 1),
+              "slurm: the prolog recorded 2 GPUs of job %s and 1 of job %s %r" %
+              (job_a, job_b, records(cluster.jobs)))
+        gpus_a, gpus_b = jobs_gpus(cluster, job_a), jobs_gpus(cluster, job_b)
+        if len(gpus_a) != 2 or len(gpus_b) != 1:
+            print(cluster.logs())
+            return
+        with open(os.path.join(cluster.jobs, "%d.user" % gpus_a[0])) as f:
+            check(f.read() == "daemon\n", "slurm: the prolog recorded the job's user")
+        pid_file = os.path.join(pids, job_a)
+        check(wait_until(lambda: os.path.exists(pid_file) and os.path.getsize(pid_file) > 0),
+              "slurm: job %s started its process" % job_a)
+        with open(pid_file) as f:
+            pid = f.read().strip()
+        # The job that runs: a process on its first GPU. The other job's GPU, held 20 minutes
+        # by its record's time, has none: allocated but idle.
+        apps = "%s, %s, 1024 MiB, sleep\n" % (UUID.format(gpus_a[0]), pid)
+        b_record = os.path.join(cluster.jobs, str(gpus_b[0]))
+        long_ago = time.time() - 20 * 60
+        os.utime(b_record, (long_ago, long_ago))
+        gpus = snapshot(cluster, apps)["gpus"]
+        for gpu in gpus_a:
+            allocation = gpus[gpu]["allocation"]
+            check(allocation is not None and allocation["job_id"] == job_a and
+                  allocation["user"] == "daemon" and allocation["scheduler"] == "slurm",
+                  "agent: GPU %d held by job %s of daemon: %r" % (gpu, job_a, allocation))
+        allocation = gpus[gpus_b[0]]["allocation"]
+        check(allocation is not None and allocation["job_id"] == job_b and
+              allocation["user"] == "nobody" and allocation["held_s"] >= 20 * 60,
+              "agent: GPU %d held by job %s of nobody for 20 min: %r" %
+              (gpus_b[0], job_b, allocation))
+        check(gpus[gpus_b[0]]["state"] == "allocated_idle",
+              "agent: job %s's GPU with no process is allocated_idle" % job_b)
+        check(gpus[gpus_a[0]]["state"] != "allocated_idle",
+              "agent: job %s's GPU with its process is not allocated_idle" % job_a)
+        held = set(gpus_a + gpus_b)
+        check(all(gpus[i]["allocation"] is None for i in range(8) if i not in held),
+              "agent: every other GPU has a null allocation")
+
+        cluster.slurm("scancel", job_a, job_b)
+        check(wait_until(lambda: records(cluster.jobs) == []),
+              "slurm: the epilog cleared every record %r" % records(cluster.jobs))
+        gpus = snapshot(cluster, "")["gpus"]
+        check(all(gpu["allocation"] is None for gpu in gpus),
+              "agent: no allocation once the jobs ended")
+        if failures:
+            print(cluster.logs())
+    finally:
+        cluster.stop()
+
+
+def cannot_run_cluster():
+    if os.geteuid() != 0:
+        return "not root: slurmd, munged and the prolog run as root"
+    missing = [p for p in ["munged", "slurmctld", "slurmd", "sbatch", "setpriv"]
+               if not shutil.which(p)]
+    if missing:
+        return "missing %s (apt-get install slurmd slurmctld slurm-client munge)" % " ".join(missing)
+    probe = tempfile.mkdtemp(prefix="nvsmi-slurm-mknod-")
+    try:
+        os.mknod(os.path.join(probe, "probe"), 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    except OSError as error:
+        return "cannot make a device file for gres.conf (%s)" % error
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
+    return None
+
+
+def main():
+    if os.geteuid() != 0:
+        print("skipped: the prolog and epilog are root's (run as root)")
+        return 77
+    scripts_against_hostile_environments()
+    reason = cannot_run_cluster()
+    if reason:
+        print("skipped the real Slurm: " + reason)
+        return 1 if failures else 77
+    base = tempfile.mkdtemp(prefix="nvsmi-slurm-")
+    try:
+        real_slurm(base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    if failures:
+        print("%d failed:\n  %s" % (len(failures), "\n  ".join(failures)))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
