@@ -21,7 +21,7 @@
 namespace {
 
 std::string read_file(const std::string &path) {
-  return nvsmi::read_capped(path, nvsmi::max_input_bytes);
+  return std::string(nvsmi::read_capped(path, nvsmi::max_input_bytes).view());
 }
 
 struct Input {

@@ -5,7 +5,9 @@
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace nvsmi;
@@ -62,10 +64,30 @@ TEST_CASE("a failed replace leaves the old file as it was") {
   CHECK(folder_entries(folder).size() == 2); // gpus.json and a-folder: no temporary left
 }
 
+TEST_CASE("read_capped reads what has no size, a pipe, into a buffer grown as it comes") {
+  // A file's size gives its buffer; a pipe's 200,000 bytes arrive in reads of at most 64 KiB,
+  // each into the buffer, grown where full.
+  std::string folder = test::temporary_folder();
+  std::string fifo = folder + "/pipe";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::string content(200000, 'x');
+  for (std::size_t i = 0; i < content.size(); ++i)
+    content[i] = static_cast<char>('a' + i % 26);
+  std::thread writer([&] {
+    Descriptor fd(::open(fifo.c_str(), O_WRONLY | O_CLOEXEC));
+    write_all(fd.get(), content);
+  });
+  FileBytes bytes = read_capped(fifo, content.size());
+  writer.join();
+  CHECK(bytes.view() == content);
+  test::write_file(folder + "/file", content);
+  CHECK(read_capped(folder + "/file", content.size()).view() == content);
+}
+
 TEST_CASE("read_capped reads files and refuses what is too large or missing") {
   std::string folder = test::temporary_folder();
   test::write_file(folder + "/small", "12345");
-  CHECK(read_capped(folder + "/small", 5) == "12345");
+  CHECK(read_capped(folder + "/small", 5).view() == "12345");
   try {
     read_capped(folder + "/small", 4);
     FAIL("no error");

@@ -178,3 +178,59 @@ TEST_CASE("reading in place uses the caller's buffer, not a copy of it") {
   REQUIRE(unread != std::string::npos);
   CHECK(buffer.compare(unread, 18, "<supported_clocks>") != 0);
 }
+
+TEST_CASE("skipping unread elements by their name: what could hide an end tag") {
+  // An element's end is found by looking only where a tag of its name can start, where no comment,
+  // CDATA, processing instruction or attribute in the document could hold a '<' that is not a tag.
+  // Each document here hides a fake end tag of an unread element, then a fake reading of 99 C,
+  // inside that element: a cut at the fake end would read 99 C where the element's reading is 41 C.
+  const std::string head = "<?xml version=\"1.0\" ?>\n<nvidia_smi_log>\n<gpu id=\"1\">\n";
+  const std::string tail = "\n</gpu>\n</nvidia_smi_log>\n";
+  const std::string fake = "</supported_clocks><temperature><gpu_temp>99 C</gpu_temp></temperature>"
+                           "<supported_clocks>";
+  const std::string reading = "<temperature><gpu_temp>41 C</gpu_temp></temperature>";
+  const std::vector<std::string> bodies = {
+      "<supported_clocks><!-- " + fake + " --></supported_clocks>" + reading,
+      "<supported_clocks><![CDATA[" + fake + "]]></supported_clocks>" + reading,
+      "<supported_clocks><?pi " + fake + "?></supported_clocks>" + reading,
+      "<supported_clocks><x a=\"" + fake + "\"/></supported_clocks>" + reading,
+      "<supported_clocks><x a='" + fake + "'/></supported_clocks>" + reading,
+      // An attribute with space around its '=', and one holding a '>' before the fake end.
+      "<supported_clocks><x a = \"" + fake + "\"/></supported_clocks>" + reading,
+      "<supported_clocks><x a=\">" + fake + "\"/></supported_clocks>" + reading,
+  };
+  for (const std::string &body : bodies) {
+    INFO(body);
+    std::string document = head + body + tail;
+    CHECK(outcome(document, XmlParse::full).find("ParseError") == std::string::npos);
+    CHECK(read_xml(document).gpus.at(0).temperature_c == 41);
+    check_same(document);
+  }
+}
+
+TEST_CASE("skipping unread elements by their name: the name where it is not a tag") {
+  // The name in text, at the element's first byte, inside longer names and at a '!' or '?'
+  // elsewhere in the document (which sends the whole document tag by tag): each read as the full
+  // parse reads it.
+  const std::string head = "<?xml version=\"1.0\" ?>\n<nvidia_smi_log>\n<gpu id=\"1\">\n";
+  const std::string tail = "\n</gpu>\n</nvidia_smi_log>\n";
+  const std::string reading = "<temperature><gpu_temp>41 C</gpu_temp></temperature>";
+  const std::vector<std::string> bodies = {
+      "<ecc_errors>ecc_errors</ecc_errors>" + reading,
+      "<supported_clocks><a>/supported_clocks</a><b>supported_clocks></b></supported_clocks>" +
+          reading,
+      "<ecc_errors><ecc_errors_x>1</ecc_errors_x><x_ecc_errors/></ecc_errors>" + reading,
+      "<supported_clocks><a>x = 1</a></supported_clocks>" + reading,
+      "<clocks><max_clocks/><clocks_x/></clocks><max_clocks><clocks></clocks></max_clocks>" +
+          reading,
+      "<product_name>H100!?</product_name><supported_clocks><a/></supported_clocks>" + reading,
+      // An end tag that does not close, and one of its own name inside.
+      "<supported_clocks></supported_clocks x>" + reading,
+      "<supported_clocks><supported_clocks/></supported_clocks>" + reading,
+      "<supported_clocks>" + reading,
+  };
+  for (const std::string &body : bodies) {
+    INFO(body);
+    check_same(head + body + tail);
+  }
+}

@@ -3,8 +3,10 @@
 #include "core/descriptor.hpp"
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <sys/types.h>
 
 namespace nvsmi {
@@ -20,9 +22,17 @@ const char *file_kind(mode_t mode);
 std::string rename_without_replacing(const std::string &from, const std::string &to,
                                      const std::string &what);
 
+// A whole file's bytes, in a buffer of their own that the caller may overwrite (a reader that
+// parses where they lie), never filled with anything before them.
+struct FileBytes {
+  std::unique_ptr<char[]> data;
+  std::size_t size = 0;
+  std::string_view view() const { return {data.get(), size}; }
+};
+
 // Reads a whole file ("-" for standard input). Throws AgentError: exit_io when it cannot be read,
 // exit_bad_output when it holds more than `max_bytes`.
-std::string read_capped(const std::string &path, std::size_t max_bytes);
+FileBytes read_capped(const std::string &path, std::size_t max_bytes);
 
 // The file that writing `path` replaces: `path` with its symbolic links followed, as cp and
 // editors follow them, so that the link stays a link. Throws AgentError(exit_io) when that file

@@ -168,9 +168,9 @@ Snapshot read_one_sample(const OneSampleOptions &options) {
   Snapshot snapshot;
   if (options.fixture) {
     std::string origin = *options.fixture == "-" ? "standard input" : *options.fixture;
-    std::string bytes = read_capped(*options.fixture, max_input_bytes);
+    FileBytes bytes = read_capped(*options.fixture, max_input_bytes);
     try {
-      snapshot = read_nvidia_smi_output(bytes);
+      snapshot = read_nvidia_smi_output_in_place(bytes.data.get(), bytes.size);
     } catch (const ParseError &error) {
       throw bad_output(origin, error);
     }

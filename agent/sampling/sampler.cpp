@@ -27,7 +27,7 @@ std::vector<Snapshot> fixture_samples(const std::string &path,
                                       const std::vector<std::string> &extra_fields) {
   std::string origin = path == "-" ? "standard input" : path;
   try {
-    return read_nvidia_smi_recording(read_capped(path, max_input_bytes), extra_fields);
+    return read_nvidia_smi_recording(read_capped(path, max_input_bytes).view(), extra_fields);
   } catch (const ParseError &error) {
     throw bad_output(origin, error);
   }

@@ -34,16 +34,24 @@ Snapshot read_xml_output(std::string_view text) {
   return snapshot;
 }
 
-Snapshot read_xml_output_in_place(std::string &text) {
-  std::string_view trimmed = trim(text);
+namespace {
+
+// read_xml_output_in_place's work, on the `size` bytes at `text`.
+Snapshot xml_output_in_place(char *text, std::size_t size) {
+  std::string_view trimmed = trim(std::string_view(text, size));
   std::vector<UnreadableGpu> unreadable;
   std::string_view document = after_unreadable_gpu_lines(trimmed, &unreadable);
   if (document.empty() || document.front() != '<')
     return read_xml(trimmed); // no document after all: the XML reader says what it lacks
-  Snapshot snapshot =
-      read_xml_in_place(text.data() + (document.data() - text.data()), document.size());
+  Snapshot snapshot = read_xml_in_place(text + (document.data() - text), document.size());
   add_unreadable_gpus(snapshot, unreadable);
   return snapshot;
+}
+
+} // namespace
+
+Snapshot read_xml_output_in_place(std::string &text) {
+  return xml_output_in_place(text.data(), text.size());
 }
 
 Snapshot read_nvidia_smi_output(std::string_view bytes) {
@@ -52,6 +60,15 @@ Snapshot read_nvidia_smi_output(std::string_view bytes) {
     throw ParseError("empty output");
   // CSV names its unreadable GPUs among its rows, which its reader reads itself.
   return output_kind(content) == Source::xml ? read_xml_output(content) : read_csv(content);
+}
+
+Snapshot read_nvidia_smi_output_in_place(char *bytes, std::size_t size) {
+  std::string_view content = content_of(std::string_view(bytes, size));
+  if (content.empty())
+    throw ParseError("empty output");
+  if (output_kind(content) != Source::xml)
+    return read_csv(content);
+  return xml_output_in_place(bytes + (content.data() - bytes), content.size());
 }
 
 std::vector<Snapshot> read_nvidia_smi_recording(std::string_view bytes,

@@ -1,7 +1,12 @@
 #include "xml_filter.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace nvsmi::detail {
 namespace {
@@ -56,8 +61,8 @@ std::size_t end_of_tag(std::string_view document, std::size_t from) {
 // left), kept across calls: '=' is rare in what nvidia-smi writes (the XML declaration, <gpu id=>),
 // so telling whether a tag has one is a comparison, where a search of each tag cost a third of
 // the walk.
-std::size_t end_of_element(std::string_view document, std::string_view name, std::size_t from,
-                           std::size_t &next_equals) {
+std::size_t end_of_element_tag_by_tag(std::string_view document, std::string_view name,
+                                      std::size_t from, std::size_t &next_equals) {
   for (std::size_t at = document.find('<', from); at != npos; at = document.find('<', at + 1)) {
     if (at + 1 == document.size())
       return npos;
@@ -96,6 +101,99 @@ std::size_t end_of_element(std::string_view document, std::string_view name, std
   return npos;
 }
 
+// Where `name`'s tags may start in [from, size), 16 places at a time: '<' then "/" and the name's
+// first byte, or '<' then its first byte, one bit each from the lowest. A bit is only a place to
+// look (the caller compares the whole name there); near the end, where fewer than 18 bytes are
+// left, every '<' is one. Testing 16 places at once, rather than a call to memchr and a
+// comparison for each tag, takes most of the cost out of skipping an element.
+class TagCandidates {
+public:
+  TagCandidates(std::string_view document, char first) : document_(document) {
+#if defined(__SSE2__)
+    angle_ = _mm_set1_epi8('<');
+    slash_ = _mm_set1_epi8('/');
+    first_ = _mm_set1_epi8(first);
+#else
+    (void)first;
+#endif
+  }
+
+  unsigned at(std::size_t block) const {
+    const char *bytes = document_.data() + block;
+    std::size_t left = document_.size() - block;
+#if defined(__SSE2__)
+    if (left >= 18) {
+      __m128i next = load(bytes + 1);
+      __m128i named = _mm_or_si128(
+          _mm_cmpeq_epi8(next, first_),
+          _mm_and_si128(_mm_cmpeq_epi8(next, slash_), _mm_cmpeq_epi8(load(bytes + 2), first_)));
+      return static_cast<unsigned>(
+          _mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(load(bytes), angle_), named)));
+    }
+#endif
+    unsigned mask = 0;
+    for (std::size_t i = 0; i < std::min<std::size_t>(16, left); ++i)
+      mask |= static_cast<unsigned>(bytes[i] == '<') << i;
+    return mask;
+  }
+
+private:
+#if defined(__SSE2__)
+  static __m128i load(const char *bytes) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i *>(bytes));
+  }
+  __m128i angle_, slash_, first_;
+#endif
+  std::string_view document_;
+};
+
+// The same end, found by looking at the '<' alone, where nothing in the element can hide a tag:
+// `plain` says the document has no '!' or '?' past its root's start tag (so no comment, CDATA or
+// processing instruction), and no '=' lies between `from` and the end found (so no attribute,
+// whose value alone could hold a '<' that is not a tag). Every '<' there then starts a tag as
+// pugixml reads it, and the first end tag of `name` with no start tag of `name` before it is the
+// element's own: no tag is read to its '>'. Anything else goes to the walk above.
+std::size_t end_of_element(std::string_view document, std::string_view name, std::size_t from,
+                           std::size_t &next_equals, bool plain) {
+  if (!plain)
+    return end_of_element_tag_by_tag(document, name, from, next_equals);
+  const char *bytes = document.data();
+  const std::size_t size = document.size();
+  TagCandidates candidates(document, name.front());
+  for (std::size_t block = from; block < size; block += 16) {
+    for (unsigned mask = candidates.at(block); mask; mask &= mask - 1) {
+      std::size_t at = block + static_cast<std::size_t>(__builtin_ctz(mask));
+      bool closing = at + 1 < size && bytes[at + 1] == '/';
+      std::size_t start = at + 1 + closing;
+      std::size_t end = start + name.size();
+      // The last byte before the rest: the names inside an element often begin as its own does
+      // (<supported_clocks><supported_mem_clock>), and a call to compare costs more than this.
+      if (end > size || bytes[end - 1] != name.back() ||
+          std::memcmp(bytes + start, name.data(), name.size()) != 0 ||
+          (end < size && name_char(bytes[end])))
+        continue; // another element's tag
+      if (next_equals < from)
+        next_equals = document.find('=', from);
+      if (next_equals < at)
+        return end_of_element_tag_by_tag(document, name, from, next_equals);
+      if (!closing)
+        return npos; // an element of its own name inside: left to the full parser, as above
+      while (end < size && space(bytes[end]))
+        ++end;
+      return end < size && bytes[end] == '>' ? end + 1 : npos;
+    }
+  }
+  return npos;
+}
+
+// The next '<' at or after `from`. Between the elements the scan steps over there is mostly a
+// line break and indentation: passed byte by byte, for less than a call to memchr.
+std::size_t next_tag(std::string_view document, std::size_t from) {
+  while (from < document.size() && space(document[from]))
+    ++from;
+  return from < document.size() && document[from] == '<' ? from : document.find('<', from);
+}
+
 } // namespace
 
 bool find_unread_gpu_children(std::string_view document, bool (*read)(std::string_view name),
@@ -107,7 +205,8 @@ bool find_unread_gpu_children(std::string_view document, bool (*read)(std::strin
   std::size_t depth = 0;
   bool root_closed = false;
   std::size_t next_equals = 0; // end_of_element's, found when first needed
-  for (std::size_t at = document.find('<'); at != npos; at = document.find('<', at)) {
+  bool plain = false;          // end_of_element's, set at the root's start tag
+  for (std::size_t at = document.find('<'); at != npos; at = next_tag(document, at)) {
     std::size_t tag = at;
     if (at + 1 == document.size())
       return false;
@@ -152,7 +251,7 @@ bool find_unread_gpu_children(std::string_view document, bool (*read)(std::strin
     if (depth == 2 && open[1] == "gpu") {
       // A child of <gpu>: jump to its end, and drop it unless it is read. The DOM parser checks
       // what is kept.
-      if (!empty && (at = end_of_element(document, name, at, next_equals)) == npos)
+      if (!empty && (at = end_of_element(document, name, at, next_equals, plain)) == npos)
         return false;
       if (!read(name)) {
         if (!dropped.empty() &&
@@ -162,6 +261,10 @@ bool find_unread_gpu_children(std::string_view document, bool (*read)(std::strin
           dropped.push_back({tag, at});
       }
     } else if (!empty) {
+      if (depth == 0) {
+        std::string_view body = document.substr(at);
+        plain = body.find('!') == npos && body.find('?') == npos;
+      }
       // Deeper than a child of <gpu> outside one is only elements the parser checks; the scan
       // needs their names to match end tags, as deep as they go.
       if (depth == open.size())

@@ -4,6 +4,7 @@
 
 #include "nvsmi/snapshot.hpp"
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,10 @@ Snapshot read_xml_output_in_place(std::string &text);
 // One sample of either output. Throws ParseError for empty output, or for what the reader of its
 // kind refuses.
 Snapshot read_nvidia_smi_output(std::string_view bytes);
+// The same, an XML document read where it lies: the `size` bytes at `bytes` are the reader's to
+// overwrite (no copy of the document is made). For a caller done with them, as `snapshot` is
+// with the file it read.
+Snapshot read_nvidia_smi_output_in_place(char *bytes, std::size_t size);
 
 // Every sample of a recording: a document or CSV sample, or several recorded from nvidia-smi's
 // loop (`-lms`); a CSV recording without the loop's structure is one sample. `extra_fields` are
