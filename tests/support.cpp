@@ -1,5 +1,7 @@
 #include "support.hpp"
 
+#include <catch2/catch.hpp>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -181,6 +183,19 @@ std::string with_lost_readings(std::string xml, int gpu, const std::string &elem
   std::string block = xml.substr(begin, end + 1 - begin); // with the closing tag's '<'
   xml.replace(begin, end + 1 - begin, std::regex_replace(block, value, ">[GPU is lost]<"));
   return xml;
+}
+
+std::string root_made_by_shipped_tmpfiles() {
+  if (!installed("systemd-tmpfiles")) {
+    WARN("skipped: no systemd-tmpfiles (apt-get install systemd)");
+    return {};
+  }
+  std::string root = temporary_folder();
+  Run made = run_shell("systemd-tmpfiles --create --root=" + quote(root) + " " +
+                       SCRIPTS_DIR "/../deploy/tmpfiles.d/nvsmi-agent.conf");
+  INFO(made.err);
+  REQUIRE(made.exit_code == 0);
+  return root;
 }
 
 } // namespace test

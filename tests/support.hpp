@@ -69,6 +69,11 @@ bool installed(const std::string &program);
 // Runs headless Chromium, with a fresh profile and no network of its own, on `arguments`.
 Run chromium(const std::string &arguments);
 
+// A fresh root with the shipped tmpfiles.d file (deploy/tmpfiles.d/nvsmi-agent.conf) applied in it
+// by `systemd-tmpfiles --create --root`, for a test to stat what it made; empty, with a warning
+// that the test is skipped, where systemd-tmpfiles is not installed.
+std::string root_made_by_shipped_tmpfiles();
+
 // The lines of `text`, without their '\n' (a last line without one counts too).
 std::vector<std::string> lines_of(const std::string &text);
 // The same without its empty lines.

@@ -37,6 +37,9 @@ std::string cell(const RealReading &value) {
   return fixed_text(*value, 2);
 }
 
+// What each row starts with, in every version of the log.
+constexpr std::string_view identity_columns = "timestamp,index,uuid,name";
+
 // The first `count` of the GPU's columns the CSV log has (nvsmi/gpu_fields.hpp), each with its
 // unit, and the host's two after column csv_log_host_after where `count` reaches past it.
 std::string gpu_columns(std::size_t count) {
@@ -68,7 +71,7 @@ std::string header_with(std::string line, const std::vector<std::string> &extra_
 } // namespace
 
 std::string csv_header(const std::vector<std::string> &extra_fields) {
-  return header_with("timestamp,index,uuid,name" + gpu_columns(csv_logged_fields().size()),
+  return header_with(std::string(identity_columns) + gpu_columns(csv_logged_fields().size()),
                      extra_fields);
 }
 
@@ -79,9 +82,10 @@ std::string csv_header(const std::vector<std::string> &extra_fields) {
 std::vector<std::string> earlier_csv_headers(const std::vector<std::string> &extra_fields) {
   constexpr std::size_t first_log_columns = 9;
   std::vector<std::string> headers{
-      header_with("timestamp,index,uuid,name" + gpu_columns(first_log_columns), extra_fields)};
+      header_with(std::string(identity_columns) + gpu_columns(first_log_columns), extra_fields)};
   for (std::size_t count = csv_log_host_after; count < csv_logged_fields().size(); ++count)
-    headers.push_back(header_with("timestamp,index,uuid,name" + gpu_columns(count), extra_fields));
+    headers.push_back(
+        header_with(std::string(identity_columns) + gpu_columns(count), extra_fields));
   return headers;
 }
 

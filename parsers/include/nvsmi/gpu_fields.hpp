@@ -101,13 +101,9 @@ struct GpuField {
   // The reading in `gpu`, for writing into it (not for a derived field).
   Reading &integer_in(Gpu &gpu) const { return integer_of(gpu); }
   RealReading &real_in(Gpu &gpu) const { return gpu.*gpu_real; }
-  Text &text_in(Gpu &gpu) const {
-    return part == FieldPart::health ? gpu.health.*health_text : gpu.*gpu_text;
-  }
+  Text &text_in(Gpu &gpu) const { return text_of(gpu); }
   const Reading &integer_in(const Gpu &gpu) const { return integer_of(gpu); }
-  const Text &text_in(const Gpu &gpu) const {
-    return part == FieldPart::health ? gpu.health.*health_text : gpu.*gpu_text;
-  }
+  const Text &text_in(const Gpu &gpu) const { return text_of(gpu); }
   // Whether it is a health reading that seldom changes (History::shared): its latest reading says
   // something of a whole log, which `report` shows; one that moves every sample does not.
   bool settled_health() const { return history == History::shared; }
@@ -129,6 +125,10 @@ struct GpuField {
   }
 
 private:
+  template <typename G>
+  std::conditional_t<std::is_const_v<G>, const Text, Text> &text_of(G &gpu) const {
+    return part == FieldPart::health ? gpu.health.*health_text : gpu.*gpu_text;
+  }
   template <typename G>
   std::conditional_t<std::is_const_v<G>, const Reading, Reading> &integer_of(G &gpu) const {
     return part == FieldPart::health   ? gpu.health.*health_integer
