@@ -66,6 +66,8 @@ inline nvsmi::Gpu fully_known_gpu(int index, const char *bus_id) {
   g.memory_free_mib = 81559;
   g.power_draw_w = 70;
   g.power_limit_w = 700;
+  g.pcie_tx_bytes_per_second = 585 * 1024;
+  g.pcie_rx_bytes_per_second = 244 * 1024;
   g.processes = std::vector<nvsmi::Process>{};
   g.clock_event_reasons_reported =
       std::vector<std::string>{"gpu_idle", "sw_power_cap", "hw_thermal_slowdown"};
@@ -86,8 +88,6 @@ inline nvsmi::Gpu fully_known_gpu(int index, const char *bus_id) {
   h.pcie_link_gen_max = 5;
   h.pcie_link_width = 8;
   h.pcie_link_width_max = 16;
-  h.pcie_tx_kib_per_s = 585;
-  h.pcie_rx_kib_per_s = 244;
   h.temperature_slowdown_c = 90;
   h.temperature_shutdown_c = 95;
   h.recovery_action = "None";

@@ -149,3 +149,77 @@ TEST_CASE("dmon: bad rows are errors and skipped, never a crash or a reading") {
   CHECK_FALSE(fine.row->pcie_rx_bytes_per_second.has_value());
   CHECK(fine.row->sm_active_percent == 7);
 }
+
+namespace {
+
+std::string recorded_h100(const std::string &name) {
+  return test::read_file(test::fixture_path("recorded/nvidia-h100-80gb-hbm3__580.159.04/" + name));
+}
+
+} // namespace
+
+TEST_CASE("dmon -s t --gpm-metrics as the agent asks (H100, 580): PCIe first, then GPM by name") {
+  // `dmon -s t --gpm-metrics 2,3,5,10,11,12,13,60,61 -d 1 -c 4` under a PyTorch load.
+  std::vector<DmonRow> rows = read_dmon(recorded_h100("dmon-t-gpm.txt"));
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[0].pcie_rx_bytes_per_second == 14144 * mib);
+  CHECK(rows[0].pcie_tx_bytes_per_second == 341 * mib);
+  CHECK_FALSE(rows[0].sm_active_percent); // `-`: GPM needs two readings
+  CHECK_FALSE(rows[1].tensor_active_percent);
+  CHECK(rows[2].sm_active_percent == 17);
+  CHECK(rows[2].sm_occupancy_percent == 2);
+  CHECK(rows[2].tensor_active_percent == 13);
+  CHECK(rows[2].dram_active_percent == 5);
+  CHECK(rows[2].fp64_active_percent == 0);
+  CHECK(rows[2].fp32_active_percent == 2);
+  CHECK(rows[2].fp16_active_percent == 0);
+  CHECK(rows[2].nvlink_rx_bytes_per_second == 0); // one GPU, no NVLink peer: GPM says 0
+  CHECK(rows[3].pcie_tx_bytes_per_second == 5169 * mib);
+  CHECK(rows[3].sm_active_percent == 18);
+
+  // The same with --format csv and -d 2, and both on an idle GPU.
+  std::vector<DmonRow> csv = read_dmon(recorded_h100("dmon-t-gpm-csv.txt"));
+  REQUIRE(csv.size() == 3);
+  CHECK(csv[1].pcie_rx_bytes_per_second == 2956 * mib);
+  CHECK(csv[2].tensor_active_percent == 13);
+  for (const char *idle : {"idle-dmon-t-gpm.txt", "idle-dmon-t-gpm-csv.txt"}) {
+    INFO(idle);
+    std::vector<DmonRow> quiet = read_dmon(recorded_h100(idle));
+    REQUIRE(quiet.size() == 3);
+    CHECK_FALSE(quiet[1].sm_active_percent);
+    CHECK(quiet[2].sm_active_percent == 0);
+    CHECK(quiet[2].pcie_rx_bytes_per_second == 0);
+  }
+}
+
+TEST_CASE("dmon: a GPM metric the driver has no name for (id=N) is read past, not refused") {
+  // `dmon -s t --gpm-metrics 99 -c 2` on driver 580: a column "id=99" in GPM:%, all `-`.
+  std::vector<DmonRow> rows = read_dmon(recorded_h100("dmon-gpm-unknown-id.txt"));
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].pcie_rx_bytes_per_second == 0);
+  CHECK_FALSE(rows[0].sm_active_percent);
+  // Only that shape: "id=" with letters, or in another unit, is still refused by name.
+  CHECK_THAT(error_of("# gpu  id=x9\n# Idx  GPM:%\n"), Catch::Contains("id=x9"));
+  CHECK_THAT(error_of("# gpu  id=99\n# Idx  MB/s\n"), Catch::Contains("id=99"));
+}
+
+TEST_CASE("dmon rows go to the GPU of their index; unknown traffic keeps the XML's") {
+  Snapshot snapshot;
+  snapshot.gpus.resize(2);
+  snapshot.gpus[0].index = 0;
+  snapshot.gpus[1].index = 1;
+  snapshot.gpus[1].pcie_rx_bytes_per_second = 4096; // from the XML's rx_util
+  DmonRow row;
+  row.gpu_index = 1;
+  row.sm_active_percent = 40;
+  row.pcie_tx_bytes_per_second = 7 * mib;
+  DmonRow stray; // a GPU the sample does not have: nothing
+  stray.gpu_index = 5;
+  stray.sm_active_percent = 99;
+  attach_dmon(snapshot, {row, stray});
+  CHECK_FALSE(snapshot.gpus[0].sm_active_percent);
+  CHECK(snapshot.gpus[1].sm_active_percent == 40);
+  CHECK(snapshot.gpus[1].pcie_tx_bytes_per_second == 7 * mib);
+  CHECK(snapshot.gpus[1].pcie_rx_bytes_per_second == 4096);
+  CHECK_FALSE(snapshot.gpus[1].tensor_active_percent); // never utilization's, never 0
+}

@@ -172,6 +172,14 @@ TEST_CASE("json: a snapshot without a timestamp says null") {
   CHECK(nlohmann::json::parse(format_json(s))["timestamp"].is_null());
 }
 
+// The CSV's activity and traffic columns (dmon), after pcie.replay_counter: empty where unknown.
+constexpr const char *activity_header =
+    ",activity.sm [%],activity.sm_occupancy [%],activity.tensor [%],activity.dram "
+    "[%],activity.fp16 [%],activity.fp32 [%],activity.fp64 [%],pcie.rx_bytes_per_second "
+    "[B/s],pcie.tx_bytes_per_second [B/s],nvlink.rx_bytes_per_second "
+    "[B/s],nvlink.tx_bytes_per_second [B/s]";
+constexpr const char *activity_cells = ",,,,,,,,,,,";
+
 TEST_CASE("csv: nvidia-smi's column names, plain numbers, empty for unknown") {
   Snapshot s = test::t4_snapshot();
   s.gpus[0].power_draw_w.reset();
@@ -180,9 +188,12 @@ TEST_CASE("csv: nvidia-smi's column names, plain numbers, empty for unknown") {
         "timestamp,index,uuid,name,pstate,temperature.gpu,utilization.gpu [%],"
         "utilization.memory [%],memory.total [MiB],memory.free [MiB],memory.used [MiB],"
         "memory.used_percent [%],power.draw [W],power.limit [W],fan.speed [%],host.cpu [%],"
-        "host.memory.used [MiB],pcie.replay_counter\n"
-        "2024-03-12T14:03:27+01:00,0,GPU-00000000-0000-0000-0000-000000000000,"
-        "\"Tesla \"\"T4\"\", rev 2\",P0,72,99,40,15079,6586,8493,56.32,,70.00,,,,\n");
+        "host.memory.used [MiB],pcie.replay_counter" +
+            std::string(activity_header) +
+            "\n"
+            "2024-03-12T14:03:27+01:00,0,GPU-00000000-0000-0000-0000-000000000000,"
+            "\"Tesla \"\"T4\"\", rev 2\",P0,72,99,40,15079,6586,8493,56.32,,70.00,,,," +
+            activity_cells + "\n");
 }
 
 TEST_CASE("csv: power limit, fan and the host's CPU and memory, the same on each GPU's row") {
@@ -193,16 +204,20 @@ TEST_CASE("csv: power limit, fan and the host's CPU and memory, the same on each
   s.host->cpu_percent = 7.0 / 3;
   std::string rows = format_csv(s, false);
   CHECK(rows == "2024-03-12T14:03:27+01:00,0,GPU-00000000-0000-0000-0000-000000000000,Tesla T4,"
-                "P0,72,99,40,15079,6586,8493,56.32,67.03,70.00,35,2.33,123456,\n"
-                "2024-03-12T14:03:27+01:00,1,GPU-00000000-0000-0000-0000-000000000001,Tesla T4,"
-                "P0,72,99,40,15079,6586,8493,56.32,67.03,70.00,,2.33,123456,\n");
+                "P0,72,99,40,15079,6586,8493,56.32,67.03,70.00,35,2.33,123456," +
+                    std::string(activity_cells) +
+                    "\n"
+                    "2024-03-12T14:03:27+01:00,1,GPU-00000000-0000-0000-0000-000000000001,"
+                    "Tesla T4,P0,72,99,40,15079,6586,8493,56.32,67.03,70.00,,2.33,123456," +
+                    activity_cells + "\n");
   s.host->cpu_percent.reset(); // unknown is an empty cell, never 0
-  CHECK_THAT(format_csv(s, false), Catch::EndsWith(",67.03,70.00,,,123456,\n"));
+  CHECK_THAT(format_csv(s, false),
+             Catch::EndsWith(",67.03,70.00,,,123456," + std::string(activity_cells) + "\n"));
 }
 
 TEST_CASE("csv: the header of earlier versions is known, extra fields and all") {
   std::vector<std::string> earlier = earlier_csv_headers({"serial"});
-  REQUIRE(earlier.size() == 2);
+  REQUIRE(earlier.size() == 13); // the first log's, then one more column at a time
   CHECK(earlier[0] == "timestamp,index,uuid,name,pstate,temperature.gpu,utilization.gpu [%],"
                       "utilization.memory [%],memory.total [MiB],memory.free [MiB],"
                       "memory.used [MiB],memory.used_percent [%],power.draw [W],serial");
@@ -210,8 +225,10 @@ TEST_CASE("csv: the header of earlier versions is known, extra fields and all") 
   CHECK(earlier[1] ==
         earlier[0].substr(0, earlier[0].size() - 7) +
             ",power.limit [W],fan.speed [%],host.cpu [%],host.memory.used [MiB],serial");
+  // Before the activity and traffic columns: up to pcie.replay_counter.
+  CHECK(earlier[2] == earlier[1].substr(0, earlier[1].size() - 7) + ",pcie.replay_counter,serial");
   CHECK(csv_header({"serial"}) ==
-        earlier[1].substr(0, earlier[1].size() - 7) + ",pcie.replay_counter,serial");
+        earlier[2].substr(0, earlier[2].size() - 7) + activity_header + ",serial");
 }
 
 TEST_CASE("csv: an unknown timestamp leaves the first cell empty") {
@@ -233,7 +250,7 @@ TEST_CASE("extra query fields: last csv columns and json keys, text or null") {
   s.gpus[0].extras = {{"driver_version", std::string("535.10")}, {"serial", std::nullopt}};
   std::string csv = format_csv(s);
   CHECK(csv.substr(0, csv.find('\n')) == csv_header({"driver_version", "serial"}));
-  CHECK_THAT(csv, Catch::EndsWith(",67.03,70.00,,,,,535.10,\n"));
+  CHECK_THAT(csv, Catch::EndsWith(",67.03,70.00,,,," + std::string(activity_cells) + ",535.10,\n"));
   CHECK(extra_field_names(s) == std::vector<std::string>{"driver_version", "serial"});
   auto gpu = nlohmann::json::parse(format_json(s))["gpus"][0];
   CHECK(gpu["driver_version"] == "535.10"); // a string: "535.10" is a version, not a number

@@ -90,8 +90,6 @@ void check_health(const GpuHealth &actual, const GpuHealth &expected) {
   CHECK(actual.pcie_link_gen_max == expected.pcie_link_gen_max);
   CHECK(actual.pcie_link_width == expected.pcie_link_width);
   CHECK(actual.pcie_link_width_max == expected.pcie_link_width_max);
-  CHECK(actual.pcie_tx_kib_per_s == expected.pcie_tx_kib_per_s);
-  CHECK(actual.pcie_rx_kib_per_s == expected.pcie_rx_kib_per_s);
   CHECK(actual.temperature_slowdown_c == expected.temperature_slowdown_c);
   CHECK(actual.temperature_shutdown_c == expected.temperature_shutdown_c);
   CHECK(actual.recovery_action == expected.recovery_action);
@@ -110,9 +108,10 @@ void link(GpuHealth &health, int gen, int gen_max, int width, int width_max) {
   health.pcie_link_width_max = width_max;
 }
 
-void throughput(GpuHealth &health, std::int64_t tx, std::int64_t rx) {
-  health.pcie_tx_kib_per_s = tx;
-  health.pcie_rx_kib_per_s = rx;
+// The XML's tx_util/rx_util in KB/s (nvidia-smi's KiB/s), kept as bytes per second.
+void check_throughput(const Gpu &gpu, std::int64_t tx_kib, std::int64_t rx_kib) {
+  CHECK(gpu.pcie_tx_bytes_per_second == tx_kib * 1024);
+  CHECK(gpu.pcie_rx_bytes_per_second == rx_kib * 1024);
 }
 
 void thresholds(GpuHealth &health, int slowdown, int shutdown) {
@@ -160,9 +159,9 @@ TEST_CASE("health: gtx-1660-ti (418, no DOCTYPE, layout B all N/A)") {
     return;
   GpuHealth expected; // ECC, retired pages N/A; no remapped_rows element
   link(expected, 1, 3, 16, 16);
-  throughput(expected, 0, 0);
   thresholds(expected, 93, 96);
   check_health(gpu->health, expected);
+  check_throughput(*gpu, 0, 0);
   CHECK(gpu->clock_event_reasons_reported == all_nine);
   CHECK(gpu->clock_event_reasons_active == Reasons{"gpu_idle"});
 }
@@ -173,9 +172,9 @@ TEST_CASE("health: quadro-p400 (418, no DOCTYPE, layout A all N/A)") {
     return;
   GpuHealth expected;
   link(expected, 1, 3, 16, 16);
-  throughput(expected, 0, 0);
   thresholds(expected, 100, 103);
   check_health(gpu->health, expected);
+  check_throughput(*gpu, 0, 0);
   CHECK(gpu->clock_event_reasons_active == Reasons{"gpu_idle"});
 }
 
@@ -187,9 +186,9 @@ TEST_CASE("health: a10g (v11, 515): remapped rows as a container, an x8 link") {
   ecc_on_no_errors(expected);
   remapped(expected, 0, 0, false, false);
   link(expected, 1, 4, 8, 16);
-  throughput(expected, 0, 0);
   thresholds(expected, 95, 98);
   check_health(gpu->health, expected);
+  check_throughput(*gpu, 0, 0);
   CHECK(gpu->clock_event_reasons_reported == all_nine);
   CHECK(gpu->clock_event_reasons_active == Reasons{"gpu_idle"});
   CHECK(gpu->pstate == std::string("P8"));
@@ -205,9 +204,9 @@ TEST_CASE("health: tesla-t4 (v11, 515): retired pages 0/0, none pending") {
   expected.retired_pages_double_bit = 0;
   expected.retired_pages_pending = false;
   link(expected, 3, 3, 8, 16);
-  throughput(expected, 0, 0);
   thresholds(expected, 93, 96);
   check_health(gpu->health, expected);
+  check_throughput(*gpu, 0, 0);
   CHECK(gpu->clock_event_reasons_reported == all_nine);
   CHECK(gpu->clock_event_reasons_active == Reasons{});
   CHECK(gpu->pstate == std::string("P0"));
@@ -219,9 +218,9 @@ TEST_CASE("health: quadro-p2000-v12 (525, layout A all N/A, remapped rows N/A)")
     return;
   GpuHealth expected;
   link(expected, 1, 3, 8, 16);
-  throughput(expected, 0, 0);
   thresholds(expected, 101, 104);
   check_health(gpu->health, expected);
+  check_throughput(*gpu, 0, 0);
   CHECK(gpu->clock_event_reasons_active == Reasons{"gpu_idle"});
 }
 
@@ -231,9 +230,9 @@ TEST_CASE("health: rtx-3090-v12 (525, the last clocks_throttle_reasons)") {
     return;
   GpuHealth expected;
   link(expected, 1, 4, 16, 16);
-  throughput(expected, 0, 0);
   thresholds(expected, 95, 98);
   check_health(gpu->health, expected);
+  check_throughput(*gpu, 0, 0);
   CHECK(gpu->clock_event_reasons_reported == all_nine);
   CHECK(gpu->clock_event_reasons_active == Reasons{"gpu_idle"});
 }
@@ -245,10 +244,10 @@ TEST_CASE("health: a100-sxm4-v12 (535, MIG): remapped rows N/A, gpu_reset_status
   GpuHealth expected;
   ecc_on_no_errors(expected);
   link(expected, 4, 4, 16, 16);
-  throughput(expected, 4000, 0);
   thresholds(expected, 89, 92);
   expected.recovery_action = "None";
   check_health(gpu->health, expected);
+  check_throughput(*gpu, 4000, 0);
   CHECK(gpu->clock_event_reasons_reported == all_nine);
   CHECK(gpu->clock_event_reasons_active == Reasons{});
   CHECK(gpu->pstate == std::string("P0"));
@@ -283,9 +282,9 @@ TEST_CASE("health: rtx-3080-v12 (536 Windows): gpu_reset_status half N/A is no a
     return;
   GpuHealth expected; // reset_required No, drain_and_reset_recommended N/A
   link(expected, 4, 4, 16, 16);
-  throughput(expected, 1000, 6000);
   thresholds(expected, 95, 98);
   check_health(gpu->health, expected);
+  check_throughput(*gpu, 1000, 6000);
   CHECK(gpu->clock_event_reasons_active == Reasons{"gpu_idle"});
 }
 
@@ -295,10 +294,10 @@ TEST_CASE("health: rtx-3060-v12 (570, layout C): gpu_recovery_action over a depr
     return;
   GpuHealth expected;
   link(expected, 1, 4, 16, 16);
-  throughput(expected, 550, 500);
   thresholds(expected, 95, 98);
   expected.recovery_action = "None";
   check_health(gpu->health, expected);
+  check_throughput(*gpu, 550, 500);
   CHECK(gpu->clock_event_reasons_reported == all_nine);
   CHECK(gpu->clock_event_reasons_active == Reasons{"gpu_idle"});
 }
@@ -309,10 +308,10 @@ TEST_CASE("health: rtx-3080-v13 (595.58)") {
     return;
   GpuHealth expected;
   link(expected, 4, 4, 16, 16);
-  throughput(expected, 1066699, 14742333);
   thresholds(expected, 95, 98);
   expected.recovery_action = "None";
   check_health(gpu->health, expected);
+  check_throughput(*gpu, 1066699, 14742333);
   CHECK(gpu->clock_event_reasons_reported == all_nine);
   CHECK(gpu->clock_event_reasons_active == Reasons{});
   CHECK(gpu->pstate == std::string("P2"));
@@ -326,9 +325,9 @@ TEST_CASE("health: rtx-4000-sff-ada-v13 (595.84): T.Limit thresholds are no abso
   expected.ecc_enabled = expected.ecc_pending_enabled = false;
   remapped(expected, 0, 0, false, false);
   link(expected, 1, 4, 16, 16);
-  throughput(expected, 830, 439);
   expected.recovery_action = "None";
   check_health(gpu->health, expected);
+  check_throughput(*gpu, 830, 439);
   CHECK(gpu->clock_event_reasons_active == Reasons{"gpu_idle"});
 }
 
@@ -441,7 +440,6 @@ TEST_CASE("health: the CSV fixtures agree with their XML twins") {
     for (std::size_t i = 0; i < xml.gpus.size(); ++i) {
       INFO("GPU " << i);
       GpuHealth expected = xml.gpus[i].health;
-      expected.pcie_tx_kib_per_s = expected.pcie_rx_kib_per_s = std::nullopt;
       expected.temperature_slowdown_c = expected.temperature_shutdown_c = std::nullopt;
       expected.recovery_action = std::nullopt;
       check_health(csv.gpus[i].health, expected);
@@ -467,7 +465,7 @@ TEST_CASE("health: every marker of no reading is nullopt, in both sources") {
   CHECK_FALSE(health.ecc_enabled);
   CHECK_FALSE(health.ecc_volatile.uncorrected);
   CHECK_FALSE(health.remapped_rows_pending);
-  CHECK_FALSE(health.pcie_tx_kib_per_s);
+  CHECK_FALSE(xml.gpus.at(0).pcie_tx_bytes_per_second);
 }
 
 // ---- forms the corpus has no example of ----

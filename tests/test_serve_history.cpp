@@ -123,7 +123,7 @@ TEST_CASE("serve history: counts what it really holds, and lets go of it") {
   // The texts are held once: each later sample adds its numbers only.
   double later = static_cast<double>(fifty - one) / 49;
   CHECK(later < 0.75 * static_cast<double>(one));
-  CHECK(later < 4500);
+  CHECK(later < 5000); // 24 own slots of numbers per GPU
   // Past the time window the old samples go, and with them what they alone held.
   history.add(snapshot, 1200);
   CHECK(history.size() == 1);

@@ -144,11 +144,13 @@ TEST_CASE("watch: a CSV log of an earlier version is moved aside untouched, neve
   std::string content = test::read_file(setup.log);
   check_whole_rows(content, 16);
   std::vector<std::string> lines = lines_of(content);
-  CHECK_THAT(lines[0], Catch::EndsWith(",power.draw [W],power.limit [W],fan.speed [%],"
-                                       "host.cpu [%],host.memory.used [MiB],pcie.replay_counter"));
+  CHECK_THAT(lines[0], Catch::Contains(",power.draw [W],power.limit [W],fan.speed [%],"
+                                       "host.cpu [%],host.memory.used [MiB],pcie.replay_counter,"
+                                       "activity.sm [%],"));
+  CHECK_THAT(lines[0], Catch::EndsWith(",nvlink.tx_bytes_per_second [B/s]"));
   // A recording was not taken on this machine: its host cells are empty, never 0; its XML has
-  // the replay counter.
-  CHECK_THAT(lines[1], Catch::EndsWith(",700.00,,,,0"));
+  // the replay counter and the PCIe throughput (0), not dmon's activity.
+  CHECK_THAT(lines[1], Catch::EndsWith(",700.00,,,,0,,,,,,,,0,0,,"));
 
   // Another such file later takes the next free name: the first one moved aside stays.
   test::write_file(setup.log, earlier + earlier.substr(earlier.find('\n') + 1));
@@ -438,7 +440,8 @@ TEST_CASE("watch: --fields adds query fields to json and to the CSV log") {
   std::vector<std::string> log = lines_of(test::read_file(setup.log));
   REQUIRE(log.size() == 17);
   CHECK_THAT(log[0],
-             Catch::EndsWith(",host.memory.used [MiB],pcie.replay_counter,clocks.max.sm,serial"));
+             Catch::Contains(",host.memory.used [MiB],pcie.replay_counter,activity.sm [%]"));
+  CHECK_THAT(log[0], Catch::EndsWith(",nvlink.tx_bytes_per_second [B/s],clocks.max.sm,serial"));
   CHECK_THAT(log[16], Catch::EndsWith(",1980,"));
 }
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <map>
 #include <sstream>
 
 namespace nvsmi {
@@ -217,6 +218,15 @@ void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
       ->type_name("SECONDS")
       ->check(finite_range(0.1, 86400.0))
       ->excludes(no_processes);
+  command
+      ->add_option("--gpm", options.gpm,
+                   "Ask dmon for the GPU's SM, tensor and DRAM activity (GPM, Hopper and newer): "
+                   "auto leaves it off where DCGM's nv-hostengine runs, since both read the same "
+                   "counters. dmon runs beside the GPU query for these and PCIe traffic either way")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, Gpm>{{"auto", Gpm::automatic}, {"on", Gpm::on}, {"off", Gpm::off}}))
+      ->type_name("auto|on|off")
+      ->default_str("auto");
   command->add_flag(
       "--no-host", [&options](std::int64_t) { options.host = false; },
       "nvidia-smi runs on another machine (--nvidia-smi \"ssh gpu7 nvidia-smi\"): do not read "

@@ -7,6 +7,7 @@
 #include "nvidia_smi/source.hpp"
 
 #include "nvsmi/compute_apps.hpp"
+#include "nvsmi/dmon.hpp"
 #include "nvsmi/pmon.hpp"
 
 #include <chrono>
@@ -76,5 +77,7 @@ private:
 
 // `nvidia-smi pmon`'s scrolling table, one sample per interval.
 std::unique_ptr<StreamDecoder> pmon_decoder(std::function<void(std::vector<PmonRow>)> on_sample);
+// `nvidia-smi dmon`'s scrolling table: each GPU's row handed on as it comes.
+std::unique_ptr<StreamDecoder> dmon_decoder(std::function<void(DmonRow)> on_row);
 
 } // namespace nvsmi

@@ -4,6 +4,7 @@
 #include "core/number_text.hpp"
 #include "files/file_io.hpp"
 #include "host/job_mapping.hpp"
+#include "host/running_program.hpp"
 #include "nvidia_smi/source.hpp"
 
 #include "nvsmi/nvidia_smi_output.hpp"
@@ -18,6 +19,10 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
+
+// GPU indexes dmon's rows may name: a row beyond is not kept (a garbled index must not grow the
+// table without bound).
+constexpr std::size_t max_dmon_gpus = 1024;
 
 // A zero interval or timeout would spin: a millisecond at the least.
 milliseconds at_least_1ms(double seconds) { return std::max(milliseconds(1), to_ms(seconds)); }
@@ -75,9 +80,10 @@ void Sampler::start() {
       context_, settings, gpu_decoder(), log_,
       [this](const std::string &message) { query_refused(message); });
   stream_->start();
-  // The process streams start with the first GPU sample (deliver): they are of use only beside
-  // one, and a nvidia-smi that goes between the two starts is their failure, not the agent's.
-  if (options_.processes)
+  // The process and dmon streams start with the first GPU sample (deliver): they are of use only
+  // beside one, and a nvidia-smi that goes between the two starts is their failure, not the
+  // agent's.
+  if (options_.processes || options_.activity)
     process_settings_ = settings;
 }
 
@@ -102,21 +108,106 @@ void Sampler::query_refused(const std::string &message) {
   });
 }
 
-void Sampler::start_process_streams(const StreamSettings &gpu_settings) {
-  // Who uses the GPUs is secondary to the GPUs themselves: its failures, a first start that fails
-  // included, are logged at the rate of bad output and retried with backoff, never stop sampling,
-  // and are not what serve shows as the cause of stale data.
-  auto log = [](LogKind, const std::string &message) {
-    log_stream_message(LogKind::bad_output, message);
+namespace {
+
+// Who uses the GPUs and what their units do are secondary to the GPUs themselves: their failures,
+// a first start that fails included, are logged at the rate of bad output and retried with
+// backoff, never stop sampling, and are not what serve shows as the cause of stale data.
+void log_secondary(LogKind, const std::string &message) {
+  log_stream_message(LogKind::bad_output, message);
+}
+
+NvidiaSmiStream::RejectHandler give_up(const std::string &what) {
+  return [what](const std::string &message) {
+    log_stream_message(LogKind::notice, message + "; going on without " + what);
   };
-  auto give_up = [](const std::string &what) {
-    return [what](const std::string &message) {
-      log_stream_message(LogKind::notice, message + "; going on without " + what);
-    };
-  };
-  milliseconds every = process_interval(options_);
+}
+
+// What nvidia-smi says when a monitor (pmon, dmon) or one of its options is not for this GPU.
+bool monitor_refused(const std::string &message) {
+  return message.find("ot supported") != std::string::npos ||
+         message.find("nvalid") != std::string::npos;
+}
+
+// A loop of whole seconds, 1 to 10 (pmon's and dmon's -d), near the process interval.
+milliseconds whole_seconds_near(milliseconds every) {
+  return std::chrono::seconds(std::clamp<long>((every.count() + 500) / 1000, 1, 10));
+}
+
+// dmon's GPM metrics: SM activity (2), SM occupancy (3), any tensor pipe (5), DRAM (10), the
+// FP64, FP32 and FP16 pipes (11-13), NVLink receive and transmit (60, 61); `dmon -h` of driver
+// 580 (fixtures/recorded/nvidia-h200__580.159.04/dmon-help.txt).
+constexpr const char *gpm_metric_ids = "2,3,5,10,11,12,13,60,61";
+
+} // namespace
+
+void Sampler::start_secondary_streams(const StreamSettings &gpu_settings) {
   StreamSettings secondary = gpu_settings;
   secondary.first_start_fatal = false;
+  if (options_.processes)
+    start_process_streams(secondary);
+  if (!options_.activity)
+    return;
+  bool gpm = options_.gpm == Gpm::on;
+  if (options_.gpm == Gpm::automatic) {
+    gpm = !program_runs("nv-hostengine");
+    if (!gpm)
+      log_(LogKind::notice,
+           "DCGM's nv-hostengine runs here: GPM metrics (SM, tensor and DRAM activity) stay off, "
+           "since they read the counters DCGM's profiling uses; --gpm on reads them anyway");
+  }
+  start_dmon_stream(secondary, gpm);
+}
+
+void Sampler::start_dmon_stream(const StreamSettings &secondary, bool gpm) {
+  StreamSettings dmon = secondary;
+  milliseconds every = whole_seconds_near(interval());
+  dmon.label = "nvidia-smi dmon";
+  dmon.arguments = {"dmon", "-s", "t"};
+  if (gpm)
+    dmon.arguments.insert(dmon.arguments.end(), {"--gpm-metrics", gpm_metric_ids});
+  dmon.arguments.insert(dmon.arguments.end(), {"-d", std::to_string(every.count() / 1000)});
+  dmon.interval = every;
+  dmon.stall_timeout = std::max(4 * every, milliseconds(10000));
+  dmon.refused = monitor_refused;
+  dmon.max_backoff = milliseconds(300000);
+  dmon_fresh_for_ = 3 * every + milliseconds(2000);
+  dmon_settings_ = secondary;
+  dmon_gpm_ = gpm;
+  dmon_stream_ = std::make_unique<NvidiaSmiStream>(
+      context_, dmon, dmon_decoder([this](DmonRow row) {
+        auto index = static_cast<std::size_t>(*row.gpu_index);
+        if (*row.gpu_index < 0 || index >= max_dmon_gpus)
+          return;
+        if (dmon_.size() <= index)
+          dmon_.resize(index + 1);
+        dmon_[index] = {std::move(row), steady_clock::now()};
+      }),
+      log_secondary, [this](const std::string &message) { dmon_refused(message); });
+  dmon_stream_->start();
+}
+
+void Sampler::dmon_refused(const std::string &message) {
+  if (!dmon_gpm_) {
+    give_up("GPU activity and PCIe traffic from dmon")(message);
+    return;
+  }
+  log_(LogKind::notice, message + "; asking dmon again without GPM metrics: SM, tensor and "
+                                  "DRAM activity stay unknown");
+  // Not from within the stream's own handler, which called this.
+  boost::asio::post(context_, [this] {
+    if (stopped_ || !dmon_settings_)
+      return;
+    StreamSettings settings = *dmon_settings_;
+    auto old = std::shared_ptr<NvidiaSmiStream>(std::move(dmon_stream_));
+    old->stop([old] {});
+    start_dmon_stream(settings, false);
+  });
+}
+
+void Sampler::start_process_streams(const StreamSettings &secondary) {
+  auto log = log_secondary;
+  milliseconds every = process_interval(options_);
 
   if (options_.source == Source::csv) { // -q -x lists the processes itself
     StreamSettings apps = secondary;
@@ -130,18 +221,13 @@ void Sampler::start_process_streams(const StreamSettings &gpu_settings) {
     apps_stream_->start();
   }
 
-  // pmon's interval is whole seconds, 1 to 10.
-  long seconds = std::clamp<long>((every.count() + 500) / 1000, 1, 10);
   StreamSettings pmon = secondary;
   pmon.label = "nvidia-smi pmon";
-  pmon.arguments = {"pmon", "-s", "um", "-d", std::to_string(seconds)};
-  pmon.interval = std::chrono::seconds(seconds);
+  pmon.interval = whole_seconds_near(every);
+  pmon.arguments = {"pmon", "-s", "um", "-d", std::to_string(pmon.interval.count() / 1000)};
   // A pmon sample is known complete only when the next begins.
   pmon.stall_timeout = std::max(4 * pmon.interval, milliseconds(10000));
-  pmon.refused = [](const std::string &message) {
-    return message.find("ot supported") != std::string::npos ||
-           message.find("nvalid") != std::string::npos;
-  };
+  pmon.refused = monitor_refused;
   pmon.max_backoff = milliseconds(300000);
   pmon_fresh_for_ = 3 * pmon.interval + milliseconds(2000);
   pmon_stream_ = std::make_unique<NvidiaSmiStream>(context_, pmon,
@@ -157,7 +243,7 @@ void Sampler::deliver(Snapshot snapshot) {
     // Not from within the GPU stream's own handler, which called this.
     boost::asio::post(context_, [this, settings = std::move(*process_settings_)] {
       if (!stopped_)
-        start_process_streams(settings);
+        start_secondary_streams(settings);
     });
     process_settings_.reset();
   }
@@ -167,6 +253,11 @@ void Sampler::deliver(Snapshot snapshot) {
       attach_compute_apps(snapshot, *apps);
   if (pmon_.value && now - pmon_.at <= pmon_fresh_for_)
     attach_pmon(snapshot, *pmon_.value);
+  std::vector<DmonRow> fresh;
+  for (const Latest<DmonRow> &row : dmon_)
+    if (row.value && now - row.at <= dmon_fresh_for_)
+      fresh.push_back(*row.value);
+  attach_dmon(snapshot, fresh);
   if (host_)
     host_->observe(snapshot);
   hand_on(std::move(snapshot));
@@ -224,7 +315,7 @@ void Sampler::stop(std::function<void()> done) {
     if (--*pending == 0)
       done();
   };
-  for (auto *stream : {&stream_, &apps_stream_, &pmon_stream_})
+  for (auto *stream : {&stream_, &apps_stream_, &pmon_stream_, &dmon_stream_})
     if (*stream) {
       ++*pending;
       (*stream)->stop(one_done);
@@ -234,7 +325,7 @@ void Sampler::stop(std::function<void()> done) {
 
 std::vector<pid_t> Sampler::children() const {
   std::vector<pid_t> pids;
-  for (const auto *stream : {&stream_, &apps_stream_, &pmon_stream_})
+  for (const auto *stream : {&stream_, &apps_stream_, &pmon_stream_, &dmon_stream_})
     if (*stream)
       if (std::optional<pid_t> pid = (*stream)->child_pid())
         pids.push_back(*pid);

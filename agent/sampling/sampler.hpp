@@ -21,6 +21,11 @@
 
 namespace nvsmi {
 
+// Whether dmon asks for GPM metrics (SM, tensor, DRAM activity): they read the same hardware
+// counters as DCGM's profiling, which would share them with nv-hostengine, so `automatic` leaves
+// them off where it runs.
+enum class Gpm { automatic, on, off };
+
 struct SamplerOptions {
   double interval_seconds = 1;
   Source source = Source::csv;
@@ -29,6 +34,8 @@ struct SamplerOptions {
   std::optional<double> stall_timeout_seconds; // default max(3 x interval, 10 s)
   std::vector<std::string> fields; // --fields: csv source only, after the standard query
   bool processes = true;           // compute-apps and pmon beside the GPU query
+  bool activity = true;            // dmon beside the GPU query: activity and traffic
+  Gpm gpm = Gpm::automatic;
   bool host = true; // this machine's /proc: false when nvidia-smi runs elsewhere (ssh)
   std::optional<double> process_interval_seconds; // default max(interval, 1 s)
   // The kernel log followed for Xid errors (kernel_log/xid_log.hpp), attached to every sample;
@@ -70,7 +77,11 @@ private:
   std::unique_ptr<StreamDecoder> gpu_decoder();
   // The GPU query was refused: asked again without the field, or the end of sampling.
   void query_refused(const std::string &message);
-  void start_process_streams(const StreamSettings &gpu_settings);
+  void start_secondary_streams(const StreamSettings &gpu_settings);
+  void start_process_streams(const StreamSettings &secondary);
+  void start_dmon_stream(const StreamSettings &secondary, bool gpm);
+  // dmon refused what it was asked: again without GPM, else going on without it.
+  void dmon_refused(const std::string &message);
   void deliver(Snapshot snapshot);
   void attach_kernel_log(Snapshot &snapshot);
   void attach_allocations(Snapshot &snapshot);
@@ -97,9 +108,14 @@ private:
   // The GPU stream's settings until its first sample starts the process streams from them.
   std::optional<StreamSettings> process_settings_;
   std::shared_ptr<ComputeAppsLoop> apps_loop_; // shared with the decoder that fills it
-  std::unique_ptr<NvidiaSmiStream> apps_stream_, pmon_stream_;
+  std::unique_ptr<NvidiaSmiStream> apps_stream_, pmon_stream_, dmon_stream_;
   Latest<std::vector<PmonRow>> pmon_;
   std::chrono::milliseconds pmon_fresh_for_{0};
+  // dmon's latest row of each GPU, by index, and how long one stays fresh.
+  std::vector<Latest<DmonRow>> dmon_;
+  std::chrono::milliseconds dmon_fresh_for_{0};
+  std::optional<StreamSettings> dmon_settings_; // for a start again without GPM
+  bool dmon_gpm_ = false;
   std::optional<HostObserver> host_; // live samples only: a recording is of another machine
   std::unique_ptr<XidLog> xid_log_;  // options.kernel_log from the first sample on
   bool job_mapping_said_ = false;    // its problem is said once, not every sample

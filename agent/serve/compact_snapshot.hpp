@@ -27,7 +27,7 @@ template <std::size_t N> struct PackedReadings {
 // How many fields of the table (nvsmi/gpu_fields.hpp) of each kind a sample keeps in slots of its
 // own (History::own_slot): each costs its slot per GPU and sample, used or not. compact()
 // refuses a table with more.
-inline constexpr std::size_t own_slot_integers = 16;
+inline constexpr std::size_t own_slot_integers = 24;
 inline constexpr std::size_t own_slot_reals = 2;
 inline constexpr std::size_t own_slot_texts = 1;
 

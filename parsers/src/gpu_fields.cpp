@@ -70,6 +70,9 @@ public:
     field_.csv_read = false;
     return *this;
   }
+  // A column of the agent's own CSV log only: nvidia-smi's query has no such name and is never
+  // asked for it; the CSV reader reads it back from the log (report).
+  Entry &csv_log_only(std::string_view name) { return csv(name); }
   Entry &logged(int column) {
     field_.csv_log_column = column;
     return *this;
@@ -130,6 +133,8 @@ std::optional<double> memory_used_ratio(const Gpu &gpu) {
 }
 
 constexpr const char *clock_help = "Current clock frequency in hertz, by clock domain.";
+constexpr const char *pipe_help =
+    "Share of time the FP16, FP32 or FP64 pipes were active, by pipe (GPM; 0-1).";
 
 } // namespace
 
@@ -236,20 +241,77 @@ const std::vector<GpuField> &gpu_fields() {
           .prometheus("nvsmi_gpu_clock_hz", clock_help)
           .labelled("clock", "video"),
 
-      // Health readings. The throughput first: /metrics writes the health fields' families right
-      // after the PCIe link's. It moves every sample: a slot of its own in serve's history.
-      Entry(&GpuHealth::pcie_tx_kib_per_s, Unit::kib_per_s)
-          .json("tx_kib_per_s", JsonPlace::health_pcie)
-          .xml("pci", "tx_util")
-          .prometheus("nvsmi_gpu_pcie_tx_bytes_per_second",
-                      "PCIe transmit throughput in bytes per second (nvidia-smi's XML tx_util).")
-          .history(History::own_slot),
-      Entry(&GpuHealth::pcie_rx_kib_per_s, Unit::kib_per_s)
-          .json("rx_kib_per_s", JsonPlace::health_pcie)
-          .xml("pci", "rx_util")
+      // Activity and traffic (nvidia-smi dmon: agent/nvidia_smi's dmon stream; PCIe also from the
+      // XML, read by hand there from KB/s). Their CSV names are the agent's own, for its log.
+      Entry(&Gpu::sm_active_percent, Unit::percent)
+          .json("sm_active_percent")
+          .csv_log_only("activity.sm")
+          .logged(13)
+          .prometheus("nvsmi_gpu_sm_active_ratio",
+                      "Share of time SMs had at least one warp resident, averaged over the SMs "
+                      "(GPM; 0-1). Unlike utilization, one busy SM is not a busy GPU."),
+      Entry(&Gpu::sm_occupancy_percent, Unit::percent)
+          .json("sm_occupancy_percent")
+          .csv_log_only("activity.sm_occupancy")
+          .logged(14)
+          .prometheus("nvsmi_gpu_sm_occupancy_ratio",
+                      "Resident warps as a share of the most the SMs can hold (GPM; 0-1)."),
+      Entry(&Gpu::tensor_active_percent, Unit::percent)
+          .json("tensor_active_percent")
+          .csv_log_only("activity.tensor")
+          .logged(15)
+          .prometheus("nvsmi_gpu_tensor_active_ratio",
+                      "Share of time any tensor pipe was active (GPM; 0-1)."),
+      Entry(&Gpu::dram_active_percent, Unit::percent)
+          .json("dram_active_percent")
+          .csv_log_only("activity.dram")
+          .logged(16)
+          .prometheus("nvsmi_gpu_dram_active_ratio",
+                      "Share of the device memory bandwidth in use (GPM; 0-1)."),
+      Entry(&Gpu::fp16_active_percent, Unit::percent)
+          .json("fp16_active_percent")
+          .csv_log_only("activity.fp16")
+          .logged(17)
+          .prometheus("nvsmi_gpu_pipe_active_ratio", pipe_help)
+          .labelled("pipe", "fp16"),
+      Entry(&Gpu::fp32_active_percent, Unit::percent)
+          .json("fp32_active_percent")
+          .csv_log_only("activity.fp32")
+          .logged(18)
+          .prometheus("nvsmi_gpu_pipe_active_ratio", pipe_help)
+          .labelled("pipe", "fp32"),
+      Entry(&Gpu::fp64_active_percent, Unit::percent)
+          .json("fp64_active_percent")
+          .csv_log_only("activity.fp64")
+          .logged(19)
+          .prometheus("nvsmi_gpu_pipe_active_ratio", pipe_help)
+          .labelled("pipe", "fp64"),
+      Entry(&Gpu::pcie_rx_bytes_per_second, Unit::bytes_per_s)
+          .json("pcie_rx_bytes_per_second")
+          .csv_log_only("pcie.rx_bytes_per_second")
+          .logged(20)
           .prometheus("nvsmi_gpu_pcie_rx_bytes_per_second",
-                      "PCIe receive throughput in bytes per second (nvidia-smi's XML rx_util).")
-          .history(History::own_slot),
+                      "PCIe receive throughput in bytes per second (dmon, or the XML's rx_util)."),
+      Entry(&Gpu::pcie_tx_bytes_per_second, Unit::bytes_per_s)
+          .json("pcie_tx_bytes_per_second")
+          .csv_log_only("pcie.tx_bytes_per_second")
+          .logged(21)
+          .prometheus("nvsmi_gpu_pcie_tx_bytes_per_second",
+                      "PCIe transmit throughput in bytes per second (dmon, or the XML's tx_util)."),
+      Entry(&Gpu::nvlink_rx_bytes_per_second, Unit::bytes_per_s)
+          .json("nvlink_rx_bytes_per_second")
+          .csv_log_only("nvlink.rx_bytes_per_second")
+          .logged(22)
+          .prometheus("nvsmi_gpu_nvlink_rx_bytes_per_second",
+                      "NVLink receive throughput over all links in bytes per second (GPM)."),
+      Entry(&Gpu::nvlink_tx_bytes_per_second, Unit::bytes_per_s)
+          .json("nvlink_tx_bytes_per_second")
+          .csv_log_only("nvlink.tx_bytes_per_second")
+          .logged(23)
+          .prometheus("nvsmi_gpu_nvlink_tx_bytes_per_second",
+                      "NVLink transmit throughput over all links in bytes per second (GPM)."),
+
+      // Health readings: /metrics writes their families right after the PCIe link's.
       Entry(&GpuHealth::temperature_slowdown_c, Unit::celsius)
           .json("temperature_slowdown_c")
           .xml("temperature", "gpu_temp_slow_threshold")
@@ -314,6 +376,7 @@ double prometheus_value(Unit unit, double value) {
   case Unit::kib_per_s:
     return value * 1024;
   case Unit::none:
+  case Unit::bytes_per_s:
   case Unit::watt:
   case Unit::celsius:
   case Unit::lanes:

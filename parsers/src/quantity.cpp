@@ -90,6 +90,8 @@ std::string_view unit_symbol(Unit unit) {
     return "x";
   case Unit::kib_per_s:
     return "KB/s";
+  case Unit::bytes_per_s:
+    return "B/s";
   }
   return "";
 }

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -323,6 +324,12 @@ bool read_by_read_gpu(std::string_view name) {
   return false;
 }
 
+Reading kib_as_bytes(Reading kib, const char *name) {
+  if (kib && *kib > std::numeric_limits<std::int64_t>::max() / 1024)
+    throw ParseError(std::string(name) + ": number out of range");
+  return kib ? Reading(*kib * 1024) : std::nullopt;
+}
+
 Gpu read_gpu(const Element &gpu, int index) {
   Gpu out;
   out.index = index;
@@ -340,6 +347,10 @@ Gpu read_gpu(const Element &gpu, int index) {
       power.first_real({"power_draw", "average_power_draw", "instant_power_draw"}, Unit::watt);
   out.power_limit_w =
       power.first_real({"current_power_limit", "enforced_power_limit", "power_limit"}, Unit::watt);
+  // The traffic the agent keeps in bytes per second, which dmon gives in MiB/s: the XML's "KB/s"
+  // is nvidia-smi's KiB/s.
+  out.pcie_tx_bytes_per_second = kib_as_bytes(pci.integer("tx_util", Unit::kib_per_s), "tx_util");
+  out.pcie_rx_bytes_per_second = kib_as_bytes(pci.integer("rx_util", Unit::kib_per_s), "rx_util");
 
   if (Text mig = gpu.child("mig_mode").text("current_mig"))
     out.mig_enabled = *mig == "Enabled";

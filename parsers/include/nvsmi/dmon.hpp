@@ -72,6 +72,10 @@ private:
   bool csv_ = false;
 };
 
+// Each row's figures onto the sample's GPU of that index (the others untouched). Traffic dmon
+// does not know leaves what the sample has (the XML's PCIe throughput) as it is.
+void attach_dmon(Snapshot &snapshot, const std::vector<DmonRow> &rows);
+
 // Every row of a finite output (`dmon -c N`); a refused header or a bad row throws ParseError.
 std::vector<DmonRow> read_dmon(std::string_view text);
 

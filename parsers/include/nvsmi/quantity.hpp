@@ -17,8 +17,9 @@ public:
 };
 
 // `lanes` is a PCIe link width, which the XML prints glued to its number ("16x"); `kib_per_s` is
-// the XML's PCIe throughput ("KB/s", which nvidia-smi computes in KiB).
-enum class Unit { none, mib, watt, celsius, percent, mhz, lanes, kib_per_s };
+// the XML's PCIe throughput ("KB/s", which nvidia-smi computes in KiB); `bytes_per_s` is what
+// the agent keeps traffic in, worked out from either (nvidia-smi never prints it).
+enum class Unit { none, mib, watt, celsius, percent, mhz, lanes, kib_per_s, bytes_per_s };
 
 // The symbol nvidia-smi prints after a number of this unit ("MiB", "W", "C", "%", "MHz", "x",
 // "KB/s").

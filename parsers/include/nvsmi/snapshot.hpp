@@ -90,7 +90,6 @@ struct GpuHealth {
   // PCIe link: current against the most the GPU can train at.
   Reading pcie_link_gen, pcie_link_gen_max;
   Reading pcie_link_width, pcie_link_width_max; // lanes: "16x" is 16
-  Reading pcie_tx_kib_per_s, pcie_rx_kib_per_s; // XML tx_util/rx_util ("KB/s", read as KiB/s)
   // Absolute thresholds (temperature/gpu_temp_slow_threshold, gpu_temp_max_threshold); nullopt
   // where the driver gives them only relative to T.Limit.
   Reading temperature_slowdown_c, temperature_shutdown_c;
@@ -139,6 +138,17 @@ struct Gpu {
   RealReading power_draw_w, power_limit_w;
   Reading fan_speed_percent;
   Clocks clocks;
+  // What the GPU's units did over the last interval (`nvidia-smi dmon`'s GPM metrics, Hopper and
+  // newer), shares 0-100: SMs with a warp resident (smutil), resident warps over the SMs' most
+  // (smocc), any tensor pipe (mmaact), DRAM bandwidth (dram), the FP16/32/64 pipes. nullopt
+  // where dmon does not run, this GPU has no GPM, or GPM's first interval ("-"): never
+  // utilization.gpu, which counts any kernel on any SM as busy.
+  Reading sm_active_percent, sm_occupancy_percent, tensor_active_percent, dram_active_percent;
+  Reading fp16_active_percent, fp32_active_percent, fp64_active_percent;
+  // Traffic in bytes per second: PCIe from dmon `-s t` (MB/s, meant as MiB/s) or the XML's
+  // tx_util/rx_util (KB/s, meant as KiB/s); NVLink summed over the links from GPM (nvlrx/nvltx).
+  Reading pcie_rx_bytes_per_second, pcie_tx_bytes_per_second;
+  Reading nvlink_rx_bytes_per_second, nvlink_tx_bytes_per_second;
   std::optional<bool> mig_enabled;
   // nullopt where the source does not report them (the CSV query), empty where there are none.
   std::optional<std::vector<MigDevice>> mig_devices;
