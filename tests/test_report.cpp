@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <regex>
+#include <sstream>
 #include <vector>
 
 using nlohmann::json;
@@ -1329,4 +1330,46 @@ TEST_CASE("report: the HTML page puts the findings, then the users ledger, befor
   CHECK_THAT(hostile,
              Catch::Contains("<tr><th>holders</th><td>&lt;b&gt;eve&lt;/b&gt; 0.17 h</td>"));
   CHECK(hostile.find("<b>eve") == std::string::npos);
+}
+
+TEST_CASE("report: activity findings on an H100's own logs, each with its figures") {
+  // Recorded by `watch --json-log` on an H100 (driver 580) under one PyTorch load each
+  // (fixtures/logs/README.md); dmon's GPM figures in every line but the first three.
+  CHECK(report_json(fixture("h100-tiny.jsonl"))["gpus"][0]["finding"] ==
+        "utilization 34% but SMs active 0%: small kernels or launch-bound; larger batches, fused "
+        "kernels or CUDA graphs");
+  CHECK(report_json(fixture("h100-pcie.jsonl"))["gpus"][0]["finding"] ==
+        "utilization 99% but SMs active 0% while PCIe received 59.7 GB/s: the GPU waits for "
+        "input over PCIe; overlap the copies with compute (pinned memory, prefetch the next "
+        "batch), keep the data on the GPU, or move less of it");
+  CHECK(report_json(fixture("h100-memory.jsonl"))["gpus"][0]["finding"] ==
+        "DRAM bandwidth 89% in use while kernels ran: memory-bound; fewer passes over memory "
+        "(fused kernels) or lower precision");
+  // At its power limit too: the FP32 math explains it.
+  CHECK(report_json(fixture("h100-fp32.jsonl"))["gpus"][0]["finding"] ==
+        "SMs active 96%, tensor pipes 0%, FP32 pipes 77%: FP32 math; mixed precision (bf16/fp16) "
+        "or TF32 would use the tensor cores");
+  // bf16 on the tensor cores: no activity finding; the power limit is what is left to say.
+  CHECK(report_json(fixture("h100-tensor.jsonl"))["gpus"][0]["finding"] ==
+        "at its power limit 93% of the time: power-bound; check the power cap and cooling");
+  Run text = test::run_agent("report " + fixture("h100-fp32.jsonl"));
+  CHECK_THAT(text.out, Catch::Contains("FP32 math"));
+
+  // Without dmon's figures the same utilization says nothing of the SMs: the tiny kernels' log
+  // with its activity removed is "room for more work", never launch-bound.
+  std::string stripped;
+  std::istringstream lines(test::read_file(test::fixture_path("logs/h100-tiny.jsonl")));
+  for (std::string line; std::getline(lines, line);) {
+    json sample = json::parse(line);
+    for (json &gpu : sample["gpus"])
+      for (const char *key : {"sm_active_percent", "sm_occupancy_percent", "tensor_active_percent",
+                              "dram_active_percent", "fp16_active_percent", "fp32_active_percent",
+                              "fp64_active_percent"})
+        gpu[key] = nullptr;
+    stripped += sample.dump() + "\n";
+  }
+  std::string path = test::temporary_folder() + "/tiny-without-activity.jsonl";
+  test::write_file(path, stripped);
+  CHECK(report_json(quote(path))["gpus"][0]["finding"] ==
+        "mean utilization 34%, idle 0% of the time: room for more work");
 }

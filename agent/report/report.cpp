@@ -106,6 +106,11 @@ void ReportBuilder::add(const LogRow &log) {
   sample.pstate = pstate_number(gpu.pstate);
   sample.host_cpu = log.host_cpu_percent;
   sample.users = gpu_users(gpu);
+  sample.sm_active = gpu.sm_active_percent;
+  sample.tensor_active = gpu.tensor_active_percent;
+  sample.dram_active = gpu.dram_active_percent;
+  sample.fp32_active = gpu.fp32_active_percent;
+  sample.pcie_rx_bytes_per_second = gpu.pcie_rx_bytes_per_second;
   if (gpu_state(gpu) == GpuState::allocated_idle)
     sample.allocated_idle = gpu.allocation;
   if (!stats_[found->second]->add(sample, gpu)) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -102,6 +103,41 @@ std::string starved_finding(const GpuSummary &gpu) {
          gib(gpu.starved_memory_mean_mib.value_or(0)) + ": check the data loader";
 }
 
+// What the GPU's units did while kernels ran, where dmon's GPM figures say it: the first rule
+// that explains the case, each with the figures it rests on; nullopt where none applies or the
+// figures are unknown.
+std::optional<Finding> activity_finding(const GpuSummary &gpu) {
+  using namespace gpu_thresholds;
+  if (!gpu.sm_active_mean || !gpu.active_utilization_mean)
+    return std::nullopt;
+  double sm = *gpu.sm_active_mean, kernels = *gpu.active_utilization_mean;
+  // Both over the time the GPU was not idle. Utilization counts any kernel on any SM as busy,
+  // and copies too (an H100 copying from the host reads 99 % with its SMs idle).
+  std::string ran = printf_string("utilization %.0f%% but SMs active %.0f%%", kernels, sm);
+  if (sm < sm_rarely_active_percent && gpu.pcie_rx_mean_bytes_per_second &&
+      *gpu.pcie_rx_mean_bytes_per_second >= pcie_input_bytes_per_second)
+    return warning(ran + printf_string(" while PCIe received %.1f GB/s: the GPU waits for input "
+                                       "over PCIe; overlap the copies with compute (pinned "
+                                       "memory, prefetch the next batch), keep the data on the "
+                                       "GPU, or move less of it",
+                                       *gpu.pcie_rx_mean_bytes_per_second / 1e9));
+  if (sm < sm_rarely_active_percent && kernels >= kernels_busy_percent)
+    return warning(ran + ": small kernels or launch-bound; larger batches, fused kernels or CUDA "
+                         "graphs");
+  if (gpu.dram_active_mean && *gpu.dram_active_mean >= dram_saturated_percent)
+    return warning(printf_string("DRAM bandwidth %.0f%% in use while kernels ran: memory-bound; "
+                                 "fewer passes over memory (fused kernels) or lower precision",
+                                 *gpu.dram_active_mean));
+  if (sm >= sm_busy_percent && gpu.tensor_active_mean && gpu.fp32_active_mean &&
+      *gpu.tensor_active_mean < tensor_idle_below_percent &&
+      *gpu.fp32_active_mean >= fp32_busy_percent)
+    return warning(printf_string("SMs active %.0f%%, tensor pipes %.0f%%, FP32 pipes %.0f%%: FP32 "
+                                 "math; mixed precision (bf16/fp16) or TF32 would use the "
+                                 "tensor cores",
+                                 sm, *gpu.tensor_active_mean, *gpu.fp32_active_mean));
+  return std::nullopt;
+}
+
 } // namespace
 
 const char *severity_name(Severity severity) {
@@ -134,6 +170,10 @@ Finding report_finding(const GpuSummary &gpu) {
     return warning(idle_held_finding(gpu));
   if (at_least(gpu.starved, starved_finding_percent))
     return warning(starved_finding(gpu));
+  // What the units did explains a slow job before the power limit does: FP32 math at the limit is
+  // still FP32 math, and the tensor cores would do it for less.
+  if (std::optional<Finding> activity = activity_finding(gpu))
+    return *activity;
   if (at_least(gpu.power_capped, throttled_finding_percent))
     return warning(printf_string("at its power limit %.0f%% of the time: power-bound; check the "
                                  "power cap and cooling",

@@ -140,6 +140,17 @@ void GpuStats::take(const Sample &x) {
           }
         }
       }
+      // The units' activity while kernels ran: what the activity findings judge.
+      if (x.sm_active && x.utilization &&
+          static_cast<double>(*x.utilization) >= gpu_thresholds::idle_below_percent) {
+        s_.active_known_seconds += d;
+        active_utilization_.add(x.utilization, d);
+        sm_active_.add(x.sm_active, d);
+        tensor_active_.add(x.tensor_active, d);
+        dram_active_.add(x.dram_active, d);
+        fp32_active_.add(x.fp32_active, d);
+        pcie_rx_.add(x.pcie_rx_bytes_per_second, d);
+      }
       if (x.power) {
         stretch.joules = *x.power * d;
         power_joules_ += *stretch.joules;
@@ -242,7 +253,24 @@ GpuSummary GpuStats::finish() {
   }
   if (temperature_known_seconds_ > 0)
     out.temperature_mean_c = temperature_sum_ / temperature_known_seconds_;
+  out.active_utilization_mean = active_utilization_.value();
+  out.sm_active_mean = sm_active_.value();
+  out.tensor_active_mean = tensor_active_.value();
+  out.dram_active_mean = dram_active_.value();
+  out.fp32_active_mean = fp32_active_.value();
+  out.pcie_rx_mean_bytes_per_second = pcie_rx_.value();
   return out;
+}
+
+void GpuStats::Mean::add(const Reading &value, double d) {
+  if (!value)
+    return;
+  sum += static_cast<double>(*value) * d;
+  seconds += d;
+}
+
+std::optional<double> GpuStats::Mean::value() const {
+  return seconds > 0 ? std::optional<double>(sum / seconds) : std::nullopt;
 }
 
 std::string latest_fields_text(const GpuHealth &latest) {

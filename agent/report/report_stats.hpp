@@ -31,6 +31,8 @@ struct Sample {
   std::optional<GpuUsers> users; // nullopt: no process list
   // The GPU's allocation where the sample found it allocated but idle (nvsmi/gpu_state.hpp).
   std::optional<Allocation> allocated_idle;
+  // What its units did and its PCIe receive (dmon): nullopt where the log does not have them.
+  Reading sm_active, tensor_active, dram_active, fp32_active, pcie_rx_bytes_per_second;
 };
 
 // The thresholds behind the shares and the findings (README "report"); those every view shares
@@ -90,6 +92,12 @@ struct GpuSummary {
   Reading temperature_max_c;
   TimeShare throttled, power_capped, slow_pstate;
 
+  // While it was not idle and dmon's SM activity was known: for how long, and the means over that
+  // time of utilization, each unit's activity and the PCIe receive rate (nullopt: never known).
+  double active_known_seconds = 0;
+  std::optional<double> active_utilization_mean, sm_active_mean, tensor_active_mean,
+      dram_active_mean, fp32_active_mean, pcie_rx_mean_bytes_per_second;
+
   // The allocation held longest with no process on it (allocated but idle), at its longest.
   std::optional<Allocation> allocated_idle;
 
@@ -138,6 +146,13 @@ private:
          temperature_known_seconds_ = 0, starved_memory_sum_ = 0, starved_host_cpu_sum_ = 0,
          idle_held_memory_sum_ = 0;
   std::map<Text, double> idle_holder_seconds_; // at most report_max_users users
+  // Time-weighted sums over the active time and the seconds each was known in it.
+  struct Mean {
+    double sum = 0, seconds = 0;
+    void add(const Reading &value, double d);
+    std::optional<double> value() const;
+  };
+  Mean active_utilization_, sm_active_, tensor_active_, dram_active_, fp32_active_, pcie_rx_;
 };
 
 } // namespace nvsmi

@@ -32,4 +32,21 @@ inline constexpr double starved_below_percent = 30;
 // long enough for a job to load its data and start, short enough to be seen within the hour.
 inline constexpr std::int64_t allocated_idle_after_s = 10 * 60;
 
+// What the GPU's units did while kernels ran (dmon's GPM figures, averaged over the time the GPU
+// was not idle): the activity findings of `report` and `run` (docs/ACTIVITY.md).
+// Kernels ran at least this share of the time...
+inline constexpr double kernels_busy_percent = 25;
+// ...but SMs had a warp resident under this share: small kernels, or the GPU waits for launches.
+inline constexpr double sm_rarely_active_percent = 25;
+// SMs active at least this share, tensor pipes under the next and FP32 pipes at least the one
+// after: the work is FP32 math that mixed precision or TF32 would move to the tensor cores.
+inline constexpr double sm_busy_percent = 50;
+inline constexpr double tensor_idle_below_percent = 5;
+inline constexpr double fp32_busy_percent = 20;
+// DRAM bandwidth at least this share in use: memory-bound.
+inline constexpr double dram_saturated_percent = 70;
+// PCIe receive at least this fast while SMs are rarely active: the input comes over PCIe (a
+// PCIe 4 x16 link moves about 25 GB/s; a data loader's copies at this rate hold the GPU up).
+inline constexpr double pcie_input_bytes_per_second = 2.0 * 1024 * 1024 * 1024;
+
 } // namespace nvsmi::gpu_thresholds
