@@ -369,12 +369,21 @@ std::string state_note(const Gpu &gpu, GpuState state) {
   }
 }
 
+// Utilization, and the share of time SMs were active beside it where dmon's GPM says it: a
+// kernel on one SM reads as 100 % utilization.
+std::string utilization_text(const Gpu &gpu) {
+  std::string text = or_dash(gpu.utilization_gpu_percent, "%");
+  if (gpu.sm_active_percent)
+    text += " (SM " + std::to_string(*gpu.sm_active_percent) + "%)";
+  return text;
+}
+
 GpuRow gpu_row(const Gpu &gpu) {
   GpuRow row{&gpu,
              "[" + std::to_string(gpu.index) + "]",
              printable_text(gpu.name.value_or("-")),
              or_dash(gpu.temperature_c, "\u00b0C"),
-             or_dash(gpu.utilization_gpu_percent, "%"),
+             utilization_text(gpu),
              used_of(or_dash(gpu.memory_used_mib), or_dash(gpu.memory_total_mib), "MiB"),
              used_of(whole_or_dash(gpu.power_draw_w), whole_or_dash(gpu.power_limit_w), "W"),
              gpu_state(gpu),

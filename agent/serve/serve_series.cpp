@@ -33,6 +33,32 @@ const ChartedSlots &charted() {
   return slots;
 }
 
+// What the GPU's units did and its traffic (dmon), charted where a GPU has them: the series' key
+// and the reading's own slot.
+struct ActivityChart {
+  const char *key;
+  Reading Gpu::*member;
+};
+constexpr ActivityChart activity_charts[] = {
+    {"sm_active_percent", &Gpu::sm_active_percent},
+    {"tensor_active_percent", &Gpu::tensor_active_percent},
+    {"dram_active_percent", &Gpu::dram_active_percent},
+    {"pcie_rx_bytes_per_second", &Gpu::pcie_rx_bytes_per_second},
+    {"pcie_tx_bytes_per_second", &Gpu::pcie_tx_bytes_per_second},
+    {"nvlink_rx_bytes_per_second", &Gpu::nvlink_rx_bytes_per_second},
+    {"nvlink_tx_bytes_per_second", &Gpu::nvlink_tx_bytes_per_second},
+};
+constexpr std::size_t activity_count = std::size(activity_charts);
+const std::array<std::size_t, activity_count> &activity_slots() {
+  static const std::array<std::size_t, activity_count> slots = [] {
+    std::array<std::size_t, activity_count> out{};
+    for (std::size_t i = 0; i < activity_count; ++i)
+      out[i] = own_slot_of(activity_charts[i].member);
+    return out;
+  }();
+  return slots;
+}
+
 // The readings of one quantity that fell in each bucket.
 struct Spread {
   double min = std::numeric_limits<double>::infinity();
@@ -52,6 +78,7 @@ struct GpuColumns {
   std::string uuid, name;
   int index = 0;
   Column utilization, memory_used, memory_total, power_draw, power_limit, temperature;
+  std::array<Column, activity_count> activity; // by activity_charts
 };
 
 struct HostColumns {
@@ -210,6 +237,8 @@ HttpResponse series_response(std::string_view query, const ServeHistory &history
         for (Column *column : {&columns.utilization, &columns.memory_used, &columns.memory_total,
                                &columns.power_draw, &columns.power_limit, &columns.temperature})
           column->resize(buckets);
+        for (Column &column : columns.activity)
+          column.resize(buckets);
         gpus.push_back(std::move(columns));
       }
       GpuColumns &columns = gpus[found->second];
@@ -222,6 +251,8 @@ HttpResponse series_response(std::string_view query, const ServeHistory &history
       add_reading(columns.temperature, bucket, packed_reading(gpu.numbers, charted().temperature));
       add_reading(columns.power_draw, bucket, gpu.reals[charted().power_draw]);
       add_reading(columns.power_limit, bucket, gpu.reals[charted().power_limit]);
+      for (std::size_t i = 0; i < activity_count; ++i)
+        add_reading(columns.activity[i], bucket, packed_reading(gpu.numbers, activity_slots()[i]));
     }
     if (sample.host) {
       host.seen = true;
@@ -293,6 +324,16 @@ HttpResponse series_response(std::string_view query, const ServeHistory &history
     write_largest(body, gpu.power_limit, kept);
     body += ",\"temperature_c\":";
     write_spread(body, gpu.temperature, kept);
+    // Only where some bucket knows it: a GPU without dmon's figures has none of these keys.
+    for (std::size_t i = 0; i < activity_count; ++i) {
+      const Column &column = gpu.activity[i];
+      if (std::none_of(kept.begin(), kept.end(), [&](std::size_t k) { return column[k].count; }))
+        continue;
+      body += ",\"";
+      body += activity_charts[i].key;
+      body += "\":";
+      write_spread(body, column, kept);
+    }
     body += '}';
   }
   body += "],\"host\":";

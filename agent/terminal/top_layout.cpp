@@ -124,9 +124,10 @@ std::string sparkline(const std::deque<HistoryPoint> &history, int width, bool u
 }
 
 // Column widths of the GPU rows for a screen `columns` wide: the users stay at every width (who
-// holds a GPU is what people look for), the fan and the performance state go under 100.
+// holds a GPU is what people look for), the fan and the performance state go under 100, SM and
+// tensor activity (dmon's GPM) under 110.
 struct GpuColumns {
-  bool name = false, fan_and_pstate = false;
+  bool name = false, fan_and_pstate = false, activity = false;
   bool power = true; // the compact view leaves it to the state ("at power limit")
   int bar = 0;
   int users = 10;
@@ -141,10 +142,11 @@ GpuColumns gpu_columns(int columns, bool compact) {
   }
   c.name = columns >= 140;
   c.fan_and_pstate = columns >= 100;
+  c.activity = columns >= 110;
   c.bar = columns >= 160 ? 12 : columns >= 120 ? 8 : 4;
   c.users = columns >= 160 ? 18 : columns >= 120 ? 14 : 10;
-  int fixed = 4 + (c.name ? 23 : 0) + 15 + (c.bar + 6) + (c.bar + 12) + (c.bar + 11) + 4 +
-              (c.fan_and_pstate ? 9 : 0) + 1 + c.users + 1;
+  int fixed = 4 + (c.name ? 23 : 0) + 15 + (c.bar + 6) + (c.activity ? 10 : 0) + (c.bar + 12) +
+              (c.bar + 11) + 4 + (c.fan_and_pstate ? 9 : 0) + 1 + c.users + 1;
   c.history = compact ? 0 : std::max(0, columns - fixed);
   return c;
 }
@@ -156,6 +158,11 @@ ScreenLine gpu_heading(const GpuColumns &c, int columns) {
     line.add("NAME", 23, Tone::heading);
   line.add("STATE", 15, Tone::heading);
   line.add("UTIL", c.bar + 6, Tone::heading);
+  if (c.activity) {
+    line.add("SM", 4, Tone::heading, Align::right);
+    line.add("TENS", 5, Tone::heading, Align::right);
+    line.add(" ", 1);
+  }
   line.add("MEMORY", c.bar + 12, Tone::heading);
   line.add("POWER", c.bar + 11, Tone::heading);
   line.add("TEMP", 4, Tone::heading, Align::right);
@@ -206,8 +213,8 @@ ScreenLine gpu_line(const Gpu &gpu, const TopModel &model, const GpuColumns &c, 
   if (late) {
     // The readings are of a sample too old to be the present: not shown at all.
     line.add("stale", 15, Tone::alarm);
-    line.add("", (c.bar + 6) + (c.bar + 12) + (c.bar + (c.power ? 11 : 0)) + 4 +
-                     (c.fan_and_pstate ? 9 : 0) + 1 + c.users + 1);
+    line.add("", (c.bar + 6) + (c.activity ? 10 : 0) + (c.bar + 12) + (c.bar + (c.power ? 11 : 0)) +
+                     4 + (c.fan_and_pstate ? 9 : 0) + 1 + c.users + 1);
     line.add(spark, c.history, Tone::dim);
     return line.take();
   }
@@ -218,6 +225,12 @@ ScreenLine gpu_line(const Gpu &gpu, const TopModel &model, const GpuColumns &c, 
            Tone::busy);
   line.add(or_dash(gpu.utilization_gpu_percent, "%"), 5, Tone::normal, Align::right);
   line.add(" ", 1);
+  if (c.activity) {
+    // SMs with a warp resident and tensor pipes busy: "-" where this GPU or driver has no GPM.
+    line.add(or_dash(gpu.sm_active_percent, "%"), 4, Tone::normal, Align::right);
+    line.add(or_dash(gpu.tensor_active_percent, "%"), 5, Tone::normal, Align::right);
+    line.add(" ", 1);
+  }
 
   GpuStateThresholds thresholds;
   std::optional<double> memory_used =
