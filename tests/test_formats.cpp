@@ -399,3 +399,12 @@ TEST_CASE("json: each GPU says its state in one word, the views' definition") {
   CHECK(states == std::vector<std::string>{"free", "in_use", "hot", "idle_but_held", "free",
                                            "at_power_limit", "in_use", "free"});
 }
+
+TEST_CASE("table: SM activity beside utilization where dmon gives it, nothing where not") {
+  Snapshot s = test::t4_snapshot();
+  std::string without = format_table(s, {false, 120});
+  CHECK(without.find("SM ") == std::string::npos);
+  s.gpus[0].sm_active_percent = 12;
+  std::string with = format_table(s, {false, 120});
+  CHECK(with.find("99% (SM 12%)") != std::string::npos);
+}

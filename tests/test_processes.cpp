@@ -402,3 +402,105 @@ TEST_CASE("--no-host: an nvidia-smi elsewhere gets no user or command from this 
   CHECK((*sleeper)["user"].is_null());
   CHECK((*sleeper)["command"].is_null());
 }
+
+namespace {
+
+// A watch of the stand-in with dmon's calls recorded: its JSON lines, its stderr, the calls.
+struct DmonWatch {
+  std::vector<json> lines;
+  std::string err, calls;
+};
+DmonWatch watch_with_dmon(const std::string &environment, const std::string &options, int count) {
+  std::string calls = test::temporary_folder() + "/calls";
+  test::Run run =
+      run_shell(environment + " FAKE_NVSMI_PROCESS_ARGS=" + quote(calls) + " " + AGENT_BIN +
+                " watch --source csv --no-processes --interval 0.2 " + "--count " +
+                std::to_string(count) + " --format json " + options + " --nvidia-smi " + fake);
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  return {json_lines(run.out), run.err, run_shell("grep '^dmon' " + quote(calls) + " || true").out};
+}
+
+// The first line in which GPU `gpu` has `key`, or nullptr.
+const json *first_with(const std::vector<json> &lines, int gpu, const char *key) {
+  for (const json &line : lines)
+    if (!line["gpus"][gpu][key].is_null())
+      return &line;
+  return nullptr;
+}
+
+} // namespace
+
+TEST_CASE("watch runs one dmon beside the GPU query: activity and traffic per GPU, null until "
+          "known") {
+  constexpr std::int64_t mib = 1024 * 1024;
+  DmonWatch watch = watch_with_dmon("", "", 40);
+  REQUIRE(watch.lines.size() == 40);
+  // Once, with the GPM metrics and PCIe (--no-processes leaves dmon running: it is about the GPU).
+  CHECK(watch.calls == "dmon -s t --gpm-metrics 2,3,5,10,11,12,13,60,61 -d 1\n");
+  // Before dmon's first rows (and GPM's first, `-`): unknown, never 0 or utilization's.
+  CHECK(watch.lines.front()["gpus"][3]["sm_active_percent"].is_null());
+  const json *active = first_with(watch.lines, 3, "sm_active_percent");
+  REQUIRE(active);
+  const json &gpu3 = (*active)["gpus"][3];
+  CHECK(gpu3["sm_active_percent"] == 41); // the stand-in's 20 + 7g, g = 3
+  CHECK(gpu3["sm_occupancy_percent"] == 19);
+  CHECK(gpu3["tensor_active_percent"] == 15);
+  CHECK(gpu3["dram_active_percent"] == 21);
+  CHECK(gpu3["fp64_active_percent"] == 0);
+  CHECK(gpu3["fp32_active_percent"] == 6);
+  CHECK(gpu3["fp16_active_percent"] == 6);
+  CHECK(gpu3["pcie_rx_bytes_per_second"] == 1300 * mib);
+  CHECK(gpu3["pcie_tx_bytes_per_second"] == 650 * mib);
+  CHECK(gpu3["nvlink_rx_bytes_per_second"] == 300 * mib);
+  CHECK(gpu3["nvlink_tx_bytes_per_second"] == 150 * mib);
+  CHECK(gpu3["utilization_gpu_percent"] == 100); // its own reading beside them
+}
+
+TEST_CASE("dmon without GPM: PCIe alone, activity unknown; refused, asked again; unsupported, "
+          "given up") {
+  SECTION("a GPU without GPM prints `-`: unknown, never 0") {
+    DmonWatch watch = watch_with_dmon("FAKE_NVSMI_DMON_MODE=nogpm", "", 15);
+    const json *traffic = first_with(watch.lines, 1, "pcie_rx_bytes_per_second");
+    REQUIRE(traffic);
+    for (const json &line : watch.lines)
+      for (const char *key :
+           {"sm_active_percent", "tensor_active_percent", "nvlink_rx_bytes_per_second"})
+        CHECK(line["gpus"][1][key].is_null());
+  }
+  SECTION("--gpm off asks for PCIe only") {
+    DmonWatch watch = watch_with_dmon("", "--gpm off", 15);
+    CHECK(watch.calls == "dmon -s t -d 1\n");
+    CHECK(first_with(watch.lines, 1, "pcie_tx_bytes_per_second"));
+    CHECK_FALSE(first_with(watch.lines, 1, "sm_active_percent"));
+  }
+  SECTION("dmon refuses --gpm-metrics: asked again without, said once") {
+    DmonWatch watch = watch_with_dmon("FAKE_NVSMI_DMON_MODE=gpm-refused", "", 25);
+    CHECK(watch.calls == "dmon -s t --gpm-metrics 2,3,5,10,11,12,13,60,61 -d 1\ndmon -s t -d 1\n");
+    CHECK_THAT(watch.err, Catch::Contains("asking dmon again without GPM metrics"));
+    CHECK(first_with(watch.lines, 1, "pcie_tx_bytes_per_second"));
+  }
+  SECTION("dmon not supported: one notice, the GPU samples go on, never started again") {
+    DmonWatch watch = watch_with_dmon("FAKE_NVSMI_DMON_MODE=unsupported", "", 25);
+    CHECK(watch.lines.size() == 25);
+    // Its refusal does not say whether GPM or dmon is refused: once without GPM, then no more.
+    CHECK(watch.calls == "dmon -s t --gpm-metrics 2,3,5,10,11,12,13,60,61 -d 1\ndmon -s t -d 1\n");
+    CHECK_THAT(watch.err, Catch::Contains("going on without GPU activity and PCIe traffic"));
+    CHECK_FALSE(first_with(watch.lines, 1, "pcie_tx_bytes_per_second"));
+  }
+}
+
+TEST_CASE(
+    "--gpm auto leaves GPM off where DCGM's nv-hostengine runs, and says so; on asks anyway") {
+  // A process whose name the kernel keeps as nv-hostengine: a copy of sleep under that name.
+  std::string folder = test::temporary_folder();
+  REQUIRE(run_shell("cp /bin/sleep " + quote(folder + "/nv-hostengine")).exit_code == 0);
+  Background hostengine("exec " + quote(folder + "/nv-hostengine") + " 300");
+  REQUIRE(test::wait_until([] { return run_shell("pgrep -x nv-hostengine").exit_code == 0; }));
+  DmonWatch automatic = watch_with_dmon("", "", 10);
+  CHECK(automatic.calls == "dmon -s t -d 1\n");
+  CHECK_THAT(automatic.err, Catch::Contains("DCGM's nv-hostengine runs here: GPM metrics"));
+  DmonWatch on = watch_with_dmon("", "--gpm on", 10);
+  CHECK(on.calls == "dmon -s t --gpm-metrics 2,3,5,10,11,12,13,60,61 -d 1\n");
+  CHECK(on.err.find("nv-hostengine") == std::string::npos);
+}

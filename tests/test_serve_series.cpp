@@ -353,3 +353,23 @@ TEST_CASE("serve: the dashboard's line colours are none of its state colours") {
       CHECK(std::min(apart, 360 - apart) >= 30);
     }
 }
+
+TEST_CASE("series: SM, tensor, DRAM activity and traffic where a GPU has them, no key where not") {
+  ServeState state(milliseconds(1000), 3600);
+  Snapshot snapshot = states_fixture();
+  for (Gpu &gpu : snapshot.gpus) // the XML's PCIe throughput aside: only dmon's figures here
+    gpu.pcie_rx_bytes_per_second = gpu.pcie_tx_bytes_per_second = std::nullopt;
+  snapshot.gpus[0].sm_active_percent = 20;
+  snapshot.gpus[0].nvlink_tx_bytes_per_second = 1000;
+  state.add(snapshot, clock_at(0));
+  snapshot.gpus[0].sm_active_percent = 40;
+  snapshot.gpus[0].nvlink_tx_bytes_per_second = std::nullopt;
+  state.add(snapshot, clock_at(1));
+  json series = body(get(state, "seconds=2&points=2", 1.5));
+  const json &gpu0 = series["gpus"][0];
+  CHECK(gpu0["sm_active_percent"]["mean"] == json({20, 40}));
+  CHECK(gpu0["nvlink_tx_bytes_per_second"]["mean"] == json({1000, nullptr}));
+  CHECK_FALSE(gpu0.contains("tensor_active_percent")); // never known: no key, never 0
+  CHECK_FALSE(series["gpus"][1].contains("sm_active_percent"));
+  CHECK_FALSE(series["gpus"][1].contains("pcie_rx_bytes_per_second"));
+}

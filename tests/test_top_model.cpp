@@ -594,3 +594,25 @@ TEST_CASE("top: a click on a GPU's row shows only its processes, a second all ag
   model.toggle_gpu_filter(5);
   CHECK_FALSE(model.gpu_filter());
 }
+
+TEST_CASE("top shows SM and tensor activity beside utilization where dmon gives them") {
+  Utf8Locale utf8;
+  TopModel model(milliseconds(1000));
+  TopClock::time_point now = TopClock::now();
+  Snapshot s = with_users();
+  s.gpus[0].sm_active_percent = 12;
+  s.gpus[0].tensor_active_percent = 7;
+  model.add_sample(s, now);
+  std::vector<std::string> wide = screen_text(model, now, 160, 45);
+  REQUIRE(wide.size() > 3);
+  CHECK(screen_has(wide, " SM TENS "));
+  CHECK(wide[3].find(" 12%   7% ") != std::string::npos); // GPU 0
+  // GPU 1 has no GPM reading: a dash, never 0 or its utilization.
+  CHECK(wide[4].find(" 0% ") == std::string::npos);
+  CHECK(wide[4].find("   -    - ") != std::string::npos);
+  // Under 110 columns the columns go, and every line still fits.
+  std::vector<std::string> narrow = screen_text(model, now, 100, 30);
+  CHECK_FALSE(screen_has(narrow, " TENS "));
+  for (const std::string &line : narrow)
+    CHECK(text_columns(line) <= 100);
+}

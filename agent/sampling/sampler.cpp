@@ -123,10 +123,13 @@ NvidiaSmiStream::RejectHandler give_up(const std::string &what) {
   };
 }
 
-// What nvidia-smi says when a monitor (pmon, dmon) or one of its options is not for this GPU.
+// What nvidia-smi says when a monitor (pmon, dmon) or one of its options is not for this GPU:
+// "Not supported on the device(s)" then, alone on its line, "Failed to process command line"
+// (driver 415's dmon and pmon), which running it again cannot change.
 bool monitor_refused(const std::string &message) {
   return message.find("ot supported") != std::string::npos ||
-         message.find("nvalid") != std::string::npos;
+         message.find("nvalid") != std::string::npos ||
+         message.find("Failed to process command line") != std::string::npos;
 }
 
 // A loop of whole seconds, 1 to 10 (pmon's and dmon's -d), near the process interval.
