@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# scripts/test's order of stages, with every stage a stand-in that only records what ran: the fuzz
+# build runs beside the Release tests and the fresh install beside the sanitizer tests
+# (docs/PERFORMANCE.md, "CI time"); a stage beside another that fails fails CI with one line and
+# its output; a stage that fails while one runs beside it ends that one; NVSMI_QUICK=1 starts
+# neither. Nothing is built, installed or tested for real.
+#
+# Usage: tests/test_ci_stages.sh SOURCE_DIR
+# shellcheck disable=SC2016 # the stand-ins written with printf expand their own arguments
+set -euo pipefail
+source_dir=$(readlink -f "$1")
+patience=60 # seconds: the deadline of every wait, far past what each takes
+work=$(mktemp -d "${TMPDIR:-/tmp}/nvsmi-ci-stages.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+[ -n "${KEEP:-}" ] && trap - EXIT
+
+fail() {
+  echo "test_ci_stages: $*" >&2
+  exit 1
+}
+
+# The tree: scripts/test itself, and stand-ins for what it calls. Each stand-in appends
+# "NAME start" and "NAME end" to events; STUB_FAIL=NAME makes that one exit 3.
+tree=$work/tree
+mkdir -p "$tree/scripts" "$tree/bin" "$tree/build"
+cp "$source_dir/scripts/test" "$tree/scripts/test"
+cat >"$tree/bin/stub" <<'SH'
+#!/usr/bin/env bash
+# stub NAME: records its start and end; waits for the file NAME.go where told to (STUB_WAIT_FOR).
+set -euo pipefail
+name=$1
+echo "$name start $$" >>"$STUB_EVENTS"
+echo "$name's output"
+case " ${STUB_WAIT_FOR:-} " in
+*" $name "*)
+  for _ in $(seq 1 $((STUB_PATIENCE * 10))); do
+    [ -e "$STUB_EVENTS.$name.go" ] && break
+    sleep 0.1
+  done
+  ;;
+esac
+# A test stage waits for the stage meant to be beside it to begin, up to the deadline (STUB_BESIDE:
+# "STAGE=BESIDE ..."): beside means begun before this one ends.
+for pair in ${STUB_BESIDE:-}; do
+  [ "$name" = "${pair%%=*}" ] || continue
+  for _ in $(seq 1 $((STUB_PATIENCE * 10))); do
+    grep -q "^${pair#*=} start" "$STUB_EVENTS" && break
+    sleep 0.1
+  done
+done
+echo "$name end" >>"$STUB_EVENTS"
+[ "${STUB_FAIL:-}" != "$name" ] || exit 3
+SH
+for script in install-deps build package-test measure-fresh-install; do
+  printf '#!/bin/sh\nexec "%s/bin/stub" %s\n' "$tree" "$script" >"$tree/scripts/$script"
+done
+# scripts/fuzz: fuzz-build with --build-only, else fuzz-run.
+printf '#!/bin/sh\n[ "$1" = --build-only ] && exec "%s/bin/stub" fuzz-build\nexec "%s/bin/stub" fuzz-run\n' \
+  "$tree" "$tree" >"$tree/scripts/fuzz"
+# ctest: ctest-build or ctest-build-asan, from --test-dir; cmake: only the sanitizer build.
+printf '#!/bin/sh\nexec "%s/bin/stub" "ctest-$2"\n' "$tree" >"$tree/bin/ctest"
+printf '#!/bin/sh\ncase "$*" in --build*) exec "%s/bin/stub" asan-build ;; esac\n' "$tree" \
+  >"$tree/bin/cmake"
+chmod +x "$tree/bin/"* "$tree/scripts/"*
+
+# run NAME [VAR=VALUE...]: scripts/test in the tree with the stand-ins; its status in $status, its
+# stderr in $work/NAME.err, its events in $work/NAME.events.
+run() {
+  local name=$1
+  shift
+  status=0
+  rm -f "$tree/build/"*
+  env "$@" PATH="$tree/bin:$PATH" STUB_EVENTS="$work/$name.events" STUB_PATIENCE=$patience \
+    timeout $((patience * 4)) "$tree/scripts/test" >/dev/null 2>"$work/$name.err" || status=$?
+  touch "$work/$name.events"
+}
+# line_of NAME EVENT: the line number of EVENT ("fuzz-build start") in NAME's events, or fails.
+line_of() {
+  local line
+  line=$(grep -n "^$2\b" "$work/$1.events" | head -n 1 | cut -d: -f1)
+  [ -n "$line" ] || fail "$1: no '$2' in the events: $(tr '\n' ';' <"$work/$1.events")"
+  echo "$line"
+}
+before() { # before NAME A B: event A came before event B
+  local a b
+  a=$(line_of "$1" "$2") || exit 1
+  b=$(line_of "$1" "$3") || exit 1
+  [ "$a" -lt "$b" ] ||
+    fail "$1: '$2' not before '$3': $(tr '\n' ';' <"$work/$1.events")"
+}
+
+echo "--- every stage, the two beside the test stages"
+run all STUB_BESIDE="ctest-build=fuzz-build ctest-build-asan=measure-fresh-install"
+[ "$status" -eq 0 ] || fail "all: exit status $status: $(cat "$work/all.err")"
+before all "fuzz-build start" "ctest-build end"          # beside the Release tests
+before all "fuzz-build end" "asan-build start"           # waited for before the sanitizer build
+before all "package-test end" "asan-build start"
+before all "asan-build end" "measure-fresh-install start" # needs the CPU the build used
+before all "measure-fresh-install start" "ctest-build-asan end" # beside the sanitizer tests
+before all "measure-fresh-install end" "fuzz-run start"   # the fuzzers get the cores alone
+before all "ctest-build-asan end" "fuzz-run start"
+grep -q "stage 'fresh install (begun with the sanitizer tests)'" "$work/all.err" ||
+  fail "all: no stage line for the fresh install"
+
+echo "--- the fresh install fails: one line, its output, and no fuzzing after it"
+run fresh_fails STUB_FAIL=measure-fresh-install
+[ "$status" -ne 0 ] || fail "fresh_fails: exit status 0"
+grep -q "^scripts/test: the fresh install (scripts/measure-fresh-install) failed (exit status 3" \
+  "$work/fresh_fails.err" || fail "fresh_fails: no line saying so: $(cat "$work/fresh_fails.err")"
+grep -q "^measure-fresh-install's output" "$work/fresh_fails.err" ||
+  fail "fresh_fails: its output was not printed"
+! grep -q "^fuzz-run" "$work/fresh_fails.events" || fail "fresh_fails: fuzzed after the failure"
+
+echo "--- the fuzz build fails: one line, and no sanitizer build after it"
+run fuzz_build_fails STUB_FAIL=fuzz-build
+[ "$status" -ne 0 ] || fail "fuzz_build_fails: exit status 0"
+grep -q "^scripts/test: the fuzz targets' build (scripts/fuzz --build-only) failed" \
+  "$work/fuzz_build_fails.err" || fail "fuzz_build_fails: no line saying so"
+! grep -q "^asan-build" "$work/fuzz_build_fails.events" || fail "fuzz_build_fails: built on"
+
+echo "--- the sanitizer tests fail while the fresh install runs: it is ended"
+run asan_fails STUB_FAIL=ctest-build-asan STUB_WAIT_FOR=measure-fresh-install \
+  STUB_BESIDE="ctest-build-asan=measure-fresh-install"
+[ "$status" -eq 3 ] || fail "asan_fails: exit status $status, not the sanitizer tests' 3"
+pid=$(awk '$1 == "measure-fresh-install" && $2 == "start" {print $3}' "$work/asan_fails.events")
+[ -n "$pid" ] || fail "asan_fails: the fresh install never began"
+for _ in $(seq 1 $((patience * 10))); do
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.1
+done
+! kill -0 "$pid" 2>/dev/null || fail "asan_fails: the fresh install (pid $pid) still runs"
+
+echo "--- NVSMI_QUICK=1: the Release tests alone, nothing beside them"
+run quick NVSMI_QUICK=1
+[ "$status" -eq 0 ] || fail "quick: exit status $status"
+! grep -q "^fuzz-build\|^measure-fresh-install\|^package-test" "$work/quick.events" ||
+  fail "quick: ran more than the tests: $(tr '\n' ';' <"$work/quick.events")"
+echo "test_ci_stages: passed"
