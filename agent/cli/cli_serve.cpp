@@ -14,6 +14,7 @@ SubcommandRun serve_options(CLI::App *command) {
     SamplingCli sampling;
     KernelLogCli kernel_log;
     double request_timeout_seconds = 10;
+    std::string metric_names = "nvsmi";
   };
   auto settings = std::make_shared<Settings>();
   ServeOptions &options = settings->options;
@@ -32,6 +33,13 @@ SubcommandRun serve_options(CLI::App *command) {
                    "on a loopback --listen). See docs/SERVE.md, Security")
       ->check(CLI::IsMember({"command-lines", "users"}))
       ->delimiter(',');
+  command
+      ->add_option("--metric-names", settings->metric_names,
+                   "Names of the GPU families in /metrics: nvsmi (the agent's own) or dcgm (the "
+                   "DCGM exporter's names, units and labels, for dashboards and alerts written for "
+                   "it). See docs/DCGM.md")
+      ->check(CLI::IsMember({"nvsmi", "dcgm"}))
+      ->capture_default_str();
   command->add_flag("--metrics-processes", options.metrics.processes,
                     "Per-process series in /metrics (nvsmi_gpu_process_*, labelled pid): a new "
                     "series with every process a user starts. See docs/SERVE.md, How many series");
@@ -85,6 +93,8 @@ SubcommandRun serve_options(CLI::App *command) {
     settings->sampling.options.kernel_log = settings->kernel_log.resolve(
         settings->sampling.options.fixture || !settings->sampling.options.host);
     settings->options.sampling = settings->sampling.options;
+    settings->options.metrics.names =
+        settings->metric_names == "dcgm" ? MetricNames::dcgm : MetricNames::nvsmi;
     return run_serve(settings->options);
   }};
 }

@@ -1,5 +1,6 @@
 #include "formats/prometheus_metrics.hpp"
 
+#include "formats/prometheus_dcgm.hpp"
 #include "formats/prometheus_health.hpp"
 #include "formats/prometheus_text.hpp"
 
@@ -162,6 +163,15 @@ void write_snapshot_metrics(const Snapshot &snapshot, MetricsOut &out) {
   for (const Gpu &gpu : snapshot.gpus)
     labels.push_back(gpu_labels(gpu));
 
+  if (out.selection.names == MetricNames::dcgm) {
+    write_dcgm_metrics(snapshot, out);
+    // What the exporter has no family for and costs nothing more: who holds the GPUs (their `gpu`
+    // label is the exporter's too). The host's and the fleet health's families stay ours alone.
+    if (out.selection.processes)
+      write_process_metrics(snapshot, labels, out);
+    write_user_metrics(snapshot, UserLabels(snapshot, out.selection.users), out);
+    return;
+  }
   write_gpu_reading_metrics(snapshot, labels, out);
 
   Family info("nvsmi_gpu_info", "Constant 1, labelled with what identifies the GPU.");
@@ -246,6 +256,8 @@ std::vector<std::string> metric_family_names() {
     reaching_all.host = Host{};
     reaching_all.kernel_log = KernelLog{};
     reaching_all.kernel_log->readable = true;
+    write_snapshot_metrics(reaching_all, out);
+    everything.names = MetricNames::dcgm;
     write_snapshot_metrics(reaching_all, out);
     write_health_metrics(AgentHealth{}, out);
     return std::vector<std::string>(offered.begin(), offered.end());

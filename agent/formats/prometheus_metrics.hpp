@@ -21,6 +21,8 @@ constexpr const char *prometheus_content_type = "text/plain; version=0.0.4; char
 // nvsmi_gpu_* labelled gpu, uuid and name (a process's also pid, process_name, user, container,
 // pod_uid where known; only with selection.processes), nvsmi_user_* labelled user, nvsmi_host_*,
 // then fleet health (state, lost, ECC, rows, PCIe, Xids: docs/METRICS.md, prometheus_health.hpp).
+// Under MetricNames::dcgm: the DCGM exporter's families (prometheus_dcgm.hpp), then the per-process
+// (where asked) and per-user families.
 std::string format_snapshot_metrics(const Snapshot &snapshot,
                                     const MetricsSelection &selection = {});
 
@@ -34,7 +36,8 @@ struct AgentHealth {
 std::string format_health_metrics(const AgentHealth &health,
                                   const MetricsSelection &selection = {});
 
-// The name of every family the two above may write, sorted: what --metrics-include may name.
+// The name of every family the two above may write under either naming (MetricNames), sorted:
+// what --metrics-include may name.
 std::vector<std::string> metric_family_names();
 
 // Why `pattern` (a family's name, or a prefix ending in '*') names no family of

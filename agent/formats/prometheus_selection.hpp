@@ -14,7 +14,13 @@
 
 namespace nvsmi {
 
+// The names /metrics writes the GPUs' readings under (serve's --metric-names): the agent's own
+// (nvsmi_*, in base units), or the DCGM exporter's (DCGM_FI_*, in its units and with its labels,
+// so that dashboards and alerts written for it work unchanged: docs/DCGM.md).
+enum class MetricNames { nvsmi, dcgm };
+
 struct MetricsSelection {
+  MetricNames names = MetricNames::nvsmi;
   // The per-process families (nvsmi_gpu_process_*): a series per pid, new with every process.
   bool processes = false;
   // Users named in the per-user families (nvsmi_user_*, nvsmi_gpu_user_processes): those holding

@@ -433,4 +433,42 @@ std::size_t own_slot_of(RealReading Gpu::*member) {
   });
 }
 
+namespace {
+
+template <typename Same> const GpuField &field_where(Same same) {
+  for (const GpuField &field : gpu_fields())
+    if (same(field))
+      return field;
+  throw std::logic_error("gpu_field: not a member of the field table");
+}
+
+} // namespace
+
+const GpuField &gpu_field(Reading Gpu::*member) {
+  return field_where([&](const GpuField &field) {
+    return field.part == FieldPart::gpu && field.kind == FieldKind::integer &&
+           field.gpu_integer == member;
+  });
+}
+
+const GpuField &gpu_field(RealReading Gpu::*member) {
+  return field_where([&](const GpuField &field) {
+    return field.part == FieldPart::gpu && field.kind == FieldKind::real &&
+           field.gpu_real == member;
+  });
+}
+
+const GpuField &gpu_field(Reading Clocks::*member) {
+  return field_where([&](const GpuField &field) {
+    return field.part == FieldPart::clocks && field.clock == member;
+  });
+}
+
+const GpuField &gpu_field(Reading GpuHealth::*member) {
+  return field_where([&](const GpuField &field) {
+    return field.part == FieldPart::health && field.kind == FieldKind::integer &&
+           field.health_integer == member;
+  });
+}
+
 } // namespace nvsmi

@@ -150,6 +150,14 @@ const std::vector<const GpuField *> &csv_logged_fields();
 // MHz as hertz, KiB/s as bytes per second; the others as they are.
 double prometheus_value(Unit unit, double value);
 
+// The table's entry for a member (of Gpu, of its Clocks or of its GpuHealth), for an output that
+// names readings by member (serve's DCGM names: formats/prometheus_dcgm.cpp). Throws
+// std::logic_error for a member the table does not have.
+const GpuField &gpu_field(Reading Gpu::*member);
+const GpuField &gpu_field(RealReading Gpu::*member);
+const GpuField &gpu_field(Reading Clocks::*member);
+const GpuField &gpu_field(Reading GpuHealth::*member);
+
 // Whether two GPUs' readings of every field of the table that serve's history shares
 // (History::shared, health fields) are the same: those kept in slots of their own may differ.
 bool same_field_readings(const GpuHealth &a, const GpuHealth &b);
