@@ -129,6 +129,8 @@ void GpuStats::take(const Sample &x) {
           if (held && u < gpu_thresholds::starved_below_percent) {
             s_.starved.seconds += d;
             starved_memory_sum_ += static_cast<double>(*x.memory_used) * d;
+            starved_disk_read_.add(x.host_disk_read, d);
+            starved_network_receive_.add(x.host_network_receive, d);
             if (x.host_cpu) {
               s_.starved_host_known_seconds += d;
               starved_host_cpu_sum_ += *x.host_cpu * d;
@@ -236,6 +238,8 @@ GpuSummary GpuStats::finish() {
                    [](const auto &a, const auto &b) { return a.second > b.second; });
   if (s_.starved_host_known_seconds > 0)
     out.starved_host_cpu_mean = starved_host_cpu_sum_ / s_.starved_host_known_seconds;
+  out.starved_disk_read_mean = starved_disk_read_.mean();
+  out.starved_network_receive_mean = starved_network_receive_.mean();
   if (s_.power_known_seconds > 0) {
     out.power_mean_w = power_joules_ / s_.power_known_seconds;
     out.energy_wh = power_joules_ / 3600;
