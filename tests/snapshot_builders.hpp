@@ -148,7 +148,9 @@ inline nvsmi::Process observed_process(std::int64_t pid, const std::string &user
 }
 
 inline nvsmi::Host observed_host() {
-  return {std::string("gpu07"), 64, 12.5, 3.25, 515000, 123456};
+  // The disk and network rates unknown, as on a first sample.
+  return {std::string("gpu07"), 64,           12.5,         3.25,        515000, 123456,
+          std::nullopt,         std::nullopt, std::nullopt, std::nullopt};
 }
 
 } // namespace test

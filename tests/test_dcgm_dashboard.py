@@ -38,7 +38,7 @@ EXPORTER_FILES = ("default-counters.csv", "dcp-metrics-included.csv", "dcgm-expo
 # The dashboard's panels whose families nvidia-smi's readings do not give yet, by title.
 # DCGM_FI_PROF_PIPE_TENSOR_ACTIVE comes with nvidia-smi dmon's readings (issue 27): once its row in
 # agent/formats/prometheus_dcgm.cpp is switched on, this panel has data and leaves this list.
-CANNOT_SERVE = {"Tensor Core Utilization"}
+CANNOT_SERVE = set()
 
 # What the dashboard's variables are set to: every value, as Grafana's "All" does, and a label
 # that must be there.
@@ -192,6 +192,12 @@ def main():
         counters = exporter_counters(shared)
         dashboard = json.loads((shared / EXPORTER_FILES[2]).read_text())
         agent_port, metrics = start_agent(processes, args, folder)
+        # The profiling families come with dmon's rows, a second or two after the first sample
+        # (GPM's first readings are `-`): the exposition is read once they are there.
+        def profiled():
+            body = http_get(f"http://127.0.0.1:{agent_port}/metrics")[1]
+            return "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{" in body and body
+        metrics = wait_for("dmon's figures in /metrics", profiled)
         served = check_exposition(metrics, counters, pathlib.Path(args.docs).read_text())
         prometheus_port = start_prometheus(processes, folder, agent_port)
         check_dashboard(prometheus_port, dashboard, served)

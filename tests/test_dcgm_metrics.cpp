@@ -129,7 +129,7 @@ TEST_CASE("dcgm names: the health counts a site may have turned on", "[dcgm]") {
   std::istringstream lines(m);
   for (std::string line; std::getline(lines, line);)
     count += line.rfind("DCGM_", 0) == 0;
-  CHECK(count == 18);
+  CHECK(count == 20); // with its PCIe throughput: DCGM_FI_PROF_PCIE_{TX,RX}_BYTES
   s.gpus[0].health.remapped_rows_failure = true;
   CHECK(has(format_snapshot_metrics(s, dcgm()), "DCGM_FI_DEV_ROW_REMAP_FAILURE" + labels + " 1\n"));
 }

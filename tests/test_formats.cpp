@@ -4,6 +4,8 @@
 #include "snapshot_builders.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 using namespace nvsmi;
@@ -143,10 +145,13 @@ TEST_CASE("json: who runs each process, where, and the host; null where unknown"
     INFO(key);
     CHECK(unknown[key].is_null());
   }
-  CHECK(document["host"] ==
-        nlohmann::ordered_json::parse(R"({"hostname":"gpu07","cpu_count":64,"cpu_percent":12.5,)"
-                                      R"("load1":3.25,"memory_total_mib":515000,)"
-                                      R"("memory_used_mib":123456})"));
+  CHECK(document["host"] == nlohmann::ordered_json::parse(
+                                R"({"hostname":"gpu07","cpu_count":64,"cpu_percent":12.5,)"
+                                R"("load1":3.25,"memory_total_mib":515000,)"
+                                R"("memory_used_mib":123456,"disk_read_bytes_per_second":null,)"
+                                R"("disk_write_bytes_per_second":null,)"
+                                R"("network_receive_bytes_per_second":null,)"
+                                R"("network_send_bytes_per_second":null})"));
   s.host->cpu_percent.reset(); // the first sample: no interval to measure over yet
   CHECK(nlohmann::json::parse(format_json(s))["host"]["cpu_percent"].is_null());
   s.host.reset();
@@ -188,36 +193,49 @@ TEST_CASE("csv: nvidia-smi's column names, plain numbers, empty for unknown") {
         "timestamp,index,uuid,name,pstate,temperature.gpu,utilization.gpu [%],"
         "utilization.memory [%],memory.total [MiB],memory.free [MiB],memory.used [MiB],"
         "memory.used_percent [%],power.draw [W],power.limit [W],fan.speed [%],host.cpu [%],"
-        "host.memory.used [MiB],pcie.replay_counter" +
+        "host.memory.used [MiB],host.disk.read [B/s],host.disk.write [B/s],"
+        "host.network.receive [B/s],host.network.send [B/s],pcie.replay_counter" +
             std::string(activity_header) +
             "\n"
             "2024-03-12T14:03:27+01:00,0,GPU-00000000-0000-0000-0000-000000000000,"
-            "\"Tesla \"\"T4\"\", rev 2\",P0,72,99,40,15079,6586,8493,56.32,,70.00,,,," +
+            "\"Tesla \"\"T4\"\", rev 2\",P0,72,99,40,15079,6586,8493,56.32,,70.00,,,,,,,," +
             activity_cells + "\n");
 }
 
-TEST_CASE("csv: power limit, fan and the host's CPU and memory, the same on each GPU's row") {
+TEST_CASE("csv: power limit, fan and the host's CPU, memory, disks and network, the same on each "
+          "GPU's row") {
   Snapshot s = test::t4_snapshot();
   s.gpus.push_back(test::t4_gpu(1));
   s.gpus[0].fan_speed_percent = 35;
   s.host = observed_host();
   s.host->cpu_percent = 7.0 / 3;
+  s.host->disk_read_bytes_per_second = 1048576.5;
+  s.host->disk_write_bytes_per_second = 0; // a known idle disk is 0
+  s.host->network_receive_bytes_per_second = 125000000;
+  s.host->network_send_bytes_per_second = 2.25;
   std::string rows = format_csv(s, false);
   CHECK(rows == "2024-03-12T14:03:27+01:00,0,GPU-00000000-0000-0000-0000-000000000000,Tesla T4,"
-                "P0,72,99,40,15079,6586,8493,56.32,67.03,70.00,35,2.33,123456," +
+                "P0,72,99,40,15079,6586,8493,56.32,67.03,70.00,35,2.33,123456,1048576.50,0.00,"
+                "125000000.00,2.25," +
                     std::string(activity_cells) +
                     "\n"
                     "2024-03-12T14:03:27+01:00,1,GPU-00000000-0000-0000-0000-000000000001,"
-                    "Tesla T4,P0,72,99,40,15079,6586,8493,56.32,67.03,70.00,,2.33,123456," +
+                    "Tesla T4,P0,72,99,40,15079,6586,8493,56.32,67.03,70.00,,2.33,123456,"
+                    "1048576.50,0.00,125000000.00,2.25," +
                     activity_cells + "\n");
   s.host->cpu_percent.reset(); // unknown is an empty cell, never 0
-  CHECK_THAT(format_csv(s, false),
-             Catch::EndsWith(",67.03,70.00,,,123456," + std::string(activity_cells) + "\n"));
+  s.host->disk_read_bytes_per_second.reset();
+  s.host->network_send_bytes_per_second.reset();
+  CHECK_THAT(format_csv(s, false), Catch::EndsWith(",67.03,70.00,,,123456,,0.00,125000000.00,," +
+                                                   std::string(activity_cells) + "\n"));
 }
 
 TEST_CASE("csv: the header of earlier versions is known, extra fields and all") {
   std::vector<std::string> earlier = earlier_csv_headers({"serial"});
-  REQUIRE(earlier.size() == 13); // the first log's, then one more column at a time
+  // The oldest, then the host's two columns with the table's one at a time, then all the
+  // host's columns with the table's one at a time: some never written, none the current one.
+  REQUIRE(earlier.size() >= 3);
+  CHECK(std::find(earlier.begin(), earlier.end(), csv_header({"serial"})) == earlier.end());
   CHECK(earlier[0] == "timestamp,index,uuid,name,pstate,temperature.gpu,utilization.gpu [%],"
                       "utilization.memory [%],memory.total [MiB],memory.free [MiB],"
                       "memory.used [MiB],memory.used_percent [%],power.draw [W],serial");
@@ -225,10 +243,15 @@ TEST_CASE("csv: the header of earlier versions is known, extra fields and all") 
   CHECK(earlier[1] ==
         earlier[0].substr(0, earlier[0].size() - 7) +
             ",power.limit [W],fan.speed [%],host.cpu [%],host.memory.used [MiB],serial");
-  // Before the activity and traffic columns: up to pcie.replay_counter.
   CHECK(earlier[2] == earlier[1].substr(0, earlier[1].size() - 7) + ",pcie.replay_counter,serial");
+  // The one before the activity and traffic columns: the host's disk and network, the replays.
+  std::string before_activity = earlier[1].substr(0, earlier[1].size() - 7) +
+                                ",host.disk.read [B/s],host.disk.write [B/s],"
+                                "host.network.receive [B/s],host.network.send [B/s],"
+                                "pcie.replay_counter,serial";
+  CHECK(std::find(earlier.begin(), earlier.end(), before_activity) != earlier.end());
   CHECK(csv_header({"serial"}) ==
-        earlier[2].substr(0, earlier[2].size() - 7) + activity_header + ",serial");
+        before_activity.substr(0, before_activity.size() - 7) + activity_header + ",serial");
 }
 
 TEST_CASE("csv: an unknown timestamp leaves the first cell empty") {
@@ -250,7 +273,8 @@ TEST_CASE("extra query fields: last csv columns and json keys, text or null") {
   s.gpus[0].extras = {{"driver_version", std::string("535.10")}, {"serial", std::nullopt}};
   std::string csv = format_csv(s);
   CHECK(csv.substr(0, csv.find('\n')) == csv_header({"driver_version", "serial"}));
-  CHECK_THAT(csv, Catch::EndsWith(",67.03,70.00,,,," + std::string(activity_cells) + ",535.10,\n"));
+  CHECK_THAT(csv, Catch::EndsWith(",67.03,70.00,,,,,,,," + std::string(activity_cells) +
+                                  ",535.10,\n"));
   CHECK(extra_field_names(s) == std::vector<std::string>{"driver_version", "serial"});
   auto gpu = nlohmann::json::parse(format_json(s))["gpus"][0];
   CHECK(gpu["driver_version"] == "535.10"); // a string: "535.10" is a version, not a number
@@ -352,6 +376,19 @@ TEST_CASE("metrics: the host's CPU and memory, absent where there is no host") {
   m = format_snapshot_metrics(s);
   CHECK_FALSE(has(m, "nvsmi_host_cpu_utilization_ratio"));
   CHECK(has(m, "nvsmi_host_memory_total_bytes"));
+  // The disk and network rates: gauges in bytes a second where known, absent where not (the
+  // first sample, a counter that went back), never 0.
+  CHECK_FALSE(has(m, "nvsmi_host_disk_read_bytes_per_second"));
+  CHECK_FALSE(has(m, "nvsmi_host_network_send_bytes_per_second"));
+  s.host->disk_read_bytes_per_second = 250e6;
+  s.host->disk_write_bytes_per_second = 0;
+  s.host->network_receive_bytes_per_second = 1.5e9;
+  m = format_snapshot_metrics(s);
+  CHECK_THAT(m, Catch::Contains("# TYPE nvsmi_host_disk_read_bytes_per_second gauge\n"
+                                "nvsmi_host_disk_read_bytes_per_second 250000000\n"));
+  CHECK_THAT(m, Catch::Contains("\nnvsmi_host_disk_write_bytes_per_second 0\n"));
+  CHECK_THAT(m, Catch::Contains("\nnvsmi_host_network_receive_bytes_per_second 1500000000\n"));
+  CHECK_FALSE(has(m, "nvsmi_host_network_send_bytes_per_second"));
   s.host.reset(); // a recording: never 0
   s.gpus[0].processes.reset();
   s.gpus[1].processes = std::vector<Process>{Process{}}; // no pid: no series to hang it on

@@ -149,10 +149,12 @@ TEST_CASE("every logged field of the table has its CSV log column, read back by 
 
 TEST_CASE("a CSV log with fewer of the table's columns is an earlier agent's") {
   std::vector<std::string> earlier = earlier_csv_headers();
-  // The oldest (ending at power.draw), then one with each count of columns from the host's on,
-  // below all.
-  REQUIRE(earlier.size() ==
-          1 + csv_logged_fields().size() - static_cast<std::size_t>(csv_log_host_after));
+  // The oldest (ending at power.draw), then one with the host's first two columns and each count
+  // of columns from the host's on, all included; then one with all the host's columns and each
+  // count from all_host_log_columns_since on, below all.
+  REQUIRE(earlier.size() == 1 + csv_logged_fields().size() -
+                                static_cast<std::size_t>(csv_log_host_after) + 1 +
+                                csv_logged_fields().size() - all_host_log_columns_since);
   for (const std::string &header : earlier)
     CHECK(header != csv_header());
 }

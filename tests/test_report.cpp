@@ -4,6 +4,7 @@
 #include "formats/formats.hpp"
 #include "report/report.hpp"
 #include "report/report_series.hpp"
+#include "snapshot_builders.hpp"
 #include "support.hpp"
 
 #include "nvsmi/timestamp.hpp"
@@ -149,7 +150,8 @@ TEST_CASE("report: starved is memory held with utilization under 30 %") {
   CHECK(*gpu.starved.percent() == Approx(50));
   CHECK(*gpu.starved_memory_mean_mib == Approx(30720));
   CHECK(*gpu.idle.percent() == Approx(0));
-  CHECK(gpu.finding == "starved 50% of the time while holding 30 GiB: check the data loader");
+  CHECK(gpu.finding == "starved 50% of the time while holding 30 GiB (host CPUs unknown, disk "
+                       "reads unknown, network receive unknown): check the data loader");
 
   // The same utilization with no memory held is an idle-ish GPU, not a starved job.
   std::vector<Row> empty = every_second(21, [](Row &row, int i) {
@@ -252,7 +254,8 @@ TEST_CASE("report: the README example") {
   CHECK(run.exit_code == 0);
   CHECK_THAT(run.out, Catch::Contains("8 min 30 s covered by 53 samples, every 10 s; 1 gap"));
   CHECK_THAT(run.out,
-             Catch::Contains("finding      warning: starved 41% of the time while holding 30 GiB: "
+             Catch::Contains("finding      warning: starved 41% of the time while holding 30 GiB "
+                             "(host CPUs unknown, disk reads unknown, network receive unknown): "
                              "check the data loader"));
   CHECK_THAT(run.out, Catch::Contains("finding      info: idle 100% of the time"));
 }
@@ -433,6 +436,7 @@ struct JsonSample {
   double power = 360;
   json processes = nullptr;
   json host_cpu = nullptr;
+  json disk_read = nullptr, network_receive = nullptr; // bytes a second
 };
 
 json process_of(const json &user, const json &used_memory_mib) {
@@ -452,8 +456,12 @@ std::string json_line(const JsonSample &sample) {
               {"power_draw_w", sample.power},
               {"processes", sample.processes}};
   json host = nullptr;
-  if (!sample.host_cpu.is_null())
-    host = {{"hostname", "gpu7"}, {"cpu_percent", sample.host_cpu}};
+  if (!sample.host_cpu.is_null() || !sample.disk_read.is_null() ||
+      !sample.network_receive.is_null())
+    host = {{"hostname", "gpu7"},
+            {"cpu_percent", sample.host_cpu},
+            {"disk_read_bytes_per_second", sample.disk_read},
+            {"network_receive_bytes_per_second", sample.network_receive}};
   json line = {{"schema", "nvsmi-agent.snapshot/1"},
                {"source", "xml"},
                {"timestamp", stamp(sample.seconds)},
@@ -606,7 +614,8 @@ TEST_CASE("report: the Users table in the text report") {
   // A CSV log has no process lists: no Users section, and the JSON's list is empty.
   Run csv = test::run_agent("report " + fixture("training-2gpu.csv"));
   CHECK(csv.out.find("Users") == std::string::npos);
-  CHECK(csv.out.find("host CPUs") == std::string::npos);
+  CHECK(csv.out.find("\n  host CPUs    ") == std::string::npos); // no such line; the finding
+  CHECK_THAT(csv.out, Catch::Contains("host CPUs unknown"));     // says it is unknown
   json old = report_json(fixture("training-2gpu.csv"));
   CHECK(old["users"] == json::array());
   CHECK(old["users_totals"]["process_list_gpu_hours"] == 0.0);
@@ -662,9 +671,9 @@ TEST_CASE("report: starved while the host CPUs are busy is CPU-bound; while they
   CHECK(gpu["starved_host_cpu"]["busy_percent"] == 100.0);
   CHECK(gpu["starved_host_cpu"]["idle_percent"] == 0.0);
   CHECK(gpu["starved_host_cpu"]["known_percent"] == 100.0);
-  CHECK(gpu["finding"] == "starved 40% of the time while the host CPUs were 96% busy: the input "
-                          "pipeline is CPU-bound; add data-loader workers or move preprocessing "
-                          "to the GPU");
+  CHECK(gpu["finding"] == "starved 40% of the time (host CPUs 96% busy, disk reads unknown, "
+                          "network receive unknown): the input pipeline is CPU-bound; add "
+                          "data-loader workers or move preprocessing to the GPU");
   Run text = test::run_agent("report " + fixture("cpu-bound.jsonl"));
   CHECK_THAT(text.out, Catch::Contains("  host CPUs    while starved: 96.0% busy on average; at "
                                        "least 90% busy for 100.0% of that time, under 50% for "
@@ -673,9 +682,9 @@ TEST_CASE("report: starved while the host CPUs are busy is CPU-bound; while they
   // The same GPU with the host CPUs 10 % busy while it waits.
   json io = report_json(fixture("io-bound.jsonl"));
   CHECK(io["gpus"][0]["finding"] ==
-        "starved 40% of the time while the host CPUs were 10% busy: waiting on I/O or "
-        "synchronisation, not on the CPU; check storage and network reads and waits between "
-        "processes");
+        "starved 40% of the time (host CPUs 10% busy, disk reads unknown, network receive "
+        "unknown): waiting on I/O or synchronisation, not on the CPU; check storage and network "
+        "reads and waits between processes");
 
   // Neither where the host CPUs were 60 % busy, nor without a host CPU reading
   // (training-2gpu.csv): the starved finding as before.
@@ -683,7 +692,8 @@ TEST_CASE("report: starved while the host CPUs are busy is CPU-bound; while they
   for (int i = 0; i <= 10; ++i)
     middling.push_back({10.0 * i, 10, 30720, 150, nullptr, 60.0});
   CHECK(report_json(json_log(middling))["gpus"][0]["finding"] ==
-        "starved 100% of the time while holding 30 GiB: check the data loader");
+        "starved 100% of the time while holding 30 GiB (host CPUs 60% busy, disk reads unknown, "
+        "network receive unknown): check the data loader");
   // shared-3users.jsonl's GPU 1, held at 0 % by alice with the host CPUs 60 % busy, waits for
   // nothing: idle but held, not starved.
   json between = report_json(fixture("shared-3users.jsonl"));
@@ -691,7 +701,8 @@ TEST_CASE("report: starved while the host CPUs are busy is CPU-bound; while they
         "idle but held by alice for 3 h 0 min (100% of the time), holding 20 GiB: nobody else can "
         "use it; end the idle job or free the GPU");
   CHECK(report_json(fixture("training-2gpu.csv"))["gpus"][0]["finding"] ==
-        "starved 41% of the time while holding 30 GiB: check the data loader");
+        "starved 41% of the time while holding 30 GiB (host CPUs unknown, disk reads unknown, "
+        "network receive unknown): check the data loader");
 
   // Host CPUs busy but the GPU never starved: nothing about the CPU.
   std::vector<JsonSample> busy;
@@ -708,7 +719,8 @@ TEST_CASE("report: starved while the host CPUs are busy is CPU-bound; while they
   json partly = report_json(json_log(sparse));
   CHECK(partly["gpus"][0]["starved_host_cpu"]["known_percent"] == 40.0);
   CHECK(partly["gpus"][0]["finding"] ==
-        "starved 100% of the time while holding 30 GiB: check the data loader");
+        "starved 100% of the time while holding 30 GiB (host CPUs 96% busy, disk reads unknown, "
+        "network receive unknown): check the data loader");
 }
 
 namespace {
@@ -803,8 +815,9 @@ TEST_CASE("report: a job that alternates between work and waiting is still starv
   // 100 % one minute, 0 % the next, the host's CPUs busy: starved half the time, CPU-bound.
   json report = held_gpu_report([](int i) { return i % 2 ? 100 : 0; }, alice);
   CHECK(report["gpus"][0]["finding"] ==
-        "starved 50% of the time while the host CPUs were 97% busy: the input pipeline is "
-        "CPU-bound; add data-loader workers or move preprocessing to the GPU");
+        "starved 50% of the time (host CPUs 97% busy, disk reads unknown, network receive "
+        "unknown): the input pipeline is CPU-bound; add data-loader workers or move "
+        "preprocessing to the GPU");
   // Working a little all the time (10 %) is waiting most of it.
   CHECK_THAT(
       held_gpu_report([](int) { return 10; }, alice)["gpus"][0]["finding"].get<std::string>(),
@@ -816,6 +829,54 @@ TEST_CASE("report: a job that alternates between work and waiting is still starv
              Catch::StartsWith("idle but held by alice for 29 min 0 s (97% of the time)"));
 }
 
+TEST_CASE("report: a starved GPU says what it waited on, with figures, unknown where unlogged") {
+  // A JSON log: the host CPUs 20 % busy, the disks reading 250 MB/s, the network not logged.
+  std::vector<JsonSample> samples;
+  for (int i = 0; i <= 10; ++i)
+    samples.push_back({10.0 * i, 10, 30720, 150, nullptr, 20.0, 250e6, nullptr});
+  json report = report_json(json_log(samples));
+  const json &gpu = report["gpus"][0];
+  CHECK(gpu["finding"] == "starved 100% of the time (host CPUs 20% busy, disk reads 250.0 MB/s, "
+                          "network receive unknown): waiting on I/O or synchronisation, not on "
+                          "the CPU; check storage and network reads and waits between processes");
+  CHECK(gpu["starved_host_io"]["disk_read_bytes_per_second"] == 250e6);
+  CHECK(gpu["starved_host_io"]["network_receive_bytes_per_second"].is_null());
+
+  // The CSV log as the agent writes it (format_csv), read back: every figure known.
+  std::string log = nvsmi::csv_header() + "\n";
+  for (int i = 0; i <= 10; ++i) {
+    nvsmi::Snapshot sample = test::t4_snapshot();
+    sample.timestamp->minute = 3 + i;
+    sample.gpus[0].utilization_gpu_percent = 10;
+    sample.host = test::observed_host();
+    sample.host->cpu_percent = 20;
+    sample.host->disk_read_bytes_per_second = 250e6;
+    sample.host->disk_write_bytes_per_second = 1e6;
+    sample.host->network_receive_bytes_per_second = 4e6;
+    sample.host->network_send_bytes_per_second = 2e6;
+    log += nvsmi::format_csv(sample, false);
+  }
+  std::string path = test::temporary_folder() + "/gpu-log.csv";
+  test::write_file(path, log);
+  json csv = report_json(quote(path));
+  CHECK(csv["rows"]["bad"]["total"] == 0);
+  CHECK(csv["gpus"][0]["finding"] ==
+        "starved 100% of the time (host CPUs 20% busy, disk reads 250.0 MB/s, network receive "
+        "4.0 MB/s): waiting on I/O or synchronisation, not on the CPU; check storage and network "
+        "reads and waits between processes");
+  CHECK(csv["gpus"][0]["starved_host_io"]["network_receive_bytes_per_second"] == 4e6);
+
+  // A rate that is no rate (negative, a word) makes its row bad, naming the column.
+  std::string bad_log = log;
+  bad_log.replace(bad_log.find(",250000000.00,"), 14, ",-5,");
+  bad_log.replace(bad_log.find(",250000000.00,"), 14, ",fast,");
+  test::write_file(path, bad_log);
+  json bad = report_json(quote(path));
+  CHECK(bad["rows"]["bad"]["unparsable"] == 2);
+  CHECK_THAT(bad["rows"]["bad"]["examples"][0].get<std::string>(),
+             Catch::Contains("host.disk.read"));
+}
+
 TEST_CASE("report: the CSV log's power.limit, fan.speed, host.cpu and host.memory.used columns") {
   // host-columns.csv: 12 of 30 stretches starved with the host CPUs 95 % busy; the busy rows draw
   // 690 W of a logged 700 W limit (over 98 %), so 18 of 30 stretches are at the limit.
@@ -825,8 +886,8 @@ TEST_CASE("report: the CSV log's power.limit, fan.speed, host.cpu and host.memor
   CHECK(gpu["power_limit_percent"] == 60.0);
   CHECK(gpu["starved_host_cpu"]["mean_busy_percent"] == 95.0);
   CHECK_THAT(gpu["finding"].get<std::string>(),
-             Catch::StartsWith("starved 40% of the time while the host CPUs were 95% busy: the "
-                               "input pipeline is CPU-bound"));
+             Catch::StartsWith("starved 40% of the time (host CPUs 95% busy, disk reads unknown, "
+                               "network receive unknown): the input pipeline is CPU-bound"));
   CHECK(report["users"] == json::array()); // a CSV log lists no processes
 
   // A host.cpu that is not a percentage, or over 100 %, makes its row bad.

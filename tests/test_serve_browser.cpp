@@ -225,7 +225,8 @@ TEST_CASE("serve: the dashboard shows each GPU's state, who holds it and clock-t
   CHECK(matches(page, "data-chart=\"gpu-power_draw_w\" data-gpu=\"\\d\" data-points=\"\\d+\" "
                       "data-lines=\"95 % of 700 W\"")
             .size() == 8);
-  for (const char *chart : {"host-cpu_percent", "host-memory_used_mib"}) {
+  for (const char *chart :
+       {"host-cpu_percent", "host-memory_used_mib", "host-disk", "host-network"}) {
     INFO(chart);
     auto drawn = matches(page, "data-chart=\"" + std::string(chart) + "\" data-points=\"(\\d+)\"");
     REQUIRE(drawn.size() == 1);

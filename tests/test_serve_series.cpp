@@ -121,6 +121,28 @@ TEST_CASE("series: a reading no sample of a bucket knew is null, never 0") {
   }
 }
 
+TEST_CASE("series: the host's disk and network rates, null where a sample had none") {
+  ServeState state(milliseconds(1000), 3600);
+  Snapshot snapshot = states_fixture(); // the first sample: no rates yet
+  state.add(snapshot, clock_at(0));
+  snapshot.host->disk_read_bytes_per_second = 100e6;
+  snapshot.host->disk_write_bytes_per_second = 0;
+  snapshot.host->network_receive_bytes_per_second = 2e6;
+  snapshot.host->network_send_bytes_per_second = 1e6;
+  state.add(snapshot, clock_at(1));
+  snapshot.host->disk_read_bytes_per_second = 300e6;
+  state.add(snapshot, clock_at(1.5));
+  json series = body(get(state, "seconds=2&points=2", 1.9));
+  REQUIRE(series["step"] == 1.0);
+  const json &host = series["host"];
+  CHECK(host["disk_read_bytes_per_second"]["mean"] == json({nullptr, 200e6}));
+  CHECK(host["disk_read_bytes_per_second"]["min"] == json({nullptr, 100e6}));
+  CHECK(host["disk_read_bytes_per_second"]["max"] == json({nullptr, 300e6}));
+  CHECK(host["disk_write_bytes_per_second"]["mean"] == json({nullptr, 0}));
+  CHECK(host["network_receive_bytes_per_second"]["mean"] == json({nullptr, 2e6}));
+  CHECK(host["network_send_bytes_per_second"]["max"] == json({nullptr, 1e6}));
+}
+
 TEST_CASE("series: buckets without samples are left out; their gap shows in the times") {
   ServeState state(milliseconds(1000), 3600);
   Snapshot snapshot = states_fixture();

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <functional>
 #include <sstream>
 #include <unistd.h>
@@ -98,6 +99,52 @@ TEST_CASE("watch: --source xml reads the stream of documents; --format json") {
   CHECK(test::read_file(setup.args) == "-q -x -lms 100\n");
 }
 
+TEST_CASE("watch: samples after the first have the host's disk and network rates") {
+  Setup setup;
+  // A host's /proc and /sys (fixtures/host/), whose counters move once the first sample is out.
+  std::string root = setup.folder + "/root", out = setup.folder + "/out";
+  std::filesystem::copy(test::fixture_path("host/machine"), root,
+                        std::filesystem::copy_options::recursive);
+  auto replace = [&](const std::string &from, const std::string &to) {
+    return "cp " + quote(test::fixture_path("host/later/" + from)) + " " + quote(to + ".new") +
+           " && mv " + quote(to + ".new") + " " + quote(to);
+  };
+  Run run =
+      test::run_shell("NVSMI_HOST_ROOT=" + quote(root) + " FAKE_NVSMI_ARGS=" + quote(setup.args) +
+                      " timeout 120 " + quote(AGENT_BIN) + " watch --nvidia-smi " +
+                      quote(std::string(SCRIPTS_DIR) + "/fake-nvidia-smi") +
+                      " --format json --interval 1 --count 3 > " + quote(out) + " & " +
+                      test::shell_wait_until("test -s " + quote(out)) + "; " +
+                      replace("diskstats", root + "/proc/diskstats") + " && " +
+                      replace("net/dev", root + "/proc/net/dev") + "; wait $!");
+  REQUIRE(run.exit_code == 0);
+  std::vector<std::string> lines = lines_of(test::read_file(out));
+  REQUIRE(lines.size() == 3);
+  const char *rates[] = {"disk_read_bytes_per_second", "disk_write_bytes_per_second",
+                         "network_receive_bytes_per_second", "network_send_bytes_per_second"};
+  nlohmann::json first = nlohmann::json::parse(lines[0])["host"];
+  for (const char *rate : rates) {
+    INFO(rate);
+    REQUIRE(first.contains(rate));
+    CHECK(first[rate].is_null()); // nothing to compare with yet: unknown, not 0
+  }
+  // The counters moved between two of the later samples (when, the machine's load decides): that
+  // sample has them as rates, and every later sample has them known.
+  double disk_read = 0, network_receive = 0;
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    nlohmann::json host = nlohmann::json::parse(lines[i])["host"];
+    for (const char *rate : rates) {
+      INFO(rate << " in sample " << i);
+      REQUIRE(host[rate].is_number());
+      CHECK(host[rate].get<double>() >= 0);
+    }
+    disk_read += host["disk_read_bytes_per_second"].get<double>();
+    network_receive += host["network_receive_bytes_per_second"].get<double>();
+  }
+  CHECK(disk_read > 0);
+  CHECK(network_receive > 0);
+}
+
 TEST_CASE("watch: --fixture replays a recording without nvidia-smi") {
   Run run = test::run_shell("PATH=/nonexistent " + quote(AGENT_BIN) +
                             " watch --interval 0.05 --count 3 --format csv --fixture " +
@@ -144,22 +191,38 @@ TEST_CASE("watch: a CSV log of an earlier version is moved aside untouched, neve
   std::string content = test::read_file(setup.log);
   check_whole_rows(content, 16);
   std::vector<std::string> lines = lines_of(content);
+  const std::string disk_and_network = ",host.disk.read [B/s],host.disk.write [B/s],"
+                                       "host.network.receive [B/s],host.network.send [B/s]";
   CHECK_THAT(lines[0], Catch::Contains(",power.draw [W],power.limit [W],fan.speed [%],"
-                                       "host.cpu [%],host.memory.used [MiB],pcie.replay_counter,"
-                                       "activity.sm [%],"));
+                                       "host.cpu [%],host.memory.used [MiB]" +
+                                       disk_and_network + ",pcie.replay_counter,activity.sm [%],"));
   CHECK_THAT(lines[0], Catch::EndsWith(",nvlink.tx_bytes_per_second [B/s]"));
   // A recording was not taken on this machine: its host cells are empty, never 0; its XML has
   // the replay counter and the PCIe throughput (0), not dmon's activity.
-  CHECK_THAT(lines[1], Catch::EndsWith(",700.00,,,,0,,,,,,,,0,0,,"));
+  const std::string tail = ",700.00,,,,,,,,0,,,,,,,,0,0,,";
+  CHECK_THAT(lines[1], Catch::EndsWith(tail));
+  // The agent's log from before the host's disk and network columns: moved aside too.
+  std::string before_disks = lines[0];
+  before_disks.erase(before_disks.find(disk_and_network), disk_and_network.size());
+  before_disks.erase(before_disks.find(",activity.sm [%]"));
+  std::string row = lines[1];
+  row.replace(row.rfind(tail), std::string::npos, ",700.00,,,,0");
+  test::write_file(setup.log, before_disks + "\n" + row + "\n");
+  Run moved = test::run_shell(watch);
+  INFO(moved.err);
+  CHECK(moved.exit_code == 0);
+  CHECK_THAT(moved.err, Catch::Contains("has the columns of an earlier nvsmi-agent: moved it to " +
+                                        setup.log + ".old-columns.2 "));
+  CHECK(test::read_file(setup.log + ".old-columns.2") == before_disks + "\n" + row + "\n");
 
   // Another such file later takes the next free name: the first one moved aside stays.
   test::write_file(setup.log, earlier + earlier.substr(earlier.find('\n') + 1));
   Run again = test::run_shell(watch);
   INFO(again.err);
   CHECK(again.exit_code == 0);
-  CHECK_THAT(again.err, Catch::Contains("moved it to " + setup.log + ".old-columns.2 "));
+  CHECK_THAT(again.err, Catch::Contains("moved it to " + setup.log + ".old-columns.3 "));
   CHECK(test::read_file(setup.log + ".old-columns") == earlier);
-  CHECK(lines_of(test::read_file(setup.log + ".old-columns.2")).size() == 3);
+  CHECK(lines_of(test::read_file(setup.log + ".old-columns.3")).size() == 3);
   check_whole_rows(test::read_file(setup.log), 16);
 }
 
@@ -440,7 +503,7 @@ TEST_CASE("watch: --fields adds query fields to json and to the CSV log") {
   std::vector<std::string> log = lines_of(test::read_file(setup.log));
   REQUIRE(log.size() == 17);
   CHECK_THAT(log[0],
-             Catch::Contains(",host.memory.used [MiB],pcie.replay_counter,activity.sm [%]"));
+             Catch::Contains(",host.network.send [B/s],pcie.replay_counter,activity.sm [%]"));
   CHECK_THAT(log[0], Catch::EndsWith(",nvlink.tx_bytes_per_second [B/s],clocks.max.sm,serial"));
   CHECK_THAT(log[16], Catch::EndsWith(",1980,"));
 }

@@ -41,8 +41,9 @@ std::string cell(const RealReading &value) {
 constexpr std::string_view identity_columns = "timestamp,index,uuid,name";
 
 // The first `count` of the GPU's columns the CSV log has (nvsmi/gpu_fields.hpp), each with its
-// unit, and the host's two after column csv_log_host_after where `count` reaches past it.
-std::string gpu_columns(std::size_t count) {
+// unit, and the first `host_count` of the host's after column csv_log_host_after where `count`
+// reaches past it.
+std::string gpu_columns(std::size_t count, std::size_t host_count = host_log_columns.size()) {
   std::string columns;
   for (std::size_t i = 0; i < count && i < csv_logged_fields().size(); ++i) {
     const GpuField &field = *csv_logged_fields()[i];
@@ -54,10 +55,12 @@ std::string gpu_columns(std::size_t count) {
       columns += unit_symbol(field.unit);
       columns += ']';
     }
-    // power.limit tells `report` whether a GPU sat at its limit; the host's CPU and memory
-    // whether the GPUs waited on the machine beside them.
+    // power.limit tells `report` whether a GPU sat at its limit; the host's CPU, memory, disk and
+    // network whether the GPUs waited on the machine beside them.
     if (static_cast<int>(i) + 1 == csv_log_host_after)
-      columns += ",host.cpu [%],host.memory.used [MiB]";
+      for (std::size_t h = 0; h < host_count; ++h)
+        columns +=
+            std::string(",") + host_log_columns[h].name + " [" + host_log_columns[h].symbol + "]";
   }
   return columns;
 }
@@ -76,14 +79,20 @@ std::string csv_header(const std::vector<std::string> &extra_fields) {
 }
 
 // Earlier versions of the agent ended a row at power.draw (the ninth of the GPU's columns), then
-// at the host's columns after fan.speed, then added the table's columns one at a time: a log that
-// holds such rows is moved aside rather than appended to (files/csv_log.cpp), so their headers
-// stay known.
+// at the host's two columns (CPU and memory) after fan.speed, then added the table's columns one
+// at a time, then the host's disk and network columns (all_host_log_columns_since), then more of
+// the table's. A log that holds such rows is
+// moved aside rather than appended to (files/csv_log.cpp), so their headers stay known.
 std::vector<std::string> earlier_csv_headers(const std::vector<std::string> &extra_fields) {
   constexpr std::size_t first_log_columns = 9;
   std::vector<std::string> headers{
       header_with(std::string(identity_columns) + gpu_columns(first_log_columns), extra_fields)};
-  for (std::size_t count = csv_log_host_after; count < csv_logged_fields().size(); ++count)
+  std::size_t now = csv_logged_fields().size();
+  for (std::size_t count = csv_log_host_after; count <= now; ++count)
+    headers.push_back(
+        header_with(std::string(identity_columns) + gpu_columns(count, earlier_host_log_columns),
+                    extra_fields));
+  for (std::size_t count = all_host_log_columns_since; count < now; ++count)
     headers.push_back(
         header_with(std::string(identity_columns) + gpu_columns(count), extra_fields));
   return headers;
@@ -105,8 +114,14 @@ std::string format_csv(const Snapshot &snapshot, bool header) {
   }
   std::string timestamp = snapshot.timestamp ? to_iso8601(*snapshot.timestamp) : std::string();
   // The same on every row of the sample: the machine is one for all its GPUs.
-  std::string host_cpu = snapshot.host ? cell(snapshot.host->cpu_percent) : std::string();
-  std::string host_memory = snapshot.host ? cell(snapshot.host->memory_used_mib) : std::string();
+  std::string host_cells;
+  for (const HostLogColumn &column : host_log_columns) {
+    std::string value;
+    if (snapshot.host)
+      value =
+          column.real ? cell((*snapshot.host).*column.real) : cell((*snapshot.host).*column.whole);
+    append_cell(host_cells, value);
+  }
   for (const Gpu &gpu : snapshot.gpus) {
     std::string row;
     append_cell(row, timestamp, true);
@@ -116,10 +131,8 @@ std::string format_csv(const Snapshot &snapshot, bool header) {
     for (std::size_t i = 0; i < csv_logged_fields().size(); ++i) {
       csv_logged_fields()[i]->with_reading(
           gpu, [&](const auto &value) { append_cell(row, cell(value)); });
-      if (static_cast<int>(i) + 1 == csv_log_host_after) {
-        append_cell(row, host_cpu);
-        append_cell(row, host_memory);
-      }
+      if (static_cast<int>(i) + 1 == csv_log_host_after)
+        row += host_cells; // each cell with its comma before it
     }
     for (const ExtraField &extra : gpu.extras)
       append_cell(row, cell(extra.value));

@@ -217,6 +217,10 @@ void write_host(JsonWriter &json, const std::optional<Host> &host) {
   field(json, "load1", host->load1);
   field(json, "memory_total_mib", host->memory_total_mib);
   field(json, "memory_used_mib", host->memory_used_mib);
+  field(json, "disk_read_bytes_per_second", host->disk_read_bytes_per_second);
+  field(json, "disk_write_bytes_per_second", host->disk_write_bytes_per_second);
+  field(json, "network_receive_bytes_per_second", host->network_receive_bytes_per_second);
+  field(json, "network_send_bytes_per_second", host->network_send_bytes_per_second);
   json.end_object();
 }
 

@@ -128,38 +128,41 @@ const std::vector<DcgmFamily> &dcgm_families() {
       Row("DCGM_FI_DEV_ROW_REMAP_FAILURE", gauge,
           "1 when a row remap failed (replace the GPU), else 0.")
           .by_hand([](const Gpu &gpu) { return flag(gpu.health.remapped_rows_failure); }),
-      // The profiling families, from nvidia-smi dmon's readings (issue 27). Switched on once
-      // those members of Gpu and their field table entries are merged: uncomment each row
-      // (docs/DCGM.md, "The profiling families").
-      // Row("DCGM_FI_PROF_SM_ACTIVE", gauge,
-      //     "The ratio of cycles an SM has at least 1 warp assigned.")
-      //     .from(gpu_field(&Gpu::sm_active_percent)).in_base_unit(),
-      // Row("DCGM_FI_PROF_SM_OCCUPANCY", gauge, "The ratio of number of warps resident on an SM.")
-      //     .from(gpu_field(&Gpu::sm_occupancy_percent)).in_base_unit(),
-      // Row("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", gauge,
-      //     "Ratio of cycles the tensor (HMMA) pipe is active.")
-      //     .from(gpu_field(&Gpu::tensor_active_percent)).in_base_unit(),
-      // Row("DCGM_FI_PROF_DRAM_ACTIVE", gauge,
-      //     "Ratio of cycles the device memory interface is active sending or receiving data.")
-      //     .from(gpu_field(&Gpu::dram_active_percent)).in_base_unit(),
-      // Row("DCGM_FI_PROF_PIPE_FP64_ACTIVE", gauge, "Ratio of cycles the fp64 pipes are active.")
-      //     .from(gpu_field(&Gpu::fp64_active_percent)).in_base_unit(),
-      // Row("DCGM_FI_PROF_PIPE_FP32_ACTIVE", gauge, "Ratio of cycles the fp32 pipes are active.")
-      //     .from(gpu_field(&Gpu::fp32_active_percent)).in_base_unit(),
-      // Row("DCGM_FI_PROF_PIPE_FP16_ACTIVE", gauge, "Ratio of cycles the fp16 pipes are active.")
-      //     .from(gpu_field(&Gpu::fp16_active_percent)).in_base_unit(),
-      // Row("DCGM_FI_PROF_PCIE_TX_BYTES", gauge,
-      //     "The rate of data transmitted over the PCIe bus, in bytes per second.")
-      //     .from(gpu_field(&Gpu::pcie_tx_bytes_per_second)).in_base_unit(),
-      // Row("DCGM_FI_PROF_PCIE_RX_BYTES", gauge,
-      //     "The rate of data received over the PCIe bus, in bytes per second.")
-      //     .from(gpu_field(&Gpu::pcie_rx_bytes_per_second)).in_base_unit(),
-      // Row("DCGM_FI_PROF_NVLINK_TX_BYTES", gauge,
-      //     "The rate of data transmitted over NVLink, in bytes per second.")
-      //     .from(gpu_field(&Gpu::nvlink_tx_bytes_per_second)).in_base_unit(),
-      // Row("DCGM_FI_PROF_NVLINK_RX_BYTES", gauge,
-      //     "The rate of data received over NVLink, in bytes per second.")
-      //     .from(gpu_field(&Gpu::nvlink_rx_bytes_per_second)).in_base_unit(),
+      // The profiling families, from nvidia-smi dmon's GPM and PCIe readings (docs/ACTIVITY.md):
+      // shares as ratios 0-1, traffic in bytes per second, as the exporter gives them. Its
+      // NVLink byte families are in neither of its counter files: the agent's own
+      // nvsmi_gpu_nvlink_* carry those (docs/DCGM.md).
+      Row("DCGM_FI_PROF_SM_ACTIVE", gauge,
+          "Share of time SMs had at least one warp resident, over all SMs (GPM).")
+          .from(gpu_field(&Gpu::sm_active_percent))
+          .in_base_unit(),
+      Row("DCGM_FI_PROF_SM_OCCUPANCY", gauge,
+          "Resident warps as a share of the most the SMs can hold (GPM).")
+          .from(gpu_field(&Gpu::sm_occupancy_percent))
+          .in_base_unit(),
+      Row("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", gauge,
+          "Share of time any tensor pipe was busy (GPM).")
+          .from(gpu_field(&Gpu::tensor_active_percent))
+          .in_base_unit(),
+      Row("DCGM_FI_PROF_DRAM_ACTIVE", gauge,
+          "Share of the device memory bandwidth in use (GPM).")
+          .from(gpu_field(&Gpu::dram_active_percent))
+          .in_base_unit(),
+      Row("DCGM_FI_PROF_PIPE_FP64_ACTIVE", gauge, "Share of time the FP64 pipes were busy (GPM).")
+          .from(gpu_field(&Gpu::fp64_active_percent))
+          .in_base_unit(),
+      Row("DCGM_FI_PROF_PIPE_FP32_ACTIVE", gauge, "Share of time the FP32 pipes were busy (GPM).")
+          .from(gpu_field(&Gpu::fp32_active_percent))
+          .in_base_unit(),
+      Row("DCGM_FI_PROF_PIPE_FP16_ACTIVE", gauge, "Share of time the FP16 pipes were busy (GPM).")
+          .from(gpu_field(&Gpu::fp16_active_percent))
+          .in_base_unit(),
+      Row("DCGM_FI_PROF_PCIE_TX_BYTES", gauge, "PCIe transmit throughput in bytes per second.")
+          .from(gpu_field(&Gpu::pcie_tx_bytes_per_second))
+          .in_base_unit(),
+      Row("DCGM_FI_PROF_PCIE_RX_BYTES", gauge, "PCIe receive throughput in bytes per second.")
+          .from(gpu_field(&Gpu::pcie_rx_bytes_per_second))
+          .in_base_unit(),
   };
   return families;
 }

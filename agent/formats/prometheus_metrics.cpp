@@ -152,6 +152,32 @@ void write_host_metrics(const std::optional<Host> &host, MetricsOut &out) {
   Family total("nvsmi_host_memory_total_bytes", "Host memory in bytes.");
   total.add("", in_base_unit(host->memory_total_mib, Unit::mib));
   total.write(out);
+  // Rates since the previous sample, as the CPU's share is: a gauge of what the sample saw, absent
+  // where it is unknown (the first sample, a counter that went back).
+  struct Rate {
+    const char *name, *help;
+    RealReading Host::*reading;
+  };
+  for (const Rate &rate : {
+           Rate{"nvsmi_host_disk_read_bytes_per_second",
+                "Bytes a second read from the host's whole disks since the previous sample.",
+                &Host::disk_read_bytes_per_second},
+           Rate{"nvsmi_host_disk_write_bytes_per_second",
+                "Bytes a second written to the host's whole disks since the previous sample.",
+                &Host::disk_write_bytes_per_second},
+           Rate{"nvsmi_host_network_receive_bytes_per_second",
+                "Bytes a second received by the host's network interfaces (NICs, not bridges or "
+                "veths) since the previous sample.",
+                &Host::network_receive_bytes_per_second},
+           Rate{"nvsmi_host_network_send_bytes_per_second",
+                "Bytes a second sent by the host's network interfaces (NICs, not bridges or "
+                "veths) since the previous sample.",
+                &Host::network_send_bytes_per_second},
+       }) {
+    Family family(rate.name, rate.help);
+    family.add("", (*host).*rate.reading);
+    family.write(out);
+  }
 }
 
 } // namespace

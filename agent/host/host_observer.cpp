@@ -1,11 +1,13 @@
 #include "host/host_observer.hpp"
 
 #include "host/cpu_shares.hpp"
+#include "host/host_io.hpp"
 #include "host/host_reader.hpp"
 #include "host/process_reader.hpp"
 #include "host/user_names.hpp"
 
 #include "core/local_time.hpp"
+#include "core/privilege.hpp"
 
 #include "nvsmi/cgroup.hpp"
 #include "nvsmi/timestamp.hpp"
@@ -34,10 +36,16 @@ void forget_host_fields(Process &process) {
   process.systemd_unit.reset();
 }
 
+// Where the disk and network counters are read: NVSMI_HOST_ROOT names a folder that holds a host's
+// proc/ and sys/ (the host's own, mounted into a container; a test's copy), as node_exporter's
+// --path.procfs and --path.sysfs do. Refused under sudo: core/privilege.hpp.
+std::string host_root() { return caller_named_variable("NVSMI_HOST_ROOT").value_or("/"); }
+
 } // namespace
 
 struct HostObserver::State {
   HostReader host;
+  HostIoReader io{host_root()};
   ProcessReader processes;
   HostCpuShare host_cpu;
   ProcessCpuShares process_cpu{processes.ticks_per_second()};
@@ -59,6 +67,7 @@ void HostObserver::observe(Snapshot &snapshot) {
     if (machine.memory_available_kib && *machine.memory_available_kib <= *machine.memory_total_kib)
       host.memory_used_mib = kib_to_mib(*machine.memory_total_kib - *machine.memory_available_kib);
   }
+  state_->io.read(host);
   snapshot.host = host;
 
   std::vector<int> pids;

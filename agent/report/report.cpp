@@ -78,7 +78,7 @@ void ReportBuilder::add(const LogRow &log) {
                         " is over 100 %");
     return;
   }
-  if (log.host_cpu_percent && *log.host_cpu_percent > 100) {
+  if (log.host.cpu_percent && *log.host.cpu_percent > 100) {
     report_.bad.add(BadRows::unparsable, where, "host.cpu is over 100 %");
     return;
   }
@@ -104,7 +104,9 @@ void ReportBuilder::add(const LogRow &log) {
   sample.power = gpu.power_draw_w;
   sample.power_limit = gpu.power_limit_w;
   sample.pstate = pstate_number(gpu.pstate);
-  sample.host_cpu = log.host_cpu_percent;
+  sample.host_cpu = log.host.cpu_percent;
+  sample.host_disk_read = log.host.disk_read_bytes_per_second;
+  sample.host_network_receive = log.host.network_receive_bytes_per_second;
   sample.users = gpu_users(gpu);
   sample.sm_active = gpu.sm_active_percent;
   sample.tensor_active = gpu.tensor_active_percent;

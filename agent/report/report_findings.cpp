@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace nvsmi {
 namespace {
@@ -85,22 +86,41 @@ std::string idle_held_finding(const GpuSummary &gpu) {
   return out + ": nobody else can use it; end the idle job or free the GPU";
 }
 
-// The starved rule, told apart by what the host's CPUs did while the GPU waited.
+// One thing a starved GPU may have waited on, with its figure over the starved time: "host CPUs
+// 96% busy", "disk reads 12.5 MB/s", or "network receive unknown" where the log has no reading.
+std::string wait_part(const char *what, const std::optional<double> &value, const char *format,
+                      double scale = 1) {
+  return std::string(what) + " " + (value ? printf_string(format, *value * scale) : "unknown");
+}
+
+// What the GPU waited on while starved, one part each, each with its figure.
+std::string starved_waits(const GpuSummary &gpu) {
+  const std::vector<std::string> parts = {
+      wait_part("host CPUs", gpu.starved_host_cpu_mean, "%.0f%% busy"),
+      wait_part("disk reads", gpu.starved_disk_read_mean, "%.1f MB/s", 1e-6),
+      wait_part("network receive", gpu.starved_network_receive_mean, "%.1f MB/s", 1e-6),
+  };
+  std::string out;
+  for (const std::string &part : parts)
+    out += (out.empty() ? "" : ", ") + part;
+  return " (" + out + ")";
+}
+
+// The starved rule, told apart by what the host's CPUs did while the GPU waited; the figures of
+// what it may have waited on are said in every case.
 std::string starved_finding(const GpuSummary &gpu) {
   double starved = gpu.starved.seconds;
-  double percent = *gpu.starved.percent();
+  std::string head = printf_string("starved %.0f%% of the time", *gpu.starved.percent());
   if (gpu.starved_host_busy_seconds > most_of * starved)
-    return printf_string("starved %.0f%% of the time while the host CPUs were %.0f%% busy: the "
-                         "input pipeline is CPU-bound; add data-loader workers or move "
-                         "preprocessing to the GPU",
-                         percent, *gpu.starved_host_cpu_mean);
+    return head + starved_waits(gpu) +
+           ": the input pipeline is CPU-bound; add data-loader workers or move preprocessing to "
+           "the GPU";
   if (gpu.starved_host_idle_seconds > most_of * starved)
-    return printf_string("starved %.0f%% of the time while the host CPUs were %.0f%% busy: "
-                         "waiting on I/O or synchronisation, not on the CPU; check storage and "
-                         "network reads and waits between processes",
-                         percent, *gpu.starved_host_cpu_mean);
-  return printf_string("starved %.0f%% of the time while holding ", percent) +
-         gib(gpu.starved_memory_mean_mib.value_or(0)) + ": check the data loader";
+    return head + starved_waits(gpu) +
+           ": waiting on I/O or synchronisation, not on the CPU; check storage and network reads "
+           "and waits between processes";
+  return head + " while holding " + gib(gpu.starved_memory_mean_mib.value_or(0)) +
+         starved_waits(gpu) + ": check the data loader";
 }
 
 // What the GPU's units did while kernels ran, where dmon's GPM figures say it: the first rule

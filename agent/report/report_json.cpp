@@ -97,6 +97,13 @@ Json gpu_json(const Report &report, std::size_t position) {
   } else {
     out["starved_host_cpu"] = nullptr;
   }
+  // The host's disk reads and network receives while starved, in bytes a second (null: unknown).
+  if (gpu.starved.seconds > 0)
+    out["starved_host_io"] = {
+        {"disk_read_bytes_per_second", rounded(gpu.starved_disk_read_mean)},
+        {"network_receive_bytes_per_second", rounded(gpu.starved_network_receive_mean)}};
+  else
+    out["starved_host_io"] = nullptr;
   out["holders"] = holders_json(report, position);
   out["finding"] = gpu.finding;
   out["severity"] = severity_name(gpu.finding_severity);

@@ -221,6 +221,11 @@ Snapshot read_json_log_line(std::string_view line) {
     snapshot.host->load1 = host_in.real("load1");
     snapshot.host->memory_total_mib = host_in.whole("memory_total_mib");
     snapshot.host->memory_used_mib = host_in.whole("memory_used_mib");
+    snapshot.host->disk_read_bytes_per_second = host_in.real("disk_read_bytes_per_second");
+    snapshot.host->disk_write_bytes_per_second = host_in.real("disk_write_bytes_per_second");
+    snapshot.host->network_receive_bytes_per_second =
+        host_in.real("network_receive_bytes_per_second");
+    snapshot.host->network_send_bytes_per_second = host_in.real("network_send_bytes_per_second");
   }
   return snapshot;
 }

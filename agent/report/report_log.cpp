@@ -4,6 +4,7 @@
 #include "files/file_io.hpp"
 #include "report/report_json_log.hpp"
 
+#include "nvsmi/gpu_fields.hpp"
 #include "nvsmi/quantity.hpp"
 
 #include <algorithm>
@@ -162,14 +163,26 @@ std::optional<Timestamp> first_timestamp(LogInput &input) {
   return found;
 }
 
-// The host's CPU busy percentage from the agent's own `host.cpu [%]` column, kept as an extra by
-// the layout; unknown where the log has no such column. Throws ParseError for a bad value.
-RealReading host_cpu_of(const Gpu &gpu) {
+// The host's real readings (CPU, disk, network: report reads no other) from the agent's own host
+// columns (nvsmi/gpu_fields.hpp host_log_columns), kept as extras by the layout; unknown where the
+// log has no such column. Throws ParseError for a bad value.
+Host host_of(const Gpu &gpu) {
+  Host host;
   for (const ExtraField &extra : gpu.extras)
-    if (extra.name == "host.cpu")
-      return extra.value ? parse_real(*extra.value, Unit::percent, UnitPolicy::optional, "host.cpu")
-                         : std::nullopt;
-  return std::nullopt;
+    for (const HostLogColumn &column : host_log_columns)
+      if (column.real && extra.name == column.name && extra.value)
+        host.*column.real =
+            parse_real(*extra.value, column.unit, UnitPolicy::optional, column.name);
+  return host;
+}
+
+// The names of the host columns host_of reads, which the CSV layout keeps as extras.
+std::vector<std::string> host_column_names() {
+  std::vector<std::string> names;
+  for (const HostLogColumn &column : host_log_columns)
+    if (column.real)
+      names.emplace_back(column.name);
+  return names;
 }
 
 // A JSON line: one row for each of its GPUs, or one bad row when it cannot be read.
@@ -214,9 +227,9 @@ void take_sample(const Snapshot &snapshot, const std::string &path, std::int64_t
     bad.counts[BadRows::no_timestamp] += rows - 1; // one example for the line
     return;
   }
-  RealReading host_cpu = snapshot.host ? snapshot.host->cpu_percent : std::nullopt;
+  Host host = snapshot.host.value_or(Host{});
   for (const Gpu &gpu : snapshot.gpus)
-    take(LogRow{path, number, gpu, *snapshot.timestamp, host_cpu});
+    take(LogRow{path, number, gpu, *snapshot.timestamp, host});
 }
 
 void BadRows::add(Kind kind, const std::string &where, const std::string &why) {
@@ -307,7 +320,7 @@ LogTotals read_logs(const std::vector<std::string> &paths, BadRows &bad,
           }
           if (!starts_with_digit(line) && CsvLayout::is_header(line)) {
             try {
-              layout = CsvLayout::from_header(line, {"host.cpu"});
+              layout = CsvLayout::from_header(line, host_column_names());
               indexed = has_column(layout, "index");
               header_ok = true;
             } catch (const ParseError &error) {
@@ -326,11 +339,11 @@ LogTotals read_logs(const std::vector<std::string> &paths, BadRows &bad,
             CsvRow row = read_csv_row(line, layout, static_cast<int>(number - 1));
             if (!indexed)
               row.gpu.index = 0;
-            RealReading host_cpu = host_cpu_of(row.gpu);
+            Host host = host_of(row.gpu);
             if (!row.timestamp)
               bad.add(BadRows::no_timestamp, where(), "no timestamp that can be read");
             else
-              take(LogRow{path, number, row.gpu, *row.timestamp, host_cpu});
+              take(LogRow{path, number, row.gpu, *row.timestamp, host});
           } catch (const ParseError &error) {
             bad.add(BadRows::unparsable, where(), error.what());
           }

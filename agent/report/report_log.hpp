@@ -41,7 +41,9 @@ struct LogRow {
   std::int64_t line;
   const Gpu &gpu;
   const Timestamp &timestamp;
-  RealReading host_cpu_percent; // the CSV log's `host.cpu [%]`, the JSON log's host.cpu_percent
+  // The host's readings of the sample: the CSV log's host columns (host.cpu, host.disk.read ...),
+  // the JSON log's host object; all unknown where the log has none.
+  Host host;
 };
 
 struct LogTotals {

@@ -129,6 +129,8 @@ void GpuStats::take(const Sample &x) {
           if (held && u < gpu_thresholds::starved_below_percent) {
             s_.starved.seconds += d;
             starved_memory_sum_ += static_cast<double>(*x.memory_used) * d;
+            starved_disk_read_.add(x.host_disk_read, d);
+            starved_network_receive_.add(x.host_network_receive, d);
             if (x.host_cpu) {
               s_.starved_host_known_seconds += d;
               starved_host_cpu_sum_ += *x.host_cpu * d;
@@ -247,31 +249,23 @@ GpuSummary GpuStats::finish() {
                    [](const auto &a, const auto &b) { return a.second > b.second; });
   if (s_.starved_host_known_seconds > 0)
     out.starved_host_cpu_mean = starved_host_cpu_sum_ / s_.starved_host_known_seconds;
+  out.starved_disk_read_mean = starved_disk_read_.mean();
+  out.starved_network_receive_mean = starved_network_receive_.mean();
   if (s_.power_known_seconds > 0) {
     out.power_mean_w = power_joules_ / s_.power_known_seconds;
     out.energy_wh = power_joules_ / 3600;
   }
   if (temperature_known_seconds_ > 0)
     out.temperature_mean_c = temperature_sum_ / temperature_known_seconds_;
-  out.active_utilization_mean = active_utilization_.value();
-  out.sm_active_mean = sm_active_.value();
-  out.tensor_active_mean = tensor_active_.value();
-  out.dram_active_mean = dram_active_.value();
-  out.fp32_active_mean = fp32_active_.value();
-  out.pcie_rx_mean_bytes_per_second = pcie_rx_.value();
+  out.active_utilization_mean = active_utilization_.mean();
+  out.sm_active_mean = sm_active_.mean();
+  out.tensor_active_mean = tensor_active_.mean();
+  out.dram_active_mean = dram_active_.mean();
+  out.fp32_active_mean = fp32_active_.mean();
+  out.pcie_rx_mean_bytes_per_second = pcie_rx_.mean();
   return out;
 }
 
-void GpuStats::Mean::add(const Reading &value, double d) {
-  if (!value)
-    return;
-  sum += static_cast<double>(*value) * d;
-  seconds += d;
-}
-
-std::optional<double> GpuStats::Mean::value() const {
-  return seconds > 0 ? std::optional<double>(sum / seconds) : std::nullopt;
-}
 
 std::string latest_fields_text(const GpuHealth &latest) {
   std::string text;

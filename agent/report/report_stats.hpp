@@ -26,9 +26,10 @@ struct Sample {
   Reading utilization; // 0..100
   Reading memory_used, memory_total, temperature;
   RealReading power, power_limit;
-  std::optional<int> pstate;     // 0 for P0 ... 15 for P15
-  RealReading host_cpu;          // the host's CPUs busy, 0..100
-  std::optional<GpuUsers> users; // nullopt: no process list
+  std::optional<int> pstate;                        // 0 for P0 ... 15 for P15
+  RealReading host_cpu;                             // the host's CPUs busy, 0..100
+  RealReading host_disk_read, host_network_receive; // bytes a second
+  std::optional<GpuUsers> users;                    // nullopt: no process list
   // The GPU's allocation where the sample found it allocated but idle (nvsmi/gpu_state.hpp).
   std::optional<Allocation> allocated_idle;
   // What its units did and its PCIe receive (dmon): nullopt where the log does not have them.
@@ -84,6 +85,9 @@ struct GpuSummary {
   double starved_host_known_seconds = 0, starved_host_busy_seconds = 0,
          starved_host_idle_seconds = 0;
   std::optional<double> starved_host_cpu_mean;
+  // Of the starved time, the host's disk reads and network receives in bytes a second: the mean
+  // over the seconds that have the reading (nullopt without readings).
+  std::optional<double> starved_disk_read_mean, starved_network_receive_mean;
 
   Reading memory_peak_mib, memory_total_mib; // total: at the peak, else the last known
   RealReading power_mean_w, power_max_w, energy_wh;
@@ -146,13 +150,25 @@ private:
          temperature_known_seconds_ = 0, starved_memory_sum_ = 0, starved_host_cpu_sum_ = 0,
          idle_held_memory_sum_ = 0;
   std::map<Text, double> idle_holder_seconds_; // at most report_max_users users
-  // Time-weighted sums over the active time and the seconds each was known in it.
-  struct Mean {
+  // A reading's mean weighted by time, over the time it was known.
+  struct TimeMean {
     double sum = 0, seconds = 0;
-    void add(const Reading &value, double d);
-    std::optional<double> value() const;
+    void add(const RealReading &value, double d) {
+      if (value) {
+        sum += *value * d;
+        seconds += d;
+      }
+    }
+    void add(const Reading &value, double d) {
+      add(value ? RealReading(static_cast<double>(*value)) : std::nullopt, d);
+    }
+    std::optional<double> mean() const {
+      return seconds > 0 ? std::optional<double>(sum / seconds) : std::nullopt;
+    }
   };
-  Mean active_utilization_, sm_active_, tensor_active_, dram_active_, fp32_active_, pcie_rx_;
+  TimeMean starved_disk_read_, starved_network_receive_;
+  // Over the active time (not idle, SM activity known): the activity findings' figures.
+  TimeMean active_utilization_, sm_active_, tensor_active_, dram_active_, fp32_active_, pcie_rx_;
 };
 
 } // namespace nvsmi

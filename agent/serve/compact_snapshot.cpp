@@ -297,18 +297,30 @@ std::size_t freed(const SharedText &text) {
   return text && text.use_count() == 1 ? text_cost(*text) : 0;
 }
 
+// The host's real readings in CompactHostReal's order.
+constexpr std::array<RealReading Host::*, std::tuple_size_v<decltype(CompactHost::reals)>>
+    host_reals = {&Host::cpu_percent,
+                  &Host::load1,
+                  &Host::disk_read_bytes_per_second,
+                  &Host::disk_write_bytes_per_second,
+                  &Host::network_receive_bytes_per_second,
+                  &Host::network_send_bytes_per_second};
+
 CompactHost pack_host(const Host &host, const CompactHost *before, Packer &packer) {
-  return {packer.text(host.hostname, before ? &before->hostname : nullptr),
-          pack(host_readings(host)),
-          {pack_real(host.cpu_percent), pack_real(host.load1)}};
+  CompactHost out{packer.text(host.hostname, before ? &before->hostname : nullptr),
+                  pack(host_readings(host)),
+                  {}};
+  for (std::size_t i = 0; i < host_reals.size(); ++i)
+    out.reals[i] = pack_real(host.*host_reals[i]);
+  return out;
 }
 
 Host unpack_host(const CompactHost &in) {
   Host host;
   host.hostname = unpack_text(in.hostname);
   unpack(in.numbers, host_readings(host));
-  host.cpu_percent = unpack_real(in.reals[0]);
-  host.load1 = unpack_real(in.reals[1]);
+  for (std::size_t i = 0; i < host_reals.size(); ++i)
+    host.*host_reals[i] = unpack_real(in.reals[i]);
   return host;
 }
 

@@ -47,7 +47,14 @@ enum CompactHostNumber : std::size_t {
   host_memory_total_mib,
   host_memory_used_mib
 };
-enum CompactHostReal : std::size_t { host_cpu_percent, host_load1 };
+enum CompactHostReal : std::size_t {
+  host_cpu_percent,
+  host_load1,
+  host_disk_read,
+  host_disk_write,
+  host_network_receive,
+  host_network_send
+};
 
 // The reading at `i`, or nullopt where it is not known.
 template <std::size_t N>
@@ -85,8 +92,10 @@ struct CompactGpu {
 
 struct CompactHost {
   SharedText hostname;
-  PackedReadings<3> numbers;     // CPU count, memory total and used
-  std::array<double, 2> reals{}; // CPU percent and load, NaN where unknown
+  PackedReadings<3> numbers; // CPU count, memory total and used
+  // CPU percent, load, disk read and write, network receive and send (CompactHostReal), NaN
+  // where unknown.
+  std::array<double, 6> reals{};
 };
 
 struct CompactSnapshot {

@@ -82,7 +82,7 @@ struct GpuColumns {
 };
 
 struct HostColumns {
-  Column cpu, memory_used, memory_total;
+  Column cpu, memory_used, memory_total, disk_read, disk_write, network_receive, network_send;
   bool seen = false;
 };
 
@@ -221,6 +221,9 @@ HttpResponse series_response(std::string_view query, const ServeHistory &history
   host.cpu.resize(buckets);
   host.memory_used.resize(buckets);
   host.memory_total.resize(buckets);
+  for (Column *column :
+       {&host.disk_read, &host.disk_write, &host.network_receive, &host.network_send})
+    column->resize(buckets);
   history.visit_since(static_cast<double>(first) * step, [&](double received,
                                                              const CompactSnapshot &sample) {
     auto at = static_cast<std::int64_t>(std::floor(received / step)) - first;
@@ -257,6 +260,10 @@ HttpResponse series_response(std::string_view query, const ServeHistory &history
     if (sample.host) {
       host.seen = true;
       add_reading(host.cpu, bucket, sample.host->reals[host_cpu_percent]);
+      add_reading(host.disk_read, bucket, sample.host->reals[host_disk_read]);
+      add_reading(host.disk_write, bucket, sample.host->reals[host_disk_write]);
+      add_reading(host.network_receive, bucket, sample.host->reals[host_network_receive]);
+      add_reading(host.network_send, bucket, sample.host->reals[host_network_send]);
       add_reading(host.memory_used, bucket,
                   packed_reading(sample.host->numbers, host_memory_used_mib));
       add_reading(host.memory_total, bucket,
@@ -344,6 +351,14 @@ HttpResponse series_response(std::string_view query, const ServeHistory &history
     write_spread(body, host.memory_used, kept);
     body += ",\"memory_total_mib\":";
     write_largest(body, host.memory_total, kept);
+    body += ",\"disk_read_bytes_per_second\":";
+    write_spread(body, host.disk_read, kept);
+    body += ",\"disk_write_bytes_per_second\":";
+    write_spread(body, host.disk_write, kept);
+    body += ",\"network_receive_bytes_per_second\":";
+    write_spread(body, host.network_receive, kept);
+    body += ",\"network_send_bytes_per_second\":";
+    write_spread(body, host.network_send, kept);
     body += '}';
   } else {
     body += "null"; // a recording (--fixture) has no host

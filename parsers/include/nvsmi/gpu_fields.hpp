@@ -76,7 +76,7 @@ struct GpuField {
   // so only names every supported driver knows are asked for.
   bool csv_asked = false;
   // The agent's CSV log: the column's place among the GPU's readings (1 first), 0 for none. The
-  // host's two columns sit after column csv_log_host_after.
+  // host's columns (host_log_columns) sit after column csv_log_host_after.
   int csv_log_column = 0;
   // Under <gpu> in `nvidia-smi -q -x`: `xml_parent`/`xml_leaf`, or `xml_leaf` alone where
   // xml_parent is empty. An empty leaf: read by hand in xml_reader.cpp.
@@ -137,8 +137,31 @@ private:
   }
 };
 
-// The CSV log's host columns (host.cpu, host.memory.used) follow this column of the GPU's.
+// The CSV log's host columns (host_log_columns) follow this column of the GPU's.
 inline constexpr int csv_log_host_after = 11;
+
+// One of the CSV log's host columns: its name, the unit its header shows and its value may carry,
+// and the Host member it holds (a real or a whole reading), the same on every row of a sample. The
+// CSV format writes them, report's CSV-log reader reads them back.
+struct HostLogColumn {
+  const char *name, *symbol;
+  Unit unit;
+  RealReading Host::*real = nullptr;
+  Reading Host::*whole = nullptr;
+};
+// In the log's order. Every earlier agent's log has the first earlier_host_log_columns of them.
+inline const std::vector<HostLogColumn> host_log_columns = {
+    {"host.cpu", "%", Unit::percent, &Host::cpu_percent},
+    {"host.memory.used", "MiB", Unit::mib, nullptr, &Host::memory_used_mib},
+    {"host.disk.read", "B/s", Unit::none, &Host::disk_read_bytes_per_second},
+    {"host.disk.write", "B/s", Unit::none, &Host::disk_write_bytes_per_second},
+    {"host.network.receive", "B/s", Unit::none, &Host::network_receive_bytes_per_second},
+    {"host.network.send", "B/s", Unit::none, &Host::network_send_bytes_per_second},
+};
+inline constexpr std::size_t earlier_host_log_columns = 2;
+// How many of the GPU's logged columns the log had when all the host's columns came (the disk and
+// network ones): a log with all of them and fewer of the GPU's is an earlier agent's too.
+inline constexpr std::size_t all_host_log_columns_since = 12;
 
 // In the order the JSON and /metrics write them (each at its place).
 const std::vector<GpuField> &gpu_fields();

@@ -180,6 +180,11 @@ struct Host {
   RealReading load1;        // one-minute load average
   Reading memory_total_mib; // MemTotal
   Reading memory_used_mib;  // MemTotal - MemAvailable (what `free` calls used)
+  // Bytes a second since the previous sample, of the whole disks (/proc/diskstats) and of the
+  // interfaces that leave the machine (/proc/net/dev): host/host_io.hpp says which. nullopt on the
+  // first sample, where a counter went back, and where the file or no device could be read.
+  RealReading disk_read_bytes_per_second, disk_write_bytes_per_second;
+  RealReading network_receive_bytes_per_second, network_send_bytes_per_second;
 };
 
 // One kind of NVIDIA Xid error seen in the kernel log for one PCI device.
