@@ -48,6 +48,12 @@ Sampler::Sampler(boost::asio::io_context &context, const SamplerOptions &options
       query_(options.fields) {
   if (options.fixture)
     fixture_ = fixture_samples(*options.fixture, options.fields);
+  // Its messages go to the log alone: a hook that fails is no cause for stale GPU data, which is
+  // what the command's own handler tells from a problem.
+  if (options.on_unhealthy)
+    unhealthy_hook_ = std::make_unique<UnhealthyHook>(
+        context, *options.on_unhealthy,
+        [](LogKind kind, const std::string &message) { log_stream_message(kind, message); });
 }
 
 Sampler::~Sampler() = default;
@@ -176,6 +182,8 @@ void Sampler::hand_on(Snapshot snapshot) {
   attach_kernel_log(snapshot);
   attach_allocations(snapshot);
   offsets_.attach(snapshot);
+  if (unhealthy_hook_)
+    unhealthy_hook_->observe(snapshot);
   on_sample_(std::move(snapshot));
 }
 
@@ -229,6 +237,10 @@ void Sampler::stop(std::function<void()> done) {
       ++*pending;
       (*stream)->stop(one_done);
     }
+  if (unhealthy_hook_) {
+    ++*pending;
+    unhealthy_hook_->stop(one_done);
+  }
   one_done();
 }
 
@@ -238,6 +250,9 @@ std::vector<pid_t> Sampler::children() const {
     if (*stream)
       if (std::optional<pid_t> pid = (*stream)->child_pid())
         pids.push_back(*pid);
+  if (unhealthy_hook_)
+    for (pid_t pid : unhealthy_hook_->children())
+      pids.push_back(pid);
   return pids;
 }
 
