@@ -70,6 +70,7 @@ std::string usage_error(const CLI::App &app, const Subcommands &subcommands,
 Subcommand add_snapshot_command(CLI::App &app);
 Subcommand add_watch_command(CLI::App &app);
 Subcommand add_report_command(CLI::App &app);
+Subcommand add_job_command(CLI::App &app);
 Subcommand add_serve_command(CLI::App &app);
 Subcommand add_top_command(CLI::App &app);
 Subcommand add_pick_command(CLI::App &app);

@@ -9,14 +9,6 @@
 namespace nvsmi {
 namespace {
 
-// nullopt when nobody knows who holds the GPU (no process list from this source).
-std::optional<bool> held_for_compute(const Gpu &gpu) {
-  if (!gpu.processes)
-    return std::nullopt;
-  return std::any_of(gpu.processes->begin(), gpu.processes->end(),
-                     [](const Process &process) { return process.type != Text("G"); });
-}
-
 // " (alice, bob)": at most three named, then "+N more"; nothing for nobody.
 std::string named_few(const std::vector<std::string> &names) {
   if (names.empty())
@@ -57,6 +49,13 @@ std::vector<GpuFault> health_faults(const Gpu &gpu) {
 }
 
 } // namespace
+
+std::optional<bool> held_for_compute(const Gpu &gpu) {
+  if (!gpu.processes)
+    return std::nullopt;
+  return std::any_of(gpu.processes->begin(), gpu.processes->end(),
+                     [](const Process &process) { return process.type != Text("G"); });
+}
 
 std::vector<std::string> gpu_failures(const Gpu &gpu, bool with_ecc) {
   std::vector<std::string> reasons;

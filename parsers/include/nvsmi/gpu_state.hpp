@@ -34,6 +34,10 @@ struct GpuStateThresholds {
   std::int64_t allocated_idle_after_s = gpu_thresholds::allocated_idle_after_s;
 };
 
+// Whether compute processes hold the GPU (a process of another type than "G", a desktop's Xorg);
+// nullopt when the sample has no process list (nobody can say it has none).
+std::optional<bool> held_for_compute(const Gpu &gpu);
+
 // Most serious first: lost, failing, hot, at power limit, allocated but idle, idle but held, in
 // use, idle, free, unknown. Allocated but idle needs the process list (nobody can say a GPU has
 // no process without it) and the allocation's age; a younger allocation with no process is free
