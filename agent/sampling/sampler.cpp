@@ -48,12 +48,12 @@ Sampler::Sampler(boost::asio::io_context &context, const SamplerOptions &options
       query_(options.fields) {
   if (options.fixture)
     fixture_ = fixture_samples(*options.fixture, options.fields);
-  // Its messages go to the log alone: a hook that fails is no cause for stale GPU data, which is
-  // what the command's own handler tells from a problem.
+  // Through the command's own handler (top keeps messages while its screen is up), as notices: a
+  // hook that fails is no cause for stale GPU data, which is what that handler tells a problem by.
   if (options.on_unhealthy)
     unhealthy_hook_ = std::make_unique<UnhealthyHook>(
         context, *options.on_unhealthy,
-        [](LogKind kind, const std::string &message) { log_stream_message(kind, message); });
+        [this](LogKind, const std::string &message) { log_(LogKind::notice, message); });
 }
 
 Sampler::~Sampler() = default;
