@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <vector>
 
 using nlohmann::json;
 using test::quote;
@@ -117,6 +118,24 @@ TEST_CASE("report --by-job: every job of the log, in text and JSON; without it, 
   test::Run text = run_agent("report --by-job " + quote(log));
   REQUIRE(text.exit_code == 0);
   CHECK_THAT(text.out, Catch::Contains("\nJobs (") && Catch::Contains("job 55 of dave: 1 GPU (3)"));
+}
+
+TEST_CASE("report --by-job --format csv: the accounting rows, GPU-hours held, used, idle, unused") {
+  std::string log = jobs_log();
+  test::Run run = run_agent("report --by-job --format csv " + quote(log));
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  std::vector<std::string> rows = test::non_empty_lines_of(run.out);
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[0] == "job_id,scheduler,user,gpus,first,last,held_gpu_hours,used_gpu_hours,"
+                   "idle_gpu_hours,unused_gpu_hours,energy_wh");
+  CHECK(rows[1] == "1234,slurm,alice,2,2026-11-23T10:10:00.000+01:00,2026-11-23T13:00:00.000+01:00,"
+                   "6.000,6.000,3.000,0.000,2040.000");
+  CHECK(rows[3] == "55,slurm,dave,1,2026-11-23T11:40:00.000+01:00,2026-11-23T12:00:00.000+01:00,"
+                   "0.500,0.000,0.500,0.500,30.000");
+  test::Run without = run_agent("report --format csv " + quote(log));
+  CHECK(without.exit_code == 2);
+  CHECK_THAT(without.err, Catch::Contains("--format csv needs --by-job"));
 }
 
 TEST_CASE("job: a job id that is not digits is refused (exit 2); one not in the logs is exit 6") {

@@ -59,8 +59,11 @@ SubcommandRun report_options(CLI::App *command) {
   command->add_option("--to", settings->to, "Leave out rows after this time")
       ->check(time_validator);
   add_gpu_option(command, options.gpus, "Only these GPUs; one with no row in the logs: exit 6");
-  command->add_option("--format", settings->format, "text, json (one line) or html (one page)")
-      ->check(CLI::IsMember({"text", "json", "html"}))
+  command
+      ->add_option("--format", settings->format,
+                   "text, json (one line), html (one page), or csv with --by-job (a row per job: "
+                   "GPU-hours held, used, idle, unused, energy)")
+      ->check(CLI::IsMember({"text", "json", "html", "csv"}))
       ->capture_default_str();
   command
       ->add_option("--output", settings->output, "Replace this file atomically instead of printing")
@@ -80,10 +83,13 @@ SubcommandRun report_options(CLI::App *command) {
       settings->options.from = parse_time(settings->from);
     if (!settings->to.empty())
       settings->options.to = parse_time(settings->to);
+    if (settings->format == "csv" && !settings->options.by_job)
+      throw AgentError(exit_usage, "--format csv needs --by-job (it is the per-job ledger)");
     if (settings->output) // refuse a device or a FIFO before reading the logs
       output_target(*settings->output);
     Report report = make_report(settings->options);
-    std::string text = settings->format == "json"   ? format_report_json(report)
+    std::string text = settings->format == "csv"    ? format_jobs_csv(report)
+                       : settings->format == "json" ? format_report_json(report)
                        : settings->format == "html" ? format_report_html(report)
                                                     : format_report_text(report);
     write_output(text, settings->output);
