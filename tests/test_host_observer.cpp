@@ -114,7 +114,9 @@ TEST_CASE("host observer: a process of this user, as it is now") {
   CHECK_FALSE(started->millisecond); // seconds precision
   // Boot time is whole seconds and the start is cut to them: up to two seconds early.
   CHECK(instant_seconds(*started) >= static_cast<double>(before - 2));
-  CHECK(instant_seconds(*started) <= static_cast<double>(now_seconds()));
+  // ...and up to two late where the clock was stepped since boot (the kernel's boot time is the
+  // clock at boot, the start counted on the monotonic clock): seen once on a busy CI machine.
+  CHECK(instant_seconds(*started) <= static_cast<double>(now_seconds() + 2));
   CHECK(p.host_memory_mib > 0);
   CHECK_FALSE(p.cpu_percent); // the first sample has nothing to compare with
 

@@ -160,6 +160,69 @@ def scripts_against_hostile_environments():
         shutil.rmtree(base, ignore_errors=True)
 
 
+def drain_script_against_hostile_environments():
+    """deploy/slurm/drain-on-unhealthy.sh alone, with an scontrol that writes its arguments."""
+    base = tempfile.mkdtemp(prefix="nvsmi-slurm-drain-")
+    try:
+        calls = os.path.join(base, "calls")
+        with open(os.path.join(base, "scontrol"), "w") as f:
+            f.write("#!/bin/sh\nfor a in \"$@\"; do printf '%%s\\n' \"$a\"; done >>%s\n" % calls)
+        os.chmod(os.path.join(base, "scontrol"), 0o755)
+        host = socket.gethostname().split(".")[0]
+
+        def drain(**variables):
+            if os.path.exists(calls):
+                os.remove(calls)
+            env = {"PATH": base + ":/usr/sbin:/usr/bin:/sbin:/bin"}
+            env.update(variables)
+            run = run_script("drain-on-unhealthy.sh", env)
+            args = []
+            if os.path.exists(calls):
+                with open(calls) as f:
+                    args = f.read().split("\n")[:-1]
+            return run, args
+
+        run, args = drain(NVSMI_GPU_INDEX="3", NVSMI_REASON="row remap pending",
+                          NVSMI_ACTION="gpu_reset")
+        check(run.returncode == 0 and args == [
+            "update", "nodename=" + host, "state=drain",
+            "reason=nvsmi-agent: GPU 3 row remap pending (gpu_reset)"],
+              "drain: scontrol update nodename=<short host> state=drain reason=... %r" % args)
+        for index in ["3; reboot", "", "-1", "1" * 5, "../3", "3\n4"]:
+            run, args = drain(NVSMI_GPU_INDEX=index, NVSMI_REASON="x")
+            check(run.returncode == 2 and args == [] and
+                  run.stderr.startswith("nvsmi-agent drain-on-unhealthy: NVSMI_GPU_INDEX"),
+                  "drain: index %r refused, scontrol not run" % index[:20])
+        run, args = drain(NVSMI_GPU_INDEX="0",
+                          NVSMI_REASON="$(reboot) `id` \x1b[31m;\n|&>" + "y" * 1000,
+                          NVSMI_ACTION="gpu reset; rm")
+        reason = args[-1] if args else ""
+        check(run.returncode == 0 and len(args) == 4 and
+              len(reason) <= len("reason=nvsmi-agent: GPU 0  (") + 128 + 32 + 1 and
+              all(c not in reason for c in "$`;|&>\n\x1b"),
+              "drain: a hostile reason and action reach scontrol as one word, cut, without "
+              "shell or terminal characters %r" % reason[:80])
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def drained_by_the_agent(cluster):
+    """The agent's --on-unhealthy runs the shipped drain script when the stand-in's GPU 3 fails:
+    the node is drained with the GPU and the reason."""
+    failing = os.path.join(PROJECT, "fixtures", "xml", "h100-8gpu-failing-v12.xml")
+    run = subprocess.run(
+        [AGENT, "watch", "--format", "json", "--count", "3", "--interval", "0.1",
+         "--kernel-log", "none", "--fixture", failing,
+         "--on-unhealthy", os.path.join(SCRIPTS, "drain-on-unhealthy.sh")],
+        env=cluster.env, capture_output=True, text=True, timeout=120, check=False)
+    check(run.returncode == 0 and "--on-unhealthy for GPU 3" in run.stderr,
+          "agent: watch ran the drain hook for GPU 3: %s" % run.stderr[-400:])
+    node = cluster.slurm("scontrol", "show", "node", socket.gethostname().split(".")[0])
+    check("DRAIN" in node and "Reason=nvsmi-agent: GPU 3 " in node,
+          "slurm: the node is drained with the GPU and its reason: %r" %
+          [line.strip() for line in node.splitlines() if "State=" in line or "Reason=" in line])
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -388,6 +451,7 @@ def real_slurm(base):
         gpus = snapshot(cluster, "")["gpus"]
         check(all(gpu["allocation"] is None for gpu in gpus),
               "agent: no allocation once the jobs ended")
+        drained_by_the_agent(cluster)
         if failures:
             print(cluster.logs())
     finally:
@@ -416,6 +480,7 @@ def main():
         print("skipped: the prolog and epilog are root's (run as root)")
         return 77
     scripts_against_hostile_environments()
+    drain_script_against_hostile_environments()
     reason = cannot_run_cluster()
     if reason:
         print("skipped the real Slurm: " + reason)

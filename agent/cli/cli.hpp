@@ -70,6 +70,7 @@ std::string usage_error(const CLI::App &app, const Subcommands &subcommands,
 Subcommand add_snapshot_command(CLI::App &app);
 Subcommand add_watch_command(CLI::App &app);
 Subcommand add_report_command(CLI::App &app);
+Subcommand add_job_command(CLI::App &app);
 Subcommand add_serve_command(CLI::App &app);
 Subcommand add_top_command(CLI::App &app);
 Subcommand add_pick_command(CLI::App &app);
@@ -124,13 +125,20 @@ struct JobMappingCli {
 void add_job_mapping_option(CLI::App *command, JobMappingCli &target);
 
 // The options of a long-running sampler (watch, serve): --interval, --source, --fields,
-// --fixture, --nvidia-smi, --stall-timeout, --job-mapping-dir. `finish` completes `options` once
+// --fixture, --nvidia-smi, --stall-timeout, --job-mapping-dir, --on-unhealthy (the drain hook).
+// `finish` completes `options` once
 // parsed.
 struct SamplingCli {
   SamplerOptions options;
   std::string source = "csv";
   JobMappingCli job_mapping;
-  void finish(); // throws AgentError for --fields with --source xml
+  // --on-unhealthy COMMAND, its --on-unhealthy-timeout and --on-unhealthy-max
+  std::optional<std::string> on_unhealthy;
+  UnhealthyHookOptions hook;
+  double hook_timeout_seconds = 30;
+  // throws AgentError for --fields with --source xml, and for an --on-unhealthy command that is
+  // empty or has an unclosed quote
+  void finish();
 };
 void add_sampling_options(CLI::App *command, SamplingCli &sampling);
 

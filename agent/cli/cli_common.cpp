@@ -3,6 +3,7 @@
 #include "core/privilege.hpp"
 #include "host/job_mapping.hpp"
 #include "kernel_log/xid_log.hpp"
+#include "nvidia_smi/command_line.hpp"
 
 #include "nvsmi/csv_reader.hpp"
 #include "nvsmi/gpu_selector.hpp"
@@ -175,6 +176,17 @@ void SamplingCli::finish() {
   if (options.source == Source::xml && !options.fields.empty())
     throw AgentError(exit_usage, "--fields needs --source csv (it adds query fields)");
   drop_known_fields(options.fields);
+  if (on_unhealthy) {
+    try {
+      hook.command = split_command(*on_unhealthy);
+    } catch (const std::invalid_argument &error) {
+      throw AgentError(exit_usage, std::string("--on-unhealthy: ") + error.what());
+    }
+    if (hook.command.empty())
+      throw AgentError(exit_usage, "--on-unhealthy is empty");
+    hook.timeout = std::chrono::milliseconds(std::llround(hook_timeout_seconds * 1000));
+    options.on_unhealthy = hook;
+  }
 }
 
 void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
@@ -227,6 +239,32 @@ void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
           std::map<std::string, Gpm>{{"auto", Gpm::automatic}, {"on", Gpm::on}, {"off", Gpm::off}}))
       ->type_name("auto|on|off")
       ->default_str("auto");
+  CLI::Option *hook =
+      command
+          ->add_option("--on-unhealthy", sampling.on_unhealthy,
+                       "Run this command (words split as --nvidia-smi's, no shell) once for each "
+                       "new fault of a GPU: lost, failing (ECC, row remap, recovery action) or an "
+                       "Xid that needs a reset; NVSMI_GPU_INDEX, NVSMI_GPU_UUID, "
+                       "NVSMI_GPU_PCI_BUS_ID, NVSMI_REASON, NVSMI_ACTION and NVSMI_HOSTNAME in its "
+                       "environment; under sudo or setuid it may not be given. See docs/SLURM.md")
+          ->type_name("COMMAND")
+          ->check(caller_path());
+  command
+      ->add_option("--on-unhealthy-timeout", sampling.hook_timeout_seconds,
+                   "Kill a run of the --on-unhealthy command (and what it started) after this "
+                   "many seconds")
+      ->type_name("SECONDS")
+      ->check(finite_range(0.1, 3600.0))
+      ->capture_default_str()
+      ->needs(hook);
+  command
+      ->add_option("--on-unhealthy-max", sampling.hook.max_running,
+                   "Runs of the --on-unhealthy command at once, at most; a fault found beyond "
+                   "them waits for the next sample")
+      ->type_name("N")
+      ->check(whole_range(1, 64))
+      ->capture_default_str()
+      ->needs(hook);
   command->add_flag(
       "--no-host", [&options](std::int64_t) { options.host = false; },
       "nvidia-smi runs on another machine (--nvidia-smi \"ssh gpu7 nvidia-smi\"): do not read "

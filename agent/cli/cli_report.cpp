@@ -3,6 +3,7 @@
 #include "files/file_io.hpp"
 #include "report/report.hpp"
 
+#include "nvsmi/allocation.hpp"
 #include "nvsmi/timestamp.hpp"
 
 #include <cerrno>
@@ -27,6 +28,17 @@ const CLI::Validator time_validator(
     },
     "TIME");
 
+// `text` on stdout, or replacing `output` atomically.
+void write_output(const std::string &text, const std::optional<std::string> &output) {
+  if (output) {
+    replace_file_atomically(*output, text);
+  } else if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() ||
+             std::fflush(stdout) != 0) {
+    throw AgentError(exit_io,
+                     std::string("cannot write to standard output: ") + std::strerror(errno));
+  }
+}
+
 SubcommandRun report_options(CLI::App *command) {
   struct Settings {
     ReportOptions options;
@@ -47,12 +59,19 @@ SubcommandRun report_options(CLI::App *command) {
   command->add_option("--to", settings->to, "Leave out rows after this time")
       ->check(time_validator);
   add_gpu_option(command, options.gpus, "Only these GPUs; one with no row in the logs: exit 6");
-  command->add_option("--format", settings->format, "text, json (one line) or html (one page)")
-      ->check(CLI::IsMember({"text", "json", "html"}))
+  command
+      ->add_option("--format", settings->format,
+                   "text, json (one line), html (one page), or csv with --by-job (a row per job: "
+                   "GPU-hours held, used, idle, unused, energy)")
+      ->check(CLI::IsMember({"text", "json", "html", "csv"}))
       ->capture_default_str();
   command
       ->add_option("--output", settings->output, "Replace this file atomically instead of printing")
       ->check(caller_path());
+  command->add_flag("--by-job", options.by_job,
+                    "Add the per-job ledger: each batch job's GPUs, time, utilization, idle and "
+                    "allocated-but-unused time, peak memory, energy and a finding (from JSON logs "
+                    "of watch with --job-mapping-dir)");
   command
       ->add_option("--interval", options.interval,
                    "Seconds between samples (default: the median spacing of the first samples)")
@@ -64,24 +83,78 @@ SubcommandRun report_options(CLI::App *command) {
       settings->options.from = parse_time(settings->from);
     if (!settings->to.empty())
       settings->options.to = parse_time(settings->to);
+    if (settings->format == "csv" && !settings->options.by_job)
+      throw AgentError(exit_usage, "--format csv needs --by-job (it is the per-job ledger)");
     if (settings->output) // refuse a device or a FIFO before reading the logs
       output_target(*settings->output);
     Report report = make_report(settings->options);
-    std::string text = settings->format == "json"   ? format_report_json(report)
+    std::string text = settings->format == "csv"    ? format_jobs_csv(report)
+                       : settings->format == "json" ? format_report_json(report)
                        : settings->format == "html" ? format_report_html(report)
                                                     : format_report_text(report);
-    if (settings->output) {
-      replace_file_atomically(*settings->output, text);
-    } else if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() ||
-               std::fflush(stdout) != 0) {
-      throw AgentError(exit_io,
-                       std::string("cannot write to standard output: ") + std::strerror(errno));
-    }
+    write_output(text, settings->output);
     return exit_ok;
   }};
 }
 
+SubcommandRun job_options(CLI::App *command) {
+  struct Settings {
+    ReportOptions options;
+    std::string job_id, from, to, format = "text";
+  };
+  auto settings = std::make_shared<Settings>();
+  // The value is not repeated back: it may be any bytes, and this message reaches a terminal.
+  command->add_option("JOBID", settings->job_id, "The batch job's id, as the scheduler numbers it")
+      ->required()
+      ->check(CLI::Validator(
+          [](std::string &text) {
+            return is_job_id(text) ? std::string() : "must be a job id: 1 to 20 digits";
+          },
+          "JOBID", "job id"));
+  command
+      ->add_option("--log", settings->options.files,
+                   "JSON logs of watch --json-log (with --job-mapping-dir); rotated ones together, "
+                   "in any order; repeatable")
+      ->required()
+      ->type_name("FILE")
+      ->check(caller_path());
+  command->add_option("--from", settings->from, "Leave out rows before this time")
+      ->check(time_validator);
+  command->add_option("--to", settings->to, "Leave out rows after this time")
+      ->check(time_validator);
+  command->add_option("--format", settings->format, "text or json (one line)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  return {[settings] {
+    ReportOptions &options = settings->options;
+    if (!settings->from.empty())
+      options.from = parse_time(settings->from);
+    if (!settings->to.empty())
+      options.to = parse_time(settings->to);
+    options.by_job = true;
+    Report report = make_report(options);
+    for (const BatchJob &job : report.jobs.jobs)
+      if (job.job_id == settings->job_id) {
+        write_output(settings->format == "json" ? format_job_json(job) : format_job_text(job),
+                     std::nullopt);
+        return exit_ok;
+      }
+    throw AgentError(exit_bad_output, "job " + settings->job_id + ": no sample of it in " +
+                                          std::to_string(report.rows_read) + " rows of " +
+                                          std::to_string(report.files.size()) +
+                                          " file(s) (is --job-mapping-dir given to watch?)");
+  }};
+}
+
 } // namespace
+
+Subcommand add_job_command(CLI::App &app) {
+  return add_subcommand(app, "job",
+                        "What one batch job did with the GPUs it held, from the JSON logs: GPUs, "
+                        "time, utilization, idle and allocated-but-unused time, peak memory, "
+                        "energy, and a finding with advice.",
+                        job_options);
+}
 
 Subcommand add_report_command(CLI::App &app) {
   return add_subcommand(

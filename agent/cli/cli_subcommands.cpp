@@ -24,6 +24,7 @@ Subcommands add_subcommands(CLI::App &app) {
       add_snapshot_command(app),
       add_watch_command(app),
       add_report_command(app),
+      add_job_command(app),
       add_serve_command(app),
       add_top_command(app),
       add_pick_command(app),

@@ -1,5 +1,6 @@
 #include "commands/run_command.hpp"
 
+#include "core/environment.hpp"
 #include "core/exit_codes.hpp"
 #include "core/log_line.hpp"
 #include "core/number_text.hpp"
@@ -30,8 +31,6 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 namespace nvsmi {
 namespace {
@@ -66,19 +65,12 @@ std::vector<std::string> job_environment(const std::vector<JobGpu> &gpus, bool b
     names.push_back(by_uuid ? gpu.uuid : std::to_string(gpu.index));
     uuids.push_back(gpu.uuid);
   }
-  std::vector<std::string> environment;
-  for (char **entry = environ; entry && *entry; ++entry) {
-    std::string variable = *entry;
-    std::string name = variable.substr(0, variable.find('='));
-    if (name != "CUDA_VISIBLE_DEVICES" && name != "CUDA_DEVICE_ORDER" && name != "NVSMI_RUN_GPUS")
-      environment.push_back(std::move(variable));
-  }
-  environment.push_back("CUDA_VISIBLE_DEVICES=" + joined(names, ","));
+  std::vector<std::string> set{"CUDA_VISIBLE_DEVICES=" + joined(names, ",")};
   // nvidia-smi numbers GPUs in PCI bus order; CUDA's default order is fastest first.
   if (!by_uuid)
-    environment.push_back("CUDA_DEVICE_ORDER=PCI_BUS_ID");
-  environment.push_back("NVSMI_RUN_GPUS=" + joined(uuids, ","));
-  return environment;
+    set.push_back("CUDA_DEVICE_ORDER=PCI_BUS_ID");
+  set.push_back("NVSMI_RUN_GPUS=" + joined(uuids, ","));
+  return environment_with(set, {"CUDA_DEVICE_ORDER"});
 }
 
 enum class Phase { choosing, running, finishing, failed };

@@ -1,8 +1,6 @@
 #include "formats/fleet_health.hpp"
 
-#include "nvsmi/pci_address.hpp"
 #include "nvsmi/timestamp.hpp"
-#include "nvsmi/utf8.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -35,19 +33,7 @@ std::optional<std::int64_t> utc_milliseconds(const Text &iso) {
   return seconds * 1000 + t->millisecond.value_or(0);
 }
 
-bool ascii_alnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
 } // namespace
-
-std::optional<std::size_t> xid_gpu(const Snapshot &snapshot, const XidTally &tally) {
-  for (std::size_t i = 0; i < snapshot.gpus.size(); ++i)
-    if (snapshot.gpus[i].pci_bus_id &&
-        same_pci_device(*snapshot.gpus[i].pci_bus_id, tally.pci_device))
-      return i;
-  return std::nullopt;
-}
 
 bool xids_known(const Snapshot &snapshot) {
   return snapshot.kernel_log && snapshot.kernel_log->readable;
@@ -105,33 +91,6 @@ std::optional<int> performance_state_number(const Text &pstate) {
   if (error != std::errc() || at != end || number < 0 || number > 15)
     return std::nullopt;
   return number;
-}
-
-std::optional<std::string> recovery_action_key(const Text &action) {
-  if (!action)
-    return std::nullopt;
-  std::string key;
-  bool gap = false;
-  for (char c : valid_utf8(*action)) {
-    if (static_cast<unsigned char>(c) >= 0x80 || ascii_alnum(c)) {
-      if (gap && !key.empty())
-        key += '_';
-      gap = false;
-      key += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-    } else {
-      gap = true;
-    }
-  }
-  if (key.empty())
-    return std::nullopt;
-  static const std::pair<const char *, const char *> known[] = {
-      {"gpu_reset_required", "gpu_reset"},
-      {"node_reboot_required", "node_reboot"},
-  };
-  for (const auto &[words, short_key] : known)
-    if (key == words)
-      return std::string(short_key);
-  return key; // none, drain_p2p, drain_and_reset are their own lower_snake_case
 }
 
 } // namespace nvsmi

@@ -3,7 +3,9 @@
 // recovery action is called.
 #pragma once
 
+#include "nvsmi/gpu_state.hpp" // recovery_action_key, which the hook's action shares
 #include "nvsmi/snapshot.hpp"
+#include "nvsmi/xid.hpp" // xid_gpu
 
 #include <cstddef>
 #include <cstdint>
@@ -14,10 +16,6 @@
 #include <vector>
 
 namespace nvsmi {
-
-// The position in snapshot.gpus of the GPU whose bus id is the tally's device (same_pci_device),
-// else nullopt (an NVSwitch, a GPU not in this sample).
-std::optional<std::size_t> xid_gpu(const Snapshot &snapshot, const XidTally &tally);
 
 // Whether the snapshot's Xid counts are known: a kernel log was asked for and could be read.
 bool xids_known(const Snapshot &snapshot);
@@ -40,11 +38,5 @@ std::vector<std::pair<std::string, std::optional<bool>>> clock_event_reasons(con
 
 // "P0".."P15" as 0..15; nullopt for anything else ("P16", "P01", "Unknown").
 std::optional<int> performance_state_number(const Text &pstate);
-
-// The recovery action as a label value: none, gpu_reset, node_reboot, drain_p2p, drain_and_reset
-// for the driver's known words (any case or spacing), else the words in lower_snake_case (ASCII
-// letters lowered, every run of other ASCII than letters and digits one `_`, other UTF-8 kept).
-// nullopt where unknown or nothing is left.
-std::optional<std::string> recovery_action_key(const Text &action);
 
 } // namespace nvsmi

@@ -92,7 +92,8 @@ void ReportBuilder::add(const LogRow &log) {
       return;
     }
     found = by_key_.emplace(key, stats_.size()).first;
-    stats_.push_back(std::make_unique<GpuStats>(key, options.interval, ledger_, stats_.size()));
+    stats_.push_back(
+        std::make_unique<GpuStats>(key, options.interval, ledger_, jobs_, stats_.size()));
   }
   Sample sample;
   sample.time = instant_seconds(stamp);
@@ -113,6 +114,8 @@ void ReportBuilder::add(const LogRow &log) {
   sample.dram_active = gpu.dram_active_percent;
   sample.fp32_active = gpu.fp32_active_percent;
   sample.pcie_rx_bytes_per_second = gpu.pcie_rx_bytes_per_second;
+  sample.allocation = gpu.allocation;
+  sample.compute_process = held_for_compute(gpu);
   if (gpu_state(gpu) == GpuState::allocated_idle)
     sample.allocated_idle = gpu.allocation;
   if (!stats_[found->second]->add(sample, gpu)) {
@@ -170,6 +173,7 @@ Report ReportBuilder::finish(std::optional<JobSummary> job) {
     gpu_summary.finding_severity = finding.severity;
   }
   report.users = ledger_.finish();
+  report.jobs = jobs_.finish();
   if (newest_) {
     Snapshot last;
     last.gpus = latest_;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/job_summary.hpp"
+#include "report/report_jobs.hpp"
 #include "report/report_log.hpp"
 #include "report/report_stats.hpp"
 #include "report/report_users.hpp"
@@ -22,6 +23,7 @@ struct ReportOptions {
   std::optional<Timestamp> from, to; // rows outside are left out
   std::vector<std::string> gpus;     // only these (nvsmi/gpu_selector.hpp); empty: every GPU
   std::optional<double> interval;    // seconds between samples; inferred when not given
+  bool by_job = false;               // --by-job: the jobs' section in every format
 };
 
 // The GPUs as each was in its latest usable row, by fleet_summary: what the report says first.
@@ -37,6 +39,7 @@ struct Report {
   BadRows bad;
   std::vector<GpuSummary> gpus;          // in the order first seen
   UserLedgerSummary users;               // from the JSON logs' process lists; empty for CSV logs
+  BatchJobLedgerSummary jobs;            // from the JSON logs' allocations; empty for CSV logs
   std::optional<LastSample> last_sample; // nullopt when no row was usable
   // `run`'s job, a section of its own in every format. With it, rows_used may be 0: no sample of
   // the job's GPUs was taken while it ran, and the report is the job's section alone.
@@ -73,6 +76,7 @@ private:
   std::vector<std::unique_ptr<GpuStats>> stats_;
   std::map<std::string, std::size_t> by_key_;
   UserLedger ledger_;
+  BatchJobLedger jobs_;
   std::vector<Gpu> latest_; // each GPU's latest usable row, in the order of stats_
   std::optional<Timestamp> newest_;
   std::int64_t samples_ = 0;
@@ -112,6 +116,12 @@ std::string describe_duration(double seconds);
 std::string format_report_text(const Report &report);
 std::string format_report_json(const Report &report);
 std::string format_report_html(const Report &report);
+// One job of the per-job ledger (`job JOBID`, and each of `report --by-job`'s): as text, and as
+// one line of JSON ("nvsmi-agent.job/1").
+std::string format_job_text(const BatchJob &job);
+std::string format_job_json(const BatchJob &job);
+// The per-job ledger as CSV, a row per job (report_csv.cpp): the accounting export.
+std::string format_jobs_csv(const Report &report);
 // `text` safe inside HTML text and double-quoted attributes (& < > " escaped).
 std::string html_escape(const std::string &text);
 

@@ -181,6 +181,43 @@ Json job_json(const JobSummary &job) {
 
 } // namespace
 
+Json batch_job_json(const BatchJob &job) {
+  Json gpus = Json::array();
+  for (const BatchJobGpu &gpu : job.gpus)
+    gpus.push_back({{"index", gpu.index},
+                    {"held_gpu_hours", rounded(gpu.seconds / 3600, 3)},
+                    {"peak_memory_mib", maybe(gpu.peak_memory_mib)},
+                    {"memory_total_mib", maybe(gpu.memory_total_mib)}});
+  auto hours = [](const TimeShare &share) -> Json {
+    return share.known_seconds > 0 ? rounded(share.seconds / 3600, 3) : Json(nullptr);
+  };
+  return {
+      {"scheduler", job.scheduler},
+      {"job_id", job.job_id},
+      {"user", maybe(job.user)},
+      {"first", job.first ? Json(to_iso8601(*job.first)) : Json(nullptr)},
+      {"last", job.last ? Json(to_iso8601(*job.last)) : Json(nullptr)},
+      {"wall_hours", rounded(job.wall_seconds() / 3600, 3)},
+      {"gpus", gpus},
+      {"held_gpu_hours", rounded(job.held_seconds / 3600, 3)},
+      {"utilization_percent", rounded(job.utilization_percent())},
+      {"idle_percent", rounded(job.idle.percent())},
+      {"idle_gpu_hours", hours(job.idle)},
+      {"unused_percent", rounded(job.unused.percent())},
+      {"unused_gpu_hours", hours(job.unused)},
+      {"energy_wh", rounded(job.energy_wh(), 3)},
+      {"energy_partly_unknown", job.energy_known_seconds < job.held_seconds * (1 - 1e-9)},
+      {"finding", {{"severity", severity_name(job.finding.severity)}, {"text", job.finding.text}}},
+      {"advice", job.advice.empty() ? Json(nullptr) : Json(job.advice)}};
+}
+
+std::string format_job_json(const BatchJob &job) {
+  Json out;
+  out["schema"] = "nvsmi-agent.job/1";
+  out["job"] = batch_job_json(job);
+  return out.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
 std::string format_report_json(const Report &report) {
   Json out;
   out["schema"] = "nvsmi-agent.report/1";
@@ -213,6 +250,12 @@ std::string format_report_json(const Report &report) {
   out["gpus"] = Json::array();
   for (std::size_t i = 0; i < report.gpus.size(); ++i)
     out["gpus"].push_back(gpu_json(report, i));
+  if (report.options.by_job) {
+    out["jobs"] = Json::array();
+    for (const BatchJob &job : report.jobs.jobs)
+      out["jobs"].push_back(batch_job_json(job));
+    out["jobs_left_out"] = report.jobs.left_out;
+  }
   const UserLedgerSummary &ledger = report.users;
   out["users"] = Json::array();
   for (const UserSummary &user : ledger.users)

@@ -1,4 +1,5 @@
 #include "report/report_stats.hpp"
+#include "report/report_jobs.hpp"
 
 #include "nvsmi/gpu_fields.hpp"
 
@@ -34,8 +35,8 @@ std::optional<double> TimeShare::percent() const {
 }
 
 GpuStats::GpuStats(std::string key, std::optional<double> interval, UserLedger &ledger,
-                   std::size_t gpu_slot)
-    : ledger_(ledger), gpu_slot_(gpu_slot), given_interval_(interval) {
+                   BatchJobLedger &jobs, std::size_t gpu_slot)
+    : ledger_(ledger), jobs_(jobs), gpu_slot_(gpu_slot), given_interval_(interval) {
   s_.key = std::move(key);
   pending_.reserve(report_rules::interval_samples);
 }
@@ -159,6 +160,9 @@ void GpuStats::take(const Sample &x) {
         s_.power_known_seconds += d;
       }
       ledger_.add(x.users, stretch);
+      if (x.allocation)
+        jobs_.add({gpu_slot_, s_.index, d, x.stamp, &*x.allocation, x.utilization, x.memory_used,
+                   x.memory_total, stretch.joules, x.compute_process});
       if (x.temperature) {
         temperature_sum_ += static_cast<double>(*x.temperature) * d;
         temperature_known_seconds_ += d;

@@ -34,6 +34,8 @@ struct Sample {
   std::optional<Allocation> allocated_idle;
   // What its units did and its PCIe receive (dmon): nullopt where the log does not have them.
   Reading sm_active, tensor_active, dram_active, fp32_active, pcie_rx_bytes_per_second;
+  std::optional<Allocation> allocation; // the job that holds it, where one does
+  std::optional<bool> compute_process;  // held_for_compute; nullopt: no process list
 };
 
 // The thresholds behind the shares and the findings (README "report"); those every view shares
@@ -118,13 +120,15 @@ struct GpuSummary {
 // printable.
 std::string latest_fields_text(const GpuHealth &latest);
 
+class BatchJobLedger;
+
 class GpuStats {
 public:
   // `interval`: seconds between samples; inferred from the first samples when not given. Each
   // covered stretch is also counted in `ledger` for the users of the GPU's processes, as GPU
-  // `gpu_slot` (< UserLedger::max_gpus).
+  // `gpu_slot` (< UserLedger::max_gpus), and in `jobs` for the job that held it.
   GpuStats(std::string key, std::optional<double> interval, UserLedger &ledger,
-           std::size_t gpu_slot);
+           BatchJobLedger &jobs, std::size_t gpu_slot);
 
   // Takes a sample for this GPU. False when it is not later than the previous one (nothing is
   // counted then).
@@ -139,6 +143,7 @@ private:
 
   GpuSummary s_;
   UserLedger &ledger_;
+  BatchJobLedger &jobs_;
   std::size_t gpu_slot_;
   std::optional<double> given_interval_;
   std::vector<Sample> pending_; // until the interval is known

@@ -4,6 +4,7 @@
 #include "report/report.hpp"
 #include "report/report_job.hpp"
 
+#include "nvsmi/allocation.hpp"
 #include "nvsmi/thresholds.hpp"
 #include "nvsmi/timestamp.hpp"
 
@@ -161,6 +162,18 @@ void users_section(std::string &out, const Report &report) {
     line(out, "finding", std::string(severity_name(user.finding_severity)) + ": " + user.finding);
 }
 
+void jobs_section(std::string &out, const Report &report) {
+  out += "\nJobs (a GPU counts for a job while the scheduler's record gives it to the job)\n";
+  if (report.jobs.jobs.empty())
+    out += "  no allocation in the logs (the JSON logs of watch with --job-mapping-dir carry "
+           "them)\n";
+  for (const BatchJob &job : report.jobs.jobs)
+    out += format_job_text(job);
+  if (report.jobs.left_out > 0)
+    out += "  " + std::to_string(report.jobs.left_out) + " stretches of jobs past the first " +
+           std::to_string(report_max_jobs) + " left out\n";
+}
+
 void job_section(std::string &out, const JobSummary &job) {
   out += "\nJob  " + job_command_line(job) + "\n";
   out += "  ended        " + job_ending(job) + " after " + fixed_text(job.seconds, 1) + " s\n";
@@ -179,6 +192,56 @@ void job_section(std::string &out, const JobSummary &job) {
 }
 
 } // namespace
+
+std::string format_job_text(const BatchJob &job) {
+  Allocation allocation;
+  allocation.job_id = job.job_id;
+  allocation.user = job.user;
+  std::string out = marked_text(allocation_text(allocation)) + ": " +
+                    std::to_string(job.gpus.size()) + (job.gpus.size() == 1 ? " GPU" : " GPUs") +
+                    " (";
+  for (std::size_t i = 0; i < job.gpus.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(job.gpus[i].index);
+  out += ") for " + describe_duration(job.wall_seconds());
+  if (job.first && job.last)
+    out += ", " + to_iso8601(*job.first) + " to " + to_iso8601(*job.last);
+  out += "\n";
+  auto row = [&out](const std::string &name, const std::string &text) {
+    std::string head = name;
+    head.resize(std::max<std::size_t>(head.size() + 1, 13), ' ');
+    out += "  " + head + text + "\n";
+  };
+  row("held", number(job.held_seconds / 3600, "%.2f GPU-h"));
+  std::optional<double> utilization = job.utilization_percent();
+  row("utilization", utilization ? number(*utilization, "%.1f %% on average") : "unknown");
+  std::optional<double> idle = job.idle.percent(), unused = job.unused.percent();
+  row("idle", idle ? number(*idle, "%.1f %% of the time under 5 %% utilization") +
+                         number(job.idle.seconds / 3600, " (%.2f GPU-h)")
+                   : "unknown");
+  row("unused", unused ? number(*unused, "%.1f %% of the time with no process") +
+                             number(job.unused.seconds / 3600, " (%.2f GPU-h allocated but unused)")
+                       : "unknown (no process lists)");
+  std::string memory;
+  for (const BatchJobGpu &gpu : job.gpus) {
+    memory += (memory.empty() ? "GPU " : ", GPU ") + std::to_string(gpu.index) + " peak ";
+    memory += gpu.peak_memory_mib ? number(static_cast<double>(*gpu.peak_memory_mib) / 1024, "%.1f")
+                                  : "unknown";
+    memory += gpu.memory_total_mib
+                  ? number(static_cast<double>(*gpu.memory_total_mib) / 1024, " of %.1f GiB")
+                  : " of unknown";
+  }
+  row("memory", memory);
+  std::optional<double> energy = job.energy_wh();
+  row("energy", energy ? number(*energy, "%.2f Wh") +
+                             (job.energy_known_seconds < job.held_seconds * (1 - 1e-9)
+                                  ? " (power known for part of the time)"
+                                  : "")
+                       : "unknown");
+  row("finding", std::string(severity_name(job.finding.severity)) + ": " + job.finding.text);
+  if (!job.advice.empty())
+    row("advice", job.advice);
+  return out;
+}
 
 std::string describe_duration(double seconds) {
   if (seconds < 60)
@@ -234,6 +297,8 @@ std::string format_report_text(const Report &report) {
   // The ledger before the GPUs' sections: who held what is the question most readers come with.
   if (report.users.listed_seconds > 0)
     users_section(out, report);
+  if (report.options.by_job)
+    jobs_section(out, report);
   for (std::size_t i = 0; i < report.gpus.size(); ++i)
     gpu_section(out, report, i);
   if (report.job)

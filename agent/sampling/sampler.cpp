@@ -53,6 +53,12 @@ Sampler::Sampler(boost::asio::io_context &context, const SamplerOptions &options
       query_(options.fields) {
   if (options.fixture)
     fixture_ = fixture_samples(*options.fixture, options.fields);
+  // Through the command's own handler (top keeps messages while its screen is up), as notices: a
+  // hook that fails is no cause for stale GPU data, which is what that handler tells a problem by.
+  if (options.on_unhealthy)
+    unhealthy_hook_ = std::make_unique<UnhealthyHook>(
+        context, *options.on_unhealthy,
+        [this](LogKind, const std::string &message) { log_(LogKind::notice, message); });
 }
 
 Sampler::~Sampler() = default;
@@ -270,6 +276,8 @@ void Sampler::hand_on(Snapshot snapshot) {
   attach_kernel_log(snapshot);
   attach_allocations(snapshot);
   offsets_.attach(snapshot);
+  if (unhealthy_hook_)
+    unhealthy_hook_->observe(snapshot);
   on_sample_(std::move(snapshot));
 }
 
@@ -323,6 +331,10 @@ void Sampler::stop(std::function<void()> done) {
       ++*pending;
       (*stream)->stop(one_done);
     }
+  if (unhealthy_hook_) {
+    ++*pending;
+    unhealthy_hook_->stop(one_done);
+  }
   one_done();
 }
 
@@ -332,6 +344,9 @@ std::vector<pid_t> Sampler::children() const {
     if (*stream)
       if (std::optional<pid_t> pid = (*stream)->child_pid())
         pids.push_back(*pid);
+  if (unhealthy_hook_)
+    for (pid_t pid : unhealthy_hook_->children())
+      pids.push_back(pid);
   return pids;
 }
 

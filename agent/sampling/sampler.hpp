@@ -9,6 +9,7 @@
 #include "host/host_observer.hpp"
 #include "kernel_log/xid_log.hpp"
 #include "nvidia_smi/nvidia_smi_stream.hpp"
+#include "sampling/unhealthy_hook.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -45,6 +46,8 @@ struct SamplerOptions {
   // not read. A folder that cannot be read is said once, where it was named.
   std::optional<std::string> job_mapping_dir;
   bool say_job_mapping_problems = true;
+  // The drain hook run for each new fault of a GPU (--on-unhealthy); nullopt: none.
+  std::optional<UnhealthyHookOptions> on_unhealthy;
 };
 
 // How often processes are asked for: --process-interval, else max(interval, 1 s).
@@ -118,7 +121,8 @@ private:
   bool dmon_gpm_ = false;
   std::optional<HostObserver> host_; // live samples only: a recording is of another machine
   std::unique_ptr<XidLog> xid_log_;  // options.kernel_log from the first sample on
-  bool job_mapping_said_ = false;    // its problem is said once, not every sample
+  std::unique_ptr<UnhealthyHook> unhealthy_hook_; // options.on_unhealthy
+  bool job_mapping_said_ = false;                 // its problem is said once, not every sample
   // Across samples, so that every command that samples tells the two passes of a repeated hour
   // alike: a replay by its order, a live sample by when it came.
   LocalOffsets offsets_;

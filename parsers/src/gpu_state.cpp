@@ -1,19 +1,13 @@
 #include "nvsmi/gpu_state.hpp"
 
 #include "nvsmi/allocation.hpp"
+#include "nvsmi/utf8.hpp"
+#include "nvsmi/xid.hpp"
 
 #include <algorithm>
 
 namespace nvsmi {
 namespace {
-
-// nullopt when nobody knows who holds the GPU (no process list from this source).
-std::optional<bool> held_for_compute(const Gpu &gpu) {
-  if (!gpu.processes)
-    return std::nullopt;
-  return std::any_of(gpu.processes->begin(), gpu.processes->end(),
-                     [](const Process &process) { return process.type != Text("G"); });
-}
 
 // " (alice, bob)": at most three named, then "+N more"; nothing for nobody.
 std::string named_few(const std::vector<std::string> &names) {
@@ -28,24 +22,96 @@ std::string named_few(const std::vector<std::string> &names) {
   return text + ")";
 }
 
+bool ascii_alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+// What the GPU's own health readings say is wrong, in the order gpu_failures gives.
+std::vector<GpuFault> health_faults(const Gpu &gpu) {
+  const GpuHealth &health = gpu.health;
+  std::vector<GpuFault> faults;
+  if (health.ecc_volatile.uncorrected && *health.ecc_volatile.uncorrected > 0)
+    faults.push_back({"ecc_uncorrected",
+                      std::to_string(*health.ecc_volatile.uncorrected) +
+                          " uncorrectable ECC error" +
+                          (*health.ecc_volatile.uncorrected == 1 ? "" : "s"),
+                      "gpu_reset"});
+  if (health.remapped_rows_failure.value_or(false))
+    faults.push_back({"row_remap_failed", "row remapping failed", "replace_gpu"});
+  if (health.remapped_rows_pending.value_or(false))
+    faults.push_back({"row_remap_pending", "row remap pending", "gpu_reset"});
+  if (health.retired_pages_pending.value_or(false))
+    faults.push_back({"page_retirement_pending", "page retirement pending", "gpu_reset"});
+  if (health.recovery_action && *health.recovery_action != "None")
+    faults.push_back({"recovery_action", "recovery action: " + *health.recovery_action,
+                      recovery_action_key(health.recovery_action).value_or("gpu_reset")});
+  return faults;
+}
+
 } // namespace
 
+std::optional<bool> held_for_compute(const Gpu &gpu) {
+  if (!gpu.processes)
+    return std::nullopt;
+  return std::any_of(gpu.processes->begin(), gpu.processes->end(),
+                     [](const Process &process) { return process.type != Text("G"); });
+}
+
 std::vector<std::string> gpu_failures(const Gpu &gpu, bool with_ecc) {
-  const GpuHealth &health = gpu.health;
   std::vector<std::string> reasons;
-  if (with_ecc && health.ecc_volatile.uncorrected && *health.ecc_volatile.uncorrected > 0)
-    reasons.push_back(std::to_string(*health.ecc_volatile.uncorrected) +
-                      " uncorrectable ECC error" +
-                      (*health.ecc_volatile.uncorrected == 1 ? "" : "s"));
-  if (health.remapped_rows_failure.value_or(false))
-    reasons.emplace_back("row remapping failed");
-  if (health.remapped_rows_pending.value_or(false))
-    reasons.emplace_back("row remap pending");
-  if (health.retired_pages_pending.value_or(false))
-    reasons.emplace_back("page retirement pending");
-  if (health.recovery_action && *health.recovery_action != "None")
-    reasons.push_back("recovery action: " + *health.recovery_action);
+  for (GpuFault &fault : health_faults(gpu))
+    if (with_ecc || fault.key != "ecc_uncorrected")
+      reasons.push_back(std::move(fault.reason));
   return reasons;
+}
+
+std::vector<GpuFault> gpu_faults(const Snapshot &snapshot, std::size_t position) {
+  const Gpu &gpu = snapshot.gpus.at(position);
+  std::vector<GpuFault> faults;
+  if (gpu.lost_reason) {
+    // nvidia-smi's "GPU requires reset" says a reset is enough; a GPU fallen off the bus or
+    // "Unknown Error" most often needs the node rebooted.
+    bool reset = gpu.lost_reason->find("reset") != std::string::npos;
+    faults.push_back({"lost", "lost: " + *gpu.lost_reason, reset ? "gpu_reset" : "node_reboot"});
+  }
+  for (GpuFault &fault : health_faults(gpu))
+    faults.push_back(std::move(fault));
+  if (snapshot.kernel_log && snapshot.kernel_log->readable)
+    for (const XidTally &tally : snapshot.kernel_log->xids)
+      if (xid_needs_reset(tally.xid) && tally.count > 0 && xid_gpu(snapshot, tally) == position)
+        faults.push_back({"xid_" + std::to_string(tally.xid),
+                          "Xid " + std::to_string(tally.xid) + " x" + std::to_string(tally.count) +
+                              " needs a reset" +
+                              (tally.last_message.empty() ? "" : ": " + tally.last_message),
+                          "gpu_reset"});
+  return faults;
+}
+
+std::optional<std::string> recovery_action_key(const Text &action) {
+  if (!action)
+    return std::nullopt;
+  std::string key;
+  bool gap = false;
+  for (char c : valid_utf8(*action)) {
+    if (static_cast<unsigned char>(c) >= 0x80 || ascii_alnum(c)) {
+      if (gap && !key.empty())
+        key += '_';
+      gap = false;
+      key += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    } else {
+      gap = true;
+    }
+  }
+  if (key.empty())
+    return std::nullopt;
+  static const std::pair<const char *, const char *> known[] = {
+      {"gpu_reset_required", "gpu_reset"},
+      {"node_reboot_required", "node_reboot"},
+  };
+  for (const auto &[words, short_key] : known)
+    if (key == words)
+      return std::string(short_key);
+  return key; // none, drain_p2p, drain_and_reset are their own lower_snake_case
 }
 
 std::optional<std::string> gpu_failure(const Gpu &gpu) {

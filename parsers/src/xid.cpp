@@ -183,4 +183,12 @@ bool xid_needs_reset(int xid) {
   return std::find(std::begin(needing), std::end(needing), xid) != std::end(needing);
 }
 
+std::optional<std::size_t> xid_gpu(const Snapshot &snapshot, const XidTally &tally) {
+  for (std::size_t i = 0; i < snapshot.gpus.size(); ++i)
+    if (snapshot.gpus[i].pci_bus_id &&
+        same_pci_device(*snapshot.gpus[i].pci_bus_id, tally.pci_device))
+      return i;
+  return std::nullopt;
+}
+
 } // namespace nvsmi

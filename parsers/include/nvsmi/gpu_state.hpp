@@ -34,6 +34,10 @@ struct GpuStateThresholds {
   std::int64_t allocated_idle_after_s = gpu_thresholds::allocated_idle_after_s;
 };
 
+// Whether compute processes hold the GPU (a process of another type than "G", a desktop's Xorg);
+// nullopt when the sample has no process list (nobody can say it has none).
+std::optional<bool> held_for_compute(const Gpu &gpu);
+
 // Most serious first: lost, failing, hot, at power limit, allocated but idle, idle but held, in
 // use, idle, free, unknown. Allocated but idle needs the process list (nobody can say a GPU has
 // no process without it) and the allocation's age; a younger allocation with no process is free
@@ -51,6 +55,31 @@ std::optional<std::string> gpu_failure(const Gpu &gpu);
 // Every reason of gpu_failure, in its order; without `with_ecc` all but the uncorrectable ECC
 // errors (for check, which says those with their count and their own thresholds).
 std::vector<std::string> gpu_failures(const Gpu &gpu, bool with_ecc = true);
+
+// One thing wrong with a GPU that a person or the scheduler must act on: what the drain hook
+// (--on-unhealthy) is told, once per fault.
+struct GpuFault {
+  // Stays the same while the fault lasts, whatever its figures do ("ecc_uncorrected" while the
+  // count grows): lost, ecc_uncorrected, row_remap_failed, row_remap_pending,
+  // page_retirement_pending, recovery_action, xid_<code>.
+  std::string key;
+  std::string reason; // in words: gpu_failures' words, "lost: GPU is lost", "Xid 79 x1 ..."
+  // What to do, as recovery_action_key words: the driver's own recovery action where it gives
+  // one, gpu_reset, node_reboot (a lost GPU that does not say a reset is enough), replace_gpu (a
+  // row remap that failed: the GPU is out of spare rows).
+  std::string action;
+};
+
+// Every fault of the GPU at `position`, in gpu_failures' order after "lost", then each Xid that
+// needs a reset (xid_needs_reset) logged for its bus id where the kernel log was read. The one
+// judgement: gpu_failures and gpu_state are this, less the Xids.
+std::vector<GpuFault> gpu_faults(const Snapshot &snapshot, std::size_t position);
+
+// The recovery action as a label value: none, gpu_reset, node_reboot, drain_p2p, drain_and_reset
+// for the driver's known words (any case or spacing), else the words in lower_snake_case (ASCII
+// letters lowered, every run of other ASCII than letters and digits one `_`, other UTF-8 kept).
+// nullopt where unknown or nothing is left.
+std::optional<std::string> recovery_action_key(const Text &action);
 
 // "lost", "failing", "free", "in use", "idle but held", "allocated but idle", "idle", "hot",
 // "at power limit", "unknown".

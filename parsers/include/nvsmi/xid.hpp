@@ -9,6 +9,7 @@
 
 #include "nvsmi/snapshot.hpp"
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,5 +30,9 @@ std::optional<XidEvent> parse_xid_line(std::string_view line);
 // Whether NVIDIA's Xid catalog says this Xid needs a GPU reset or a reboot to clear (46, 48, 62,
 // 64, 74, 79, 95, 109, 110, 119, 120, 136, 140, 143, 155, 156, 158; research section 12).
 bool xid_needs_reset(int xid);
+
+// The position in snapshot.gpus of the GPU whose bus id is the tally's device (same_pci_device),
+// else nullopt (an NVSwitch, a GPU not in this sample).
+std::optional<std::size_t> xid_gpu(const Snapshot &snapshot, const XidTally &tally);
 
 } // namespace nvsmi

@@ -1,0 +1,175 @@
+#include "report/report_jobs.hpp"
+
+#include "report/report.hpp"
+
+#include "nvsmi/thresholds.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace nvsmi {
+namespace {
+
+// The job findings' own rules (README "report" beside the GPUs' and users'); idle and the
+// allocated-but-idle time are nvsmi/thresholds.hpp's, as every view has them.
+namespace job_rules {
+constexpr double unused_share_percent = 50;    // of the held time with a process list
+constexpr double idle_share_percent = 50;      // of the held time with a utilization reading
+constexpr double small_memory_fraction = 0.25; // peak of total on every GPU: a smaller GPU does
+} // namespace job_rules
+
+std::string percent_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.0f %%", value);
+  return text;
+}
+
+std::string gib_text(std::int64_t mib) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(mib) / 1024);
+  return text;
+}
+
+} // namespace
+
+std::optional<double> BatchJob::utilization_percent() const {
+  if (utilization_known_seconds <= 0)
+    return std::nullopt;
+  return utilization_sum / utilization_known_seconds;
+}
+
+std::optional<double> BatchJob::energy_wh() const {
+  if (energy_known_seconds <= 0)
+    return std::nullopt;
+  return energy_joules / 3600;
+}
+
+double BatchJob::wall_seconds() const {
+  double longest = 0;
+  for (const BatchJobGpu &gpu : gpus)
+    longest = std::max(longest, gpu.seconds);
+  return longest;
+}
+
+void BatchJobLedger::add(const BatchJobStretch &stretch) {
+  if (!stretch.allocation)
+    return;
+  const Allocation &allocation = *stretch.allocation;
+  std::string key = allocation.scheduler + "\n" + allocation.job_id;
+  auto found = jobs_.find(key);
+  if (found == jobs_.end()) {
+    if (jobs_.size() >= report_max_jobs) {
+      ++left_out_;
+      return;
+    }
+    order_.emplace(key, order_.size());
+    found = jobs_.emplace(key, BatchJob{}).first;
+    found->second.job_id = allocation.job_id;
+    found->second.scheduler = allocation.scheduler;
+  }
+  BatchJob &job = found->second;
+  if (!job.user)
+    job.user = allocation.user;
+  if (!job.first || earlier(stretch.end, *job.first))
+    job.first = stretch.end;
+  if (!job.last || earlier(*job.last, stretch.end))
+    job.last = stretch.end;
+  auto gpu = std::find_if(job.gpus.begin(), job.gpus.end(),
+                          [&](const BatchJobGpu &held) { return held.index == stretch.gpu_index; });
+  if (gpu == job.gpus.end()) {
+    job.gpus.push_back({stretch.gpu_index, 0, std::nullopt, std::nullopt});
+    std::sort(job.gpus.begin(), job.gpus.end(),
+              [](const BatchJobGpu &a, const BatchJobGpu &b) { return a.index < b.index; });
+    gpu = std::find_if(job.gpus.begin(), job.gpus.end(),
+                       [&](const BatchJobGpu &held) { return held.index == stretch.gpu_index; });
+  }
+  double d = stretch.seconds;
+  gpu->seconds += d;
+  if (stretch.memory_used &&
+      (!gpu->peak_memory_mib || *stretch.memory_used > *gpu->peak_memory_mib))
+    gpu->peak_memory_mib = stretch.memory_used;
+  if (stretch.memory_total)
+    gpu->memory_total_mib = stretch.memory_total;
+  job.held_seconds += d;
+  if (stretch.utilization) {
+    job.utilization_sum += static_cast<double>(*stretch.utilization) * d;
+    job.utilization_known_seconds += d;
+    job.idle.known_seconds += d;
+    if (static_cast<double>(*stretch.utilization) < gpu_thresholds::idle_below_percent)
+      job.idle.seconds += d;
+  }
+  if (stretch.compute_process) {
+    job.unused.known_seconds += d;
+    if (!*stretch.compute_process)
+      job.unused.seconds += d;
+  }
+  if (stretch.joules) {
+    job.energy_joules += *stretch.joules;
+    job.energy_known_seconds += d;
+  }
+}
+
+BatchJobLedgerSummary BatchJobLedger::finish() const {
+  BatchJobLedgerSummary summary;
+  summary.left_out = left_out_;
+  std::vector<std::pair<std::size_t, const BatchJob *>> ordered;
+  for (const auto &[key, job] : jobs_)
+    ordered.emplace_back(order_.at(key), &job);
+  std::sort(ordered.begin(), ordered.end());
+  for (const auto &entry : ordered) {
+    BatchJob job = *entry.second;
+    judge_job(job);
+    summary.jobs.push_back(std::move(job));
+  }
+  return summary;
+}
+
+void judge_job(BatchJob &job) {
+  std::optional<double> unused = job.unused.percent(), idle = job.idle.percent();
+  std::string gpus = std::to_string(job.gpus.size()) + (job.gpus.size() == 1 ? " GPU" : " GPUs");
+  if (unused && *unused >= job_rules::unused_share_percent &&
+      job.unused.seconds >= static_cast<double>(gpu_thresholds::allocated_idle_after_s)) {
+    job.finding = {Severity::warning, "allocated but unused: no process on its " + gpus + " for " +
+                                          percent_text(*unused) + " of the time (" +
+                                          describe_duration(job.unused.seconds) + " GPU time)"};
+    job.advice = "ask for fewer GPUs (--gres=gpu:N), or check that the job starts work on every "
+                 "GPU it is given (CUDA_VISIBLE_DEVICES)";
+    return;
+  }
+  if (idle && *idle >= job_rules::idle_share_percent) {
+    job.finding = {Severity::warning,
+                   "idle: utilization under " + percent_text(gpu_thresholds::idle_below_percent) +
+                       " on its " + gpus + " for " + percent_text(*idle) + " of the time"};
+    job.advice = "find what the job waits on (data loading, CPU, I/O, a lock); the report's "
+                 "per-GPU findings say which where the log has the host's CPU";
+    return;
+  }
+  bool small = !job.gpus.empty() &&
+               job.wall_seconds() >= static_cast<double>(gpu_thresholds::allocated_idle_after_s);
+  std::int64_t peak = 0, total = 0;
+  for (const BatchJobGpu &gpu : job.gpus) {
+    if (!gpu.peak_memory_mib || !gpu.memory_total_mib || *gpu.memory_total_mib <= 0) {
+      small = false;
+      continue;
+    }
+    peak = std::max(peak, *gpu.peak_memory_mib);
+    total = std::max(total, *gpu.memory_total_mib);
+    if (static_cast<double>(*gpu.peak_memory_mib) >=
+        job_rules::small_memory_fraction * static_cast<double>(*gpu.memory_total_mib))
+      small = false;
+  }
+  std::optional<double> utilization = job.utilization_percent();
+  std::string used = utilization ? "used its " + gpus + ": " + percent_text(*utilization) +
+                                       " utilization on average"
+                                 : "held " + gpus + "; utilization unknown";
+  if (small) {
+    job.finding = {Severity::ok,
+                   used + "; peak memory " + gib_text(peak) + " of " + gib_text(total)};
+    job.advice = "a GPU with less memory, or a MIG slice, would do for this job";
+    return;
+  }
+  job.finding = {Severity::ok, used};
+}
+
+} // namespace nvsmi

@@ -1,0 +1,86 @@
+// The per-job ledger, beside the per-user one (report_users.hpp): from the allocations a
+// `watch --json-log` carries (the prolog's records, read with every sample), what each batch job
+// held and what it did with it: its GPUs, for how long, their utilization, idle and
+// allocated-but-unused time, peak memory against total, energy, and a finding with advice.
+// Gathered in one pass over the same stretches as the GPUs' own figures; its memory grows with the
+// number of jobs (at most report_max_jobs), never with the log.
+#pragma once
+
+#include "report/report_severity.hpp"
+#include "report/report_stats.hpp"
+
+#include "nvsmi/snapshot.hpp"
+#include "nvsmi/timestamp.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nvsmi {
+
+constexpr std::size_t report_max_jobs = 4096;
+
+// One stretch of a GPU's covered time that a job held it (GpuStats::take).
+struct BatchJobStretch {
+  std::size_t gpu_slot = 0;
+  int gpu_index = 0;
+  double seconds = 0;
+  Timestamp end; // the sample that closes the stretch
+  const Allocation *allocation = nullptr;
+  Reading utilization, memory_used, memory_total;
+  std::optional<double> joules;
+  std::optional<bool> compute_process; // nullopt: the sample has no process list
+  // SM and tensor activity (dmon, issue 27) join here once Gpu carries sm_active_percent and
+  // tensor_active_percent: a mean over the known seconds each, as utilization is.
+};
+
+// One GPU as a job held it.
+struct BatchJobGpu {
+  int index = 0;
+  double seconds = 0;
+  Reading peak_memory_mib, memory_total_mib;
+};
+
+struct BatchJob {
+  std::string job_id;
+  std::string scheduler;
+  Text user; // nullopt: the record names nobody
+  std::optional<Timestamp> first, last;
+  std::vector<BatchJobGpu> gpus;                             // by index
+  double held_seconds = 0;                                   // GPU-seconds held, covered by samples
+  double utilization_sum = 0, utilization_known_seconds = 0; // utilization x seconds; known
+  TimeShare idle;   // utilization under the idle threshold, of the known seconds
+  TimeShare unused; // no compute process, of the seconds with a process list
+  double energy_joules = 0, energy_known_seconds = 0;
+  Finding finding;
+  std::string advice;
+
+  std::optional<double> utilization_percent() const;
+  std::optional<double> energy_wh() const;
+  // The longest any one GPU was held: the job's time as the samples saw it.
+  double wall_seconds() const;
+};
+
+struct BatchJobLedgerSummary {
+  std::vector<BatchJob> jobs; // by first seen, then job id
+  std::size_t left_out = 0;   // stretches of jobs past the first report_max_jobs
+};
+
+class BatchJobLedger {
+public:
+  void add(const BatchJobStretch &stretch);
+  BatchJobLedgerSummary finish() const;
+
+private:
+  std::map<std::string, BatchJob> jobs_;     // by scheduler + job id
+  std::map<std::string, std::size_t> order_; // first seen
+  std::size_t left_out_ = 0;                 // stretches of jobs past report_max_jobs
+};
+
+// The finding and the advice for a job (README "report": the rules), on the report's scale.
+void judge_job(BatchJob &job);
+
+} // namespace nvsmi

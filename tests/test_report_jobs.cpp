@@ -1,0 +1,151 @@
+// The per-job ledger (issue 29 item 2): `job JOBID` and `report --by-job` from a JSON log whose
+// GPUs carry the allocations that watch --job-mapping-dir writes. The log is
+// fixtures/logs/shared-3users.jsonl (4 GPUs, 19 samples 10 minutes apart) with allocations added
+// here, so that each figure is known:
+//   job 1234 of alice: GPUs 0 (95 %, 600 W, 31232 MiB) and 1 (0 %, 80 W, 20992 MiB), all along;
+//   job 77 of bob: GPU 3 for its first 10 samples (90 %, 500 W, 8704 of 81559 MiB);
+//   job 55 of dave: GPU 3 at 11:40, 11:50 and 12:00, when it has no process (0 %, 60 W).
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+using nlohmann::json;
+using test::quote;
+using test::run_agent;
+
+namespace {
+
+json allocation(const std::string &job, const std::string &user) {
+  return {{"scheduler", "slurm"},
+          {"job_id", job},
+          {"user", user},
+          {"since", nullptr},
+          {"held_s", 3600}};
+}
+
+// The fixture with the allocations above, written to a temporary file; its path.
+std::string jobs_log() {
+  std::string out;
+  int sample = 0;
+  for (const std::string &line :
+       test::non_empty_lines_of(test::read_file(test::fixture_path("logs/shared-3users.jsonl")))) {
+    json snapshot = json::parse(line);
+    for (json &gpu : snapshot["gpus"]) {
+      int index = gpu["index"].get<int>();
+      gpu["allocation"] = nullptr;
+      if (index == 0 || index == 1)
+        gpu["allocation"] = allocation("1234", "alice");
+      if (index == 3 && sample < 10)
+        gpu["allocation"] = allocation("77", "bob");
+      if (index == 3 && sample >= 10 && sample <= 12)
+        gpu["allocation"] = allocation("55", "dave");
+    }
+    out += snapshot.dump() + "\n";
+    ++sample;
+  }
+  std::string path = test::temporary_folder() + "/gpu-log.jsonl";
+  test::write_file(path, out);
+  return path;
+}
+
+} // namespace
+
+TEST_CASE("job: one job's GPUs, time, utilization, idle and unused time, memory, energy, finding") {
+  std::string log = jobs_log();
+  test::Run run = run_agent("job 1234 --format json --log " + quote(log));
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  json out = json::parse(run.out);
+  CHECK(out["schema"] == "nvsmi-agent.job/1");
+  const json &job = out["job"];
+  CHECK(job["job_id"] == "1234");
+  CHECK(job["user"] == "alice");
+  REQUIRE(job["gpus"].size() == 2);
+  CHECK(job["gpus"][0]["index"] == 0);
+  CHECK(job["gpus"][1]["index"] == 1);
+  // 18 stretches of 10 minutes on each GPU (the first sample closes none).
+  CHECK(job["held_gpu_hours"].get<double>() == Approx(6.0));
+  CHECK(job["wall_hours"].get<double>() == Approx(3.0));
+  CHECK(job["utilization_percent"].get<double>() == Approx(47.5));
+  CHECK(job["idle_percent"].get<double>() == Approx(50.0));
+  CHECK(job["idle_gpu_hours"].get<double>() == Approx(3.0));
+  CHECK(job["unused_percent"].get<double>() == Approx(0.0));
+  CHECK(job["gpus"][0]["peak_memory_mib"] == 31232);
+  CHECK(job["gpus"][0]["memory_total_mib"] == 81559);
+  CHECK(job["energy_wh"].get<double>() == Approx((600 + 80) * 3.0));
+  CHECK(job["finding"]["severity"] == "warning");
+  CHECK_THAT(job["finding"]["text"].get<std::string>(), Catch::StartsWith("idle:"));
+  CHECK_FALSE(job["advice"].is_null());
+
+  test::Run text = run_agent("job 1234 --log " + quote(log));
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out, Catch::StartsWith("job 1234 of alice: 2 GPUs (0, 1) for 3 h 0 min"));
+  CHECK_THAT(text.out, Catch::Contains("utilization  47.5 % on average"));
+}
+
+TEST_CASE("job: allocated but unused, and a job that used little memory, each with its advice") {
+  std::string log = jobs_log();
+  json unused = json::parse(run_agent("job 55 --format json --log " + quote(log)).out)["job"];
+  CHECK(unused["user"] == "dave");
+  CHECK(unused["unused_percent"].get<double>() == Approx(100.0));
+  CHECK(unused["unused_gpu_hours"].get<double>() == Approx(0.5));
+  CHECK(unused["finding"]["severity"] == "warning");
+  CHECK_THAT(unused["finding"]["text"].get<std::string>(),
+             Catch::StartsWith("allocated but unused"));
+  CHECK_THAT(unused["advice"].get<std::string>(), Catch::Contains("--gres=gpu"));
+
+  json small = json::parse(run_agent("job 77 --format json --log " + quote(log)).out)["job"];
+  CHECK(small["utilization_percent"].get<double>() == Approx(90.0));
+  CHECK(small["finding"]["severity"] == "info");
+  CHECK_THAT(small["finding"]["text"].get<std::string>(), Catch::Contains("peak memory 8.5 GiB"));
+  CHECK_THAT(small["advice"].get<std::string>(), Catch::Contains("MIG"));
+}
+
+TEST_CASE("report --by-job: every job of the log, in text and JSON; without it, no jobs key") {
+  std::string log = jobs_log();
+  test::Run run = run_agent("report --by-job --format json " + quote(log));
+  REQUIRE(run.exit_code == 0);
+  json report = json::parse(run.out);
+  REQUIRE(report["jobs"].size() == 3);
+  CHECK(report["jobs"][0]["job_id"] == "1234");
+  CHECK(report["jobs"][1]["job_id"] == "77");
+  CHECK(report["jobs"][2]["job_id"] == "55");
+  CHECK_FALSE(json::parse(run_agent("report --format json " + quote(log)).out).contains("jobs"));
+  test::Run text = run_agent("report --by-job " + quote(log));
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out, Catch::Contains("\nJobs (") && Catch::Contains("job 55 of dave: 1 GPU (3)"));
+}
+
+TEST_CASE("report --by-job --format csv: the accounting rows, GPU-hours held, used, idle, unused") {
+  std::string log = jobs_log();
+  test::Run run = run_agent("report --by-job --format csv " + quote(log));
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  std::vector<std::string> rows = test::non_empty_lines_of(run.out);
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[0] == "job_id,scheduler,user,gpus,first,last,held_gpu_hours,used_gpu_hours,"
+                   "idle_gpu_hours,unused_gpu_hours,energy_wh");
+  CHECK(rows[1] == "1234,slurm,alice,2,2026-11-23T10:10:00.000+01:00,2026-11-23T13:00:00.000+01:00,"
+                   "6.000,6.000,3.000,0.000,2040.000");
+  CHECK(rows[3] == "55,slurm,dave,1,2026-11-23T11:40:00.000+01:00,2026-11-23T12:00:00.000+01:00,"
+                   "0.500,0.000,0.500,0.500,30.000");
+  test::Run without = run_agent("report --format csv " + quote(log));
+  CHECK(without.exit_code == 2);
+  CHECK_THAT(without.err, Catch::Contains("--format csv needs --by-job"));
+}
+
+TEST_CASE("job: a job id that is not digits is refused (exit 2); one not in the logs is exit 6") {
+  std::string log = jobs_log();
+  for (const char *id : {"12a", "../1", "-1", "1;2", "123456789012345678901"}) {
+    test::Run run = run_agent(std::string("job ") + quote(id) + " --log " + quote(log));
+    CHECK(run.exit_code == 2);
+    CHECK_THAT(run.err, Catch::Contains("job id"));
+  }
+  test::Run missing = run_agent("job 999 --log " + quote(log));
+  CHECK(missing.exit_code == 6);
+  CHECK_THAT(missing.err, Catch::Contains("job 999: no sample of it"));
+}
