@@ -238,7 +238,7 @@ TEST_CASE("a whole-number option that is not one says so in words, under its nam
 
 TEST_CASE("--help shows a plain word for each value and the default and range in words") {
   for (const char *command :
-       {"snapshot", "watch", "report", "serve", "top", "pick", "run", "check"}) {
+       {"snapshot", "watch", "report", "serve", "top", "pick", "run", "check", "fleet"}) {
     INFO(command);
     Run help = run_agent(std::string(command) + " --help");
     CHECK(help.exit_code == 0);

@@ -23,7 +23,7 @@ TEST_CASE("a run builds the options of the subcommand it names and no other's") 
   CLI::App app;
   app.require_subcommand(1);
   nvsmi::Subcommands subcommands = nvsmi::add_subcommands(app);
-  REQUIRE(subcommands.all().size() == 9);
+  REQUIRE(subcommands.all().size() == 10);
   CHECK(subcommands.chosen() == nullptr);
   for (const nvsmi::Subcommand &subcommand : subcommands.all()) {
     INFO(subcommand.command->get_name());
@@ -49,7 +49,7 @@ TEST_CASE("a run builds the options of the subcommand it names and no other's") 
 
 TEST_CASE("every subcommand's options are there once it is named") {
   for (const char *name :
-       {"snapshot", "watch", "report", "job", "serve", "top", "pick", "run", "check"}) {
+       {"snapshot", "watch", "report", "job", "serve", "top", "pick", "run", "check", "fleet"}) {
     INFO(name);
     CLI::App app;
     nvsmi::Subcommands subcommands = nvsmi::add_subcommands(app);

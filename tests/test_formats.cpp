@@ -273,8 +273,8 @@ TEST_CASE("extra query fields: last csv columns and json keys, text or null") {
   s.gpus[0].extras = {{"driver_version", std::string("535.10")}, {"serial", std::nullopt}};
   std::string csv = format_csv(s);
   CHECK(csv.substr(0, csv.find('\n')) == csv_header({"driver_version", "serial"}));
-  CHECK_THAT(csv, Catch::EndsWith(",67.03,70.00,,,,,,,," + std::string(activity_cells) +
-                                  ",535.10,\n"));
+  CHECK_THAT(csv,
+             Catch::EndsWith(",67.03,70.00,,,,,,,," + std::string(activity_cells) + ",535.10,\n"));
   CHECK(extra_field_names(s) == std::vector<std::string>{"driver_version", "serial"});
   auto gpu = nlohmann::json::parse(format_json(s))["gpus"][0];
   CHECK(gpu["driver_version"] == "535.10"); // a string: "535.10" is a version, not a number

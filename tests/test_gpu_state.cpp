@@ -111,3 +111,41 @@ TEST_CASE("the fleet summary counts each state and names who holds the idle GPUs
   CHECK(fleet_summary_text(fleet_summary(one)) == "1 GPU: 1 free");
   CHECK(fleet_summary_text(fleet_summary(Snapshot{})) == "no GPUs");
 }
+
+TEST_CASE("the fleet summary of several hosts says how many and which of them are without a fresh "
+          "sample") {
+  Snapshot eight = test::xml_fixture("xml/h100-8gpu-states-v12.xml");
+  FleetSummary fleet;
+  for (int host = 0; host < 2; ++host) {
+    FleetSummary one = fleet_summary(eight);
+    one.hosts = 1;
+    fleet.add(one);
+  }
+  CHECK(fleet.gpus == 16);
+  CHECK(fleet.of(GpuState::free) == 6);
+  CHECK(fleet_summary_text(fleet) == "16 GPUs on 2 hosts: 6 free \u00b7 4 in use \u00b7 2 idle but "
+                                     "held \u00b7 2 at power limit \u00b7 2 hot");
+  // A host without a fresh sample: its GPUs as last seen count, in no state.
+  FleetSummary silent;
+  silent.hosts = 1;
+  silent.silent_hosts = 1;
+  silent.silent_gpus = silent.gpus = 8;
+  fleet.add(silent);
+  CHECK(fleet_summary_text(fleet) ==
+        "24 GPUs on 3 hosts: 6 free \u00b7 4 in use \u00b7 2 idle but held \u00b7 2 at power limit "
+        "\u00b7 2 hot \u00b7 8 on 1 host without a fresh sample");
+
+  // Holders are named once however many hosts they hold GPUs on.
+  FleetSummary a, b;
+  a.idle_holders = {"alice", "bob"};
+  b.idle_holders = {"bob", "carol"};
+  a.add(b);
+  CHECK(a.idle_holders == std::vector<std::string>{"alice", "bob", "carol"});
+
+  FleetSummary empty;
+  empty.hosts = 2;
+  CHECK(fleet_summary_text(empty) == "no GPUs on 2 hosts");
+  FleetSummary none_answering;
+  none_answering.hosts = none_answering.silent_hosts = 1;
+  CHECK(fleet_summary_text(none_answering) == "0 GPUs on 1 host: 1 host without a fresh sample");
+}

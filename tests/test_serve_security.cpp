@@ -211,3 +211,65 @@ TEST_CASE("a real Prometheus scrapes serve over TLS with basic auth") {
   CHECK(up[0]["value"][1] == "1");
   CHECK(server.stop() == 0);
 }
+
+TEST_CASE("fleet asks a serve behind TLS and basic auth with the CA and password it is given") {
+  std::string folder = certificate_folder();
+  Server server("--fixture " + recording + " --web.config.file " +
+                quote(tls_and_password_config(folder, "s3cret")));
+  std::string password = test::temporary_folder() + "/password";
+  test::write_file(password, "s3cret\n");
+  std::string host = "https://127.0.0.1:" + std::to_string(server.port());
+  std::string ca = " --fleet-ca " + quote(folder + "/cert.pem");
+  auto fleet = [&](const std::string &arguments) {
+    test::Run run = test::run_agent("fleet --format json --hosts " + arguments);
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    return nlohmann::json::parse(run.out)["hosts"][0];
+  };
+  auto ok = fleet(host + ca + " --fleet-user prometheus --fleet-password-file " + quote(password));
+  CHECK(ok["status"] == "ok");
+  CHECK(ok["snapshot"]["gpus"].size() == 8);
+  // TLS is per host: a plain serve beside it is asked in plain HTTP in the same run.
+  Server plain_serve("--fixture " + recording);
+  test::Run mixed = test::run_agent(
+      "fleet --format json --hosts " + host + ",127.0.0.1:" + std::to_string(plain_serve.port()) +
+      ca + " --fleet-user prometheus --fleet-password-file " + quote(password));
+  REQUIRE(mixed.exit_code == 0);
+  auto both = nlohmann::json::parse(mixed.out)["hosts"];
+  CHECK(both[0]["status"] == "ok");
+  CHECK(both[1]["status"] == "ok");
+  // The certificate names localhost too: a host name is checked against it as well.
+  auto by_name = fleet("https://localhost:" + std::to_string(server.port()) + ca +
+                       " --fleet-user prometheus --fleet-password-file " + quote(password));
+  CHECK(by_name["status"] == "ok");
+
+  auto no_password = fleet(host + ca);
+  CHECK(no_password["status"] == "unreachable");
+  CHECK_THAT(no_password["problem"].get<std::string>(), Catch::Contains("401"));
+  test::write_file(password, "wrong\n");
+  auto wrong =
+      fleet(host + ca + " --fleet-user prometheus --fleet-password-file " + quote(password));
+  CHECK_THAT(wrong["problem"].get<std::string>(), Catch::Contains("401"));
+  // A certificate no given authority signed, and one that does not name the host: refused.
+  std::string stranger = certificate_folder();
+  auto unknown = fleet(host + " --fleet-ca " + quote(stranger + "/cert.pem"));
+  CHECK(unknown["status"] == "unreachable");
+  CHECK_THAT(unknown["problem"].get<std::string>(), Catch::StartsWith("TLS handshake failed"));
+  std::string elsewhere = test::temporary_folder();
+  REQUIRE(test::run_shell("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "
+                          "/CN=elsewhere.example -addext subjectAltName=DNS:elsewhere.example "
+                          "-keyout " +
+                          quote(elsewhere + "/key.pem") + " -out " +
+                          quote(elsewhere + "/cert.pem") + " 2>&1")
+              .exit_code == 0);
+  Server misnamed("--fixture " + recording + " --web.config.file " +
+                  quote(web_config("tls_server_config:\n  cert_file: cert.pem\n  key_file: "
+                                   "key.pem\n",
+                                   elsewhere)));
+  auto other_name = fleet("https://127.0.0.1:" + std::to_string(misnamed.port()) + " --fleet-ca " +
+                          quote(elsewhere + "/cert.pem"));
+  CHECK_THAT(other_name["problem"].get<std::string>(), Catch::StartsWith("TLS handshake failed"));
+  // Plain HTTP to a TLS port is no sample either.
+  auto plain = fleet("127.0.0.1:" + std::to_string(server.port()));
+  CHECK(plain["status"] == "unreachable");
+}

@@ -1,6 +1,7 @@
 // Each subcommand registers its options on the CLI11 app and returns what runs it once parsed.
 #pragma once
 
+#include "formats/format_table.hpp"
 #include "jobs/gpu_choice.hpp"
 #include "sampling/sampler.hpp"
 
@@ -76,6 +77,7 @@ Subcommand add_top_command(CLI::App &app);
 Subcommand add_pick_command(CLI::App &app);
 Subcommand add_run_command(CLI::App &app);
 Subcommand add_check_command(CLI::App &app);
+Subcommand add_fleet_command(CLI::App &app);
 
 // The check of every floating-point option: a finite number from `min` to `max`. CLI::Range alone
 // lets nan through (every comparison with it is false) and inf where max is not finite.
@@ -91,6 +93,10 @@ bool is_finite_in(const std::string &text, double min, double max);
 // choose what the agent runs, reads or writes with rights the caller has not. `harmless`: values
 // that name nothing of the caller's choosing (--kernel-log none, --fixture - for stdin).
 CLI::Validator caller_path(std::vector<std::string> harmless = {});
+
+// The table's style for stdout: the terminal's width (at least 40 columns), else 80; colour on a
+// terminal unless NO_COLOR is set and not empty (https://no-color.org).
+TableStyle table_style(bool to_terminal);
 
 // --nvidia-smi, which every sampling subcommand has; it cannot go with --fixture.
 void add_nvidia_smi_option(CLI::App *command, std::optional<std::string> &target,

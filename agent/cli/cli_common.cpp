@@ -10,9 +10,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <iomanip>
 #include <map>
 #include <sstream>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 namespace nvsmi {
 namespace {
@@ -41,6 +44,16 @@ std::string plain_number(double value) {
 }
 
 } // namespace
+
+TableStyle table_style(bool to_terminal) {
+  TableStyle style;
+  winsize size{};
+  if (to_terminal && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0)
+    style.width = std::max<std::size_t>(40, size.ws_col);
+  const char *no_color = std::getenv("NO_COLOR");
+  style.colour = to_terminal && (no_color == nullptr || *no_color == '\0');
+  return style;
+}
 
 bool is_finite_in(const std::string &text, double min, double max) {
   double value = 0;

@@ -6,23 +6,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 namespace nvsmi {
 namespace {
-
-// The terminal's width (at least 40 columns), else 80; colour on a terminal unless NO_COLOR is
-// set and not empty (https://no-color.org).
-TableStyle table_style(bool to_terminal) {
-  TableStyle style;
-  winsize size{};
-  if (to_terminal && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0)
-    style.width = std::max<std::size_t>(40, size.ws_col);
-  const char *no_color = std::getenv("NO_COLOR");
-  style.colour = to_terminal && (no_color == nullptr || *no_color == '\0');
-  return style;
-}
 
 SubcommandRun snapshot_options(CLI::App *command) {
   struct Settings {

@@ -30,6 +30,7 @@ Subcommands add_subcommands(CLI::App &app) {
       add_pick_command(app),
       add_run_command(app),
       add_check_command(app),
+      add_fleet_command(app),
   });
 }
 

@@ -1,4 +1,5 @@
 #include "formats/format_table.hpp"
+#include "formats/dotted_lines.hpp"
 
 #include "core/number_text.hpp"
 #include "core/screen_text.hpp"
@@ -484,9 +485,10 @@ void add_mig_lines(std::string &out, const Gpu &gpu, std::size_t indent, const T
   }
 }
 
-// fleet_summary's line, broken between its states where it is wider than the screen.
-std::string summary_lines(const Snapshot &snapshot, const TableStyle &style) {
-  std::string text = printable_text(fleet_summary_text(fleet_summary(snapshot, state_thresholds)));
+} // namespace
+
+std::string dotted_lines(const std::string &raw, const TableStyle &style) {
+  std::string text = printable_text(raw);
   const std::string separator = " \u00b7 ";
   std::string out;
   Line line;
@@ -508,6 +510,13 @@ std::string summary_lines(const Snapshot &snapshot, const TableStyle &style) {
     start = end + separator.size();
   }
   return out + line.render(style);
+}
+
+namespace {
+
+// fleet_summary's line, broken between its states where it is wider than the screen.
+std::string summary_lines(const Snapshot &snapshot, const TableStyle &style) {
+  return dotted_lines(fleet_summary_text(fleet_summary(snapshot, state_thresholds)), style);
 }
 
 } // namespace

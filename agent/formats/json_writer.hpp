@@ -61,6 +61,11 @@ public:
     else
       null();
   }
+  // A value that is already JSON text (another format's whole document), as it is.
+  void json_text(std::string_view json) {
+    separate();
+    out_ += json;
+  }
   void value(const std::vector<std::string> &texts) {
     begin_array();
     for (const std::string &text : texts)

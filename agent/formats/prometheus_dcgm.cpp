@@ -140,12 +140,10 @@ const std::vector<DcgmFamily> &dcgm_families() {
           "Resident warps as a share of the most the SMs can hold (GPM).")
           .from(gpu_field(&Gpu::sm_occupancy_percent))
           .in_base_unit(),
-      Row("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", gauge,
-          "Share of time any tensor pipe was busy (GPM).")
+      Row("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", gauge, "Share of time any tensor pipe was busy (GPM).")
           .from(gpu_field(&Gpu::tensor_active_percent))
           .in_base_unit(),
-      Row("DCGM_FI_PROF_DRAM_ACTIVE", gauge,
-          "Share of the device memory bandwidth in use (GPM).")
+      Row("DCGM_FI_PROF_DRAM_ACTIVE", gauge, "Share of the device memory bandwidth in use (GPM).")
           .from(gpu_field(&Gpu::dram_active_percent))
           .in_base_unit(),
       Row("DCGM_FI_PROF_PIPE_FP64_ACTIVE", gauge, "Share of time the FP64 pipes were busy (GPM).")

@@ -1,6 +1,6 @@
-// What this machine's /proc says beside the GPUs: the host's CPU, memory, disk and network, and who each GPU
-// process is (user, command line, start, CPU, RSS, cgroup placement). Read with libproc2, the
-// library behind ps and top.
+// What this machine's /proc says beside the GPUs: the host's CPU, memory, disk and network, and who
+// each GPU process is (user, command line, start, CPU, RSS, cgroup placement). Read with libproc2,
+// the library behind ps and top.
 #pragma once
 
 #include "nvsmi/snapshot.hpp"

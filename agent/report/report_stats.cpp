@@ -270,7 +270,6 @@ GpuSummary GpuStats::finish() {
   return out;
 }
 
-
 std::string latest_fields_text(const GpuHealth &latest) {
   std::string text;
   for (const GpuField &field : gpu_fields()) {

@@ -197,10 +197,28 @@ FleetSummary fleet_summary(const Snapshot &snapshot, const GpuStateThresholds &t
   return summary;
 }
 
+void FleetSummary::add(const FleetSummary &other) {
+  gpus += other.gpus;
+  for (std::size_t i = 0; i < std::size(count); ++i)
+    count[i] += other.count[i];
+  for (const auto &[mine, theirs] :
+       {std::pair{&idle_holders, &other.idle_holders}, std::pair{&idle_jobs, &other.idle_jobs}})
+    for (const std::string &name : *theirs)
+      if (std::find(mine->begin(), mine->end(), name) == mine->end())
+        mine->push_back(name);
+  hosts += other.hosts;
+  silent_hosts += other.silent_hosts;
+  silent_gpus += other.silent_gpus;
+}
+
 std::string fleet_summary_text(const FleetSummary &summary) {
-  if (summary.gpus == 0)
-    return "no GPUs";
-  std::string text = std::to_string(summary.gpus) + (summary.gpus == 1 ? " GPU:" : " GPUs:");
+  std::string on_hosts;
+  if (summary.hosts > 0)
+    on_hosts = " on " + std::to_string(summary.hosts) + (summary.hosts == 1 ? " host" : " hosts");
+  if (summary.gpus == 0 && summary.silent_hosts == 0)
+    return "no GPUs" + on_hosts;
+  std::string text =
+      std::to_string(summary.gpus) + (summary.gpus == 1 ? " GPU" : " GPUs") + on_hosts + ":";
   const char *separator = " ";
   for (GpuState state : {GpuState::free, GpuState::in_use, GpuState::idle_held,
                          GpuState::allocated_idle, GpuState::idle, GpuState::at_power_limit,
@@ -215,6 +233,14 @@ std::string fleet_summary_text(const FleetSummary &summary) {
       text += named_few(summary.idle_holders);
     if (state == GpuState::allocated_idle)
       text += named_few(summary.idle_jobs);
+  }
+  if (summary.silent_hosts > 0) {
+    text += separator;
+    // The GPUs a silent host had when it last answered; one never heard has none to count.
+    if (summary.silent_gpus > 0)
+      text += std::to_string(summary.silent_gpus) + " on ";
+    text += std::to_string(summary.silent_hosts) +
+            (summary.silent_hosts == 1 ? " host" : " hosts") + " without a fresh sample";
   }
   return text;
 }

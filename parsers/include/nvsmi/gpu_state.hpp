@@ -99,8 +99,17 @@ struct FleetSummary {
   // The jobs on allocated-but-idle GPUs, each once, in GPU order: "job 1234 of alice" ("job 1234"
   // where the record names no user).
   std::vector<std::string> idle_jobs;
+  // Across several hosts (`top --hosts`, serve's /fleet): how many hosts were asked (0: one
+  // machine's own summary, said without hosts), how many of them gave no fresh sample, and how
+  // many GPUs those had at their last good sample. Those GPUs count in `gpus` and in no state:
+  // what they do now is not known.
+  std::size_t hosts = 0;
+  std::size_t silent_hosts = 0;
+  std::size_t silent_gpus = 0;
 
   std::size_t of(GpuState state) const { return count[static_cast<std::size_t>(state)]; }
+  // Adds another host's GPUs, states, holders and jobs (each name once) and its host counts.
+  void add(const FleetSummary &other);
 };
 FleetSummary fleet_summary(const Snapshot &snapshot, const GpuStateThresholds &thresholds = {});
 
@@ -108,6 +117,8 @@ FleetSummary fleet_summary(const Snapshot &snapshot, const GpuStateThresholds &t
 // a count, in the order free, in use, idle but held, allocated but idle (its jobs), idle, at power
 // limit, hot, failing, lost, unknown (what is usable first, then what needs a look); "1 GPU: ...",
 // "no GPUs". At most three holders are named, then "+N more".
+// Across hosts: "40 GPUs on 5 hosts: 12 free · ... · 8 on 1 host without a fresh sample" ("· 1
+// host without a fresh sample" where it never gave one; "no GPUs on 2 hosts").
 std::string fleet_summary_text(const FleetSummary &summary);
 
 } // namespace nvsmi

@@ -1,0 +1,24 @@
+#include "commands/fleet_command.hpp"
+
+#include "core/exit_codes.hpp"
+#include "files/file_io.hpp"
+#include "fleet/fleet_view.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+namespace nvsmi {
+
+int run_fleet(const FleetOptions &options) {
+  boost::asio::io_context context;
+  FleetPoller poller(context, options.client);
+  poller.poll([] {});
+  // Every request ends by its deadline, so this returns within the timeout (name resolution
+  // aside, which the C library does on a thread of Asio's that no deadline can stop).
+  context.run();
+  auto now = std::chrono::system_clock::now();
+  write_stdout(options.json ? format_fleet_json(poller.hosts(), now)
+                            : format_fleet_text(poller.hosts(), now, options.table_style));
+  return exit_ok;
+}
+
+} // namespace nvsmi

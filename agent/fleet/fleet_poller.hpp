@@ -1,0 +1,92 @@
+// Asks other agents' `serve` for their latest sample (GET /api/v1/snapshot), every host at once,
+// each with a deadline, and keeps per host what it last said: for `fleet`, `top --hosts` and
+// serve's /fleet. What another agent answers is hostile input: its size is bounded, its time is
+// bounded, and it is read by the one reader of our own JSON (report's read_json_log_line).
+#pragma once
+
+#include "fleet/fleet_hosts.hpp"
+#include "nvsmi/gpu_state.hpp"
+#include "nvsmi/snapshot.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nvsmi {
+
+struct FleetCredentials {
+  std::string user;
+  std::string password;
+};
+
+struct FleetClientOptions {
+  std::vector<FleetHost> hosts;
+  // Name resolution, connection, TLS handshake, request and the whole answer, together.
+  std::chrono::milliseconds timeout{3000};
+  // An answer larger than this is refused as it arrives (a snapshot of 8 busy GPUs is ~50 KB).
+  std::size_t max_answer_bytes = 4u << 20;
+  // The certificate authorities that https:// hosts are checked against; empty: the system's.
+  std::string ca_file;
+  std::optional<FleetCredentials> credentials; // basic auth, sent to every host
+};
+
+// `user` with the first line of `password_file` (a password is never on a command line, where
+// every local user reads it in `ps`). Throws AgentError: exit_io where the file cannot be read,
+// exit_usage where it is empty or the user holds a `:` or a control character.
+FleetCredentials read_fleet_credentials(const std::string &user, const std::string &password_file);
+
+enum class HostStatus {
+  waiting,     // not asked yet, or its first answer is still coming
+  ok,          // answered with a sample its agent calls fresh
+  stale,       // answering, but its agent has had no sample for a while (serve's 503)
+  unreachable, // no answer in time, refused, or an answer that is not a sample
+};
+// "waiting", "ok", "stale", "unreachable".
+std::string_view host_status_key(HostStatus status);
+
+struct HostReading {
+  FleetHost host;
+  HostStatus status = HostStatus::waiting;
+  std::string problem;               // why it is not ok, printable ("no answer in 3 s")
+  std::optional<Snapshot> last_good; // its last sample answered as fresh, however long ago
+  std::optional<std::chrono::system_clock::time_point> last_good_at; // when that came
+};
+
+class FleetPoller {
+public:
+  FleetPoller(boost::asio::io_context &context, FleetClientOptions options);
+  ~FleetPoller(); // cancels what is in flight; its handlers then do nothing
+  FleetPoller(const FleetPoller &) = delete;
+  FleetPoller &operator=(const FleetPoller &) = delete;
+
+  // Asks every host once, at most `max_in_flight` at a time, and calls `done` on the context's
+  // thread when each has answered or passed its deadline. A poll asked for while one runs is
+  // not started (`done` is not called for it): a slow host never piles requests up.
+  void poll(std::function<void()> done);
+  bool polling() const;
+
+  // In the order given; each host's reading changes only on the context's thread.
+  const std::vector<HostReading> &hosts() const;
+
+  static constexpr std::size_t max_in_flight = 64;
+
+  struct State; // shared with the requests in flight, which may outlive the poller by a handler
+
+private:
+  static void ask_next(const std::shared_ptr<State> &state);
+  std::shared_ptr<State> state_;
+};
+
+// The fleet's one summary line's figures over every host: a host that is ok adds its GPUs'
+// states; one stale, unreachable or waiting adds its last good sample's GPUs as without a fresh
+// sample.
+FleetSummary fleet_summary_of(const std::vector<HostReading> &hosts);
+
+} // namespace nvsmi

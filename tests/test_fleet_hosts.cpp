@@ -1,0 +1,311 @@
+// Many hosts at once (issue 28 item 5): the host list, the poller against hostile answers from a
+// canned server of the test's own, and `fleet` through the built agent against five real serves.
+#include "serve_support.hpp"
+
+#include "core/exit_codes.hpp"
+#include "core/screen_text.hpp"
+#include "fleet/fleet_hosts.hpp"
+#include "fleet/fleet_poller.hpp"
+#include "fleet/fleet_view.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <arpa/inet.h>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <mutex>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+
+using test::quote;
+using test::Server;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string fixture(const std::string &name) { return quote(test::fixture_path(name)); }
+
+// A loopback server of the test's own that answers each request with `answer` (any bytes), then
+// `tail_bytes` more of 'x', or, where `answer` is empty, reads the request and never answers.
+class CannedServer {
+public:
+  explicit CannedServer(std::string answer, std::size_t tail_bytes = 0)
+      : answer_(std::move(answer)), tail_bytes_(tail_bytes) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    REQUIRE(::bind(listener_, reinterpret_cast<sockaddr *>(&address), length) == 0);
+    REQUIRE(::listen(listener_, 16) == 0);
+    REQUIRE(::getsockname(listener_, reinterpret_cast<sockaddr *>(&address), &length) == 0);
+    port_ = ntohs(address.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~CannedServer() {
+    stopping_ = true;
+    thread_.join();
+    for (int fd : held_)
+      ::close(fd);
+    ::close(listener_);
+  }
+  CannedServer(const CannedServer &) = delete;
+  CannedServer &operator=(const CannedServer &) = delete;
+
+  nvsmi::FleetHost host() const { return nvsmi::FleetHost{"127.0.0.1", std::to_string(port_)}; }
+
+private:
+  void serve() {
+    while (!stopping_) {
+      pollfd ready{listener_, POLLIN, 0};
+      if (::poll(&ready, 1, 50) <= 0)
+        continue;
+      int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0)
+        continue;
+      std::string request;
+      char buffer[4096];
+      while (request.find("\r\n\r\n") == std::string::npos) {
+        pollfd in{fd, POLLIN, 0};
+        if (::poll(&in, 1, 2000) <= 0)
+          break;
+        ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+        if (n <= 0)
+          break;
+        request.append(buffer, static_cast<std::size_t>(n));
+      }
+      if (answer_.empty()) { // the stalled agent: connected, never a byte back
+        held_.push_back(fd);
+        continue;
+      }
+      send_all(fd, answer_);
+      std::string tail(65536, 'x');
+      for (std::size_t sent = 0; sent < tail_bytes_ && !stopping_; sent += tail.size())
+        if (!send_all(fd, tail))
+          break;
+      ::close(fd);
+    }
+  }
+  static bool send_all(int fd, const std::string &bytes) {
+    for (std::size_t at = 0; at < bytes.size();) {
+      ssize_t n = ::send(fd, bytes.data() + at, bytes.size() - at, MSG_NOSIGNAL);
+      if (n <= 0)
+        return false;
+      at += static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+
+  std::string answer_;
+  std::size_t tail_bytes_;
+  int listener_ = -1, port_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::vector<int> held_;
+  std::thread thread_;
+};
+
+std::string http_answer(int status, const std::string &body) {
+  return "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Type: application/json\r\n" +
+         "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+}
+
+// What one poll of `hosts` left, and how long it took.
+struct Polled {
+  std::vector<nvsmi::HostReading> readings;
+  std::chrono::steady_clock::duration took;
+};
+Polled poll_once(std::vector<nvsmi::FleetHost> hosts, std::chrono::milliseconds timeout = 1000ms) {
+  boost::asio::io_context context;
+  nvsmi::FleetClientOptions options;
+  options.hosts = std::move(hosts);
+  options.timeout = timeout;
+  nvsmi::FleetPoller poller(context, options);
+  bool done = false;
+  auto start = std::chrono::steady_clock::now();
+  poller.poll([&] { done = true; });
+  context.run();
+  CHECK(done);
+  return {poller.hosts(), std::chrono::steady_clock::now() - start};
+}
+
+} // namespace
+
+TEST_CASE("fleet: a host list is HOST:PORT, and anything else is refused with its entry") {
+  auto hosts = nvsmi::parse_fleet_hosts("gpu1:9437, 10.0.0.2:1,[::1]:9437,https://gpu3.lab:443");
+  REQUIRE(hosts.size() == 4);
+  CHECK(hosts[0].label() == "gpu1:9437");
+  CHECK(hosts[2].host == "::1");
+  CHECK(hosts[2].label() == "[::1]:9437");
+  CHECK(hosts[3].tls);
+  CHECK(hosts[3].label() == "https://gpu3.lab:443");
+  for (const char *bad : {"gpu1", "gpu1:", "gpu1:0", "gpu1:65536", "gpu1:+80", "gpu1:80x", ":80",
+                          "::1:80", "user@gpu1:80", "gpu1/path:80", "gpu 1:80", "gpu1\x1b[2J:80",
+                          "[::1]80", "gpu1:80,gpu1:80", ""}) {
+    INFO(bad);
+    try {
+      nvsmi::parse_fleet_hosts(bad);
+      FAIL("accepted");
+    } catch (const nvsmi::AgentError &error) {
+      CHECK(error.code() == nvsmi::exit_usage);
+      // The entry is quoted printable: a host list cannot write to the operator's terminal.
+      CHECK(std::string(error.what()).find('\x1b') == std::string::npos);
+    }
+  }
+  std::string folder = test::temporary_folder();
+  test::write_file(folder + "/hosts", "# the lab\ngpu1:9437\n\n  gpu2:9437  \n");
+  CHECK(nvsmi::read_fleet_hosts_file(folder + "/hosts").size() == 2);
+  test::write_file(folder + "/bad", "gpu1:9437\ngpu2\n");
+  CHECK_THROWS_WITH(nvsmi::read_fleet_hosts_file(folder + "/bad"), Catch::Contains("line 2"));
+}
+
+TEST_CASE("fleet: a hostile or broken agent is marked unreachable, within its deadline") {
+  std::string snapshot_error = R"({"error":"no sample for 12 s\u001b[2J"})";
+  CannedServer stalled("");
+  CannedServer huge("HTTP/1.1 200 OK\r\nContent-Length: 104857600\r\n\r\n", 8u << 20);
+  CannedServer garbage(http_answer(200, "{\"schema\":\"nvsmi-agent.snapshot/1\",\"gpus\":[[[["));
+  CannedServer other(http_answer(200, "<html>not us</html>"));
+  CannedServer stale(http_answer(503, snapshot_error));
+  CannedServer locked(http_answer(401, ""));
+  CannedServer headers("HTTP/1.1 200 OK\r\nX-Big: " + std::string(40000, 'a') + "\r\n\r\n");
+  Polled polled = poll_once({stalled.host(), huge.host(), garbage.host(), other.host(),
+                             stale.host(), locked.host(), headers.host()});
+  const auto &r = polled.readings;
+  // One stalled host costs its own deadline, not the others' (all are asked at once).
+  CHECK(polled.took < 10s);
+  CHECK(r[0].status == nvsmi::HostStatus::unreachable);
+  CHECK(r[0].problem == "no answer in 1 s");
+  CHECK(r[1].status == nvsmi::HostStatus::unreachable);
+  CHECK(r[1].problem == "answered more than 4 MiB");
+  CHECK(r[2].status == nvsmi::HostStatus::unreachable);
+  CHECK_THAT(r[2].problem, Catch::StartsWith("answered what is not a snapshot"));
+  CHECK_THAT(r[3].problem, Catch::StartsWith("answered what is not a snapshot"));
+  CHECK(r[4].status == nvsmi::HostStatus::stale);
+  CHECK(r[4].problem == "no sample for 12 s[2J"); // the escape itself never reaches a screen
+  CHECK(r[5].status == nvsmi::HostStatus::unreachable);
+  CHECK_THAT(r[5].problem, Catch::Contains("401"));
+  CHECK(r[6].problem == "answered headers over 16 KiB");
+  for (const auto &reading : r)
+    CHECK_FALSE(reading.last_good);
+  CHECK(nvsmi::fleet_summary_text(nvsmi::fleet_summary_of(r)) ==
+        "0 GPUs on 7 hosts: 7 hosts without a fresh sample");
+}
+
+TEST_CASE("fleet: five serves on loopback, one stopped and one stalled") {
+  // Two answering, one whose nvidia-smi fails (stale: its serve answers 503), one stopped
+  // (nothing listens: refused), one stopped by SIGSTOP (connects, never answers).
+  Server a("--fixture " + fixture("xml/h100-8gpu-states-v12.xml"));
+  Server b("--fixture " + fixture("xml/h100-8gpu-v12.xml"));
+  Server failing("--interval 0.2 --nvidia-smi " +
+                     quote(std::string(SCRIPTS_DIR) + "/fake-nvidia-smi"),
+                 "FAKE_NVSMI_MODE=exit9");
+  Server stopped("--fixture " + fixture("xml/h100-8gpu-v12.xml"));
+  Server stalled("--fixture " + fixture("xml/h100-8gpu-v12.xml"));
+  auto host = [](const Server &server) {
+    return nvsmi::FleetHost{"127.0.0.1", std::to_string(server.port())};
+  };
+  boost::asio::io_context context;
+  nvsmi::FleetClientOptions options;
+  options.hosts = {host(a), host(b), host(failing), host(stopped), host(stalled)};
+  options.timeout = 2000ms;
+  nvsmi::FleetPoller poller(context, options);
+  const auto &r = poller.hosts();
+  // Each serve answers once its first sample is in (the failing one: 503 at once).
+  test::wait_until(
+      [&] {
+        poller.poll([] {});
+        context.restart();
+        context.run();
+        return r[0].last_good && r[1].last_good && r[3].last_good && r[4].last_good;
+      },
+      test::patience, 100ms);
+  CHECK(r[0].status == nvsmi::HostStatus::ok);
+  CHECK(r[2].status == nvsmi::HostStatus::stale);
+  CHECK_THAT(r[2].problem, Catch::StartsWith("no sample yet"));
+  CHECK(r[4].status == nvsmi::HostStatus::ok);
+
+  int stopped_port = stopped.port();
+  REQUIRE(stopped.stop() == 0);
+  REQUIRE(::kill(stalled.pid(), SIGSTOP) == 0);
+  poller.poll([] {});
+  context.restart();
+  context.run();
+  // Marked, with the last good sample kept; the others still answer.
+  CHECK(r[0].status == nvsmi::HostStatus::ok);
+  CHECK(r[1].status == nvsmi::HostStatus::ok);
+  CHECK(r[3].status == nvsmi::HostStatus::unreachable);
+  CHECK_THAT(r[3].problem, Catch::StartsWith("cannot connect"));
+  CHECK(r[4].status == nvsmi::HostStatus::unreachable);
+  CHECK(r[4].problem == "no answer in 2 s");
+  REQUIRE(r[4].last_good);
+  CHECK(r[4].last_good->gpus.size() == 8);
+  CHECK_THAT(nvsmi::fleet_host_line(r[4], std::chrono::system_clock::now()),
+             Catch::Matches("127\\.0\\.0\\.1:[0-9]+ \u00b7 unreachable: no answer in 2 s "
+                            "\u00b7 last good sample [0-9]+ s ago"));
+  CHECK_THAT(nvsmi::fleet_summary_text(nvsmi::fleet_summary_of(r)),
+             Catch::StartsWith("32 GPUs on 5 hosts: ") &&
+                 Catch::EndsWith(" \u00b7 16 on 3 hosts without a fresh sample"));
+
+  std::string hosts;
+  for (int port : {a.port(), b.port(), failing.port(), stopped_port, stalled.port()})
+    hosts += (hosts.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(port);
+
+  auto start = std::chrono::steady_clock::now();
+  test::Run json = test::run_agent("fleet --format json --timeout 2 --hosts " + hosts);
+  auto took = std::chrono::steady_clock::now() - start;
+  INFO(json.err);
+  REQUIRE(json.exit_code == 0);
+  CHECK(took < 20s); // the stalled host's 2 s, not a hang
+  auto fleet = nlohmann::json::parse(json.out);
+  CHECK(fleet["schema"] == "nvsmi-agent.fleet/1");
+  auto &h = fleet["hosts"];
+  REQUIRE(h.size() == 5);
+  CHECK(h[0]["status"] == "ok");
+  CHECK(h[0]["snapshot"]["gpus"].size() == 8);
+  CHECK(h[1]["status"] == "ok");
+  CHECK(h[2]["status"] == "stale");
+  CHECK_THAT(h[2]["problem"].get<std::string>(), Catch::StartsWith("no sample yet"));
+  CHECK(h[3]["status"] == "unreachable");
+  CHECK_THAT(h[3]["problem"].get<std::string>(), Catch::StartsWith("cannot connect"));
+  CHECK(h[4]["status"] == "unreachable");
+  CHECK(h[4]["problem"] == "no answer in 2 s");
+  CHECK(h[4]["snapshot"].is_null());
+  std::string summary = fleet["summary"];
+  CHECK_THAT(summary, Catch::StartsWith("16 GPUs on 5 hosts: ") &&
+                          Catch::EndsWith(" \u00b7 3 hosts without a fresh sample"));
+
+  test::Run text = test::run_agent("fleet --timeout 2 --hosts " + hosts);
+  REQUIRE(text.exit_code == 0);
+  auto lines = test::lines_of(text.out);
+  REQUIRE_FALSE(lines.empty());
+  CHECK_THAT(lines[0], Catch::StartsWith("16 GPUs on 5 hosts: "));
+  for (const std::string &line : lines) // a pipe gets 80 columns, broken between parts
+    CHECK(nvsmi::text_columns(line) <= 80);
+  CHECK_THAT(text.out, Catch::Contains("\n127.0.0.1:" + std::to_string(a.port()) + " \u00b7 ok\n"));
+  CHECK_THAT(text.out,
+             Catch::Contains("127.0.0.1:" + std::to_string(stalled.port()) +
+                             " \u00b7 unreachable: no answer in 2 s \u00b7 never answered"));
+  ::kill(stalled.pid(), SIGCONT);
+}
+
+TEST_CASE("fleet: the command line refuses what it cannot use, with one line") {
+  test::Run none = test::run_agent("fleet");
+  CHECK(none.exit_code == nvsmi::exit_usage);
+  CHECK_THAT(none.err, Catch::Contains("--hosts or --hosts-file"));
+  test::Run bad = test::run_agent("fleet --hosts 'gpu1:99999'");
+  CHECK(bad.exit_code == nvsmi::exit_usage);
+  CHECK_THAT(bad.err, Catch::Contains("the port is not 1-65535"));
+  std::string folder = test::temporary_folder();
+  test::write_file(folder + "/empty", "\n");
+  test::Run no_password = test::run_agent("fleet --hosts gpu1:1 --fleet-user alice "
+                                          "--fleet-password-file " +
+                                          quote(folder + "/empty"));
+  CHECK(no_password.exit_code == nvsmi::exit_usage);
+  CHECK_THAT(no_password.err, Catch::Contains("no password"));
+  test::Run user_alone = test::run_agent("fleet --hosts gpu1:1 --fleet-user alice");
+  CHECK(user_alone.exit_code == nvsmi::exit_usage);
+}
