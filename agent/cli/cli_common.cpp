@@ -12,7 +12,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <iomanip>
-#include <map>
 #include <sstream>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -184,6 +183,7 @@ void add_job_mapping_option(CLI::App *command, JobMappingCli &target) {
 
 void SamplingCli::finish() {
   options.source = source == "xml" ? Source::xml : Source::csv;
+  options.gpm = gpm == "on" ? Gpm::on : gpm == "off" ? Gpm::off : Gpm::automatic;
   options.job_mapping_dir = job_mapping.resolve(options.fixture || !options.host);
   options.say_job_mapping_problems = job_mapping.path.has_value();
   if (options.source == Source::xml && !options.fields.empty())
@@ -244,14 +244,13 @@ void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
       ->check(finite_range(0.1, 86400.0))
       ->excludes(no_processes);
   command
-      ->add_option("--gpm", options.gpm,
+      ->add_option("--gpm", sampling.gpm,
                    "Ask dmon for the GPU's SM, tensor and DRAM activity (GPM, Hopper and newer): "
                    "auto leaves it off where DCGM's nv-hostengine runs, since both read the same "
                    "counters. dmon runs beside the GPU query for these and PCIe traffic either way")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, Gpm>{{"auto", Gpm::automatic}, {"on", Gpm::on}, {"off", Gpm::off}}))
+      ->check(CLI::IsMember({"auto", "on", "off"}))
       ->type_name("auto|on|off")
-      ->default_str("auto");
+      ->capture_default_str();
   CLI::Option *hook =
       command
           ->add_option("--on-unhealthy", sampling.on_unhealthy,
