@@ -410,7 +410,7 @@ struct DmonWatch {
   std::vector<json> lines;
   std::string err, calls;
 };
-// `wrapper`: what the agent runs under (a PID namespace of its own).
+// `wrapper`: what goes before the agent on its command line (an environment variable).
 DmonWatch watch_with_dmon(const std::string &environment, const std::string &options, int count,
                           const std::string &wrapper = "") {
   std::string calls = test::temporary_folder() + "/calls";
@@ -494,30 +494,20 @@ TEST_CASE("dmon without GPM: PCIe alone, activity unknown; refused, asked again;
 
 TEST_CASE(
     "--gpm auto leaves GPM off where DCGM's nv-hostengine runs, and says so; on asks anyway") {
-  // A process whose name the kernel keeps as nv-hostengine (a copy of sleep under that name),
-  // with the agent in a PID namespace of their own: the suites that run beside this one never
-  // see it (a `run` test once found its stderr starting with this notice).
-  if (run_shell("unshare --pid --fork --mount-proc true").exit_code != 0) {
-    WARN("unshare --pid cannot run here: --gpm auto beside nv-hostengine not tested");
-    return;
-  }
-  std::string folder = test::temporary_folder();
-  REQUIRE(run_shell("cp /bin/sleep " + quote(folder + "/nv-hostengine")).exit_code == 0);
-  test::write_file(folder + "/beside-hostengine",
-                   "#!/bin/sh\n\"$(dirname \"$0\")/nv-hostengine\" 300 &\n"
-                   "while ! pgrep -x nv-hostengine >/dev/null; do sleep 0.05; done\n"
-                   "exec \"$@\"\n");
-  REQUIRE(run_shell("chmod +x " + quote(folder + "/beside-hostengine")).exit_code == 0);
-  std::string wrapper =
-      "unshare --pid --fork --mount-proc " + quote(folder + "/beside-hostengine") + " ";
+  // A host whose proc/ (NVSMI_HOST_ROOT, as node_exporter's --path.procfs) lists a process named
+  // nv-hostengine: no such process on this machine, where the suites beside this one would see
+  // it (a `run` test once found its stderr starting with this notice).
+  std::string root = test::temporary_folder();
+  REQUIRE(run_shell("mkdir -p " + quote(root + "/proc/4242") + " && printf 'nv-hostengine\\n' > " +
+                    quote(root + "/proc/4242/comm"))
+              .exit_code == 0);
+  std::string wrapper = "NVSMI_HOST_ROOT=" + quote(root) + " ";
   DmonWatch automatic = watch_with_dmon("", "", 10, wrapper);
   CHECK(automatic.calls == "dmon -s t -d 1\n");
   CHECK_THAT(automatic.err, Catch::Contains("DCGM's nv-hostengine runs here: GPM metrics"));
   DmonWatch on = watch_with_dmon("", "--gpm on", 10, wrapper);
   CHECK(on.calls == "dmon -s t --gpm-metrics 2,3,5,10,11,12,13,60,61 -d 1\n");
   CHECK(on.err.find("nv-hostengine") == std::string::npos);
-  // Outside that namespace no nv-hostengine: the default asks for GPM.
-  CHECK(run_shell("pgrep -x nv-hostengine").exit_code != 0);
   // Anything else is refused in one line, before anything runs.
   test::Run bad = run_agent("watch --gpm sometimes --count 1 --nvidia-smi " + fake);
   CHECK(bad.exit_code == 2);

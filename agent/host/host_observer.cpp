@@ -4,6 +4,7 @@
 #include "host/host_io.hpp"
 #include "host/host_reader.hpp"
 #include "host/process_reader.hpp"
+#include "host/running_program.hpp"
 #include "host/user_names.hpp"
 
 #include "core/local_time.hpp"
@@ -35,11 +36,6 @@ void forget_host_fields(Process &process) {
   process.slurm_job_id.reset();
   process.systemd_unit.reset();
 }
-
-// Where the disk and network counters are read: NVSMI_HOST_ROOT names a folder that holds a host's
-// proc/ and sys/ (the host's own, mounted into a container; a test's copy), as node_exporter's
-// --path.procfs and --path.sysfs do. Refused under sudo: core/privilege.hpp.
-std::string host_root() { return caller_named_variable("NVSMI_HOST_ROOT").value_or("/"); }
 
 } // namespace
 

@@ -1,5 +1,7 @@
 #include "host/running_program.hpp"
 
+#include "core/privilege.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,15 +12,21 @@
 
 namespace nvsmi {
 
+std::string host_root() { return caller_named_variable("NVSMI_HOST_ROOT").value_or("/"); }
+
 bool program_runs(std::string_view comm) {
-  std::unique_ptr<DIR, int (*)(DIR *)> proc(::opendir("/proc"), ::closedir);
+  std::string root = host_root();
+  if (root.empty() || root.back() != '/')
+    root += '/';
+  std::unique_ptr<DIR, int (*)(DIR *)> proc(::opendir((root + "proc").c_str()), ::closedir);
   if (!proc)
     return false;
   while (const dirent *entry = ::readdir(proc.get())) {
     if (!std::isdigit(static_cast<unsigned char>(entry->d_name[0])))
       continue;
-    std::string path = std::string("/proc/") + entry->d_name + "/comm";
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    std::string path = root + "proc/" + entry->d_name + "/comm";
+    // Non-blocking: a FIFO planted under NVSMI_HOST_ROOT must not hang the start.
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
       continue;
     char name[32];
