@@ -28,6 +28,7 @@ constexpr std::optional<bool> may_be_negative(Unit unit) {
   case Unit::mhz:
   case Unit::lanes:
   case Unit::kib_per_s:
+  case Unit::bytes_per_s:
     return false;
   case Unit::celsius:
     return true;
