@@ -616,3 +616,36 @@ TEST_CASE("top shows SM and tensor activity beside utilization where dmon gives 
   for (const std::string &line : narrow)
     CHECK(text_columns(line) <= 100);
 }
+
+TEST_CASE("top gives the longest state, allocated but idle, whole at every width") {
+  Utf8Locale utf8;
+  TopModel model(milliseconds(1000));
+  TopClock::time_point now = TopClock::now();
+  Snapshot s = states_fixture();
+  for (Gpu &gpu : s.gpus)
+    gpu.processes = std::vector<Process>{};
+  s.allocations_read = true;
+  Allocation held;
+  held.job_id = "1234";
+  held.user = "alice";
+  held.held_s = 3600;
+  s.gpus[7].allocation = held;
+  model.add_sample(s, now);
+  REQUIRE(gpu_state(s.gpus[7]) == GpuState::allocated_idle);
+  for (ScreenSize size : {ScreenSize{80, 24}, ScreenSize{120, 40}, ScreenSize{200, 50}}) {
+    std::vector<std::string> screen = screen_text(model, now, size.columns, size.lines);
+    INFO(size.columns << "x" << size.lines << "\n" << Catch::Detail::stringify(screen));
+    // GPU 7's row, with its name at 140 columns and more, then the state whole and a space.
+    bool whole = false;
+    for (const std::string &line : screen)
+      whole = whole ||
+              (line.rfind(" 7  ", 0) == 0 && line.find("allocated but idle ") != std::string::npos);
+    CHECK(whole);
+  }
+  model.toggle_compact();
+  std::vector<std::string> compact = screen_text(model, now, 60, 16);
+  INFO(Catch::Detail::stringify(compact));
+  CHECK(screen_has(compact, " 7  allocated but idle "));
+  for (const std::string &line : compact)
+    CHECK(text_columns(line) <= 60);
+}

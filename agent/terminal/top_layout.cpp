@@ -133,11 +133,14 @@ struct GpuColumns {
   int users = 10;
   int history = 0; // the sparkline takes what is left
 };
+// The longest state's name, "allocated but idle", and a space: no state is cut.
+constexpr int state_width = 19;
+
 GpuColumns gpu_columns(int columns, bool compact) {
   GpuColumns c;
   if (compact) {
     c.power = false;
-    c.users = std::max(10, columns - 44);
+    c.users = std::max(10, columns - 29 - state_width);
     return c;
   }
   c.name = columns >= 140;
@@ -145,8 +148,8 @@ GpuColumns gpu_columns(int columns, bool compact) {
   c.activity = columns >= 110;
   c.bar = columns >= 160 ? 12 : columns >= 120 ? 8 : 4;
   c.users = columns >= 160 ? 18 : columns >= 120 ? 14 : 10;
-  int fixed = 4 + (c.name ? 23 : 0) + 15 + (c.bar + 6) + (c.activity ? 10 : 0) + (c.bar + 12) +
-              (c.bar + 11) + 4 + (c.fan_and_pstate ? 9 : 0) + 1 + c.users + 1;
+  int fixed = 4 + (c.name ? 23 : 0) + state_width + (c.bar + 6) + (c.activity ? 10 : 0) +
+              (c.bar + 12) + (c.bar + 11) + 4 + (c.fan_and_pstate ? 9 : 0) + 1 + c.users + 1;
   c.history = compact ? 0 : std::max(0, columns - fixed);
   return c;
 }
@@ -156,7 +159,7 @@ ScreenLine gpu_heading(const GpuColumns &c, int columns) {
   line.add("GPU", 4, Tone::heading);
   if (c.name)
     line.add("NAME", 23, Tone::heading);
-  line.add("STATE", 15, Tone::heading);
+  line.add("STATE", state_width, Tone::heading);
   line.add("UTIL", c.bar + 6, Tone::heading);
   if (c.activity) {
     line.add("SM", 4, Tone::heading, Align::right);
@@ -212,14 +215,14 @@ ScreenLine gpu_line(const Gpu &gpu, const TopModel &model, const GpuColumns &c, 
   std::string spark = sparkline(model.utilization_history(gpu.index), c.history, unicode);
   if (late) {
     // The readings are of a sample too old to be the present: not shown at all.
-    line.add("stale", 15, Tone::alarm);
+    line.add("stale", state_width, Tone::alarm);
     line.add("", (c.bar + 6) + (c.activity ? 10 : 0) + (c.bar + 12) + (c.bar + (c.power ? 11 : 0)) +
                      4 + (c.fan_and_pstate ? 9 : 0) + 1 + c.users + 1);
     line.add(spark, c.history, Tone::dim);
     return line.take();
   }
   GpuState state = gpu_state(gpu);
-  line.add(std::string(gpu_state_name(state)), 15, state_tone(state));
+  line.add(std::string(gpu_state_name(state)), state_width, state_tone(state));
 
   line.add(bar(fraction(real(gpu.utilization_gpu_percent), 100.0), c.bar, unicode), c.bar,
            Tone::busy);
