@@ -621,6 +621,23 @@ TEST_CASE("under sudo or setuid, every option naming a program or a file is refu
     }
 }
 
+TEST_CASE("under sudo or setuid, NVSMI_HOST_ROOT is refused: it names the /proc whose "
+          "nv-hostengine, disks and network the agent reads") {
+  // A caller's tree with an nv-hostengine in it would switch GPM off, and its diskstats would be
+  // read with root's rights: refused in one line before anything runs.
+  CallersProgram program;
+  const std::string agent = quote(AGENT_BIN);
+  for (const auto &[prefix, refusal] : privileged_prefixes())
+    for (const char *command : {"watch --count 1", "serve --listen 127.0.0.1:0", "run -- true"}) {
+      INFO(prefix << command);
+      std::string why = refusal.substr(std::string("refused ").size());
+      Run run = test::run_shell("NVSMI_HOST_ROOT=" + quote(program.folder) + " " + prefix +
+                                "timeout 20 " + agent + " " + command + " < /dev/null");
+      check_failure(run, 2, "NVSMI_HOST_ROOT is set, and it is refused " + why);
+      CHECK_FALSE(program.ran());
+    }
+}
+
 TEST_CASE("under sudo or setuid, nvidia-smi is never the caller's: NVIDIA_SMI refused, PATH not "
           "used; stdin and none still work") {
   CallersProgram program;

@@ -508,6 +508,15 @@ TEST_CASE(
   DmonWatch on = watch_with_dmon("", "--gpm on", 10, wrapper);
   CHECK(on.calls == "dmon -s t --gpm-metrics 2,3,5,10,11,12,13,60,61 -d 1\n");
   CHECK(on.err.find("nv-hostengine") == std::string::npos);
+  // A FIFO planted as a process's comm, in a tree with no nv-hostengine: read without waiting for
+  // a writer (a blocking open would hang the start for ever), and GPM asked for.
+  std::string planted = test::temporary_folder();
+  REQUIRE(run_shell("mkdir -p " + quote(planted + "/proc/4243") + " && mkfifo " +
+                    quote(planted + "/proc/4243/comm"))
+              .exit_code == 0);
+  DmonWatch past_fifo =
+      watch_with_dmon("", "", 5, "timeout 60 env NVSMI_HOST_ROOT=" + quote(planted) + " ");
+  CHECK(past_fifo.calls == "dmon -s t --gpm-metrics 2,3,5,10,11,12,13,60,61 -d 1\n");
   // Anything else is refused in one line, before anything runs.
   test::Run bad = run_agent("watch --gpm sometimes --count 1 --nvidia-smi " + fake);
   CHECK(bad.exit_code == 2);
