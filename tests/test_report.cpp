@@ -150,8 +150,8 @@ TEST_CASE("report: starved is memory held with utilization under 30 %") {
   CHECK(*gpu.starved.percent() == Approx(50));
   CHECK(*gpu.starved_memory_mean_mib == Approx(30720));
   CHECK(*gpu.idle.percent() == Approx(0));
-  CHECK(gpu.finding == "starved 50% of the time while holding 30 GiB (host CPUs unknown, disk "
-                       "reads unknown, network receive unknown): check the data loader");
+  CHECK(gpu.finding == "starved 50% of the time while holding 30 GiB (host CPUs, disk reads and "
+                       "network receive unknown): check the data loader");
 
   // The same utilization with no memory held is an idle-ish GPU, not a starved job.
   std::vector<Row> empty = every_second(21, [](Row &row, int i) {
@@ -255,7 +255,7 @@ TEST_CASE("report: the README example") {
   CHECK_THAT(run.out, Catch::Contains("8 min 30 s covered by 53 samples, every 10 s; 1 gap"));
   CHECK_THAT(run.out,
              Catch::Contains("finding      warning: starved 41% of the time while holding 30 GiB "
-                             "(host CPUs unknown, disk reads unknown, network receive unknown): "
+                             "(host CPUs, disk reads and network receive unknown): "
                              "check the data loader"));
   CHECK_THAT(run.out, Catch::Contains("finding      info: idle 100% of the time"));
 }
@@ -615,7 +615,7 @@ TEST_CASE("report: the Users table in the text report") {
   Run csv = test::run_agent("report " + fixture("training-2gpu.csv"));
   CHECK(csv.out.find("Users") == std::string::npos);
   CHECK(csv.out.find("\n  host CPUs    ") == std::string::npos); // no such line; the finding
-  CHECK_THAT(csv.out, Catch::Contains("host CPUs unknown"));     // says it is unknown
+  CHECK_THAT(csv.out, Catch::Contains("host CPUs, disk reads and network receive unknown"));
   json old = report_json(fixture("training-2gpu.csv"));
   CHECK(old["users"] == json::array());
   CHECK(old["users_totals"]["process_list_gpu_hours"] == 0.0);
@@ -671,7 +671,7 @@ TEST_CASE("report: starved while the host CPUs are busy is CPU-bound; while they
   CHECK(gpu["starved_host_cpu"]["busy_percent"] == 100.0);
   CHECK(gpu["starved_host_cpu"]["idle_percent"] == 0.0);
   CHECK(gpu["starved_host_cpu"]["known_percent"] == 100.0);
-  CHECK(gpu["finding"] == "starved 40% of the time (host CPUs 96% busy, disk reads unknown, "
+  CHECK(gpu["finding"] == "starved 40% of the time (host CPUs 96% busy; disk reads and "
                           "network receive unknown): the input pipeline is CPU-bound; add "
                           "data-loader workers or move preprocessing to the GPU");
   Run text = test::run_agent("report " + fixture("cpu-bound.jsonl"));
@@ -682,7 +682,7 @@ TEST_CASE("report: starved while the host CPUs are busy is CPU-bound; while they
   // The same GPU with the host CPUs 10 % busy while it waits.
   json io = report_json(fixture("io-bound.jsonl"));
   CHECK(io["gpus"][0]["finding"] ==
-        "starved 40% of the time (host CPUs 10% busy, disk reads unknown, network receive "
+        "starved 40% of the time (host CPUs 10% busy; disk reads and network receive "
         "unknown): waiting on I/O or synchronisation, not on the CPU; check storage and network "
         "reads and waits between processes");
 
@@ -692,7 +692,7 @@ TEST_CASE("report: starved while the host CPUs are busy is CPU-bound; while they
   for (int i = 0; i <= 10; ++i)
     middling.push_back({10.0 * i, 10, 30720, 150, nullptr, 60.0});
   CHECK(report_json(json_log(middling))["gpus"][0]["finding"] ==
-        "starved 100% of the time while holding 30 GiB (host CPUs 60% busy, disk reads unknown, "
+        "starved 100% of the time while holding 30 GiB (host CPUs 60% busy; disk reads and "
         "network receive unknown): check the data loader");
   // shared-3users.jsonl's GPU 1, held at 0 % by alice with the host CPUs 60 % busy, waits for
   // nothing: idle but held, not starved.
@@ -701,7 +701,7 @@ TEST_CASE("report: starved while the host CPUs are busy is CPU-bound; while they
         "idle but held by alice for 3 h 0 min (100% of the time), holding 20 GiB: nobody else can "
         "use it; end the idle job or free the GPU");
   CHECK(report_json(fixture("training-2gpu.csv"))["gpus"][0]["finding"] ==
-        "starved 41% of the time while holding 30 GiB (host CPUs unknown, disk reads unknown, "
+        "starved 41% of the time while holding 30 GiB (host CPUs, disk reads and "
         "network receive unknown): check the data loader");
 
   // Host CPUs busy but the GPU never starved: nothing about the CPU.
@@ -719,7 +719,7 @@ TEST_CASE("report: starved while the host CPUs are busy is CPU-bound; while they
   json partly = report_json(json_log(sparse));
   CHECK(partly["gpus"][0]["starved_host_cpu"]["known_percent"] == 40.0);
   CHECK(partly["gpus"][0]["finding"] ==
-        "starved 100% of the time while holding 30 GiB (host CPUs 96% busy, disk reads unknown, "
+        "starved 100% of the time while holding 30 GiB (host CPUs 96% busy; disk reads and "
         "network receive unknown): check the data loader");
 }
 
@@ -815,7 +815,7 @@ TEST_CASE("report: a job that alternates between work and waiting is still starv
   // 100 % one minute, 0 % the next, the host's CPUs busy: starved half the time, CPU-bound.
   json report = held_gpu_report([](int i) { return i % 2 ? 100 : 0; }, alice);
   CHECK(report["gpus"][0]["finding"] ==
-        "starved 50% of the time (host CPUs 97% busy, disk reads unknown, network receive "
+        "starved 50% of the time (host CPUs 97% busy; disk reads and network receive "
         "unknown): the input pipeline is CPU-bound; add data-loader workers or move "
         "preprocessing to the GPU");
   // Working a little all the time (10 %) is waiting most of it.
@@ -836,7 +836,7 @@ TEST_CASE("report: a starved GPU says what it waited on, with figures, unknown w
     samples.push_back({10.0 * i, 10, 30720, 150, nullptr, 20.0, 250e6, nullptr});
   json report = report_json(json_log(samples));
   const json &gpu = report["gpus"][0];
-  CHECK(gpu["finding"] == "starved 100% of the time (host CPUs 20% busy, disk reads 250.0 MB/s, "
+  CHECK(gpu["finding"] == "starved 100% of the time (host CPUs 20% busy, disk reads 250.0 MB/s; "
                           "network receive unknown): waiting on I/O or synchronisation, not on "
                           "the CPU; check storage and network reads and waits between processes");
   CHECK(gpu["starved_host_io"]["disk_read_bytes_per_second"] == 250e6);
@@ -886,7 +886,7 @@ TEST_CASE("report: the CSV log's power.limit, fan.speed, host.cpu and host.memor
   CHECK(gpu["power_limit_percent"] == 60.0);
   CHECK(gpu["starved_host_cpu"]["mean_busy_percent"] == 95.0);
   CHECK_THAT(gpu["finding"].get<std::string>(),
-             Catch::StartsWith("starved 40% of the time (host CPUs 95% busy, disk reads unknown, "
+             Catch::StartsWith("starved 40% of the time (host CPUs 95% busy; disk reads and "
                                "network receive unknown): the input pipeline is CPU-bound"));
   CHECK(report["users"] == json::array()); // a CSV log lists no processes
 

@@ -86,23 +86,38 @@ std::string idle_held_finding(const GpuSummary &gpu) {
   return out + ": nobody else can use it; end the idle job or free the GPU";
 }
 
-// One thing a starved GPU may have waited on, with its figure over the starved time: "host CPUs
-// 96% busy", "disk reads 12.5 MB/s", or "network receive unknown" where the log has no reading.
-std::string wait_part(const char *what, const std::optional<double> &value, const char *format,
-                      double scale = 1) {
-  return std::string(what) + " " + (value ? printf_string(format, *value * scale) : "unknown");
-}
-
-// What the GPU waited on while starved, one part each, each with its figure.
+// What the GPU waited on while starved, each with its figure over the starved time where the log
+// has it ("host CPUs 96% busy, disk reads 12.5 MB/s"), the rest named once as unknown: "(host CPUs
+// 96% busy; disk reads and network receive unknown)", "(host CPUs, disk reads and network receive
+// unknown)".
 std::string starved_waits(const GpuSummary &gpu) {
-  const std::vector<std::string> parts = {
-      wait_part("host CPUs", gpu.starved_host_cpu_mean, "%.0f%% busy"),
-      wait_part("disk reads", gpu.starved_disk_read_mean, "%.1f MB/s", 1e-6),
-      wait_part("network receive", gpu.starved_network_receive_mean, "%.1f MB/s", 1e-6),
+  struct Wait {
+    const char *what;
+    const std::optional<double> &value;
+    const char *format;
+    double scale;
   };
-  std::string out;
-  for (const std::string &part : parts)
-    out += (out.empty() ? "" : ", ") + part;
+  const Wait waits[] = {
+      {"host CPUs", gpu.starved_host_cpu_mean, "%.0f%% busy", 1},
+      {"disk reads", gpu.starved_disk_read_mean, "%.1f MB/s", 1e-6},
+      {"network receive", gpu.starved_network_receive_mean, "%.1f MB/s", 1e-6},
+  };
+  std::vector<std::string> known, unknown;
+  for (const Wait &wait : waits)
+    if (wait.value)
+      known.push_back(std::string(wait.what) + " " +
+                      printf_string(wait.format, *wait.value * wait.scale));
+    else
+      unknown.push_back(wait.what);
+  auto joined = [](const std::vector<std::string> &parts, const char *last) {
+    std::string out;
+    for (std::size_t i = 0; i < parts.size(); ++i)
+      out += (i == 0 ? "" : i + 1 == parts.size() ? last : ", ") + parts[i];
+    return out;
+  };
+  std::string out = joined(known, ", ");
+  if (!unknown.empty())
+    out += (out.empty() ? "" : "; ") + joined(unknown, " and ") + " unknown";
   return " (" + out + ")";
 }
 
@@ -119,8 +134,10 @@ std::string starved_finding(const GpuSummary &gpu) {
     return head + starved_waits(gpu) +
            ": waiting on I/O or synchronisation, not on the CPU; check storage and network reads "
            "and waits between processes";
-  return head + " while holding " + gib(gpu.starved_memory_mean_mib.value_or(0)) +
-         starved_waits(gpu) + ": check the data loader";
+  // The memory it held, where the log says it: an unknown is never "0 GiB".
+  std::string holding =
+      gpu.starved_memory_mean_mib ? " while holding " + gib(*gpu.starved_memory_mean_mib) : "";
+  return head + holding + starved_waits(gpu) + ": check the data loader";
 }
 
 // What the GPU's units did while kernels ran, where dmon's GPM figures say it: the first rule
