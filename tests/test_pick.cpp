@@ -463,3 +463,28 @@ TEST_CASE("pick: a GPU allocated to another batch job is never offered, even wit
   std::remove((jobs + "/0").c_str());
   CHECK(pick_in_job("99", claims, jobs, "2").out == "0,7\n");
 }
+
+TEST_CASE("run: a GPU allocated to another batch job is never taken; one of the caller's own job "
+          "is") {
+  std::string claims = test::temporary_folder(), jobs = test::temporary_folder();
+  std::string folder = test::temporary_folder();
+  allocated(jobs, 0, "1234", 1);
+  auto run = [&](const std::string &environment, const std::string &gpus) {
+    return test::run_shell("FAKE_NVSMI_XML=" + states + " " + environment + " " + agent() +
+                           " run --source xml --nvidia-smi " + fake() +
+                           " --interval 0.2 --lock-dir " + quote(claims) + " --job-mapping-dir " +
+                           quote(jobs) + " --report " + quote(folder + "/report") + " --gpus " +
+                           gpus + " -- sh -c 'echo \"gpus=$CUDA_VISIBLE_DEVICES\"'");
+  };
+  Run outside = run("env -u SLURM_JOB_ID", "1");
+  INFO("stderr: " << outside.err);
+  CHECK(outside.exit_code == 0);
+  CHECK_THAT(outside.out, Catch::Contains("gpus=7\n"));
+  Run short_of = run("env -u SLURM_JOB_ID", "3");
+  CHECK(short_of.exit_code == 9);
+  CHECK_THAT(short_of.err, Catch::Contains("GPU 0 allocated to job 1234 of alice"));
+  Run inside = run("env SLURM_JOB_ID=1234", "1");
+  INFO("stderr: " << inside.err);
+  CHECK(inside.exit_code == 0);
+  CHECK_THAT(inside.out, Catch::Contains("gpus=0\n"));
+}
