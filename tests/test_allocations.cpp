@@ -68,6 +68,33 @@ TEST_CASE("allocations: each GPU gets the job, user and since of its record, nul
   CHECK(snapshot["gpus"][2].contains("allocation"));
 }
 
+TEST_CASE("allocations: the Slurm account from the record's .account file, null without one or "
+          "where it is no account name or no plain file") {
+  std::string dir = test::temporary_folder();
+  record(dir, 0, "1234", "alice", 1s);
+  test::write_file(dir + "/0.account", "physics\n");
+  record(dir, 1, "77", "bob", 1s); // a DCGM-only prolog, or a site without accounting
+  record(dir, 2, "78", "bob", 1s);
+  test::write_file(dir + "/2.account", "phys/../root\n");
+  record(dir, 3, "79", "bob", 1s);
+  test::write_file(dir + "/3.account", "\x1b]0;title\x07\n");
+  record(dir, 4, "80", "bob", 1s);
+  test::write_file(dir + "/elsewhere", "physics\n");
+  REQUIRE(::symlink((dir + "/elsewhere").c_str(), (dir + "/4.account").c_str()) == 0);
+  record(dir, 5, "81", "bob", 1s);
+  REQUIRE(::mkfifo((dir + "/5.account").c_str(), 0644) == 0);
+  test::Run run = run_agent("snapshot --format json --source csv --kernel-log none --nvidia-smi " +
+                            fake + " --job-mapping-dir " + quote(dir));
+  REQUIRE(run.exit_code == 0);
+  json snapshot = json::parse(run.out);
+  CHECK(snapshot["gpus"][0]["allocation"]["account"] == "physics");
+  for (int gpu : {1, 2, 3, 4, 5}) {
+    INFO("GPU " << gpu);
+    CHECK(snapshot["gpus"][gpu]["allocation"]["job_id"] == std::to_string(76 + gpu));
+    CHECK(snapshot["gpus"][gpu]["allocation"]["account"].is_null());
+  }
+}
+
 TEST_CASE("allocations: a GPU held 40 minutes with no process is allocated_idle, in JSON and the "
           "summary") {
   std::string dir = test::temporary_folder();
@@ -186,17 +213,20 @@ TEST_CASE("allocations: allocated_idle needs the process list, the age, and no c
   CHECK(nvsmi::gpu_state(hot) == nvsmi::GpuState::hot);
 }
 
-TEST_CASE("allocations: serve withholds the job's user where users are not exposed") {
+TEST_CASE("allocations: serve withholds the job's user and account where users are not exposed") {
   nvsmi::Snapshot snapshot = test::quiet_machine(1);
   nvsmi::Allocation allocation;
   allocation.job_id = "1234";
   allocation.user = "alice";
+  allocation.account = "physics";
   snapshot.gpus[0].allocation = allocation;
   nvsmi::Snapshot kept = snapshot;
   nvsmi::limit_exposure(kept, {false, true});
   CHECK(kept.gpus[0].allocation->user == nvsmi::Text("alice"));
+  CHECK(kept.gpus[0].allocation->account == nvsmi::Text("physics"));
   nvsmi::limit_exposure(snapshot, {false, false});
   CHECK_FALSE(snapshot.gpus[0].allocation->user);
+  CHECK_FALSE(snapshot.gpus[0].allocation->account);
   CHECK(snapshot.gpus[0].allocation->job_id == "1234");
 }
 
@@ -252,7 +282,7 @@ TEST_CASE("allocations: report reads the allocation back and finds the GPU alloc
   INFO(run.out << run.err);
   REQUIRE(run.exit_code == 0);
   CHECK_THAT(run.out,
-             Catch::Contains("allocated to job 1234 of alice for 40 min 0 s, no process on it"));
+             Catch::Contains("allocated to job 1234 of alice for 40 min, no process on it"));
 
   // A user that no prolog writes is not repeated: the job is still named.
   text.clear();
@@ -261,7 +291,7 @@ TEST_CASE("allocations: report reads the allocation back and finds the GPU alloc
   test::write_file(log, text);
   run = run_agent("report " + quote(log));
   REQUIRE(run.exit_code == 0);
-  CHECK_THAT(run.out, Catch::Contains("allocated to job 1234 for 40 min 0 s, no process on it"));
+  CHECK_THAT(run.out, Catch::Contains("allocated to job 1234 for 40 min, no process on it"));
   CHECK_THAT(run.out, !Catch::Contains("evil"));
 }
 

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <sys/stat.h>
 #include <thread>
 
@@ -412,4 +413,78 @@ TEST_CASE("pick under sudo: the claims folder is not the caller's to name (--loc
   CHECK(test::run_shell("NVSMI_LOCK_DIR=" + quote(folder) + " " + agent() + " pick --fixture " +
                         states)
             .exit_code == 0);
+}
+
+namespace {
+
+// A record of the job mapping folder as the shipped prolog writes it, `minutes` ago.
+void allocated(const std::string &folder, int gpu, const std::string &job, int minutes) {
+  std::string path = folder + "/" + std::to_string(gpu);
+  test::write_file(path, job + "\n");
+  test::write_file(path + ".user", "alice\n");
+  REQUIRE(test::run_shell("touch -d '-" + std::to_string(minutes) + " minutes' " + quote(path))
+              .exit_code == 0);
+}
+
+// pick on the states fixture as a caller whose SLURM_JOB_ID is `job` (none where empty).
+Run pick_in_job(const std::string &job, const std::string &claims, const std::string &jobs,
+                const std::string &arguments) {
+  std::string environment =
+      job.empty() ? "env -u SLURM_JOB_ID " : "env SLURM_JOB_ID=" + quote(job) + " ";
+  return test::run_shell(environment + agent() + " pick --fixture " + states + " --lock-dir " +
+                         quote(claims) + " --job-mapping-dir " + quote(jobs) + " " + arguments);
+}
+
+} // namespace
+
+TEST_CASE("pick: a GPU allocated to another batch job is never offered, even with no process on "
+          "it; one of the caller's own job is") {
+  std::string claims = test::temporary_folder(), jobs = test::temporary_folder();
+  allocated(jobs, 0, "1234", 1); // just allocated: its job may still be loading
+  Run outside = pick_in_job("", claims, jobs, "2");
+  INFO(outside.err);
+  CHECK(outside.exit_code == 0);
+  CHECK(outside.out == "7,4\n");
+  Run short_of = pick_in_job("", claims, jobs, "3");
+  check_not_enough(short_of, 9, "");
+  CHECK_THAT(short_of.err, Catch::Contains("GPU 0 allocated to job 1234 of alice"));
+  CHECK(pick_in_job("99", claims, jobs, "2").out == "7,4\n");
+  CHECK(pick_in_job("1234", claims, jobs, "2").out == "0,7\n");
+  // Not a job id: no job of the caller's, so every allocated GPU is another's.
+  CHECK(pick_in_job("1234; x", claims, jobs, "2").out == "7,4\n");
+
+  // Held 40 minutes with no process (allocated_idle): still the caller's job's to pick.
+  allocated(jobs, 0, "1234", 40);
+  CHECK(pick_in_job("1234", claims, jobs, "2").out == "0,7\n");
+  Run other = pick_in_job("99", claims, jobs, "3");
+  check_not_enough(other, 9, "");
+  CHECK_THAT(other.err, Catch::Contains("GPU 0 allocated to job 1234 of alice"));
+  // The record gone (the epilog ran): free again.
+  std::remove((jobs + "/0").c_str());
+  CHECK(pick_in_job("99", claims, jobs, "2").out == "0,7\n");
+}
+
+TEST_CASE("run: a GPU allocated to another batch job is never taken; one of the caller's own job "
+          "is") {
+  std::string claims = test::temporary_folder(), jobs = test::temporary_folder();
+  std::string folder = test::temporary_folder();
+  allocated(jobs, 0, "1234", 1);
+  auto run = [&](const std::string &environment, const std::string &gpus) {
+    return test::run_shell("FAKE_NVSMI_XML=" + states + " " + environment + " " + agent() +
+                           " run --source xml --nvidia-smi " + fake() +
+                           " --interval 0.2 --lock-dir " + quote(claims) + " --job-mapping-dir " +
+                           quote(jobs) + " --report " + quote(folder + "/report") + " --gpus " +
+                           gpus + " -- sh -c 'echo \"gpus=$CUDA_VISIBLE_DEVICES\"'");
+  };
+  Run outside = run("env -u SLURM_JOB_ID", "1");
+  INFO("stderr: " << outside.err);
+  CHECK(outside.exit_code == 0);
+  CHECK_THAT(outside.out, Catch::Contains("gpus=7\n"));
+  Run short_of = run("env -u SLURM_JOB_ID", "3");
+  CHECK(short_of.exit_code == 9);
+  CHECK_THAT(short_of.err, Catch::Contains("GPU 0 allocated to job 1234 of alice"));
+  Run inside = run("env SLURM_JOB_ID=1234", "1");
+  INFO("stderr: " << inside.err);
+  CHECK(inside.exit_code == 0);
+  CHECK_THAT(inside.out, Catch::Contains("gpus=0\n"));
 }

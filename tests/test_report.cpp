@@ -83,6 +83,18 @@ json report_json(const std::string &arguments) {
 
 } // namespace
 
+TEST_CASE("report: durations read as a person says them, a zero part left unsaid") {
+  CHECK(nvsmi::describe_duration(42) == "42 s");
+  CHECK(nvsmi::describe_duration(2.5) == "2.5 s");
+  CHECK(nvsmi::describe_duration(40 * 60) == "40 min");
+  CHECK(nvsmi::describe_duration(40 * 60 + 7) == "40 min 7 s");
+  CHECK(nvsmi::describe_duration(2 * 3600) == "2 h");
+  CHECK(nvsmi::describe_duration(2 * 3600 + 5 * 60) == "2 h 5 min");
+  CHECK(nvsmi::describe_duration(2 * 3600 + 5 * 60 + 59.6) == "2 h 6 min");
+  CHECK(nvsmi::describe_duration(86400) == "1 d");
+  CHECK(nvsmi::describe_duration(86400 + 3 * 3600 + 20 * 60) == "1 d 3 h");
+}
+
 TEST_CASE("report: a constant 100 W for one hour is 100 Wh") {
   json report = report_json(fixture("constant-100w.csv"));
   const json &gpu = report["gpus"][0];
@@ -698,7 +710,7 @@ TEST_CASE("report: starved while the host CPUs are busy is CPU-bound; while they
   // nothing: idle but held, not starved.
   json between = report_json(fixture("shared-3users.jsonl"));
   CHECK(between["gpus"][1]["finding"] ==
-        "idle but held by alice for 3 h 0 min (100% of the time), holding 20 GiB: nobody else can "
+        "idle but held by alice for 3 h (100% of the time), holding 20 GiB: nobody else can "
         "use it; end the idle job or free the GPU");
   CHECK(report_json(fixture("training-2gpu.csv"))["gpus"][0]["finding"] ==
         "starved 41% of the time while holding 30 GiB (host CPUs, disk reads and "
@@ -746,7 +758,7 @@ TEST_CASE("report: a GPU held at 0 % is idle but held by its users, never starve
   json alice = json::array({process_of("alice", 80896)});
   json report = held_gpu_report([](int) { return 0; }, alice);
   const json &gpu = report["gpus"][0];
-  CHECK(gpu["finding"] == "idle but held by alice for 30 min 0 s (100% of the time), holding 79 "
+  CHECK(gpu["finding"] == "idle but held by alice for 30 min (100% of the time), holding 79 "
                           "GiB: nobody else can use it; end the idle job or free the GPU");
   CHECK(gpu["severity"] == "warning");
   for (const char *wrong : {"starved", "data loader", "storage", "CPU-bound"})
@@ -761,8 +773,8 @@ TEST_CASE("report: a GPU held at 0 % is idle but held by its users, never starve
     samples.push_back(sample);
   }
   CHECK(report_json(json_log(samples))["gpus"][0]["finding"] ==
-        "idle but held by alice and bob for 30 min 0 s (100% of the time), holding 79 GiB; by "
-        "whom is not logged for 10 min 0 s of it: nobody else can use it; end the idle job or "
+        "idle but held by alice and bob for 30 min (100% of the time), holding 79 GiB; by "
+        "whom is not logged for 10 min of it: nobody else can use it; end the idle job or "
         "free the GPU");
 
   // A CSV log has no process list: who is not said, never guessed.
@@ -771,7 +783,7 @@ TEST_CASE("report: a GPU held at 0 % is idle but held by its users, never starve
     row.utilization = "0";
   });
   CHECK(report_of(log_of(rows)).gpus.at(0).finding ==
-        "idle but held for 1 min 0 s (100% of the time), holding 79 GiB; the log does not say by "
+        "idle but held for 1 min (100% of the time), holding 79 GiB; the log does not say by "
         "whom (no process list): nobody else can use it; end the idle job or free the GPU");
 
   // The text and HTML reports say the same, and nothing of starving.
@@ -779,7 +791,7 @@ TEST_CASE("report: a GPU held at 0 % is idle but held by its users, never starve
                              json_log(std::vector<JsonSample>{{0, 0, 80896, 90, alice, 97.0},
                                                               {60, 0, 80896, 90, alice, 97.0},
                                                               {120, 0, 80896, 90, alice, 97.0}}));
-  CHECK_THAT(text.out, Catch::Contains("warning: idle but held by alice for 2 min 0 s"));
+  CHECK_THAT(text.out, Catch::Contains("warning: idle but held by alice for 2 min"));
   CHECK_THAT(text.out, !Catch::Contains("data loader"));
 }
 
@@ -807,7 +819,7 @@ TEST_CASE("report: who holds an idle GPU is a name from the log: printable, and 
     crowded.push_back({60.0 * i, 0, 80896, 90, crowd, nullptr});
   CHECK_THAT(report_json(json_log(crowded))["gpus"][0]["finding"].get<std::string>(),
              Catch::StartsWith("idle but held by user1000, user1001, user1002 and more than 1021 "
-                               "others for 2 min 0 s"));
+                               "others for 2 min"));
 }
 
 TEST_CASE("report: a job that alternates between work and waiting is still starved") {
@@ -826,7 +838,7 @@ TEST_CASE("report: a job that alternates between work and waiting is still starv
   // held is what explains it.
   CHECK_THAT(held_gpu_report([](int i) { return i == 15 ? 100 : 0; }, alice)["gpus"][0]["finding"]
                  .get<std::string>(),
-             Catch::StartsWith("idle but held by alice for 29 min 0 s (97% of the time)"));
+             Catch::StartsWith("idle but held by alice for 29 min (97% of the time)"));
 }
 
 TEST_CASE("report: a starved GPU says what it waited on, with figures, unknown where unlogged") {

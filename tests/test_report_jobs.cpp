@@ -2,14 +2,18 @@
 // GPUs carry the allocations that watch --job-mapping-dir writes. The log is
 // fixtures/logs/shared-3users.jsonl (4 GPUs, 19 samples 10 minutes apart) with allocations added
 // here, so that each figure is known:
-//   job 1234 of alice: GPUs 0 (95 %, 600 W, 31232 MiB) and 1 (0 %, 80 W, 20992 MiB), all along;
-//   job 77 of bob: GPU 3 for its first 10 samples (90 %, 500 W, 8704 of 81559 MiB);
-//   job 55 of dave: GPU 3 at 11:40, 11:50 and 12:00, when it has no process (0 %, 60 W).
+//   job 1234 of alice (account physics): GPUs 0 (95 %, 600 W, 31232 MiB) and 1 (0 %, 80 W,
+//     20992 MiB), all along;
+//   job 77 of bob (account chem): GPU 3 for its first 10 samples (90 %, 500 W, 8704 of 81559 MiB);
+//   job 55 of dave (no account recorded): GPU 3 at 11:40, 11:50 and 12:00, when it has no process
+//     (0 %, 60 W).
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,12 +23,16 @@ using test::run_agent;
 
 namespace {
 
-json allocation(const std::string &job, const std::string &user) {
-  return {{"scheduler", "slurm"},
-          {"job_id", job},
-          {"user", user},
-          {"since", nullptr},
-          {"held_s", 3600}};
+json allocation(const std::string &job, const std::string &user,
+                const std::optional<std::string> &account = std::nullopt) {
+  json out = {{"scheduler", "slurm"},
+              {"job_id", job},
+              {"user", user},
+              {"since", nullptr},
+              {"held_s", 3600}};
+  if (account)
+    out["account"] = *account;
+  return out;
 }
 
 // The fixture with the allocations above, written to a temporary file; its path.
@@ -38,9 +46,9 @@ std::string jobs_log() {
       int index = gpu["index"].get<int>();
       gpu["allocation"] = nullptr;
       if (index == 0 || index == 1)
-        gpu["allocation"] = allocation("1234", "alice");
+        gpu["allocation"] = allocation("1234", "alice", "physics");
       if (index == 3 && sample < 10)
-        gpu["allocation"] = allocation("77", "bob");
+        gpu["allocation"] = allocation("77", "bob", "chem");
       if (index == 3 && sample >= 10 && sample <= 12)
         gpu["allocation"] = allocation("55", "dave");
     }
@@ -83,7 +91,8 @@ TEST_CASE("job: one job's GPUs, time, utilization, idle and unused time, memory,
 
   test::Run text = run_agent("job 1234 --log " + quote(log));
   REQUIRE(text.exit_code == 0);
-  CHECK_THAT(text.out, Catch::StartsWith("job 1234 of alice: 2 GPUs (0, 1) for 3 h 0 min"));
+  CHECK_THAT(text.out,
+             Catch::StartsWith("job 1234 of alice: 2 GPUs (0, 1) for 3 h, account physics, "));
   CHECK_THAT(text.out, Catch::Contains("utilization  47.5 % on average"));
 }
 
@@ -127,11 +136,11 @@ TEST_CASE("report --by-job --format csv: the accounting rows, GPU-hours held, us
   REQUIRE(run.exit_code == 0);
   std::vector<std::string> rows = test::non_empty_lines_of(run.out);
   REQUIRE(rows.size() == 4);
-  CHECK(rows[0] == "job_id,scheduler,user,gpus,first,last,held_gpu_hours,used_gpu_hours,"
+  CHECK(rows[0] == "job_id,scheduler,user,account,gpus,first,last,held_gpu_hours,used_gpu_hours,"
                    "idle_gpu_hours,unused_gpu_hours,energy_wh");
-  CHECK(rows[1] == "1234,slurm,alice,2,2026-11-23T10:10:00.000+01:00,2026-11-23T13:00:00.000+01:00,"
-                   "6.000,6.000,3.000,0.000,2040.000");
-  CHECK(rows[3] == "55,slurm,dave,1,2026-11-23T11:40:00.000+01:00,2026-11-23T12:00:00.000+01:00,"
+  CHECK(rows[1] == "1234,slurm,alice,physics,2,2026-11-23T10:10:00.000+01:00,"
+                   "2026-11-23T13:00:00.000+01:00,6.000,6.000,3.000,0.000,2040.000");
+  CHECK(rows[3] == "55,slurm,dave,,1,2026-11-23T11:40:00.000+01:00,2026-11-23T12:00:00.000+01:00,"
                    "0.500,0.000,0.500,0.500,30.000");
   test::Run without = run_agent("report --format csv " + quote(log));
   CHECK(without.exit_code == 2);
@@ -148,4 +157,96 @@ TEST_CASE("job: a job id that is not digits is refused (exit 2); one not in the 
   test::Run missing = run_agent("job 999 --log " + quote(log));
   CHECK(missing.exit_code == 6);
   CHECK_THAT(missing.err, Catch::Contains("job 999: no sample of it"));
+}
+
+TEST_CASE("report --by-account: the jobs rolled up per Slurm account, in csv, text and JSON; a job "
+          "with no account is its own row, never charged to another") {
+  std::string log = jobs_log();
+  test::Run run = run_agent("report --by-account --format csv " + quote(log));
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  std::vector<std::string> rows = test::non_empty_lines_of(run.out);
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[0] == "account,jobs,held_gpu_hours,used_gpu_hours,idle_gpu_hours,unused_gpu_hours");
+  CHECK(rows[1] == "chem,1,1.500,1.500,0.000,0.000");
+  CHECK(rows[2] == "physics,1,6.000,6.000,3.000,0.000");
+  CHECK(rows[3] == ",1,0.500,0.000,0.500,0.500");
+
+  json report = json::parse(run_agent("report --by-job --format json " + quote(log)).out);
+  CHECK(report["jobs"][0]["account"] == "physics");
+  CHECK(report["jobs"][2]["account"].is_null());
+  REQUIRE(report["accounts"].size() == 3);
+  CHECK(report["accounts"][1] == json({{"account", "physics"},
+                                       {"jobs", 1},
+                                       {"held_gpu_hours", 6.0},
+                                       {"used_gpu_hours", 6.0},
+                                       {"idle_gpu_hours", 3.0},
+                                       {"unused_gpu_hours", 0.0}}));
+  CHECK(report["accounts"][2]["account"].is_null());
+
+  test::Run text = run_agent("report --by-job " + quote(log));
+  CHECK_THAT(text.out, Catch::Contains("\nAccounts (") &&
+                           Catch::Contains("  physics: 1 job, held 6.00, used 6.00, idle 3.00, "
+                                           "unused 0.00\n") &&
+                           Catch::Contains("  (no account): 1 job, held 0.50, used 0.00, idle "
+                                           "0.50, unused 0.50\n"));
+}
+
+namespace {
+
+// fixtures/logs/`name` (an H100's own log with dmon's activity, fixtures/logs/README.md) with its
+// GPU held by job 4242 of carol all along; its path.
+std::string activity_log(const std::string &name, bool strip_activity = false) {
+  std::string out;
+  std::istringstream lines(test::read_file(test::fixture_path("logs/" + name)));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty())
+      continue;
+    json sample = json::parse(line);
+    for (json &gpu : sample["gpus"]) {
+      gpu["allocation"] = allocation("4242", "carol");
+      if (strip_activity)
+        for (const char *key :
+             {"sm_active_percent", "sm_occupancy_percent", "tensor_active_percent",
+              "dram_active_percent", "fp16_active_percent", "fp32_active_percent",
+              "fp64_active_percent"})
+          gpu[key] = nullptr;
+    }
+    out += sample.dump() + "\n";
+  }
+  std::string path = test::temporary_folder() + "/" + name;
+  test::write_file(path, out);
+  return path;
+}
+
+} // namespace
+
+TEST_CASE("job: SM and tensor activity and the GPUs' activity findings, where the log has them; "
+          "absent, never 0, where it does not") {
+  std::string fp32 = activity_log("h100-fp32.jsonl");
+  json job = json::parse(run_agent("job 4242 --format json --log " + quote(fp32)).out)["job"];
+  CHECK(job["sm_active_percent"].get<double>() == Approx(96).margin(0.5));
+  CHECK(job["tensor_active_percent"].get<double>() == Approx(0).margin(0.5));
+  // The same rule and words as the GPU's own finding in `report`.
+  json gpu = json::parse(run_agent("report --format json " + quote(fp32)).out)["gpus"][0];
+  CHECK(job["activity_finding"]["severity"] == "warning");
+  CHECK(job["activity_finding"]["text"] == gpu["finding"]);
+  CHECK_THAT(job["activity_finding"]["text"].get<std::string>(), Catch::Contains("FP32 math"));
+  test::Run text = run_agent("job 4242 --log " + quote(fp32));
+  CHECK_THAT(text.out, Catch::Contains("\n  activity     SM 9") &&
+                           Catch::Contains("% while not idle\n") &&
+                           Catch::Contains("\n  finding      warning: SMs active 96%"));
+  json tensor = json::parse(
+      run_agent("report --by-job --format json " + quote(activity_log("h100-tensor.jsonl")))
+          .out)["jobs"][0];
+  CHECK(tensor["tensor_active_percent"].get<double>() > 50);
+  CHECK(tensor["activity_finding"].is_null()); // bf16 on the tensor cores: nothing to say
+
+  std::string stripped = activity_log("h100-fp32.jsonl", true);
+  json unknown =
+      json::parse(run_agent("job 4242 --format json --log " + quote(stripped)).out)["job"];
+  CHECK(unknown["sm_active_percent"].is_null());
+  CHECK(unknown["tensor_active_percent"].is_null());
+  CHECK(unknown["activity_finding"].is_null());
+  CHECK(run_agent("job 4242 --log " + quote(stripped)).out.find("activity") == std::string::npos);
 }

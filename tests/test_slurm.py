@@ -62,9 +62,9 @@ def records(folder):
     return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
 
 
-def job_env(folder, job="1234", user="alice", gpus="0,2"):
+def job_env(folder, job="1234", user="alice", gpus="0,2", account="physics"):
     return {"NVSMI_JOB_MAPPING_DIR": folder, "SLURM_JOB_ID": job, "SLURM_JOB_USER": user,
-            "SLURM_JOB_GPUS": gpus}
+            "SLURM_JOB_GPUS": gpus, "SLURM_JOB_ACCOUNT": account}
 
 
 def scripts_against_hostile_environments():
@@ -72,8 +72,12 @@ def scripts_against_hostile_environments():
     try:
         folder = os.path.join(base, "jobs")
         run = run_script("prolog.sh", job_env(folder))
-        check(run.returncode == 0 and records(folder) == ["0", "0.user", "2", "2.user"],
-              "prolog: a file per GPU and its .user, in a folder it made " + repr(records(folder)))
+        check(run.returncode == 0 and
+              records(folder) == ["0", "0.account", "0.user", "2", "2.account", "2.user"],
+              "prolog: a file per GPU, its .user and .account, in a folder it made " +
+              repr(records(folder)))
+        with open(os.path.join(folder, "2.account")) as f:
+            check(f.read() == "physics\n", "prolog: the .account file holds the job's account")
         with open(os.path.join(folder, "0")) as f:
             check(f.read() == "1234\n", "prolog: the GPU's file holds the job id alone (DCGM's form)")
         with open(os.path.join(folder, "2.user")) as f:
@@ -85,7 +89,7 @@ def scripts_against_hostile_environments():
         check(not [n for n in records(folder) if n.startswith(".")], "prolog: no temporary file left")
 
         run = run_script("epilog.sh", job_env(folder, job="99"))
-        check(run.returncode == 0 and len(records(folder)) == 4,
+        check(run.returncode == 0 and len(records(folder)) == 6,
               "epilog: another job's epilog leaves this job's records")
         run = run_script("epilog.sh", job_env(folder))
         check(run.returncode == 0 and records(folder) == [], "epilog: removes its job's records")
@@ -99,7 +103,7 @@ def scripts_against_hostile_environments():
         for gpus, kept in [("../../etc/cron.d/x,1", ["1"]), ("0\n1,3", ["3"]), ("*", []),
                            ("12345,2", ["2"]), ("GPU-0a1b,5", ["5"])]:
             run_script("prolog.sh", job_env(folder, gpus=gpus))
-            got = [n for n in records(folder) if not n.endswith(".user")]
+            got = [n for n in records(folder) if n.isdigit()]
             check(got == kept and "is not an index: skipped" in run_script(
                 "prolog.sh", job_env(folder, gpus=gpus)).stderr,
                   "prolog: GPUs %r give only %r, the rest said" % (gpus, kept))
@@ -114,9 +118,21 @@ def scripts_against_hostile_environments():
 
         for user in ["alice/../root", "a\nb", "-rf", "x" * 100, "\x1b[31mred", ""]:
             run = run_script("prolog.sh", job_env(folder, user=user, gpus="3"))
-            check(records(folder) == ["3"] and "user not recorded" in run.stderr,
+            check(records(folder) == ["3", "3.account"] and "user not recorded" in run.stderr,
                   "prolog: user %r not recorded, the job is" % user[:20])
             run_script("epilog.sh", job_env(folder, gpus="3"))
+
+        for account in ["phys/../root", "a\nb", "-x", "y" * 100, "\x1b]0;title\x07"]:
+            run = run_script("prolog.sh", job_env(folder, account=account, gpus="3"))
+            check(records(folder) == ["3", "3.user"] and
+                  "SLURM_JOB_ACCOUNT is not an account name: account not recorded" in run.stderr and
+                  "\x1b" not in run.stderr,
+                  "prolog: account %r not recorded, said; the job is" % account[:20])
+            run_script("epilog.sh", job_env(folder, gpus="3"))
+        run = run_script("prolog.sh", job_env(folder, account="", gpus="3"))
+        check(records(folder) == ["3", "3.user"] and run.stderr == "",
+              "prolog: a job with no account (no accounting): none recorded, nothing said")
+        run_script("epilog.sh", job_env(folder, gpus="3"))
 
         # (An environment string is at most 128 KiB, MAX_ARG_STRLEN.)
         # A link planted where a record goes: replaced, never followed.
@@ -129,8 +145,8 @@ def scripts_against_hostile_environments():
         with open(target) as f:
             check(f.read() == "untouched\n", "prolog: a planted link's target is not written")
         check(not os.path.islink(os.path.join(folder, "0")), "prolog: the link is replaced")
-        os.remove(os.path.join(folder, "0"))
-        os.remove(os.path.join(folder, "0.user"))
+        for name in ["0", "0.user", "0.account"]:
+            os.remove(os.path.join(folder, name))
         os.symlink(target, os.path.join(folder, "0"))
         run_script("epilog.sh", job_env(folder, job="untouched", gpus="0"))
         check(os.path.exists(target), "epilog: never follows a link")
@@ -156,6 +172,153 @@ def scripts_against_hostile_environments():
               "prolog: refuses a relative folder")
         run = run_script("prolog.sh", {"NVSMI_JOB_MAPPING_DIR": folder, "SLURM_JOB_ID": "5"})
         check(run.returncode == 0 and records(folder) == [], "prolog: a job with no GPU: nothing")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def job_log(path, job="1234", user="daemon"):
+    """fixtures/logs/shared-3users.jsonl with GPUs 0 and 1 held by `job` all along: a JSON log
+    as watch --json-log --job-mapping-dir writes it."""
+    lines = []
+    with open(os.path.join(PROJECT, "fixtures", "logs", "shared-3users.jsonl")) as f:
+        for line in f:
+            if not line.strip():
+                continue
+            sample = json.loads(line)
+            for gpu in sample["gpus"]:
+                gpu["allocation"] = None
+                if gpu["index"] in (0, 1):
+                    gpu["allocation"] = {"scheduler": "slurm", "job_id": job, "user": user,
+                                         "since": None, "held_s": 3600}
+            lines.append(json.dumps(sample))
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def summary_against_hostile_folders():
+    """deploy/slurm/epilog.sh's job summary (job-summary.sh): written by the job's user into the
+    job's working folder, never by root, whatever the user planted there, within its deadline."""
+    base = tempfile.mkdtemp(prefix="nvsmi-slurm-summary-")
+    try:
+        os.chmod(base, 0o755)
+        daemon = pwd.getpwnam("daemon")
+        log = os.path.join(base, "gpu-log.jsonl")
+        job_log(log)
+        work = os.path.join(base, "work")
+        os.mkdir(work)
+        os.chown(work, daemon.pw_uid, daemon.pw_gid)
+        summary = os.path.join(work, "nvsmi-agent-job-1234.txt")
+
+        def epilog(folder=work, timeout=30, **variables):
+            env = {"NVSMI_JOB_MAPPING_DIR": os.path.join(base, "jobs"),
+                   "NVSMI_JOB_SUMMARY_LOG": log, "NVSMI_AGENT": AGENT,
+                   "SLURM_JOB_ID": "1234", "SLURM_JOB_USER": "daemon",
+                   "SLURM_JOB_UID": str(daemon.pw_uid), "SLURM_JOB_GID": str(daemon.pw_gid),
+                   "SLURM_JOB_GPUS": "0,1", "SLURM_JOB_WORK_DIR": folder}
+            env.update(variables)
+            env = {k: v for k, v in env.items() if v is not None}
+            started = time.monotonic()
+            run = run_script("epilog.sh", env, timeout=timeout)
+            return run, time.monotonic() - started
+
+        def clean():
+            for name in os.listdir(work):
+                path = os.path.join(work, name)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    os.rmdir(path)
+                else:
+                    os.remove(path)
+
+        run, _ = epilog()
+        written = os.path.exists(summary) and os.lstat(summary)
+        text = open(summary).read() if written else ""
+        check(run.returncode == 0 and written and written.st_uid == daemon.pw_uid and
+              stat.S_ISREG(written.st_mode) and "job 1234" in text and "daemon" in text and
+              os.listdir(work) == ["nvsmi-agent-job-1234.txt"],
+              "summary: the epilog writes job 1234's summary into its working folder, owned by "
+              "its user, nothing else left: %r %r" % (run.stderr[-300:], text[:200]))
+        clean()
+
+        run, _ = epilog(NVSMI_JOB_SUMMARY_LOG=None)
+        check(run.returncode == 0 and os.listdir(work) == [] and run.stderr == "",
+              "summary: off unless NVSMI_JOB_SUMMARY_LOG is set")
+
+        # A link to a file only root may write: replaced by the user's file, never followed.
+        target = os.path.join(base, "root-only")
+        with open(target, "w") as f:
+            f.write("untouched\n")
+        os.symlink(target, summary)
+        os.lchown(summary, daemon.pw_uid, daemon.pw_gid)
+        run, _ = epilog()
+        check(open(target).read() == "untouched\n" and not os.path.islink(summary) and
+              os.lstat(summary).st_uid == daemon.pw_uid,
+              "summary: a planted link is replaced, its target (root's) untouched")
+        clean()
+
+        # A FIFO where the summary goes: nobody reads it, yet the epilog is done promptly.
+        os.mkfifo(summary)
+        os.chown(summary, daemon.pw_uid, daemon.pw_gid)
+        run, took = epilog()
+        check(run.returncode == 0 and stat.S_ISREG(os.lstat(summary).st_mode) and took < 25,
+              "summary: a planted FIFO is replaced, never opened (%.1f s)" % took)
+        clean()
+
+        # A folder by the summary's name: left as it is, said.
+        os.mkdir(summary)
+        run, _ = epilog()
+        check(run.returncode == 0 and os.path.isdir(summary) and os.listdir(summary) == [] and
+              "cannot write nvsmi-agent-job-1234.txt" in run.stderr and
+              [n for n in os.listdir(work) if n.startswith(".")] == [],
+              "summary: a folder in its place is left, said, no temporary file left")
+        clean()
+
+        # A folder the user cannot write (root's, or a link the user made to one): nothing
+        # written there, said; root never writes for them.
+        closed = os.path.join(base, "closed")
+        os.mkdir(closed, 0o755)
+        link = os.path.join(work, "to-closed")
+        os.symlink(closed, link)
+        for folder in [closed, link]:
+            run, _ = epilog(folder=folder)
+            check(run.returncode == 0 and os.listdir(closed) == [] and
+                  "cannot write" in run.stderr,
+                  "summary: a folder its user cannot write (%s) gets nothing, said" %
+                  os.path.basename(folder))
+        clean()
+
+        # Hostile values: no summary, said, exit 0.
+        for what, variables in [
+                ("a job of root", {"SLURM_JOB_UID": "0", "SLURM_JOB_GID": "0"}),
+                ("a uid that is not a number", {"SLURM_JOB_UID": "1; id"}),
+                ("a relative folder", {"SLURM_JOB_WORK_DIR": "work"}),
+                ("a folder with a line break", {"SLURM_JOB_WORK_DIR": work + "\n"}),
+                ("a folder with a line break inside", {"SLURM_JOB_WORK_DIR": work + "\n/etc"}),
+                ("a folder with a terminal escape", {"SLURM_JOB_WORK_DIR": work + "\x1b[2J"}),
+                ("a job id that is not one", {"SLURM_JOB_ID": "../1234"})]:
+            run, _ = epilog(**variables)
+            check(run.returncode == 0 and os.listdir(work) == [] and
+                  run.stderr.startswith("nvsmi-agent job-summary: ") and
+                  "cannot write" not in run.stderr and "\x1b" not in run.stderr,
+                  "summary: %s: no summary, said, exit 0: %r" % (what, run.stderr[:120]))
+
+        # An agent that hangs, or that never stops printing: cut at the deadline and at 64 KiB.
+        hang = os.path.join(base, "hang")
+        with open(hang, "w") as f:
+            f.write("#!/bin/sh\nexec sleep 300\n")
+        flood = os.path.join(base, "flood")
+        with open(flood, "w") as f:
+            f.write("#!/bin/sh\nexec yes job 1234\n")
+        os.chmod(hang, 0o755)
+        os.chmod(flood, 0o755)
+        run, took = epilog(NVSMI_AGENT=hang, NVSMI_JOB_SUMMARY_TIMEOUT="1")
+        check(run.returncode == 0 and took < 15 and os.listdir(work) == [] and
+              "no summary from" in run.stderr,
+              "summary: an agent that hangs is stopped at the deadline (%.1f s)" % took)
+        run, took = epilog(NVSMI_AGENT=flood, NVSMI_JOB_SUMMARY_TIMEOUT="5")
+        check(run.returncode == 0 and took < 20 and os.path.exists(summary) and
+              os.path.getsize(summary) <= 65536 + 1,
+              "summary: an endless summary is cut at 64 KiB (%.1f s)" % took)
+        clean()
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -237,6 +400,7 @@ class Cluster:
         self.pid_files = []
         self.env = dict(os.environ, SLURM_CONF=os.path.join(base, "slurm.conf"))
         self.jobs = os.path.join(base, "jobs")
+        self.log = os.path.join(base, "gpu-log.jsonl")  # the agent's JSON log, for the epilog
 
     def path(self, *names):
         return os.path.join(self.base, *names)
@@ -264,8 +428,13 @@ class Cluster:
         for script, name in zip(wrapper, ["prolog.sh", "epilog.sh"]):
             # As a site sets the folder: slurmd gives its scripts no environment of its own.
             with open(script, "w") as f:
-                f.write("#!/bin/sh\nNVSMI_JOB_MAPPING_DIR=%s exec /bin/sh %s\n"
-                        % (self.jobs, os.path.join(SCRIPTS, name)))
+                # The epilog also writes the job's summary from the agent's log (squeue, which
+                # finds the job's folder on this Slurm, needs the cluster's configuration).
+                summary = ("NVSMI_JOB_SUMMARY_LOG=%s NVSMI_AGENT=%s SLURM_CONF=%s "
+                           % (self.log, AGENT, self.env["SLURM_CONF"])
+                           if name == "epilog.sh" else "")
+                f.write("#!/bin/sh\n%sNVSMI_JOB_MAPPING_DIR=%s exec /bin/sh %s\n"
+                        % (summary, self.jobs, os.path.join(SCRIPTS, name)))
             os.chmod(script, 0o755)
         self.pid_files += [self.path("run", "slurmctld.pid"), self.path("run", "slurmd.pid")]
         with open(self.path("slurm.conf"), "w") as f:
@@ -394,15 +563,21 @@ def real_slurm(base):
     cluster = Cluster(base)
     try:
         cluster.start()
-        submit = ["sbatch", "--parsable", "--chdir=/", "--output=/dev/null"]
+        submit = ["sbatch", "--parsable", "--output=/dev/null"]
+        # daemon's job works in a folder of daemon's: its summary goes there at its end.
+        work = cluster.path("work-daemon")
+        os.mkdir(work, 0o755)
+        daemon = pwd.getpwnam("daemon")
+        os.chown(work, daemon.pw_uid, daemon.pw_gid)
         # The job's shell says its pid, which `exec` hands to the sleep: the process on its GPU.
         pids = cluster.path("pids")
         os.mkdir(pids)
         os.chmod(pids, 0o1777)
-        job_a = cluster.slurm(*submit, "--gres=gpu:2", "--wrap",
+        job_a = cluster.slurm(*submit, "--chdir=" + work, "--account=physics", "--gres=gpu:2",
+                              "--wrap",
                               "echo $$ > %s/$SLURM_JOB_ID; exec sleep 300" % pids,
                               user="daemon").strip()
-        job_b = cluster.slurm(*submit, "--gres=gpu:1", "--wrap", "exec sleep 300",
+        job_b = cluster.slurm(*submit, "--chdir=/", "--gres=gpu:1", "--wrap", "exec sleep 300",
                               user="nobody").strip()
         check(job_a.isdigit() and job_b.isdigit(), "slurm: two jobs submitted as daemon and nobody")
         check(wait_until(lambda: len(jobs_gpus(cluster, job_a)) == 2 and
@@ -415,6 +590,8 @@ def real_slurm(base):
             return
         with open(os.path.join(cluster.jobs, "%d.user" % gpus_a[0])) as f:
             check(f.read() == "daemon\n", "slurm: the prolog recorded the job's user")
+        with open(os.path.join(cluster.jobs, "%d.account" % gpus_a[0])) as f:
+            check(f.read() == "physics\n", "slurm: the prolog recorded the job's account")
         pid_file = os.path.join(pids, job_a)
         check(wait_until(lambda: os.path.exists(pid_file) and os.path.getsize(pid_file) > 0),
               "slurm: job %s started its process" % job_a)
@@ -430,7 +607,8 @@ def real_slurm(base):
         for gpu in gpus_a:
             allocation = gpus[gpu]["allocation"]
             check(allocation is not None and allocation["job_id"] == job_a and
-                  allocation["user"] == "daemon" and allocation["scheduler"] == "slurm",
+                  allocation["user"] == "daemon" and allocation["scheduler"] == "slurm" and
+                  allocation["account"] == "physics",
                   "agent: GPU %d held by job %s of daemon: %r" % (gpu, job_a, allocation))
         allocation = gpus[gpus_b[0]]["allocation"]
         check(allocation is not None and allocation["job_id"] == job_b and
@@ -445,9 +623,16 @@ def real_slurm(base):
         check(all(gpus[i]["allocation"] is None for i in range(8) if i not in held),
               "agent: every other GPU has a null allocation")
 
+        job_log(cluster.log, job=job_a)  # as the agent's watch would have logged job A
         cluster.slurm("scancel", job_a, job_b)
         check(wait_until(lambda: records(cluster.jobs) == []),
               "slurm: the epilog cleared every record %r" % records(cluster.jobs))
+        summary = os.path.join(work, "nvsmi-agent-job-%s.txt" % job_a)
+        check(wait_until(lambda: os.path.exists(summary)) and
+              os.lstat(summary).st_uid == daemon.pw_uid and
+              ("job " + job_a) in open(summary).read(),
+              "slurm: the epilog wrote job %s's summary in its folder, owned by daemon %r" %
+              (job_a, os.listdir(work)))
         gpus = snapshot(cluster, "")["gpus"]
         check(all(gpu["allocation"] is None for gpu in gpus),
               "agent: no allocation once the jobs ended")
@@ -480,6 +665,7 @@ def main():
         print("skipped: the prolog and epilog are root's (run as root)")
         return 77
     scripts_against_hostile_environments()
+    summary_against_hostile_folders()
     drain_script_against_hostile_environments()
     reason = cannot_run_cluster()
     if reason:

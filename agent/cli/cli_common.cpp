@@ -5,6 +5,7 @@
 #include "kernel_log/xid_log.hpp"
 #include "nvidia_smi/command_line.hpp"
 
+#include "nvsmi/allocation.hpp"
 #include "nvsmi/csv_reader.hpp"
 #include "nvsmi/gpu_selector.hpp"
 
@@ -284,6 +285,10 @@ void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
 }
 
 void add_pick_options(CLI::App *command, PickCli &pick) {
+  // Inside a Slurm job, the GPUs allocated to it are the caller's to pick; anything else in the
+  // variable is no job id, and then every allocated GPU is another job's.
+  if (const char *job = std::getenv("SLURM_JOB_ID"); job != nullptr && is_job_id(job))
+    pick.criteria.own_job_id = job;
   command
       ->add_option("--min-free-mib", pick.criteria.min_free_mib,
                    "Only GPUs with at least this much memory free")

@@ -13,6 +13,7 @@ SubcommandRun pick_options(CLI::App *command) {
   struct Settings {
     PickOptions options;
     PickCli pick;
+    JobMappingCli job_mapping;
     std::string source = "xml", format = "list";
   };
   auto settings = std::make_shared<Settings>();
@@ -42,6 +43,7 @@ SubcommandRun pick_options(CLI::App *command) {
               "Decide on this recorded nvidia-smi output (XML or CSV) instead of running it")
           ->check(caller_path());
   add_nvidia_smi_option(command, options.sample.nvidia_smi, fixture);
+  add_job_mapping_option(command, settings->job_mapping);
   add_timeout_option(command, options.sample.timeout_seconds,
                      "Seconds nvidia-smi may take before it is killed");
 
@@ -49,6 +51,10 @@ SubcommandRun pick_options(CLI::App *command) {
     PickOptions &run_options = settings->options;
     run_options.sample.source = settings->source == "csv" ? Source::csv : Source::xml;
     run_options.sample.host = false; // who runs the processes does not decide
+    // Which batch job holds each GPU does: another job's GPU is never handed out.
+    run_options.sample.job_mapping_dir =
+        settings->job_mapping.resolve(run_options.sample.fixture.has_value());
+    run_options.sample.say_job_mapping_problems = settings->job_mapping.path.has_value();
     run_options.criteria = settings->pick.criteria;
     run_options.wait_seconds = settings->pick.wait_seconds;
     run_options.uuid = settings->pick.uuid;
@@ -66,7 +72,8 @@ SubcommandRun pick_options(CLI::App *command) {
 Subcommand add_pick_command(CLI::App &app) {
   return add_subcommand(
       app, "pick",
-      "Print N free GPUs (no process, idle, enough memory, not claimed by run), most free "
+      "Print N free GPUs (no process, idle, enough memory, not claimed by run, not allocated "
+      "to another batch job), most free "
       "memory first, then coolest, for CUDA_VISIBLE_DEVICES. MIG instances are not picked "
       "yet: a GPU with MIG on is never offered.",
       pick_options);

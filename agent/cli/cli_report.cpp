@@ -44,6 +44,7 @@ SubcommandRun report_options(CLI::App *command) {
     ReportOptions options;
     std::string from, to, format = "text";
     std::optional<std::string> output;
+    bool by_account = false;
   };
   auto settings = std::make_shared<Settings>();
   ReportOptions &options = settings->options;
@@ -62,7 +63,7 @@ SubcommandRun report_options(CLI::App *command) {
   command
       ->add_option("--format", settings->format,
                    "text, json (one line), html (one page), or csv with --by-job (a row per job: "
-                   "GPU-hours held, used, idle, unused, energy)")
+                   "GPU-hours held, used, idle, unused, energy) or --by-account")
       ->check(CLI::IsMember({"text", "json", "html", "csv"}))
       ->capture_default_str();
   command
@@ -72,6 +73,9 @@ SubcommandRun report_options(CLI::App *command) {
                     "Add the per-job ledger: each batch job's GPUs, time, utilization, idle and "
                     "allocated-but-unused time, peak memory, energy and a finding (from JSON logs "
                     "of watch with --job-mapping-dir)");
+  command->add_flag("--by-account", settings->by_account,
+                    "The per-job ledger rolled up per Slurm account (GPU-hours held, used, idle, "
+                    "unused); with --format csv a row per account instead of per job");
   command
       ->add_option("--interval", options.interval,
                    "Seconds between samples (default: the median spacing of the first samples)")
@@ -83,15 +87,19 @@ SubcommandRun report_options(CLI::App *command) {
       settings->options.from = parse_time(settings->from);
     if (!settings->to.empty())
       settings->options.to = parse_time(settings->to);
+    if (settings->by_account)
+      settings->options.by_job = true; // the accounts are the jobs' roll-up
     if (settings->format == "csv" && !settings->options.by_job)
       throw AgentError(exit_usage, "--format csv needs --by-job (it is the per-job ledger)");
     if (settings->output) // refuse a device or a FIFO before reading the logs
       output_target(*settings->output);
     Report report = make_report(settings->options);
-    std::string text = settings->format == "csv"    ? format_jobs_csv(report)
-                       : settings->format == "json" ? format_report_json(report)
-                       : settings->format == "html" ? format_report_html(report)
-                                                    : format_report_text(report);
+    std::string text =
+        settings->format == "csv"
+            ? (settings->by_account ? format_accounts_csv(report) : format_jobs_csv(report))
+        : settings->format == "json" ? format_report_json(report)
+        : settings->format == "html" ? format_report_html(report)
+                                     : format_report_text(report);
     write_output(text, settings->output);
     return exit_ok;
   }};

@@ -138,6 +138,7 @@ void write_allocation(JsonWriter &json, const Snapshot &snapshot, const Gpu &gpu
   field(json, "scheduler", allocation.scheduler);
   field(json, "job_id", allocation.job_id);
   field(json, "user", allocation.user);
+  field(json, "account", allocation.account);
   std::time_t since = static_cast<std::time_t>(allocation.since_epoch_s);
   std::tm utc{};
   if (::gmtime_r(&since, &utc)) {

@@ -92,6 +92,11 @@ JobMapping read_job_mapping(const std::string &dir, std::chrono::system_clock::t
     if (std::optional<FirstLine> user = read_first_line(dir_fd, user_file.c_str()))
       if (is_account_name(user->text))
         allocation.user = user->text;
+    // The Slurm account the prolog recorded beside it (a name DCGM's reader skips, as .user).
+    std::string account_file = std::string(name) + ".account";
+    if (std::optional<FirstLine> account = read_first_line(dir_fd, account_file.c_str()))
+      if (is_account_name(account->text))
+        allocation.account = account->text;
     by_index[std::stoi(std::string(name))] = std::move(allocation);
   }
   mapping.by_gpu_index = std::move(by_index);

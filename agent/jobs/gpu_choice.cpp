@@ -2,11 +2,13 @@
 
 #include "core/number_text.hpp"
 
+#include "nvsmi/allocation.hpp"
 #include "nvsmi/gpu_state.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <limits>
 
 namespace nvsmi {
 
@@ -28,8 +30,19 @@ std::string why_not(const Gpu &gpu, const PickCriteria &criteria, std::int64_t &
     return name + " has no usable UUID";
   if (gpu.mig_enabled.value_or(false))
     return name + " has MIG on";
+  // The scheduler gave it to a job, which may not have started its work on it yet: not ours to
+  // hand out, unless that job is the caller's.
+  bool own_allocation = false;
+  if (gpu.allocation) {
+    own_allocation = criteria.own_job_id && gpu.allocation->job_id == *criteria.own_job_id;
+    if (!own_allocation)
+      return name + " allocated to " + allocation_text(*gpu.allocation);
+  }
   GpuStateThresholds thresholds;
   thresholds.idle_below_percent = criteria.max_utilization_percent;
+  if (own_allocation) // held with no process by the caller's job: waiting for the caller
+    thresholds.allocated_idle_after_s =
+        std::numeric_limits<decltype(thresholds.allocated_idle_after_s)>::max();
   switch (GpuState state = gpu_state(gpu, thresholds)) {
   case GpuState::free:
     break;

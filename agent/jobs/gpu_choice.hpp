@@ -15,6 +15,9 @@ namespace nvsmi {
 struct PickCriteria {
   double max_utilization_percent = gpu_thresholds::idle_below_percent; // under this counts as idle
   std::int64_t min_free_mib = 0; // at least this much memory free
+  // The caller's own batch job (its SLURM_JOB_ID): a GPU allocated to it may be picked, one
+  // allocated to any other job never is, even with no process on it.
+  std::optional<std::string> own_job_id;
 };
 
 struct GpuChoice {
@@ -34,7 +37,9 @@ struct GpuVerdict {
 
 // Every GPU of `snapshot`, in its order. Offered: free (gpu_state free with
 // `max_utilization_percent` as the idle threshold, so no compute process; not hot, not at the power
-// limit), a known free memory of at least `min_free_mib`, MIG off (its instances have no UUIDs in
+// limit), not allocated to a batch job other than the caller's (an allocated GPU of the caller's
+// own job is free to it, however long it has been held), a known free memory of at least
+// `min_free_mib`, MIG off (its instances have no UUIDs in
 // a Snapshot, so a MIG GPU is never handed out whole), and a plain UUID (claims are files named by
 // it). A UUID that nvidia-smi lists twice is one GPU: offered once, under its first index, and
 // only when both listings find it free.

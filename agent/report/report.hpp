@@ -122,6 +122,8 @@ std::string format_job_text(const BatchJob &job);
 std::string format_job_json(const BatchJob &job);
 // The per-job ledger as CSV, a row per job (report_csv.cpp): the accounting export.
 std::string format_jobs_csv(const Report &report);
+// The jobs rolled up per Slurm account as CSV, a row per account (`report --by-account`).
+std::string format_accounts_csv(const Report &report);
 // `text` safe inside HTML text and double-quoted attributes (& < > " escaped).
 std::string html_escape(const std::string &text);
 

@@ -140,14 +140,28 @@ std::string starved_finding(const GpuSummary &gpu) {
   return head + holding + starved_waits(gpu) + ": check the data loader";
 }
 
+} // namespace
+
+const char *severity_name(Severity severity) {
+  switch (severity) {
+  case Severity::ok:
+    return "info";
+  case Severity::warning:
+    return "warning";
+  case Severity::critical:
+    return "critical";
+  }
+  return "info";
+}
+
 // What the GPU's units did while kernels ran, where dmon's GPM figures say it: the first rule
 // that explains the case, each with the figures it rests on; nullopt where none applies or the
 // figures are unknown.
-std::optional<Finding> activity_finding(const GpuSummary &gpu) {
+std::optional<Finding> activity_finding(const ActivityFigures &gpu) {
   using namespace gpu_thresholds;
-  if (!gpu.sm_active_mean || !gpu.active_utilization_mean)
+  if (!gpu.sm_active_mean || !gpu.utilization_mean)
     return std::nullopt;
-  double sm = *gpu.sm_active_mean, kernels = *gpu.active_utilization_mean;
+  double sm = *gpu.sm_active_mean, kernels = *gpu.utilization_mean;
   // Both over the time the GPU was not idle. Utilization counts any kernel on any SM as busy,
   // and copies too (an H100 copying from the host reads 99 % with its SMs idle).
   std::string ran = printf_string("utilization %.0f%% but SMs active %.0f%%", kernels, sm);
@@ -175,20 +189,6 @@ std::optional<Finding> activity_finding(const GpuSummary &gpu) {
   return std::nullopt;
 }
 
-} // namespace
-
-const char *severity_name(Severity severity) {
-  switch (severity) {
-  case Severity::ok:
-    return "info";
-  case Severity::warning:
-    return "warning";
-  case Severity::critical:
-    return "critical";
-  }
-  return "info";
-}
-
 // Wasted or slowed GPU time is a warning; heat and memory close to the end are critical, as the
 // job may fail; a GPU that is well used, free, or not known enough is info.
 Finding report_finding(const GpuSummary &gpu) {
@@ -209,7 +209,7 @@ Finding report_finding(const GpuSummary &gpu) {
     return warning(starved_finding(gpu));
   // What the units did explains a slow job before the power limit does: FP32 math at the limit is
   // still FP32 math, and the tensor cores would do it for less.
-  if (std::optional<Finding> activity = activity_finding(gpu))
+  if (std::optional<Finding> activity = activity_finding(gpu.activity))
     return *activity;
   if (at_least(gpu.power_capped, throttled_finding_percent))
     return warning(printf_string("at its power limit %.0f%% of the time: power-bound; check the "

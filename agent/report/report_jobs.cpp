@@ -71,6 +71,8 @@ void BatchJobLedger::add(const BatchJobStretch &stretch) {
   BatchJob &job = found->second;
   if (!job.user)
     job.user = allocation.user;
+  if (!job.account)
+    job.account = allocation.account;
   if (!job.first || earlier(stretch.end, *job.first))
     job.first = stretch.end;
   if (!job.last || earlier(*job.last, stretch.end))
@@ -108,6 +110,8 @@ void BatchJobLedger::add(const BatchJobStretch &stretch) {
     job.energy_joules += *stretch.joules;
     job.energy_known_seconds += d;
   }
+  if (stretch.sample)
+    job.activity.add(*stretch.sample, d);
 }
 
 BatchJobLedgerSummary BatchJobLedger::finish() const {
@@ -125,7 +129,33 @@ BatchJobLedgerSummary BatchJobLedger::finish() const {
   return summary;
 }
 
+std::vector<BatchAccount> roll_up_accounts(const std::vector<BatchJob> &jobs) {
+  std::map<std::optional<std::string>, BatchAccount> by_account;
+  auto add = [](std::optional<double> &total, double seconds) {
+    total = total.value_or(0) + seconds;
+  };
+  for (const BatchJob &job : jobs) {
+    BatchAccount &account = by_account[job.account];
+    account.account = job.account;
+    ++account.jobs;
+    account.held_seconds += job.held_seconds;
+    if (job.unused.known_seconds > 0) {
+      add(account.used_seconds, job.unused.known_seconds - job.unused.seconds);
+      add(account.unused_seconds, job.unused.seconds);
+    }
+    if (job.idle.known_seconds > 0)
+      add(account.idle_seconds, job.idle.seconds);
+  }
+  std::vector<BatchAccount> out;
+  for (auto &entry : by_account) // nullopt sorts first: moved to the end below
+    out.push_back(std::move(entry.second));
+  if (!out.empty() && !out.front().account)
+    std::rotate(out.begin(), out.begin() + 1, out.end());
+  return out;
+}
+
 void judge_job(BatchJob &job) {
+  job.activity_finding = activity_finding(job.activity.figures());
   std::optional<double> unused = job.unused.percent(), idle = job.idle.percent();
   std::string gpus = std::to_string(job.gpus.size()) + (job.gpus.size() == 1 ? " GPU" : " GPUs");
   if (unused && *unused >= job_rules::unused_share_percent &&

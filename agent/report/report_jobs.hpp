@@ -33,8 +33,7 @@ struct BatchJobStretch {
   Reading utilization, memory_used, memory_total;
   std::optional<double> joules;
   std::optional<bool> compute_process; // nullopt: the sample has no process list
-  // SM and tensor activity (dmon, issue 27) join here once Gpu carries sm_active_percent and
-  // tensor_active_percent: a mean over the known seconds each, as utilization is.
+  const Sample *sample = nullptr;      // its units' activity (dmon), where the log has it
 };
 
 // One GPU as a job held it.
@@ -47,7 +46,8 @@ struct BatchJobGpu {
 struct BatchJob {
   std::string job_id;
   std::string scheduler;
-  Text user; // nullopt: the record names nobody
+  Text user;    // nullopt: the record names nobody
+  Text account; // the scheduler's account charged; nullopt: the record names none
   std::optional<Timestamp> first, last;
   std::vector<BatchJobGpu> gpus;                             // by index
   double held_seconds = 0;                                   // GPU-seconds held, covered by samples
@@ -55,14 +55,31 @@ struct BatchJob {
   TimeShare idle;   // utilization under the idle threshold, of the known seconds
   TimeShare unused; // no compute process, of the seconds with a process list
   double energy_joules = 0, energy_known_seconds = 0;
+  ActivityMeans activity; // over its GPUs' time not idle with SM activity known, as a GPU's
   Finding finding;
   std::string advice;
+  // What its GPUs' units did (the GPUs' activity rules on the job's figures); nullopt where no
+  // rule applies or the log has no SM activity.
+  std::optional<Finding> activity_finding;
 
   std::optional<double> utilization_percent() const;
   std::optional<double> energy_wh() const;
   // The longest any one GPU was held: the job's time as the samples saw it.
   double wall_seconds() const;
 };
+
+// The jobs of one account together (the accounting roll-up): GPU-hours held, used (a compute
+// process on the GPU), idle (utilization under the idle threshold) and unused (no process), each
+// over the jobs whose samples knew it; nullopt where none did.
+struct BatchAccount {
+  Text account; // nullopt: the jobs whose records name no account
+  std::size_t jobs = 0;
+  double held_seconds = 0;
+  std::optional<double> used_seconds, idle_seconds, unused_seconds;
+};
+
+// The accounts of `jobs`, by name (the jobs with no account last).
+std::vector<BatchAccount> roll_up_accounts(const std::vector<BatchJob> &jobs);
 
 struct BatchJobLedgerSummary {
   std::vector<BatchJob> jobs; // by first seen, then job id

@@ -191,10 +191,13 @@ Json batch_job_json(const BatchJob &job) {
   auto hours = [](const TimeShare &share) -> Json {
     return share.known_seconds > 0 ? rounded(share.seconds / 3600, 3) : Json(nullptr);
   };
+  // SM and tensor activity while its GPUs were not idle, as the GPUs' activity findings take it.
+  ActivityFigures activity = job.activity.figures();
   return {
       {"scheduler", job.scheduler},
       {"job_id", job.job_id},
       {"user", maybe(job.user)},
+      {"account", maybe(job.account)},
       {"first", job.first ? Json(to_iso8601(*job.first)) : Json(nullptr)},
       {"last", job.last ? Json(to_iso8601(*job.last)) : Json(nullptr)},
       {"wall_hours", rounded(job.wall_seconds() / 3600, 3)},
@@ -207,8 +210,17 @@ Json batch_job_json(const BatchJob &job) {
       {"unused_gpu_hours", hours(job.unused)},
       {"energy_wh", rounded(job.energy_wh(), 3)},
       {"energy_partly_unknown", job.energy_known_seconds < job.held_seconds * (1 - 1e-9)},
+      {"sm_active_percent", rounded(activity.sm_active_mean)},
+      {"tensor_active_percent", rounded(activity.tensor_active_mean)},
+      {"activity_known_gpu_hours", activity.known_seconds > 0
+                                       ? Json(rounded(activity.known_seconds / 3600, 3))
+                                       : Json(nullptr)},
       {"finding", {{"severity", severity_name(job.finding.severity)}, {"text", job.finding.text}}},
-      {"advice", job.advice.empty() ? Json(nullptr) : Json(job.advice)}};
+      {"advice", job.advice.empty() ? Json(nullptr) : Json(job.advice)},
+      {"activity_finding", job.activity_finding
+                               ? Json({{"severity", severity_name(job.activity_finding->severity)},
+                                       {"text", job.activity_finding->text}})
+                               : Json(nullptr)}};
 }
 
 std::string format_job_json(const BatchJob &job) {
@@ -255,6 +267,17 @@ std::string format_report_json(const Report &report) {
     for (const BatchJob &job : report.jobs.jobs)
       out["jobs"].push_back(batch_job_json(job));
     out["jobs_left_out"] = report.jobs.left_out;
+    out["accounts"] = Json::array();
+    auto hours = [](std::optional<double> seconds) {
+      return seconds ? Json(rounded(*seconds / 3600, 3)) : Json(nullptr);
+    };
+    for (const BatchAccount &account : roll_up_accounts(report.jobs.jobs))
+      out["accounts"].push_back({{"account", maybe(account.account)},
+                                 {"jobs", account.jobs},
+                                 {"held_gpu_hours", hours(account.held_seconds)},
+                                 {"used_gpu_hours", hours(account.used_seconds)},
+                                 {"idle_gpu_hours", hours(account.idle_seconds)},
+                                 {"unused_gpu_hours", hours(account.unused_seconds)}});
   }
   const UserLedgerSummary &ledger = report.users;
   out["users"] = Json::array();

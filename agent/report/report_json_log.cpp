@@ -119,6 +119,8 @@ std::optional<Allocation> read_allocation(const Json &value, const std::string &
     return std::nullopt; // the only one that writes the folder
   if (Text user = in.text("user"); user && is_account_name(*user))
     allocation.user = user;
+  if (Text account = in.text("account"); account && is_account_name(*account))
+    allocation.account = account; // absent in an earlier agent's log: unknown
   allocation.held_s = in.whole("held_s");
   return allocation;
 }

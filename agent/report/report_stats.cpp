@@ -143,17 +143,7 @@ void GpuStats::take(const Sample &x) {
           }
         }
       }
-      // The units' activity while kernels ran: what the activity findings judge.
-      if (x.sm_active && x.utilization &&
-          static_cast<double>(*x.utilization) >= gpu_thresholds::idle_below_percent) {
-        s_.active_known_seconds += d;
-        active_utilization_.add(x.utilization, d);
-        sm_active_.add(x.sm_active, d);
-        tensor_active_.add(x.tensor_active, d);
-        dram_active_.add(x.dram_active, d);
-        fp32_active_.add(x.fp32_active, d);
-        pcie_rx_.add(x.pcie_rx_bytes_per_second, d);
-      }
+      activity_.add(x, d);
       if (x.power) {
         stretch.joules = *x.power * d;
         power_joules_ += *stretch.joules;
@@ -162,7 +152,7 @@ void GpuStats::take(const Sample &x) {
       ledger_.add(x.users, stretch);
       if (x.allocation)
         jobs_.add({gpu_slot_, s_.index, d, x.stamp, &*x.allocation, x.utilization, x.memory_used,
-                   x.memory_total, stretch.joules, x.compute_process});
+                   x.memory_total, stretch.joules, x.compute_process, &x});
       if (x.temperature) {
         temperature_sum_ += static_cast<double>(*x.temperature) * d;
         temperature_known_seconds_ += d;
@@ -261,13 +251,28 @@ GpuSummary GpuStats::finish() {
   }
   if (temperature_known_seconds_ > 0)
     out.temperature_mean_c = temperature_sum_ / temperature_known_seconds_;
-  out.active_utilization_mean = active_utilization_.mean();
-  out.sm_active_mean = sm_active_.mean();
-  out.tensor_active_mean = tensor_active_.mean();
-  out.dram_active_mean = dram_active_.mean();
-  out.fp32_active_mean = fp32_active_.mean();
-  out.pcie_rx_mean_bytes_per_second = pcie_rx_.mean();
+  out.activity = activity_.figures();
   return out;
+}
+
+void ActivityMeans::add(const Sample &x, double d) {
+  // The units' activity while kernels ran: utilization counts any kernel on any SM as busy, so
+  // the idle time would only dilute what the SMs did while there was work.
+  if (!x.sm_active || !x.utilization ||
+      static_cast<double>(*x.utilization) < gpu_thresholds::idle_below_percent)
+    return;
+  known_seconds_ += d;
+  utilization_.add(x.utilization, d);
+  sm_active_.add(x.sm_active, d);
+  tensor_active_.add(x.tensor_active, d);
+  dram_active_.add(x.dram_active, d);
+  fp32_active_.add(x.fp32_active, d);
+  pcie_rx_.add(x.pcie_rx_bytes_per_second, d);
+}
+
+ActivityFigures ActivityMeans::figures() const {
+  return {known_seconds_,      utilization_.mean(), sm_active_.mean(), tensor_active_.mean(),
+          dram_active_.mean(), fp32_active_.mean(), pcie_rx_.mean()};
 }
 
 std::string latest_fields_text(const GpuHealth &latest) {

@@ -48,6 +48,50 @@ constexpr double host_busy_percent = 90;       // the host's CPUs busy enough to
 constexpr double host_idle_below_percent = 50; // ...or mostly idle: the wait is elsewhere
 } // namespace report_rules
 
+// A mean weighted by time, over the seconds its reading was known: the report's one way of
+// averaging a reading (each sample stands for the time since the one before).
+struct TimeMean {
+  double sum = 0, seconds = 0;
+  void add(const RealReading &value, double d) {
+    if (value) {
+      sum += *value * d;
+      seconds += d;
+    }
+  }
+  void add(const Reading &value, double d) {
+    add(value ? RealReading(static_cast<double>(*value)) : std::nullopt, d);
+  }
+  std::optional<double> mean() const {
+    return seconds > 0 ? std::optional<double>(sum / seconds) : std::nullopt;
+  }
+};
+
+// What a GPU's units did while kernels ran (dmon's GPM figures), over the time it was not idle and
+// its SM activity was known: for how long, and the means over that time of utilization, each
+// unit's activity and the PCIe receive rate (nullopt: never known). What the activity findings
+// judge, for a GPU and for a job's GPUs together.
+struct ActivityFigures {
+  double known_seconds = 0;
+  std::optional<double> utilization_mean, sm_active_mean, tensor_active_mean, dram_active_mean,
+      fp32_active_mean, pcie_rx_mean_bytes_per_second;
+};
+
+class ActivityMeans {
+public:
+  // `x` stands for `d` seconds; it counts where it was not idle and its SM activity is known.
+  void add(const Sample &x, double d);
+  ActivityFigures figures() const;
+
+private:
+  double known_seconds_ = 0;
+  TimeMean utilization_, sm_active_, tensor_active_, dram_active_, fp32_active_, pcie_rx_;
+};
+
+// The first activity rule that explains the figures (small kernels, input over PCIe, memory-bound,
+// FP32 math: README "report"), with the figures it rests on; nullopt where none applies or the
+// figures are unknown (report_findings.cpp).
+std::optional<Finding> activity_finding(const ActivityFigures &figures);
+
 // Seconds spent in some state, out of the seconds where that state could be told.
 struct TimeShare {
   double seconds = 0, known_seconds = 0;
@@ -98,11 +142,7 @@ struct GpuSummary {
   Reading temperature_max_c;
   TimeShare throttled, power_capped, slow_pstate;
 
-  // While it was not idle and dmon's SM activity was known: for how long, and the means over that
-  // time of utilization, each unit's activity and the PCIe receive rate (nullopt: never known).
-  double active_known_seconds = 0;
-  std::optional<double> active_utilization_mean, sm_active_mean, tensor_active_mean,
-      dram_active_mean, fp32_active_mean, pcie_rx_mean_bytes_per_second;
+  ActivityFigures activity; // while it was not idle and dmon's SM activity was known
 
   // The allocation held longest with no process on it (allocated but idle), at its longest.
   std::optional<Allocation> allocated_idle;
@@ -156,24 +196,8 @@ private:
          idle_held_memory_sum_ = 0;
   std::map<Text, double> idle_holder_seconds_; // at most report_max_users users
   // A reading's mean weighted by time, over the time it was known.
-  struct TimeMean {
-    double sum = 0, seconds = 0;
-    void add(const RealReading &value, double d) {
-      if (value) {
-        sum += *value * d;
-        seconds += d;
-      }
-    }
-    void add(const Reading &value, double d) {
-      add(value ? RealReading(static_cast<double>(*value)) : std::nullopt, d);
-    }
-    std::optional<double> mean() const {
-      return seconds > 0 ? std::optional<double>(sum / seconds) : std::nullopt;
-    }
-  };
   TimeMean starved_disk_read_, starved_network_receive_;
-  // Over the active time (not idle, SM activity known): the activity findings' figures.
-  TimeMean active_utilization_, sm_active_, tensor_active_, dram_active_, fp32_active_, pcie_rx_;
+  ActivityMeans activity_; // the activity findings' figures
 };
 
 } // namespace nvsmi

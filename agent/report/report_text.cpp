@@ -172,6 +172,18 @@ void jobs_section(std::string &out, const Report &report) {
   if (report.jobs.left_out > 0)
     out += "  " + std::to_string(report.jobs.left_out) + " stretches of jobs past the first " +
            std::to_string(report_max_jobs) + " left out\n";
+  if (report.jobs.jobs.empty())
+    return;
+  // The accounting roll-up: what each Slurm account's jobs held, used and left idle.
+  out += "\nAccounts (GPU-hours held, used with a process, idle under 5 %, unused with none)\n";
+  auto hours = [](std::optional<double> seconds) {
+    return seconds ? number(*seconds / 3600, "%.2f") : std::string("unknown");
+  };
+  for (const BatchAccount &account : roll_up_accounts(report.jobs.jobs))
+    out += "  " + marked_text(account.account.value_or("(no account)")) + ": " +
+           std::to_string(account.jobs) + (account.jobs == 1 ? " job" : " jobs") + ", held " +
+           hours(account.held_seconds) + ", used " + hours(account.used_seconds) + ", idle " +
+           hours(account.idle_seconds) + ", unused " + hours(account.unused_seconds) + "\n";
 }
 
 void job_section(std::string &out, const JobSummary &job) {
@@ -203,6 +215,8 @@ std::string format_job_text(const BatchJob &job) {
   for (std::size_t i = 0; i < job.gpus.size(); ++i)
     out += (i ? ", " : "") + std::to_string(job.gpus[i].index);
   out += ") for " + describe_duration(job.wall_seconds());
+  if (job.account)
+    out += ", account " + marked_text(*job.account);
   if (job.first && job.last)
     out += ", " + to_iso8601(*job.first) + " to " + to_iso8601(*job.last);
   out += "\n";
@@ -214,6 +228,15 @@ std::string format_job_text(const BatchJob &job) {
   row("held", number(job.held_seconds / 3600, "%.2f GPU-h"));
   std::optional<double> utilization = job.utilization_percent();
   row("utilization", utilization ? number(*utilization, "%.1f %% on average") : "unknown");
+  // The units' activity where the log has dmon's figures; no row where it has none (an older
+  // GPU, or no dmon): unknown is not 0.
+  ActivityFigures activity = job.activity.figures();
+  if (activity.sm_active_mean)
+    row("activity",
+        number(*activity.sm_active_mean, "SM %.1f %%") +
+            (activity.tensor_active_mean ? number(*activity.tensor_active_mean, ", tensor %.1f %%")
+                                         : std::string(", tensor unknown")) +
+            " while not idle");
   std::optional<double> idle = job.idle.percent(), unused = job.unused.percent();
   row("idle", idle ? number(*idle, "%.1f %% of the time under 5 %% utilization") +
                          number(job.idle.seconds / 3600, " (%.2f GPU-h)")
@@ -240,20 +263,31 @@ std::string format_job_text(const BatchJob &job) {
   row("finding", std::string(severity_name(job.finding.severity)) + ": " + job.finding.text);
   if (!job.advice.empty())
     row("advice", job.advice);
+  if (job.activity_finding)
+    row("finding", std::string(severity_name(job.activity_finding->severity)) + ": " +
+                       job.activity_finding->text);
   return out;
 }
 
 std::string describe_duration(double seconds) {
   if (seconds < 60)
     return number(seconds, "%.4g s");
+  // As a person says it: the two largest units, and a part that is zero left unsaid ("40 min",
+  // "2 h", "1 d 3 h"), never "40 min 0 s".
   auto whole = static_cast<std::int64_t>(std::llround(seconds));
   std::int64_t days = whole / 86400, hours = whole / 3600 % 24, minutes = whole / 60 % 60;
+  auto say = [](std::int64_t big, const char *big_unit, std::int64_t small,
+                const char *small_unit) {
+    std::string out = std::to_string(big) + " " + big_unit;
+    if (small > 0)
+      out += " " + std::to_string(small) + " " + small_unit;
+    return out;
+  };
   if (days > 0)
-    return std::to_string(days) + " d " + std::to_string(hours) + " h " + std::to_string(minutes) +
-           " min";
+    return say(days, "d", hours, "h");
   if (hours > 0)
-    return std::to_string(hours) + " h " + std::to_string(minutes) + " min";
-  return std::to_string(minutes) + " min " + std::to_string(whole % 60) + " s";
+    return say(hours, "h", minutes, "min");
+  return say(minutes, "min", whole % 60, "s");
 }
 
 std::string format_report_text(const Report &report) {

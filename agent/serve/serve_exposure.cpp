@@ -14,9 +14,12 @@ std::string program_name(std::string_view command) {
 
 void limit_exposure(Snapshot &snapshot, const Exposure &exposure) {
   for (Gpu &gpu : snapshot.gpus) {
-    // Whose job holds the GPU says who works on what, as a process's user does.
-    if (!exposure.users && gpu.allocation)
+    // Whose job holds the GPU says who works on what, as a process's user does; so does the
+    // account it is charged to (often a group's or a grant's name).
+    if (!exposure.users && gpu.allocation) {
       gpu.allocation->user.reset();
+      gpu.allocation->account.reset();
+    }
     if (!gpu.processes)
       continue;
     for (Process &process : *gpu.processes) {

@@ -2,16 +2,17 @@
 # Records which Slurm job holds which GPU, for nvsmi-agent (--job-mapping-dir) and the DCGM
 # exporter (--hpc-job-mapping-dir): in the folder $NVSMI_JOB_MAPPING_DIR (default
 # /run/nvsmi-agent/slurm-jobs), a file per GPU named by its index holding the job id, and beside
-# it `<index>.user` holding the job's user (a name the DCGM exporter skips). See docs/SLURM.md.
+# it `<index>.user` holding the job's user and `<index>.account` its Slurm account (names the DCGM
+# exporter skips). See docs/SLURM.md.
 #
 #   job-mapping.sh record   from the prolog (prolog.sh): write the job's files
 #   job-mapping.sh clear    from the epilog (epilog.sh): remove the files that name this job
 #
-# slurmd runs it as root with the job's SLURM_JOB_ID, SLURM_JOB_USER and SLURM_JOB_GPUS (else
-# CUDA_VISIBLE_DEVICES): values a job's owner may have shaped, so each is checked before it names
-# a file, and nothing is ever written through a link. It always exits 0: a prolog or epilog that
-# fails makes slurmd drain the node, which a bad record is not worth. What it refuses it says on
-# stderr, one line each, starting "nvsmi-agent job-mapping:".
+# slurmd runs it as root with the job's SLURM_JOB_ID, SLURM_JOB_USER, SLURM_JOB_ACCOUNT and
+# SLURM_JOB_GPUS (else CUDA_VISIBLE_DEVICES): values a job's owner may have shaped, so each is
+# checked before it names or fills a file, and nothing is ever written through a link. It always
+# exits 0: a prolog or epilog that fails makes slurmd drain the node, which a bad record is not
+# worth. What it refuses it says on stderr, one line each, starting "nvsmi-agent job-mapping:".
 set -u
 set -f # a GPU list is split on commas: no pattern in it may expand
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
@@ -117,12 +118,20 @@ for gpu in $gpus; do # the list is split once, here: the body runs with the usua
       rm -f "$dir/$gpu.user" # an earlier job's user must not be taken for this one's
       say "job $job: SLURM_JOB_USER is not an account name: user not recorded"
     fi
+    # The account the job is charged to, for the accounting export: checked as the user is.
+    account=${SLURM_JOB_ACCOUNT:-}
+    if plain_user "$account"; then
+      write_atomically "$gpu.account" "$account" || say "job $job: cannot write $dir/$gpu.account"
+    else
+      rm -f "$dir/$gpu.account" # an earlier job's account must not be charged for this one
+      [ -z "$account" ] || say "job $job: SLURM_JOB_ACCOUNT is not an account name: account not recorded"
+    fi
     write_atomically "$gpu" "$job" || say "job $job: cannot write $dir/$gpu"
     ;;
   clear)
     # Only this job's record: a later job's on the same GPU stays.
     if [ "$(recorded_job "$dir/$gpu")" = "$job" ]; then
-      rm -f "$dir/$gpu.user" "$dir/$gpu"
+      rm -f "$dir/$gpu.user" "$dir/$gpu.account" "$dir/$gpu"
     fi
     ;;
   esac

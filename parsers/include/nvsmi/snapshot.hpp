@@ -123,6 +123,7 @@ struct Allocation {
   std::string scheduler = "slurm";
   std::string job_id; // digits, as the scheduler numbers its jobs
   Text user;          // nullopt where the record names nobody (a DCGM-exporter-only prolog)
+  Text account;       // the scheduler's account the job is charged to; nullopt where unrecorded
   // When the record was written (its file's mtime, epoch seconds), and how long before the sample
   // that was; nullopt where the file's time is later than the sample's (a clock set back).
   std::int64_t since_epoch_s = 0;
