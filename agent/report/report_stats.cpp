@@ -153,6 +153,14 @@ void GpuStats::take(const Sample &x) {
         dram_active_.add(x.dram_active, d);
         fp32_active_.add(x.fp32_active, d);
         pcie_rx_.add(x.pcie_rx_bytes_per_second, d);
+        if (x.nvlink_rx_bytes_per_second && x.nvlink_tx_bytes_per_second) {
+          nvlink_sm_active_.add(x.sm_active, d);
+          nvlink_traffic_.add(
+              Reading(*x.nvlink_rx_bytes_per_second + *x.nvlink_tx_bytes_per_second), d);
+          if (x.pcie_rx_bytes_per_second && x.pcie_tx_bytes_per_second)
+            nvlink_pcie_traffic_.add(
+                Reading(*x.pcie_rx_bytes_per_second + *x.pcie_tx_bytes_per_second), d);
+        }
       }
       if (x.power) {
         stretch.joules = *x.power * d;
@@ -267,6 +275,9 @@ GpuSummary GpuStats::finish() {
   out.dram_active_mean = dram_active_.mean();
   out.fp32_active_mean = fp32_active_.mean();
   out.pcie_rx_mean_bytes_per_second = pcie_rx_.mean();
+  out.nvlink_sm_active_mean = nvlink_sm_active_.mean();
+  out.nvlink_traffic_mean_bytes_per_second = nvlink_traffic_.mean();
+  out.nvlink_pcie_traffic_mean_bytes_per_second = nvlink_pcie_traffic_.mean();
   return out;
 }
 
