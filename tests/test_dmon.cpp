@@ -1,3 +1,5 @@
+#include "nvidia_smi/stream_decoder.hpp"
+
 #include "nvsmi/dmon.hpp"
 #include "nvsmi/quantity.hpp"
 #include "support.hpp"
@@ -222,4 +224,59 @@ TEST_CASE("dmon rows go to the GPU of their index; unknown traffic keeps the XML
   CHECK(snapshot.gpus[1].pcie_tx_bytes_per_second == 7 * mib);
   CHECK(snapshot.gpus[1].pcie_rx_bytes_per_second == 4096);
   CHECK_FALSE(snapshot.gpus[1].tensor_active_percent); // never utilization's, never 0
+}
+
+TEST_CASE("one line decoder for dmon, pmon and the compute-apps loop: lines cut across reads, "
+          "refusals said, rows handed on, everything forgotten at a run's end") {
+  std::vector<std::string> skipped, messages;
+  int done = 0;
+  StreamDecoder::Events events{[&] { ++done; },
+                               [&](const std::string &text, bool counted) {
+                                 CHECK(counted);
+                                 skipped.push_back(text);
+                               },
+                               [&](std::string_view line) { messages.emplace_back(line); }};
+  std::vector<DmonRow> rows;
+  std::unique_ptr<StreamDecoder> dmon = dmon_decoder([&](DmonRow row) { rows.push_back(row); });
+  // The recorded table (H200, 580), cut in the middle of a header and of a row.
+  std::string table = recorded("dmon-pcie.txt");
+  std::size_t cut = table.find("MB/s"), cut2 = table.find("738") + 1;
+  dmon->feed(table.substr(0, cut), events);
+  dmon->feed(table.substr(cut, cut2 - cut), events);
+  CHECK(rows.size() == 1);
+  dmon->feed(table.substr(cut2), events);
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[1].pcie_rx_bytes_per_second == 738 * mib);
+  CHECK(done == 3);
+  CHECK(skipped.empty());
+
+  // The reader's refusal is said in its own words (dmon's name them), with the line kept as
+  // nvidia-smi's for its exit line.
+  dmon->feed("    0   abc     1\n", events);
+  REQUIRE(skipped.size() == 1);
+  CHECK(skipped[0].rfind("dmon column rxpci", 0) == 0);
+  CHECK(messages.back() == "    0   abc     1");
+  // A line past the cap is cut by the splitter, said with the stream's name.
+  dmon->feed(std::string(70000, '7') + "\n", events);
+  REQUIRE(skipped.size() == 2);
+  CHECK(skipped[1].rfind("dmon line skipped: ", 0) == 0);
+  CHECK(rows.size() == 3);
+
+  // At a run's end the partial line and the header are forgotten: the next run's row without a
+  // header of its own is refused, never read under the last run's columns.
+  dmon->feed("    0     5", events);
+  CHECK_FALSE(dmon->finish(events, true));
+  dmon->feed("    0     5     6\n", events);
+  CHECK(rows.size() == 3);
+  CHECK(skipped.back().rfind("dmon row without a header it knows", 0) == 0);
+
+  // pmon through the same decoder: its reader's words get the stream's name before them.
+  std::vector<std::vector<PmonRow>> samples;
+  std::unique_ptr<StreamDecoder> pmon =
+      pmon_decoder([&](std::vector<PmonRow> sample) { samples.push_back(std::move(sample)); });
+  skipped.clear();
+  pmon->feed("    0   1234\n", events);
+  REQUIRE(skipped.size() == 1);
+  CHECK(skipped[0].rfind("pmon line skipped: ", 0) == 0);
+  CHECK(samples.empty());
 }

@@ -1446,3 +1446,65 @@ TEST_CASE("report: activity findings on an H100's own logs, each with its figure
   CHECK(report_json(quote(path))["gpus"][0]["finding"] ==
         "mean utilization 34%, idle 0% of the time: room for more work");
 }
+
+TEST_CASE("report: a job across GPUs whose NVLink is idle while PCIe carries the traffic, and "
+          "never where the figures are unknown") {
+  // Hand-made (fixtures/logs/README.md): GPUs 0 and 1 busy with one job, NVLink at 2.2 MB/s,
+  // PCIe at 12.2 GB/s; GPU 2 free.
+  const std::string nvlink_idle =
+      "NVLink idle: SMs active 82% here and on 1 other GPU(s) of the job, but NVLink carried "
+      "2.2 MB/s while PCIe carried 12.2 GB/s: the GPUs exchange data over PCIe and the host; "
+      "check that NCCL may use NVLink (NCCL_P2P_DISABLE, NCCL_P2P_LEVEL), that the job's GPUs "
+      "share NVLink (nvidia-smi topo -m), and that peer copies are not staged through host memory";
+  json report = report_json(fixture("handmade-nvlink-idle.jsonl"));
+  CHECK(report["gpus"][0]["finding"] == nvlink_idle);
+  CHECK(report["gpus"][1]["finding"] == nvlink_idle);
+  CHECK(report["gpus"][2]["finding"].get<std::string>().find("NVLink") == std::string::npos);
+  CHECK_THAT(test::run_agent("report " + fixture("handmade-nvlink-idle.jsonl")).out,
+             Catch::Contains("NVLink idle: SMs active 82%"));
+
+  // One busy GPU is no job across GPUs: its NVLink has no peer to carry.
+  json one = report_json("--gpu 0 " + fixture("handmade-nvlink-idle.jsonl"));
+  CHECK(one["gpus"][0]["finding"].get<std::string>().find("NVLink") == std::string::npos);
+
+  // The same log changed one way each: none of these says NVLink idle.
+  auto changed = [](const std::string &name, const std::function<void(json &)> &change) {
+    std::string out;
+    std::istringstream lines(
+        test::read_file(test::fixture_path("logs/handmade-nvlink-idle.jsonl")));
+    for (std::string line; std::getline(lines, line);) {
+      json sample = json::parse(line);
+      for (json &gpu : sample["gpus"])
+        change(gpu);
+      out += sample.dump() + "\n";
+    }
+    std::string path = test::temporary_folder() + "/" + name + ".jsonl";
+    test::write_file(path, out);
+    return report_json(quote(path));
+  };
+  auto without_nvlink_finding = [](const json &changed_report) {
+    for (const json &gpu : changed_report["gpus"])
+      CHECK(gpu["finding"].get<std::string>().find("NVLink") == std::string::npos);
+  };
+  // NVLink unknown (a GPU without NVLink, or dmon without GPM): nothing is said of it.
+  without_nvlink_finding(changed("nvlink-unknown", [](json &gpu) {
+    gpu["nvlink_rx_bytes_per_second"] = nullptr;
+    gpu["nvlink_tx_bytes_per_second"] = nullptr;
+  }));
+  // NVLink's transmit alone unknown: its traffic is not known either.
+  without_nvlink_finding(
+      changed("nvlink-tx-unknown", [](json &gpu) { gpu["nvlink_tx_bytes_per_second"] = nullptr; }));
+  // PCIe unknown: whether the traffic went there is not known.
+  without_nvlink_finding(changed("pcie-unknown", [](json &gpu) {
+    gpu["pcie_rx_bytes_per_second"] = nullptr;
+    gpu["pcie_tx_bytes_per_second"] = nullptr;
+  }));
+  // SM activity unknown: whether the GPUs were busy is not known.
+  without_nvlink_finding(
+      changed("sm-unknown", [](json &gpu) { gpu["sm_active_percent"] = nullptr; }));
+  // NVLink carries the peer traffic: well used.
+  without_nvlink_finding(changed("nvlink-busy", [](json &gpu) {
+    if (gpu["nvlink_rx_bytes_per_second"].is_number())
+      gpu["nvlink_rx_bytes_per_second"] = gpu["index"] == 2 ? 0 : 40000000000;
+  }));
+}

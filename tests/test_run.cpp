@@ -773,3 +773,38 @@ TEST_CASE("jobs: a claims folder of the caller's own is accepted; made by a user
   CHECK_THROWS_WITH(nvsmi::GpuClaim::try_take(folder, "GPU-00000000-0000-0000-0000-000000000000"),
                     Catch::Contains("belongs to uid 65534, neither root nor you"));
 }
+
+TEST_CASE("run: a job busy on two GPUs whose peer traffic goes over PCIe is told NVLink idle; "
+          "busy on one, it is not") {
+  std::string folder = test::temporary_folder();
+  // The job runs until run's log holds three samples with dmon's SM activity of `sm` (GPM's first
+  // reading is `-`), or a minute.
+  auto run_job = [&](const std::string &mode, const std::string &sm) {
+    std::string report = folder + "/report-" + mode + ".json",
+                log = folder + "/samples-" + mode + ".json";
+    std::string job = "sh -c 'for i in $(seq 600); do [ $(cat " + log +
+                      " 2>/dev/null | grep -c \"\\\"sm_active_percent\\\":" + sm +
+                      ",\") -ge 3 ] && break; sleep 0.1; done'";
+    // Rows stamped as printed: the report needs a span of time to measure.
+    test::Run run =
+        run_shell("FAKE_NVSMI_STAMP_NOW=1 FAKE_NVSMI_DMON_MODE=" + mode + " " +
+                  run_command(folder + "/locks-" + mode, "--gpu 1 --gpu 5 --format json --report " +
+                                                             quote(report) + " --log " +
+                                                             quote(log) + " -- " + job));
+    INFO(run.err);
+    CHECK(run.exit_code == 0);
+    return json::parse(test::read_file(report));
+  };
+  // The stand-in's nvlink-idle: SMs 82 % on both, NVLink 1 MiB/s each way, PCIe 1.6 and 2.2 GiB/s.
+  json idle = run_job("nvlink-idle", "82");
+  REQUIRE(idle["gpus"].size() == 2);
+  for (const json &gpu : idle["gpus"])
+    CHECK_THAT(gpu["finding"].get<std::string>(),
+               Catch::StartsWith("NVLink idle: SMs active 82% here and on 1 other GPU(s) of the "
+                                 "job, but NVLink carried 2.1 MB/s while PCIe carried"));
+  // Its usual figures: SMs 27 % on GPU 1 and 55 % on GPU 5, so only one GPU is busy.
+  json one_busy = run_job("ok", "27");
+  REQUIRE(one_busy["gpus"].size() == 2);
+  for (const json &gpu : one_busy["gpus"])
+    CHECK(gpu["finding"].get<std::string>().find("NVLink") == std::string::npos);
+}

@@ -395,3 +395,26 @@ TEST_CASE("series: SM, tensor, DRAM activity and traffic where a GPU has them, n
   CHECK_FALSE(series["gpus"][1].contains("sm_active_percent"));
   CHECK_FALSE(series["gpus"][1].contains("pcie_rx_bytes_per_second"));
 }
+
+TEST_CASE("series: each GPU's and the host's keys come in the order the dashboard has read, "
+          "from one table each") {
+  ServeState state = filled(3);
+  HttpResponse response = get(state, "seconds=10&points=5", 2.5);
+  REQUIRE(response.body);
+  const std::string &text = *response.body;
+  // The first GPU's fixed series, then the host's: each after the one before, the totals and
+  // limits as one array (the largest), the others as min, mean and max.
+  std::size_t at = 0;
+  for (const char *key :
+       {"\"name\":", "\"utilization_percent\":{\"min\":", "\"memory_used_mib\":{",
+        "\"memory_total_mib\":[", "\"power_draw_w\":{", "\"power_limit_w\":[",
+        "\"temperature_c\":{", "\"host\":{\"cpu_percent\":{", "\"memory_used_mib\":{",
+        "\"memory_total_mib\":[", "\"disk_read_bytes_per_second\":{",
+        "\"disk_write_bytes_per_second\":{", "\"network_receive_bytes_per_second\":{",
+        "\"network_send_bytes_per_second\":{", "},\"latest\":"}) {
+    std::size_t found = text.find(key, at);
+    INFO(key);
+    REQUIRE(found != std::string::npos);
+    at = found;
+  }
+}

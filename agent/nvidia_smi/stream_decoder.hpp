@@ -67,9 +67,9 @@ public:
   std::optional<std::vector<ComputeApp>> settle(Clock::time_point now);
 
 private:
-  friend class ComputeAppsLoopDecoder;
   std::chrono::milliseconds interval_;
-  ComputeAppsLoopReader reader_;
+  // Shared with the decoder, which feeds it; settle flushes it.
+  std::shared_ptr<ComputeAppsLoopReader> reader_ = std::make_shared<ComputeAppsLoopReader>();
   bool running_ = false; // a run printed its header and has not ended
   Clock::time_point last_output_{};
   std::optional<std::vector<ComputeApp>> latest_;

@@ -114,6 +114,9 @@ void ReportBuilder::add(const LogRow &log) {
   sample.dram_active = gpu.dram_active_percent;
   sample.fp32_active = gpu.fp32_active_percent;
   sample.pcie_rx_bytes_per_second = gpu.pcie_rx_bytes_per_second;
+  sample.pcie_tx_bytes_per_second = gpu.pcie_tx_bytes_per_second;
+  sample.nvlink_rx_bytes_per_second = gpu.nvlink_rx_bytes_per_second;
+  sample.nvlink_tx_bytes_per_second = gpu.nvlink_tx_bytes_per_second;
   sample.allocation = gpu.allocation;
   sample.compute_process = held_for_compute(gpu);
   if (gpu_state(gpu) == GpuState::allocated_idle)
@@ -166,9 +169,13 @@ Report ReportBuilder::finish(std::optional<JobSummary> job) {
       throw AgentError(exit_bad_output, "no rows for GPU " + report.options.gpus[i] + " in " +
                                             std::to_string(report.rows_read) + " rows of " +
                                             std::to_string(report.files.size()) + " file(s)");
-  for (const auto &gpu : stats_) {
-    GpuSummary &gpu_summary = report.gpus.emplace_back(gpu->finish());
-    Finding finding = report_finding(gpu_summary);
+  for (const auto &gpu : stats_)
+    report.gpus.push_back(gpu->finish());
+  // The report's GPUs are the job's in `run`, and in `report` those its --gpu chose (all the log's
+  // without): the NVLink finding weighs each against the others busy beside it.
+  std::size_t busy_gpus = nvlink_busy_gpus(report.gpus);
+  for (GpuSummary &gpu_summary : report.gpus) {
+    Finding finding = report_finding(gpu_summary, busy_gpus);
     gpu_summary.finding = finding.text;
     gpu_summary.finding_severity = finding.severity;
   }

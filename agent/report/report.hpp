@@ -86,9 +86,12 @@ private:
 // Throws AgentError: exit_io when a file cannot be read, exit_bad_output when no row is usable.
 Report make_report(const ReportOptions &options);
 
-// The one-line plain-language finding for a GPU, and for a user of the ledger (README "report"
-// has the rules).
-Finding report_finding(const GpuSummary &gpu);
+// How many of the report's GPUs had their SMs busy while NVLink's traffic was known: more than
+// one is a job across GPUs, whose NVLink the finding judges.
+std::size_t nvlink_busy_gpus(const std::vector<GpuSummary> &gpus);
+// The one-line plain-language finding for a GPU (`busy_gpus`: nvlink_busy_gpus of its report),
+// and for a user of the ledger (README "report" and docs/ACTIVITY.md have the rules).
+Finding report_finding(const GpuSummary &gpu, std::size_t busy_gpus);
 Finding report_user_finding(const UserSummary &user);
 // What the host's CPUs did while the GPU was starved, the figures behind the CPU-bound rule, in
 // words; empty when the log has no host CPU reading for that time.

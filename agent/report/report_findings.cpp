@@ -154,6 +154,39 @@ const char *severity_name(Severity severity) {
   return "info";
 }
 
+namespace {
+
+// Whether a GPU's SMs were busy while NVLink's traffic was known: one of a job across GPUs.
+bool busy_with_nvlink_known(const GpuSummary &summary) {
+  const ActivityFigures &gpu = summary.activity;
+  return gpu.nvlink_sm_active_mean && gpu.nvlink_traffic_mean_bytes_per_second &&
+         *gpu.nvlink_sm_active_mean >= gpu_thresholds::sm_busy_percent;
+}
+
+// A job busy on several GPUs whose peer traffic goes over PCIe and the host rather than NVLink;
+// nullopt where this GPU is not one of them or PCIe's traffic is unknown.
+std::optional<Finding> nvlink_finding(const GpuSummary &summary, std::size_t busy_gpus) {
+  using namespace gpu_thresholds;
+  const ActivityFigures &gpu = summary.activity;
+  if (busy_gpus < 2 || !busy_with_nvlink_known(summary) ||
+      !gpu.nvlink_pcie_traffic_mean_bytes_per_second)
+    return std::nullopt;
+  double nvlink = *gpu.nvlink_traffic_mean_bytes_per_second;
+  double pcie = *gpu.nvlink_pcie_traffic_mean_bytes_per_second;
+  if (nvlink >= nvlink_idle_below_bytes_per_second || pcie < pcie_peer_traffic_bytes_per_second)
+    return std::nullopt;
+  return warning(printf_string("NVLink idle: SMs active %.0f%% here and on %.0f other GPU(s) "
+                               "of the job, ",
+                               *gpu.nvlink_sm_active_mean, static_cast<double>(busy_gpus - 1)) +
+                 printf_string("but NVLink carried %.1f MB/s while PCIe carried %.1f GB/s",
+                               nvlink / 1e6, pcie / 1e9) +
+                 ": the GPUs exchange data over PCIe and the host; check that NCCL may use NVLink "
+                 "(NCCL_P2P_DISABLE, NCCL_P2P_LEVEL), that the job's GPUs share NVLink (nvidia-smi "
+                 "topo -m), and that peer copies are not staged through host memory");
+}
+
+} // namespace
+
 // What the GPU's units did while kernels ran, where dmon's GPM figures say it: the first rule
 // that explains the case, each with the figures it rests on; nullopt where none applies or the
 // figures are unknown.
@@ -189,9 +222,13 @@ std::optional<Finding> activity_finding(const ActivityFigures &gpu) {
   return std::nullopt;
 }
 
+std::size_t nvlink_busy_gpus(const std::vector<GpuSummary> &gpus) {
+  return static_cast<std::size_t>(std::count_if(gpus.begin(), gpus.end(), busy_with_nvlink_known));
+}
+
 // Wasted or slowed GPU time is a warning; heat and memory close to the end are critical, as the
 // job may fail; a GPU that is well used, free, or not known enough is info.
-Finding report_finding(const GpuSummary &gpu) {
+Finding report_finding(const GpuSummary &gpu, std::size_t busy_gpus) {
   if (gpu.covered_seconds <= 0)
     return info(printf_string("only %.0f sample(s) with no time between them: too little to judge",
                               static_cast<double>(gpu.samples)));
@@ -207,8 +244,11 @@ Finding report_finding(const GpuSummary &gpu) {
     return warning(idle_held_finding(gpu));
   if (at_least(gpu.starved, starved_finding_percent))
     return warning(starved_finding(gpu));
-  // What the units did explains a slow job before the power limit does: FP32 math at the limit is
-  // still FP32 math, and the tensor cores would do it for less.
+  // Peer traffic over PCIe slows every GPU of the job, whatever each one's units do: first of the
+  // activity. What the units did explains a slow job before the power limit does: FP32 math at the
+  // limit is still FP32 math, and the tensor cores would do it for less.
+  if (std::optional<Finding> nvlink = nvlink_finding(gpu, busy_gpus))
+    return *nvlink;
   if (std::optional<Finding> activity = activity_finding(gpu.activity))
     return *activity;
   if (at_least(gpu.power_capped, throttled_finding_percent))

@@ -268,11 +268,21 @@ void ActivityMeans::add(const Sample &x, double d) {
   dram_active_.add(x.dram_active, d);
   fp32_active_.add(x.fp32_active, d);
   pcie_rx_.add(x.pcie_rx_bytes_per_second, d);
+  if (x.nvlink_rx_bytes_per_second && x.nvlink_tx_bytes_per_second) {
+    nvlink_sm_active_.add(x.sm_active, d);
+    nvlink_traffic_.add(Reading(*x.nvlink_rx_bytes_per_second + *x.nvlink_tx_bytes_per_second), d);
+    if (x.pcie_rx_bytes_per_second && x.pcie_tx_bytes_per_second)
+      nvlink_pcie_traffic_.add(Reading(*x.pcie_rx_bytes_per_second + *x.pcie_tx_bytes_per_second),
+                               d);
+  }
 }
 
 ActivityFigures ActivityMeans::figures() const {
-  return {known_seconds_,      utilization_.mean(), sm_active_.mean(), tensor_active_.mean(),
-          dram_active_.mean(), fp32_active_.mean(), pcie_rx_.mean()};
+  return {known_seconds_,         utilization_.mean(),
+          sm_active_.mean(),      tensor_active_.mean(),
+          dram_active_.mean(),    fp32_active_.mean(),
+          pcie_rx_.mean(),        nvlink_sm_active_.mean(),
+          nvlink_traffic_.mean(), nvlink_pcie_traffic_.mean()};
 }
 
 std::string latest_fields_text(const GpuHealth &latest) {

@@ -32,8 +32,10 @@ struct Sample {
   std::optional<GpuUsers> users;                    // nullopt: no process list
   // The GPU's allocation where the sample found it allocated but idle (nvsmi/gpu_state.hpp).
   std::optional<Allocation> allocated_idle;
-  // What its units did and its PCIe receive (dmon): nullopt where the log does not have them.
-  Reading sm_active, tensor_active, dram_active, fp32_active, pcie_rx_bytes_per_second;
+  // What its units did and its PCIe and NVLink traffic (dmon): nullopt where the log does not
+  // have them.
+  Reading sm_active, tensor_active, dram_active, fp32_active, pcie_rx_bytes_per_second,
+      pcie_tx_bytes_per_second, nvlink_rx_bytes_per_second, nvlink_tx_bytes_per_second;
   std::optional<Allocation> allocation; // the job that holds it, where one does
   std::optional<bool> compute_process;  // held_for_compute; nullopt: no process list
 };
@@ -74,6 +76,11 @@ struct ActivityFigures {
   double known_seconds = 0;
   std::optional<double> utilization_mean, sm_active_mean, tensor_active_mean, dram_active_mean,
       fp32_active_mean, pcie_rx_mean_bytes_per_second;
+  // Of that time, where NVLink's receive and transmit were both known: the mean of SM activity,
+  // of NVLink's traffic (receive plus transmit) and of PCIe's (where both of its are known too):
+  // what the NVLink finding of a job across GPUs weighs (nullopt: never known).
+  std::optional<double> nvlink_sm_active_mean, nvlink_traffic_mean_bytes_per_second,
+      nvlink_pcie_traffic_mean_bytes_per_second;
 };
 
 class ActivityMeans {
@@ -85,6 +92,7 @@ public:
 private:
   double known_seconds_ = 0;
   TimeMean utilization_, sm_active_, tensor_active_, dram_active_, fp32_active_, pcie_rx_;
+  TimeMean nvlink_sm_active_, nvlink_traffic_, nvlink_pcie_traffic_;
 };
 
 // The first activity rule that explains the figures (small kernels, input over PCIe, memory-bound,

@@ -19,45 +19,67 @@ namespace {
 
 constexpr std::size_t default_points = 300, max_points = 2000;
 
-// Where the charted readings sit in a packed GPU (the field table's own slots), found once.
-struct ChartedSlots {
-  std::size_t utilization = own_slot_of(&Gpu::utilization_gpu_percent);
-  std::size_t memory_used = own_slot_of(&Gpu::memory_used_mib);
-  std::size_t memory_total = own_slot_of(&Gpu::memory_total_mib);
-  std::size_t temperature = own_slot_of(&Gpu::temperature_c);
-  std::size_t power_draw = own_slot_of(&Gpu::power_draw_w);
-  std::size_t power_limit = own_slot_of(&Gpu::power_limit_w);
+// How a series' buckets are written: the min, mean and max of their readings, or the largest
+// alone (a total or a limit: they change seldom, and then mostly upwards).
+enum class Bucket { spread, largest };
+// Which of a packed sample's arrays holds the reading: the integers (known by bit) or the reals
+// (NaN where unknown).
+enum class Packed { integer, real };
+
+// One charted series: its key, where its reading sits in the packed GPU or host, how its buckets
+// are written, and whether it is written only where some bucket knows it (dmon's figures: a GPU
+// without them has none of those keys) rather than always (null where unknown). The GPU's and the
+// host's series are tables of this shape, read and written by the same loops.
+struct Series {
+  const char *key;
+  Packed packed;
+  std::size_t slot;
+  Bucket bucket;
+  bool only_where_known;
 };
-const ChartedSlots &charted() {
-  static const ChartedSlots slots;
-  return slots;
+
+Series gpu_reading(const char *key, Reading Gpu::*member, Bucket bucket = Bucket::spread,
+                   bool only_where_known = false) {
+  return {key, Packed::integer, own_slot_of(member), bucket, only_where_known};
+}
+Series gpu_reading(const char *key, RealReading Gpu::*member, Bucket bucket = Bucket::spread) {
+  return {key, Packed::real, own_slot_of(member), bucket, false};
+}
+// What the GPU's units did and its traffic (dmon).
+Series activity(const char *key, Reading Gpu::*member) {
+  return gpu_reading(key, member, Bucket::spread, true);
 }
 
-// What the GPU's units did and its traffic (dmon), charted where a GPU has them: the series' key
-// and the reading's own slot.
-struct ActivityChart {
-  const char *key;
-  Reading Gpu::*member;
-};
-constexpr ActivityChart activity_charts[] = {
-    {"sm_active_percent", &Gpu::sm_active_percent},
-    {"tensor_active_percent", &Gpu::tensor_active_percent},
-    {"dram_active_percent", &Gpu::dram_active_percent},
-    {"pcie_rx_bytes_per_second", &Gpu::pcie_rx_bytes_per_second},
-    {"pcie_tx_bytes_per_second", &Gpu::pcie_tx_bytes_per_second},
-    {"nvlink_rx_bytes_per_second", &Gpu::nvlink_rx_bytes_per_second},
-    {"nvlink_tx_bytes_per_second", &Gpu::nvlink_tx_bytes_per_second},
-};
-constexpr std::size_t activity_count = std::size(activity_charts);
-const std::array<std::size_t, activity_count> &activity_slots() {
-  static const std::array<std::size_t, activity_count> slots = [] {
-    std::array<std::size_t, activity_count> out{};
-    for (std::size_t i = 0; i < activity_count; ++i)
-      out[i] = own_slot_of(activity_charts[i].member);
-    return out;
-  }();
-  return slots;
+// The GPU's series in the order they are written; the slots are the field table's, found once.
+const std::vector<Series> &gpu_series() {
+  static const std::vector<Series> series = {
+      gpu_reading("utilization_percent", &Gpu::utilization_gpu_percent),
+      gpu_reading("memory_used_mib", &Gpu::memory_used_mib),
+      gpu_reading("memory_total_mib", &Gpu::memory_total_mib, Bucket::largest),
+      gpu_reading("power_draw_w", &Gpu::power_draw_w),
+      gpu_reading("power_limit_w", &Gpu::power_limit_w, Bucket::largest),
+      gpu_reading("temperature_c", &Gpu::temperature_c),
+      activity("sm_active_percent", &Gpu::sm_active_percent),
+      activity("tensor_active_percent", &Gpu::tensor_active_percent),
+      activity("dram_active_percent", &Gpu::dram_active_percent),
+      activity("pcie_rx_bytes_per_second", &Gpu::pcie_rx_bytes_per_second),
+      activity("pcie_tx_bytes_per_second", &Gpu::pcie_tx_bytes_per_second),
+      activity("nvlink_rx_bytes_per_second", &Gpu::nvlink_rx_bytes_per_second),
+      activity("nvlink_tx_bytes_per_second", &Gpu::nvlink_tx_bytes_per_second),
+  };
+  return series;
 }
+
+// The host's series in the order they are written (compact_snapshot.hpp's slots).
+const Series host_series[] = {
+    {"cpu_percent", Packed::real, host_cpu_percent, Bucket::spread, false},
+    {"memory_used_mib", Packed::integer, host_memory_used_mib, Bucket::spread, false},
+    {"memory_total_mib", Packed::integer, host_memory_total_mib, Bucket::largest, false},
+    {"disk_read_bytes_per_second", Packed::real, host_disk_read, Bucket::spread, false},
+    {"disk_write_bytes_per_second", Packed::real, host_disk_write, Bucket::spread, false},
+    {"network_receive_bytes_per_second", Packed::real, host_network_receive, Bucket::spread, false},
+    {"network_send_bytes_per_second", Packed::real, host_network_send, Bucket::spread, false},
+};
 
 // The readings of one quantity that fell in each bucket.
 struct Spread {
@@ -74,15 +96,17 @@ struct Spread {
 };
 using Column = std::vector<Spread>; // one Spread per bucket
 
+// One Column per series of a table, in its order.
+using Columns = std::vector<Column>;
+
 struct GpuColumns {
   std::string uuid, name;
   int index = 0;
-  Column utilization, memory_used, memory_total, power_draw, power_limit, temperature;
-  std::array<Column, activity_count> activity; // by activity_charts
+  Columns series; // by gpu_series()
 };
 
 struct HostColumns {
-  Column cpu, memory_used, memory_total, disk_read, disk_write, network_receive, network_send;
+  Columns series; // by host_series
   bool seen = false;
 };
 
@@ -132,13 +156,45 @@ void write_largest(std::string &out, const Column &column, const std::vector<std
   write_array(out, column, kept, [](const Spread &s) { return s.max; });
 }
 
-void add_reading(Column &column, std::size_t bucket, std::optional<std::int64_t> value) {
-  if (value)
-    column[bucket].add(static_cast<double>(*value));
+Columns empty_columns(std::size_t series, std::size_t buckets) {
+  return Columns(series, Column(buckets));
 }
-void add_reading(Column &column, std::size_t bucket, double value) {
-  if (!std::isnan(value))
-    column[bucket].add(value);
+
+// Each series' reading of one packed sample into its bucket, where it is known.
+template <typename Table, std::size_t integers, std::size_t reals>
+void add_readings(Columns &columns, std::size_t bucket, const Table &table,
+                  const PackedReadings<integers> &numbers,
+                  const std::array<double, reals> &real_numbers) {
+  std::size_t i = 0;
+  for (const Series &series : table) {
+    Spread &spread = columns[i++][bucket];
+    if (series.packed == Packed::integer) {
+      if (std::optional<std::int64_t> value = packed_reading(numbers, series.slot))
+        spread.add(static_cast<double>(*value));
+    } else if (!std::isnan(real_numbers[series.slot])) {
+      spread.add(real_numbers[series.slot]);
+    }
+  }
+}
+
+// Each series as `,"key":...`, in the table's order.
+template <typename Table>
+void write_series(std::string &out, const Table &table, const Columns &columns,
+                  const std::vector<std::size_t> &kept) {
+  std::size_t i = 0;
+  for (const Series &series : table) {
+    const Column &column = columns[i++];
+    if (series.only_where_known &&
+        std::none_of(kept.begin(), kept.end(), [&](std::size_t k) { return column[k].count; }))
+      continue;
+    out += ",\"";
+    out += series.key;
+    out += "\":";
+    if (series.bucket == Bucket::largest)
+      write_largest(out, column, kept);
+    else
+      write_spread(out, column, kept);
+  }
 }
 
 // A finite number at least `least` (exclusive when `above`), or a message naming `name`.
@@ -218,58 +274,33 @@ HttpResponse series_response(std::string_view query, const ServeHistory &history
   std::vector<GpuColumns> gpus;
   std::map<std::string, std::size_t> gpu_at; // by uuid (by index where there is none)
   HostColumns host;
-  host.cpu.resize(buckets);
-  host.memory_used.resize(buckets);
-  host.memory_total.resize(buckets);
-  for (Column *column :
-       {&host.disk_read, &host.disk_write, &host.network_receive, &host.network_send})
-    column->resize(buckets);
-  history.visit_since(static_cast<double>(first) * step, [&](double received,
-                                                             const CompactSnapshot &sample) {
-    auto at = static_cast<std::int64_t>(std::floor(received / step)) - first;
-    if (at < 0 || at >= static_cast<std::int64_t>(buckets))
-      return;
-    auto bucket = static_cast<std::size_t>(at);
-    ++samples[bucket];
-    for (const CompactGpu &gpu : sample.gpus) {
-      std::string key = gpu.uuid ? *gpu.uuid : "index " + std::to_string(gpu.index);
-      auto [found, added] = gpu_at.emplace(key, gpus.size());
-      if (added) {
-        GpuColumns columns;
-        columns.uuid = gpu.uuid ? *gpu.uuid : std::string();
-        for (Column *column : {&columns.utilization, &columns.memory_used, &columns.memory_total,
-                               &columns.power_draw, &columns.power_limit, &columns.temperature})
-          column->resize(buckets);
-        for (Column &column : columns.activity)
-          column.resize(buckets);
-        gpus.push_back(std::move(columns));
-      }
-      GpuColumns &columns = gpus[found->second];
-      columns.index = gpu.index; // the newest, should the driver renumber
-      columns.name = gpu.name ? *gpu.name : std::string();
-      add_reading(columns.utilization, bucket, packed_reading(gpu.numbers, charted().utilization));
-      add_reading(columns.memory_used, bucket, packed_reading(gpu.numbers, charted().memory_used));
-      add_reading(columns.memory_total, bucket,
-                  packed_reading(gpu.numbers, charted().memory_total));
-      add_reading(columns.temperature, bucket, packed_reading(gpu.numbers, charted().temperature));
-      add_reading(columns.power_draw, bucket, gpu.reals[charted().power_draw]);
-      add_reading(columns.power_limit, bucket, gpu.reals[charted().power_limit]);
-      for (std::size_t i = 0; i < activity_count; ++i)
-        add_reading(columns.activity[i], bucket, packed_reading(gpu.numbers, activity_slots()[i]));
-    }
-    if (sample.host) {
-      host.seen = true;
-      add_reading(host.cpu, bucket, sample.host->reals[host_cpu_percent]);
-      add_reading(host.disk_read, bucket, sample.host->reals[host_disk_read]);
-      add_reading(host.disk_write, bucket, sample.host->reals[host_disk_write]);
-      add_reading(host.network_receive, bucket, sample.host->reals[host_network_receive]);
-      add_reading(host.network_send, bucket, sample.host->reals[host_network_send]);
-      add_reading(host.memory_used, bucket,
-                  packed_reading(sample.host->numbers, host_memory_used_mib));
-      add_reading(host.memory_total, bucket,
-                  packed_reading(sample.host->numbers, host_memory_total_mib));
-    }
-  });
+  host.series = empty_columns(std::size(host_series), buckets);
+  history.visit_since(
+      static_cast<double>(first) * step, [&](double received, const CompactSnapshot &sample) {
+        auto at = static_cast<std::int64_t>(std::floor(received / step)) - first;
+        if (at < 0 || at >= static_cast<std::int64_t>(buckets))
+          return;
+        auto bucket = static_cast<std::size_t>(at);
+        ++samples[bucket];
+        for (const CompactGpu &gpu : sample.gpus) {
+          std::string key = gpu.uuid ? *gpu.uuid : "index " + std::to_string(gpu.index);
+          auto [found, added] = gpu_at.emplace(key, gpus.size());
+          if (added) {
+            GpuColumns columns;
+            columns.uuid = gpu.uuid ? *gpu.uuid : std::string();
+            columns.series = empty_columns(gpu_series().size(), buckets);
+            gpus.push_back(std::move(columns));
+          }
+          GpuColumns &columns = gpus[found->second];
+          columns.index = gpu.index; // the newest, should the driver renumber
+          columns.name = gpu.name ? *gpu.name : std::string();
+          add_readings(columns.series, bucket, gpu_series(), gpu.numbers, gpu.reals);
+        }
+        if (sample.host) {
+          host.seen = true;
+          add_readings(host.series, bucket, host_series, sample.host->numbers, sample.host->reals);
+        }
+      });
   std::sort(gpus.begin(), gpus.end(),
             [](const GpuColumns &a, const GpuColumns &b) { return a.index < b.index; });
   // Empty buckets are left out: the client draws a gap where the time jumps.
@@ -319,46 +350,16 @@ HttpResponse series_response(std::string_view query, const ServeHistory &history
     fields.value(gpu.index);
     fields.key("name");
     fields.value(gpu.name);
-    body += ",\"utilization_percent\":";
-    write_spread(body, gpu.utilization, kept);
-    body += ",\"memory_used_mib\":";
-    write_spread(body, gpu.memory_used, kept);
-    body += ",\"memory_total_mib\":";
-    write_largest(body, gpu.memory_total, kept);
-    body += ",\"power_draw_w\":";
-    write_spread(body, gpu.power_draw, kept);
-    body += ",\"power_limit_w\":";
-    write_largest(body, gpu.power_limit, kept);
-    body += ",\"temperature_c\":";
-    write_spread(body, gpu.temperature, kept);
-    // Only where some bucket knows it: a GPU without dmon's figures has none of these keys.
-    for (std::size_t i = 0; i < activity_count; ++i) {
-      const Column &column = gpu.activity[i];
-      if (std::none_of(kept.begin(), kept.end(), [&](std::size_t k) { return column[k].count; }))
-        continue;
-      body += ",\"";
-      body += activity_charts[i].key;
-      body += "\":";
-      write_spread(body, column, kept);
-    }
+    write_series(body, gpu_series(), gpu.series, kept);
     body += '}';
   }
   body += "],\"host\":";
   if (host.seen) {
-    body += "{\"cpu_percent\":";
-    write_spread(body, host.cpu, kept);
-    body += ",\"memory_used_mib\":";
-    write_spread(body, host.memory_used, kept);
-    body += ",\"memory_total_mib\":";
-    write_largest(body, host.memory_total, kept);
-    body += ",\"disk_read_bytes_per_second\":";
-    write_spread(body, host.disk_read, kept);
-    body += ",\"disk_write_bytes_per_second\":";
-    write_spread(body, host.disk_write, kept);
-    body += ",\"network_receive_bytes_per_second\":";
-    write_spread(body, host.network_receive, kept);
-    body += ",\"network_send_bytes_per_second\":";
-    write_spread(body, host.network_send, kept);
+    // The table writes each key after a comma; the object's first key has none.
+    std::string fields;
+    write_series(fields, host_series, host.series, kept);
+    body += '{';
+    body.append(fields, 1);
     body += '}';
   } else {
     body += "null"; // a recording (--fixture) has no host

@@ -48,5 +48,11 @@ inline constexpr double dram_saturated_percent = 70;
 // PCIe receive at least this fast while SMs are rarely active: the input comes over PCIe (a
 // PCIe 4 x16 link moves about 25 GB/s; a data loader's copies at this rate hold the GPU up).
 inline constexpr double pcie_input_bytes_per_second = 2.0 * 1024 * 1024 * 1024;
+// A job across GPUs (SMs active at least sm_busy_percent on two or more, NVLink's traffic known)
+// whose NVLink moves under the first while PCIe moves at least the second, receive plus
+// transmit: the GPUs talk to each other over PCIe and the host, not over NVLink (one NVLink 4
+// link alone moves 50 GB/s; an all-reduce between busy GPUs moves far more than this).
+inline constexpr double nvlink_idle_below_bytes_per_second = 100.0 * 1024 * 1024;
+inline constexpr double pcie_peer_traffic_bytes_per_second = 1.0 * 1024 * 1024 * 1024;
 
 } // namespace nvsmi::gpu_thresholds
