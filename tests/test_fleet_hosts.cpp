@@ -469,6 +469,9 @@ TEST_CASE("top --hosts and /fleet show what a hostile agent says as text, within
   nlohmann::json snapshot = nlohmann::json::parse(
       test::run_agent("snapshot --format json --fixture " + fixture("xml/h100-8gpu-v12.xml")).out);
   snapshot["gpus"][0]["name"] = "\x1b[2J\x1b[31mEVIL<img src=x onerror=\"document.title='pwned'\">";
+  snapshot["gpus"][1]["processes"] = nlohmann::json::array({snapshot["gpus"][2]["processes"][0]});
+  snapshot["gpus"][1]["processes"][0]["user"] = "alice";
+  snapshot["gpus"][1]["processes"][0]["command"] = "python3 train.py --token=secret";
   snapshot["gpus"][2]["processes"][0]["name"] =
       "<script>document.title='pwned'</script>\x1b]0;t\x07";
   CannedServer hostile(http_answer(200, snapshot.dump()));
@@ -492,6 +495,22 @@ TEST_CASE("top --hosts and /fleet show what a hostile agent says as text, within
   INFO(document.dump());
   CHECK(document["hosts"][1]["problem"] == "[2Jgone<b>bold</b>");
   CHECK(document["hosts"][2]["problem"] == "answered more than 4 MiB");
+  // What the hostile host gave, less what this serve withholds: on loopback its user names
+  // pass, beyond loopback not; a command line never.
+  auto relayed = [](const nlohmann::json &answer) {
+    return answer["hosts"][0]["snapshot"]["gpus"][1]["processes"][0];
+  };
+  CHECK(relayed(document)["user"] == "alice");
+  CHECK(document.dump().find("token=secret") == std::string::npos);
+  Server open_fleet("--listen 0.0.0.0:0 --fixture " + fixture("xml/h100-8gpu-v12.xml") +
+                    " --interval 0.5 --fleet-timeout 1 --fleet-hosts " + hostile.host().label());
+  nlohmann::json open_document;
+  CHECK(test::wait_until([&] {
+    open_document = fleet_json(open_fleet);
+    return statuses(open_document) == std::vector<std::string>{"ok"};
+  }));
+  CHECK(relayed(open_document)["user"].is_null());
+  CHECK(open_document.dump().find("token=secret") == std::string::npos);
   if (test::installed("chromium")) {
     test::Run dom = test::chromium("--virtual-time-budget=5000 --window-size=1000,900 --dump-dom " +
                                    quote(fleet.url("/fleet")));

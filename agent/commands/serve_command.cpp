@@ -153,9 +153,16 @@ private:
     });
   }
 
+  // Another host's sample is shown as that host gave it, less what this serve's own --expose
+  // withholds: a fleet page beyond loopback must not pass on the user names or command lines
+  // that a serve on this machine's loopback gives its own users.
   void render_fleet() {
+    std::vector<HostReading> shown = fleet_->hosts();
+    for (HostReading &reading : shown)
+      if (reading.last_good)
+        limit_exposure(*reading.last_good, exposure_);
     fleet_json_ = std::make_shared<const std::string>(
-        format_fleet_json(fleet_->hosts(), std::chrono::system_clock::now()));
+        format_fleet_json(shown, std::chrono::system_clock::now()));
   }
 
   HttpResponse fleet_answer(std::string_view path) const {
