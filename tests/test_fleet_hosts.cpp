@@ -337,6 +337,19 @@ TEST_CASE("fleet: the command line refuses what it cannot use, with one line") {
   CHECK_THAT(no_password.err, Catch::Contains("no password"));
   test::Run user_alone = test::run_agent("fleet --hosts gpu1:1 --fleet-user alice");
   CHECK(user_alone.exit_code == nvsmi::exit_usage);
+  // top and serve read their host lists with fleet's options, refused alike before anything
+  // starts; top's hosts and a source of this machine's samples are one or the other.
+  test::Run top_bad = test::run_agent("top --hosts 'gpu1:99999'");
+  CHECK(top_bad.exit_code == nvsmi::exit_usage);
+  CHECK_THAT(top_bad.err, Catch::Contains("the port is not 1-65535"));
+  test::Run top_both =
+      test::run_agent("top --hosts gpu1:1 --fixture " + fixture("xml/h100-8gpu-v12.xml"));
+  CHECK(top_both.exit_code == nvsmi::exit_usage);
+  CHECK_THAT(top_both.err, Catch::Contains("--fixture"));
+  test::Run serve_bad = test::run_agent("serve --fleet-hosts 'user@gpu1:80' --fixture " +
+                                        fixture("xml/h100-8gpu-v12.xml"));
+  CHECK(serve_bad.exit_code == nvsmi::exit_usage);
+  CHECK_THAT(serve_bad.err, Catch::Contains("--fleet-hosts: \"user@gpu1:80\" is not HOST:PORT"));
 }
 
 TEST_CASE("top --hosts and serve's /fleet: five serves on loopback, one stopped and one stalled") {

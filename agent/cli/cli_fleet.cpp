@@ -15,11 +15,20 @@ bool FleetClientCli::given() const {
 
 FleetClientOptions FleetClientCli::finish(const std::string &command) const {
   FleetClientOptions client;
-  if (hosts_option->count() > 0)
-    client.hosts = parse_fleet_hosts(hosts);
-  else if (hosts_file_option->count() > 0)
-    client.hosts = read_fleet_hosts_file(hosts_file);
-  else
+  try {
+    if (hosts_option->count() > 0)
+      client.hosts = parse_fleet_hosts(hosts);
+    else if (hosts_file_option->count() > 0)
+      client.hosts = read_fleet_hosts_file(hosts_file);
+  } catch (const AgentError &error) {
+    // The list's reader names the options as fleet and top spell them; serve's are
+    // --fleet-hosts and --fleet-hosts-file.
+    std::string message = error.what();
+    if (message.rfind("--hosts", 0) == 0)
+      message.replace(0, 7, hosts_option->get_name());
+    throw AgentError(error.code(), message);
+  }
+  if (client.hosts.empty())
     throw AgentError(exit_usage, command + ": name the agents with " + hosts_option->get_name() +
                                      " or " + hosts_file_option->get_name());
   if (user_option->count() > 0)

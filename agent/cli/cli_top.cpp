@@ -16,6 +16,10 @@ SubcommandRun top_options(CLI::App *command) {
   auto settings = std::make_shared<Settings>();
   add_sampling_options(command, settings->sampling);
   add_fleet_client_options(command, settings->fleet, "--");
+  // Other hosts' samples or this machine's: a source given beside --hosts would be ignored.
+  for (const char *source : {"--fixture", "--nvidia-smi"})
+    for (CLI::Option *hosts : {settings->fleet.hosts_option, settings->fleet.hosts_file_option})
+      hosts->excludes(command->get_option(source));
   return {[settings] {
     if (settings->fleet.given())
       settings->options.fleet = settings->fleet.finish("top");
