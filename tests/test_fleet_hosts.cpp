@@ -456,6 +456,22 @@ TEST_CASE("top --hosts and serve's /fleet: five serves on loopback, one stopped 
     return s.find(stopped_line) != std::string::npos && s.find(stalled_line) != std::string::npos;
   }));
   save_artifact("top-hosts-120x40-end.txt", tmux.screen());
+  // A host that answered, then stops answering: marked, with the age of its last good sample,
+  // which stays on the screen, dimmed (A_DIM, SGR 2), as the past.
+  REQUIRE(::kill(b.pid(), SIGSTOP) == 0);
+  ContinueAtEnd resume_b{b.pid()};
+  std::string b_line =
+      label(b.port()) + " \u00b7 unreachable: no answer in 1 s \u00b7 last good sample ";
+  CHECK(tmux.wait_for([&](const std::string &s) { return s.find(b_line) != std::string::npos; }));
+  std::string styled = tmux.tmux("capture-pane -p -e").out;
+  save_artifact("top-hosts-120x40-lost.txt", tmux.screen());
+  std::size_t below = styled.find("\n", styled.find(label(b.port())));
+  REQUIRE(below != std::string::npos);
+  std::string next_line = styled.substr(below + 1, styled.find('\n', below + 1) - below - 1);
+  INFO(next_line);
+  CHECK_THAT(next_line, Catch::Contains("8 GPUs: 3 free") &&
+                            (Catch::Contains("\x1b[2m") || Catch::Contains("\x1b[0;2m")));
+  ::kill(b.pid(), SIGCONT);
   // At 60 columns every line still fits, broken between its parts; the end is further down.
   tmux.resize(60, 30);
   for (int press = 0; press < 4; ++press)
