@@ -1,6 +1,8 @@
 // Many hosts at once (issue 28 item 5): the host list, the poller against hostile answers from a
-// canned server of the test's own, and `fleet` through the built agent against five real serves.
+// canned server of the test's own, and `fleet`, `top --hosts` (in a private tmux) and serve's
+// /fleet (in headless Chromium) through the built agent against five real serves.
 #include "serve_support.hpp"
+#include "tmux_session.hpp"
 
 #include "core/exit_codes.hpp"
 #include "core/screen_text.hpp"
@@ -11,6 +13,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <atomic>
 #include <chrono>
@@ -19,6 +22,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
@@ -132,6 +136,31 @@ Polled poll_once(std::vector<nvsmi::FleetHost> hosts, std::chrono::milliseconds 
   CHECK(done);
   return {poller.hosts(), std::chrono::steady_clock::now() - start};
 }
+
+// The statuses of a fleet document's hosts, in order.
+std::vector<std::string> statuses(const nlohmann::json &fleet) {
+  std::vector<std::string> out;
+  if (fleet.is_object() && fleet["hosts"].is_array())
+    for (const auto &host : fleet["hosts"])
+      out.push_back(host.value("status", ""));
+  return out;
+}
+
+nlohmann::json fleet_json(const Server &server) {
+  return nlohmann::json::parse(server.get("/fleet.json").body, nullptr, false);
+}
+
+void save_artifact(const std::string &name, const std::string &content) {
+  test::run_shell("mkdir -p " + quote(ARTIFACTS_DIR));
+  test::write_file(std::string(ARTIFACTS_DIR) + "/" + name, content);
+}
+
+// A stopped process is continued when the test ends, passed or failed, so that its Server can
+// stop and reap it.
+struct ContinueAtEnd {
+  int pid;
+  ~ContinueAtEnd() { ::kill(pid, SIGCONT); }
+};
 
 } // namespace
 
@@ -308,4 +337,235 @@ TEST_CASE("fleet: the command line refuses what it cannot use, with one line") {
   CHECK_THAT(no_password.err, Catch::Contains("no password"));
   test::Run user_alone = test::run_agent("fleet --hosts gpu1:1 --fleet-user alice");
   CHECK(user_alone.exit_code == nvsmi::exit_usage);
+  // top and serve read their host lists with fleet's options, refused alike before anything
+  // starts; top's hosts and a source of this machine's samples are one or the other.
+  test::Run top_bad = test::run_agent("top --hosts 'gpu1:99999'");
+  CHECK(top_bad.exit_code == nvsmi::exit_usage);
+  CHECK_THAT(top_bad.err, Catch::Contains("the port is not 1-65535"));
+  test::Run top_both =
+      test::run_agent("top --hosts gpu1:1 --fixture " + fixture("xml/h100-8gpu-v12.xml"));
+  CHECK(top_both.exit_code == nvsmi::exit_usage);
+  CHECK_THAT(top_both.err, Catch::Contains("--fixture"));
+  test::Run serve_bad = test::run_agent("serve --fleet-hosts 'user@gpu1:80' --fixture " +
+                                        fixture("xml/h100-8gpu-v12.xml"));
+  CHECK(serve_bad.exit_code == nvsmi::exit_usage);
+  CHECK_THAT(serve_bad.err, Catch::Contains("--fleet-hosts: \"user@gpu1:80\" is not HOST:PORT"));
+}
+
+TEST_CASE("top --hosts and serve's /fleet: five serves on loopback, one stopped and one stalled") {
+  // Two on fixtures, one sampling the stand-in live (its samples' times move), one stopped
+  // (refused) and one stopped by SIGSTOP (connects, never answers).
+  Server a("--fixture " + fixture("xml/h100-8gpu-states-v12.xml"));
+  Server b("--fixture " + fixture("xml/h100-8gpu-v12.xml"));
+  Server live("--interval 0.5 --nvidia-smi " + quote(std::string(SCRIPTS_DIR) + "/fake-nvidia-smi"),
+              "FAKE_NVSMI_STAMP_NOW=1");
+  Server stopped("--fixture " + fixture("xml/h100-8gpu-v12.xml"));
+  Server stalled("--fixture " + fixture("xml/h100-8gpu-v12.xml"));
+  for (const Server *server : {&a, &b, &live, &stalled})
+    REQUIRE(test::wait_until([&] { return server->get("/api/v1/snapshot").status == 200; }));
+  auto label = [](int port) { return "127.0.0.1:" + std::to_string(port); };
+  std::string hosts = label(a.port()) + "," + label(b.port()) + "," + label(live.port()) + "," +
+                      label(stopped.port()) + "," + label(stalled.port());
+  std::string stopped_line = label(stopped.port()) + " \u00b7 unreachable: cannot connect";
+  std::string stalled_line = label(stalled.port()) + " \u00b7 unreachable: no answer in 1 s";
+  REQUIRE(stopped.stop() == 0);
+  REQUIRE(::kill(stalled.pid(), SIGSTOP) == 0);
+  ContinueAtEnd resume{stalled.pid()};
+
+  // serve's /fleet.json: fleet --format json's document, polled in the background.
+  Server fleet("--fixture " + fixture("xml/h100-8gpu-v12.xml") +
+               " --interval 0.5 --fleet-timeout 1 --fleet-hosts " + hosts);
+  nlohmann::json document;
+  const std::vector<std::string> expected = {"ok", "ok", "ok", "unreachable", "unreachable"};
+  CHECK(test::wait_until([&] {
+    document = fleet_json(fleet);
+    return statuses(document) == expected;
+  }));
+  INFO(document.dump());
+  REQUIRE(statuses(document) == expected);
+  CHECK(document["schema"] == "nvsmi-agent.fleet/1");
+  auto &h = document["hosts"];
+  CHECK_THAT(h[3]["problem"].get<std::string>(), Catch::StartsWith("cannot connect"));
+  CHECK(h[4]["problem"] == "no answer in 1 s");
+  CHECK(h[4]["snapshot"].is_null());
+  CHECK(h[0]["snapshot"]["gpus"].size() == 8);
+  CHECK_THAT(document["summary"].get<std::string>(),
+             Catch::StartsWith("24 GPUs on 5 hosts: ") &&
+                 Catch::EndsWith(" \u00b7 2 hosts without a fresh sample"));
+  // The live host's samples keep coming while the stalled one runs out its deadline each poll.
+  std::string first = h[2]["snapshot"]["timestamp"];
+  CHECK(test::wait_until([&] {
+    nlohmann::json now = fleet_json(fleet);
+    return statuses(now) == expected && now["hosts"][2]["snapshot"]["timestamp"] != first &&
+           now["hosts"][4]["problem"] == "no answer in 1 s";
+  }));
+  // Without --fleet-hosts there is no fleet page.
+  CHECK(a.get("/fleet").status == 404);
+  CHECK(a.get("/fleet.json").status == 404);
+  test::Http page = fleet.get("/fleet");
+  CHECK(page.status == 200);
+  CHECK_THAT(page.headers, Catch::Contains("text/html"));
+
+  if (test::installed("chromium")) {
+    // Read at a phone's width: the summary, a section per host, the stalled one's reason.
+    test::Run dom = test::chromium("--virtual-time-budget=5000 --window-size=390,900 --dump-dom " +
+                                   quote(fleet.url("/fleet")));
+    REQUIRE(dom.exit_code == 0);
+    CHECK_THAT(dom.out, Catch::Contains("24 GPUs on 5 hosts: "));
+    CHECK_THAT(dom.out, Catch::Contains("no answer in 1 s"));
+    CHECK_THAT(dom.out, Catch::Contains("cannot connect"));
+    std::size_t sections = 0;
+    for (std::size_t at = 0; (at = dom.out.find("<section", at)) != std::string::npos; ++at)
+      ++sections;
+    CHECK(sections == 5);
+    std::string png = std::string(ARTIFACTS_DIR) + "/fleet-phone.png";
+    test::run_shell("mkdir -p " + quote(ARTIFACTS_DIR) + " && rm -f " + quote(png));
+    test::chromium("--virtual-time-budget=5000 --window-size=390,1600 --screenshot=" + quote(png) +
+                   " " + quote(fleet.url("/fleet")));
+    struct stat info {};
+    CHECK(::stat(png.c_str(), &info) == 0);
+  } else {
+    WARN("chromium is not installed (scripts/install-deps installs it): /fleet is not drawn");
+  }
+
+  if (!test::installed("tmux")) {
+    WARN("tmux is not installed (scripts/install-deps installs it): top --hosts is not tested");
+    return;
+  }
+  test::Tmux tmux(120, 40);
+  tmux.run("LC_ALL=C.UTF-8 " AGENT_BIN " top --interval 0.5 --timeout 1 --hosts " + hosts +
+           "; echo top-exit=$?");
+  auto ok_hosts = [&](const std::string &screen) {
+    return screen.find(label(a.port()) + " \u00b7 ok") != std::string::npos &&
+           screen.find(label(b.port()) + " \u00b7 ok") != std::string::npos;
+  };
+  REQUIRE(tmux.wait_for([&](const std::string &s) {
+    return ok_hosts(s) && s.find("2 hosts without a fresh sample") != std::string::npos;
+  }));
+  std::string top_screen = tmux.screen();
+  save_artifact("top-hosts-120x40.txt", top_screen);
+  auto lines = test::lines_of(top_screen);
+  REQUIRE(lines.size() >= 40);
+  CHECK_THAT(lines[0], Catch::StartsWith("nvsmi-agent top \u00b7 5 hosts"));
+  CHECK_THAT(lines[1], Catch::StartsWith("24 GPUs on 5 hosts: "));
+  CHECK_THAT(lines[39], Catch::StartsWith("q quit"));
+  // The rest below: a page down shows the live host and the two that do not answer, marked.
+  tmux.key("NPage");
+  tmux.key("NPage");
+  CHECK(tmux.wait_for([&](const std::string &s) {
+    return s.find(stopped_line) != std::string::npos && s.find(stalled_line) != std::string::npos;
+  }));
+  save_artifact("top-hosts-120x40-end.txt", tmux.screen());
+  // A host that answered, then stops answering: marked, with the age of its last good sample,
+  // which stays on the screen, dimmed (A_DIM, SGR 2), as the past.
+  REQUIRE(::kill(b.pid(), SIGSTOP) == 0);
+  ContinueAtEnd resume_b{b.pid()};
+  std::string b_line =
+      label(b.port()) + " \u00b7 unreachable: no answer in 1 s \u00b7 last good sample ";
+  CHECK(tmux.wait_for([&](const std::string &s) { return s.find(b_line) != std::string::npos; }));
+  std::string styled = tmux.tmux("capture-pane -p -e").out;
+  save_artifact("top-hosts-120x40-lost.txt", tmux.screen());
+  std::size_t below = styled.find("\n", styled.find(label(b.port())));
+  REQUIRE(below != std::string::npos);
+  std::string next_line = styled.substr(below + 1, styled.find('\n', below + 1) - below - 1);
+  INFO(next_line);
+  CHECK_THAT(next_line, Catch::Contains("8 GPUs: 3 free") &&
+                            (Catch::Contains("\x1b[2m") || Catch::Contains("\x1b[0;2m")));
+  ::kill(b.pid(), SIGCONT);
+  // At 60 columns every line still fits, broken between its parts; the end is further down.
+  tmux.resize(60, 30);
+  for (int press = 0; press < 4; ++press)
+    tmux.key("NPage");
+  CHECK(tmux.wait_for([&](const std::string &s) {
+    auto rows = test::lines_of(s);
+    bool narrow = std::all_of(rows.begin(), rows.end(), [](const std::string &row) {
+      return nvsmi::text_columns(row) <= 60;
+    });
+    return narrow && rows.size() >= 30 && rows[29].find("q quit") == 0 &&
+           s.find(stalled_line) != std::string::npos;
+  }));
+  save_artifact("top-hosts-60x30-end.txt", tmux.screen());
+  tmux.keys("kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk");
+  CHECK(tmux.wait_for([&](const std::string &s) { return ok_hosts(s); }));
+  save_artifact("top-hosts-60x30.txt", tmux.screen());
+  tmux.keys("q");
+  CHECK(tmux.wait_for("top-exit=0"));
+}
+
+TEST_CASE("top --hosts and /fleet show what a hostile agent says as text, within deadlines") {
+  // A snapshot whose names are escape sequences and markup, an agent whose 503 reason is too,
+  // one answering 100 MB, one answering what is not JSON, one that never answers.
+  nlohmann::json snapshot = nlohmann::json::parse(
+      test::run_agent("snapshot --format json --fixture " + fixture("xml/h100-8gpu-v12.xml")).out);
+  snapshot["gpus"][0]["name"] = "\x1b[2J\x1b[31mEVIL<img src=x onerror=\"document.title='pwned'\">";
+  snapshot["gpus"][1]["processes"] = nlohmann::json::array({snapshot["gpus"][2]["processes"][0]});
+  snapshot["gpus"][1]["processes"][0]["user"] = "alice";
+  snapshot["gpus"][1]["processes"][0]["command"] = "python3 train.py --token=secret";
+  snapshot["gpus"][2]["processes"][0]["name"] =
+      "<script>document.title='pwned'</script>\x1b]0;t\x07";
+  CannedServer hostile(http_answer(200, snapshot.dump()));
+  CannedServer reason(http_answer(503, R"({"error":"\u001b[2Jgone<b>bold</b>"})"));
+  CannedServer huge("HTTP/1.1 200 OK\r\nContent-Length: 104857600\r\n\r\n", 8u << 20);
+  CannedServer garbage(http_answer(200, "{\"gpus\":[[[["));
+  CannedServer stalled("");
+  std::string hosts;
+  for (const CannedServer *server : {&hostile, &reason, &huge, &garbage, &stalled})
+    hosts += (hosts.empty() ? "" : ",") + server->host().label();
+
+  Server fleet("--fixture " + fixture("xml/h100-8gpu-v12.xml") +
+               " --interval 0.5 --fleet-timeout 1 --fleet-hosts " + hosts);
+  nlohmann::json document;
+  const std::vector<std::string> expected = {"ok", "stale", "unreachable", "unreachable",
+                                             "unreachable"};
+  CHECK(test::wait_until([&] {
+    document = fleet_json(fleet);
+    return statuses(document) == expected;
+  }));
+  INFO(document.dump());
+  CHECK(document["hosts"][1]["problem"] == "[2Jgone<b>bold</b>");
+  CHECK(document["hosts"][2]["problem"] == "answered more than 4 MiB");
+  // What the hostile host gave, less what this serve withholds: on loopback its user names
+  // pass, beyond loopback not; a command line never.
+  auto relayed = [](const nlohmann::json &answer) {
+    return answer["hosts"][0]["snapshot"]["gpus"][1]["processes"][0];
+  };
+  CHECK(relayed(document)["user"] == "alice");
+  CHECK(document.dump().find("token=secret") == std::string::npos);
+  Server open_fleet("--listen 0.0.0.0:0 --fixture " + fixture("xml/h100-8gpu-v12.xml") +
+                    " --interval 0.5 --fleet-timeout 1 --fleet-hosts " + hostile.host().label());
+  nlohmann::json open_document;
+  CHECK(test::wait_until([&] {
+    open_document = fleet_json(open_fleet);
+    return statuses(open_document) == std::vector<std::string>{"ok"};
+  }));
+  CHECK(relayed(open_document)["user"].is_null());
+  CHECK(open_document.dump().find("token=secret") == std::string::npos);
+  if (test::installed("chromium")) {
+    test::Run dom = test::chromium("--virtual-time-budget=5000 --window-size=1000,900 --dump-dom " +
+                                   quote(fleet.url("/fleet")));
+    REQUIRE(dom.exit_code == 0);
+    // Inserted as text: the markup shows as itself, no element of it exists, nothing ran.
+    CHECK_THAT(dom.out, Catch::Contains("&lt;img src=x onerror="));
+    CHECK_THAT(dom.out, Catch::Contains("&lt;script&gt;document.title="));
+    CHECK_THAT(dom.out, Catch::Contains("gone&lt;b&gt;bold&lt;/b&gt;"));
+    CHECK_THAT(dom.out, !Catch::Contains("<img") && !Catch::Contains("<b>"));
+    CHECK_THAT(dom.out, Catch::Contains("<title>nvsmi-agent fleet</title>"));
+  }
+
+  if (!test::installed("tmux"))
+    return;
+  test::Tmux tmux(120, 40);
+  tmux.run("LC_ALL=C.UTF-8 " AGENT_BIN " top --interval 0.5 --timeout 1 --hosts " + hosts +
+           "; echo top-exit=$?");
+  // The escape sequences are shown without their ESC: the screen is not cleared or recoloured.
+  REQUIRE(tmux.wait_for("[2J[31mEVIL<img"));
+  CHECK(tmux.wait_for([&](const std::string &s) {
+    return s.find("stale: [2Jgone<b>bold</b>") != std::string::npos &&
+           s.find("unreachable: answered more than 4 MiB") != std::string::npos &&
+           s.find("unreachable: answered what is not a snapshot") != std::string::npos;
+  }));
+  save_artifact("top-hosts-hostile.txt", tmux.screen());
+  CHECK(tmux.shows("nvsmi-agent top"));
+  tmux.keys("q");
+  CHECK(tmux.wait_for("top-exit=0"));
 }

@@ -242,6 +242,19 @@ TEST_CASE("fleet asks a serve behind TLS and basic auth with the CA and password
   auto by_name = fleet("https://localhost:" + std::to_string(server.port()) + ca +
                        " --fleet-user prometheus --fleet-password-file " + quote(password));
   CHECK(by_name["status"] == "ok");
+  // serve's /fleet behind the same TLS and basic auth, asking that host with them: 401 without
+  // the password, as every other path, and the host's sample with it.
+  Server fleet_serve("--fixture " + recording + " --interval 0.5 --web.config.file " +
+                     quote(tls_and_password_config(folder, "s3cret")) + " --fleet-hosts " + host +
+                     ca + " --fleet-user prometheus --fleet-password-file " + quote(password));
+  std::string trust = "--cacert " + quote(folder + "/cert.pem");
+  CHECK(fleet_serve.get("/fleet.json", trust).status == 401);
+  CHECK(fleet_serve.get("/fleet", trust).status == 401);
+  CHECK(test::wait_until([&] {
+    test::Http answer = fleet_serve.get("/fleet.json", trust + " -u prometheus:s3cret");
+    auto parsed = nlohmann::json::parse(answer.body, nullptr, false);
+    return answer.status == 200 && parsed.is_object() && parsed["hosts"][0]["status"] == "ok";
+  }));
 
   auto no_password = fleet(host + ca);
   CHECK(no_password["status"] == "unreachable");

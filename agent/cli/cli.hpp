@@ -1,6 +1,7 @@
 // Each subcommand registers its options on the CLI11 app and returns what runs it once parsed.
 #pragma once
 
+#include "fleet/fleet_poller.hpp"
 #include "formats/format_table.hpp"
 #include "jobs/gpu_choice.hpp"
 #include "sampling/sampler.hpp"
@@ -148,6 +149,21 @@ struct SamplingCli {
   void finish();
 };
 void add_sampling_options(CLI::App *command, SamplingCli &sampling);
+
+// The options that name other agents' serve and how to ask them, one set for fleet, top --hosts
+// and serve's /fleet: `prefix` "--" gives --hosts, --hosts-file and --timeout (fleet, top),
+// "--fleet-" gives --fleet-hosts, --fleet-hosts-file and --fleet-timeout (serve, whose --timeout
+// would read as its own); --fleet-ca, --fleet-user and --fleet-password-file keep their names.
+struct FleetClientCli {
+  std::string hosts, hosts_file, user, password_file, ca_file;
+  double timeout_seconds = 3;
+  CLI::Option *hosts_option = nullptr, *hosts_file_option = nullptr, *user_option = nullptr;
+  bool given() const; // a host list was named
+  // The hosts read and checked, the password read: throws AgentError as parse_fleet_hosts,
+  // read_fleet_hosts_file and read_fleet_credentials do, exit_usage where no list was named.
+  FleetClientOptions finish(const std::string &command) const;
+};
+void add_fleet_client_options(CLI::App *command, FleetClientCli &target, const std::string &prefix);
 
 // The options that say which GPUs a job may have, shared by pick and run: --min-free-mib,
 // --max-utilization, --wait, --uuid, --lock-dir.

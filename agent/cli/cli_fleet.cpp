@@ -8,69 +8,95 @@
 #include <unistd.h>
 
 namespace nvsmi {
-namespace {
 
-SubcommandRun fleet_options(CLI::App *command) {
-  struct Settings {
-    FleetOptions options;
-    std::string hosts, hosts_file, user, password_file, format = "text";
-    double timeout_seconds = 3;
-  };
-  auto settings = std::make_shared<Settings>();
-  CLI::Option *hosts =
+bool FleetClientCli::given() const {
+  return hosts_option->count() > 0 || hosts_file_option->count() > 0;
+}
+
+FleetClientOptions FleetClientCli::finish(const std::string &command) const {
+  FleetClientOptions client;
+  try {
+    if (hosts_option->count() > 0)
+      client.hosts = parse_fleet_hosts(hosts);
+    else if (hosts_file_option->count() > 0)
+      client.hosts = read_fleet_hosts_file(hosts_file);
+  } catch (const AgentError &error) {
+    // The list's reader names the options as fleet and top spell them; serve's are
+    // --fleet-hosts and --fleet-hosts-file.
+    std::string message = error.what();
+    if (message.rfind("--hosts", 0) == 0)
+      message.replace(0, 7, hosts_option->get_name());
+    throw AgentError(error.code(), message);
+  }
+  if (client.hosts.empty())
+    throw AgentError(exit_usage, command + ": name the agents with " + hosts_option->get_name() +
+                                     " or " + hosts_file_option->get_name());
+  if (user_option->count() > 0)
+    client.credentials = read_fleet_credentials(user, password_file);
+  client.timeout = to_ms(timeout_seconds);
+  client.ca_file = ca_file;
+  return client;
+}
+
+void add_fleet_client_options(CLI::App *command, FleetClientCli &target,
+                              const std::string &prefix) {
+  target.hosts_option =
       command
-          ->add_option("--hosts", settings->hosts,
+          ->add_option(prefix + "hosts", target.hosts,
                        "The agents to ask, HOST:PORT,... of their serve (https://HOST:PORT "
                        "for one serving TLS; [ADDRESS]:PORT for IPv6)")
           ->type_name("LIST");
-  CLI::Option *hosts_file =
+  target.hosts_file_option =
       command
-          ->add_option("--hosts-file", settings->hosts_file,
+          ->add_option(prefix + "hosts-file", target.hosts_file,
                        "The agents to ask, one HOST:PORT a line (# starts a comment)")
           ->type_name("FILE")
           ->check(caller_path());
-  hosts->excludes(hosts_file);
-  hosts_file->excludes(hosts);
-  command->add_option("--format", settings->format, "text (for people) or json")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
+  target.hosts_option->excludes(target.hosts_file_option);
+  target.hosts_file_option->excludes(target.hosts_option);
   command
-      ->add_option("--timeout", settings->timeout_seconds,
+      ->add_option(prefix + "timeout", target.timeout_seconds,
                    "Seconds each host has to answer, connection and TLS included; a host that "
                    "takes longer is shown as unreachable")
       ->type_name("SECONDS")
       ->check(finite_range(0.1, 600.0))
       ->default_str("3");
   command
-      ->add_option("--fleet-ca", settings->options.client.ca_file,
+      ->add_option("--fleet-ca", target.ca_file,
                    "Check https:// hosts' certificates against these certificate authorities "
                    "(PEM) rather than the system's")
       ->type_name("FILE")
       ->check(caller_path());
-  CLI::Option *user =
-      command
-          ->add_option("--fleet-user", settings->user, "Send basic auth as this user to every host")
+  target.user_option =
+      command->add_option("--fleet-user", target.user, "Send basic auth as this user to every host")
           ->type_name("NAME");
   CLI::Option *password =
       command
-          ->add_option("--fleet-password-file", settings->password_file,
+          ->add_option("--fleet-password-file", target.password_file,
                        "The basic-auth password: the first line of this file (never on the "
                        "command line, where ps shows it)")
           ->type_name("FILE")
           ->check(caller_path());
-  user->needs(password);
-  password->needs(user);
-  return {[settings, hosts, hosts_file, user] {
+  target.user_option->needs(password);
+  password->needs(target.user_option);
+}
+
+namespace {
+
+SubcommandRun fleet_options(CLI::App *command) {
+  struct Settings {
+    FleetOptions options;
+    FleetClientCli client;
+    std::string format = "text";
+  };
+  auto settings = std::make_shared<Settings>();
+  add_fleet_client_options(command, settings->client, "--");
+  command->add_option("--format", settings->format, "text (for people) or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  return {[settings] {
     FleetOptions &options = settings->options;
-    if (hosts->count() > 0)
-      options.client.hosts = parse_fleet_hosts(settings->hosts);
-    else if (hosts_file->count() > 0)
-      options.client.hosts = read_fleet_hosts_file(settings->hosts_file);
-    else
-      throw AgentError(exit_usage, "fleet: name the agents with --hosts or --hosts-file");
-    if (user->count() > 0)
-      options.client.credentials = read_fleet_credentials(settings->user, settings->password_file);
-    options.client.timeout = to_ms(settings->timeout_seconds);
+    options.client = settings->client.finish("fleet");
     options.json = settings->format == "json";
     options.table_style = table_style(::isatty(STDOUT_FILENO) == 1);
     return run_fleet(options);

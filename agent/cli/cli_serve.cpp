@@ -15,6 +15,7 @@ SubcommandRun serve_options(CLI::App *command) {
     KernelLogCli kernel_log;
     double request_timeout_seconds = 10;
     std::string metric_names = "nvsmi";
+    FleetClientCli fleet;
   };
   auto settings = std::make_shared<Settings>();
   ServeOptions &options = settings->options;
@@ -86,7 +87,10 @@ SubcommandRun serve_options(CLI::App *command) {
       ->type_name("SECONDS")
       ->check(finite_range(0.1, 3600.0))
       ->capture_default_str();
+  add_fleet_client_options(command, settings->fleet, "--fleet-");
   return {[settings] {
+    if (settings->fleet.given())
+      settings->options.fleet = settings->fleet.finish("serve");
     settings->options.limits.request_timeout =
         std::chrono::milliseconds(static_cast<long long>(settings->request_timeout_seconds * 1000));
     settings->sampling.finish();
@@ -102,10 +106,12 @@ SubcommandRun serve_options(CLI::App *command) {
 } // namespace
 
 Subcommand add_serve_command(CLI::App &app) {
-  return add_subcommand(app, "serve",
-                        "Sample in the background and serve Prometheus metrics (/metrics), JSON "
-                        "(/api/v1/...) and a live dashboard (/) over HTTP.",
-                        serve_options);
+  return add_subcommand(
+      app, "serve",
+      "Sample in the background and serve Prometheus metrics (/metrics), JSON "
+      "(/api/v1/...) and a live dashboard (/) over HTTP; with --fleet-hosts, other "
+      "agents' GPUs too (/fleet, /fleet.json).",
+      serve_options);
 }
 
 } // namespace nvsmi

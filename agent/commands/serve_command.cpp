@@ -2,15 +2,18 @@
 
 #include "core/exit_codes.hpp"
 #include "core/log_line.hpp"
+#include "fleet/fleet_view.hpp"
 #include "formats/prometheus_metrics.hpp"
 #include "nvidia_smi/stop_signals.hpp"
 #include "sampling/sampling_loop.hpp"
 #include "serve/basic_auth.hpp"
+#include "serve/embedded_files.hpp"
 #include "serve/serve_exposure.hpp"
 #include "serve/serve_state.hpp"
 #include "serve/web_config.hpp"
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <csignal>
 #include <sys/resource.h>
@@ -96,13 +99,21 @@ public:
         server_(
             loop_.context(), endpoint(options.listen), server_limits(options),
             [this](std::string_view path, std::string_view query) {
+              if (fleet_ && (path == "/fleet" || path == "/fleet.json"))
+                return fleet_answer(path);
               return state_.answer(path, query, ServeClock::now(), loop_.sampler().counters());
             },
-            security(options, loop_.context())) {}
+            security(options, loop_.context())),
+        fleet_timer_(loop_.context()) {
+    if (options.fleet)
+      fleet_.emplace(loop_.context(), *options.fleet);
+  }
 
   int run() {
     loop_.catch_signals([this](int signal) { stop(exit_code_for_stop(signal)); });
     server_.start();
+    if (fleet_)
+      poll_fleet();
     // run() throws when nvidia-smi cannot be started at all.
     return loop_.run([this] {
       auto address = server_.local_endpoint();
@@ -129,9 +140,42 @@ private:
     state_.add(snapshot, ServeClock::now());
   }
 
+  // Every interval, on the server's own thread: the hosts asked (a poll still out, waiting on a
+  // host's deadline, is not doubled) and /fleet.json rendered again from what each last said,
+  // so that the hosts that answer keep coming while a stalled one runs out its deadline.
+  void poll_fleet() {
+    fleet_->poll([this] { render_fleet(); });
+    render_fleet();
+    fleet_timer_.expires_after(loop_.sampler().interval());
+    fleet_timer_.async_wait([this](boost::system::error_code error) {
+      if (!error && !loop_.stopping())
+        poll_fleet();
+    });
+  }
+
+  // Another host's sample is shown as that host gave it, less what this serve's own --expose
+  // withholds: a fleet page beyond loopback must not pass on the user names or command lines
+  // that a serve on this machine's loopback gives its own users.
+  void render_fleet() {
+    std::vector<HostReading> shown = fleet_->hosts();
+    for (HostReading &reading : shown)
+      if (reading.last_good)
+        limit_exposure(*reading.last_good, exposure_);
+    fleet_json_ = std::make_shared<const std::string>(
+        format_fleet_json(shown, std::chrono::system_clock::now()));
+  }
+
+  HttpResponse fleet_answer(std::string_view path) const {
+    if (path == "/fleet")
+      return {200, "text/html; charset=utf-8", fleet_page(), {}, {}};
+    return {200, "application/json", fleet_json_, {}, {}};
+  }
+
   void stop(int code) {
     if (loop_.stopping())
       return;
+    fleet_timer_.cancel();
+    fleet_.reset(); // its requests in flight end now
     server_.stop();
     loop_.stop(code);
   }
@@ -140,6 +184,9 @@ private:
   SamplingLoop loop_;
   ServeState state_;
   HttpServer server_;
+  asio::steady_timer fleet_timer_;
+  std::optional<FleetPoller> fleet_;
+  std::shared_ptr<const std::string> fleet_json_;
 };
 
 } // namespace

@@ -1,9 +1,11 @@
 #pragma once
 
+#include "fleet/fleet_poller.hpp"
 #include "formats/prometheus_selection.hpp"
 #include "sampling/sampler.hpp"
 #include "serve/http_server.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,9 @@ struct ServeOptions {
   MetricsSelection metrics;
   // The exporters' web config (TLS, basic auth; serve/web_config.hpp); empty: plain HTTP, open.
   std::string web_config_file;
+  // --fleet-hosts: other agents' serve, asked every interval, for /fleet and /fleet.json
+  // (docs/FLEET.md); without it both answer 404.
+  std::optional<FleetClientOptions> fleet;
 };
 
 // Samples in the background and answers HTTP until SIGINT or SIGTERM; returns the exit code.

@@ -1,7 +1,10 @@
 #include "commands/top_command.hpp"
 
+#include "commands/top_fleet.hpp"
+
 #include "core/exit_codes.hpp"
 #include "core/log_line.hpp"
+#include "core/number_text.hpp"
 #include "host/process_signal.hpp"
 #include "host/process_tree.hpp"
 #include "nvidia_smi/stop_signals.hpp"
@@ -28,23 +31,6 @@ using std::chrono::milliseconds;
 
 // Messages kept while the screen is up, written to stderr once it is given back.
 constexpr std::size_t max_kept_messages = 20;
-
-// Asio makes the keyboard's descriptor non-blocking, and the flag belongs to the terminal's open
-// file, which the shell shares: it is put back as it was, however the run ends, or the shell
-// that started top would find its input non-blocking.
-class InputFlags {
-public:
-  InputFlags() : flags_(::fcntl(STDIN_FILENO, F_GETFL)) {}
-  ~InputFlags() {
-    if (flags_ >= 0)
-      ::fcntl(STDIN_FILENO, F_SETFL, flags_);
-  }
-  InputFlags(const InputFlags &) = delete;
-  InputFlags &operator=(const InputFlags &) = delete;
-
-private:
-  int flags_;
-};
 
 class Top {
 public:
@@ -300,6 +286,8 @@ private:
 } // namespace
 
 int run_top(const TopOptions &options) {
+  if (options.fleet)
+    return run_top_fleet(*options.fleet, to_ms(options.sampling.interval_seconds));
   std::setlocale(LC_ALL, "");
   // Before the sampler reads a fixture or starts nvidia-smi: a pipe gets one clear line at once.
   TopView::check_terminal();

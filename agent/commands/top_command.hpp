@@ -1,11 +1,16 @@
 #pragma once
 
+#include "fleet/fleet_poller.hpp"
 #include "sampling/sampler.hpp"
+
+#include <optional>
 
 namespace nvsmi {
 
 struct TopOptions {
   SamplerOptions sampling;
+  // --hosts: other agents' serve, asked every --interval, instead of this machine's nvidia-smi.
+  std::optional<FleetClientOptions> fleet;
 };
 
 // Shows the samples full-screen until `q`, SIGINT or SIGTERM, and returns the exit code. Throws

@@ -8,6 +8,7 @@
 namespace nvsmi {
 
 std::shared_ptr<const std::string> dashboard_page(); // agent/serve/dashboard/index.html
+std::shared_ptr<const std::string> fleet_page();     // agent/serve/dashboard/fleet.html
 std::shared_ptr<const std::string> dygraph_script(); // dygraph.min.js
 std::shared_ptr<const std::string> dygraph_style();  // dygraph.min.css
 

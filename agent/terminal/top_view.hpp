@@ -4,7 +4,9 @@
 
 #include "terminal/top_layout.hpp"
 
+#include <fcntl.h>
 #include <optional>
+#include <unistd.h>
 
 namespace nvsmi {
 
@@ -33,6 +35,23 @@ enum class TopKey {
   signal_interrupt,
   confirm, // y: send the signal asked for
   click,   // the left button pressed: clicked_line() says on which line
+};
+
+// Asio makes the keyboard's descriptor non-blocking, and the flag belongs to the terminal's open
+// file, which the shell shares: it is put back as it was, however the run ends, or the shell
+// that started top would find its input non-blocking.
+class InputFlags {
+public:
+  InputFlags() : flags_(::fcntl(STDIN_FILENO, F_GETFL)) {}
+  ~InputFlags() {
+    if (flags_ >= 0)
+      ::fcntl(STDIN_FILENO, F_SETFL, flags_);
+  }
+  InputFlags(const InputFlags &) = delete;
+  InputFlags &operator=(const InputFlags &) = delete;
+
+private:
+  int flags_;
 };
 
 class TopView {

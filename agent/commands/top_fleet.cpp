@@ -1,0 +1,238 @@
+#include "commands/top_fleet.hpp"
+
+#include "core/exit_codes.hpp"
+#include "core/number_text.hpp"
+#include "core/screen_text.hpp"
+#include "fleet/fleet_view.hpp"
+#include "formats/dotted_lines.hpp"
+#include "nvidia_smi/stop_signals.hpp"
+#include "terminal/top_view.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <algorithm>
+#include <clocale>
+#include <csignal>
+#include <sstream>
+
+namespace nvsmi {
+namespace {
+
+namespace asio = boost::asio;
+using std::chrono::milliseconds;
+
+Tone status_tone(HostStatus status) {
+  switch (status) {
+  case HostStatus::ok:
+    return Tone::good;
+  case HostStatus::stale:
+    return Tone::warning;
+  case HostStatus::unreachable:
+    return Tone::alarm;
+  case HostStatus::waiting:
+    break;
+  }
+  return Tone::dim;
+}
+
+// Each line of `text` (newline-separated, as the table and dotted_lines give it) as one span.
+void add_lines(std::vector<ScreenLine> &out, const std::string &text, Tone tone,
+               std::size_t columns) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    out.push_back({Span{cut_to_columns(printable_text(line), columns), tone, false}});
+}
+
+} // namespace
+
+std::vector<ScreenLine> layout_fleet_screen(const std::vector<HostReading> &hosts,
+                                            std::chrono::system_clock::time_point now,
+                                            ScreenSize size, std::size_t &scroll,
+                                            milliseconds interval) {
+  std::size_t columns = static_cast<std::size_t>(std::max(size.columns, 1));
+  TableStyle style{false, std::max<std::size_t>(columns, 40)};
+  std::vector<ScreenLine> head;
+  add_lines(head,
+            "nvsmi-agent top \u00b7 " + std::to_string(hosts.size()) + " hosts \u00b7 every " +
+                seconds_text(interval) + " s",
+            Tone::heading, columns);
+  add_lines(head, dotted_lines(fleet_summary_text(fleet_summary_of(hosts)), style), Tone::normal,
+            columns);
+
+  std::vector<ScreenLine> body;
+  for (const HostReading &reading : hosts) {
+    body.push_back({});
+    add_lines(body, dotted_lines(fleet_host_line(reading, now), style), status_tone(reading.status),
+              columns);
+    // A host that is not ok shows what it last said, dimmed: a reading of the past, not now.
+    if (reading.last_good)
+      add_lines(body, format_table(*reading.last_good, style),
+                reading.status == HostStatus::ok ? Tone::normal : Tone::dim, columns);
+  }
+
+  std::size_t lines = static_cast<std::size_t>(std::max(size.lines, 1));
+  std::size_t room = lines > head.size() + 1 ? lines - head.size() - 1 : 0;
+  scroll = body.size() > room ? std::min(scroll, body.size() - room) : 0;
+  std::vector<ScreenLine> screen(head.begin(), head.end());
+  for (std::size_t at = scroll; at < body.size() && at - scroll < room; ++at)
+    screen.push_back(body[at]);
+  screen.resize(lines - 1);
+  std::string keys = "q quit  \u2191\u2193 PgUp PgDn scroll";
+  if (body.size() > room)
+    keys += "  lines " + std::to_string(scroll + 1) + "-" +
+            std::to_string(std::min(body.size(), scroll + room)) + " of " +
+            std::to_string(body.size());
+  screen.push_back({Span{cut_to_columns(keys, columns), Tone::heading, false}});
+  return screen;
+}
+
+namespace {
+
+class FleetTop {
+public:
+  FleetTop(const FleetClientOptions &client, milliseconds interval)
+      : interval_(interval), poller_(context_, client), signals_(context_, SIGINT, SIGTERM),
+        resize_signal_(context_, SIGWINCH), poll_timer_(context_), tick_(context_),
+        keyboard_(context_) {}
+
+  int run() {
+    // Caught before ncurses starts, so that no signal leaves the screen taken and ncurses leaves
+    // SIGWINCH to this loop.
+    signals_.async_wait([this](boost::system::error_code error, int signal) {
+      if (!error)
+        stop(exit_code_for_stop(signal));
+    });
+    wait_for_resize();
+    view_.emplace();
+    int input = ::dup(STDIN_FILENO);
+    if (input < 0)
+      throw AgentError(exit_io, "cannot read the keyboard");
+    keyboard_.assign(input);
+    wait_for_key();
+    poll();
+    tick();
+    draw();
+    context_.run();
+    view_.reset(); // the terminal as it was
+    return code_;
+  }
+
+private:
+  // Every interval; a poll still out (a host at its deadline) is not started twice, and each
+  // host's reading changes as it answers, which the next tick draws.
+  void poll() {
+    poller_.poll([this] { draw(); });
+    poll_timer_.expires_after(interval_);
+    poll_timer_.async_wait([this](boost::system::error_code error) {
+      if (!error && !stopping_)
+        poll();
+    });
+  }
+
+  // Once a second: the ages move, and a host that answered mid-poll shows without waiting for
+  // the slowest.
+  void tick() {
+    tick_.expires_after(milliseconds(1000));
+    tick_.async_wait([this](boost::system::error_code error) {
+      if (error || stopping_)
+        return;
+      draw();
+      tick();
+    });
+  }
+
+  void wait_for_resize() {
+    resize_signal_.async_wait([this](boost::system::error_code error, int) {
+      if (error)
+        return;
+      if (view_) {
+        view_->resize();
+        draw();
+      }
+      wait_for_resize();
+    });
+  }
+
+  void wait_for_key() {
+    keyboard_.async_wait(asio::posix::stream_descriptor::wait_read,
+                         [this](boost::system::error_code error) {
+                           if (error || stopping_)
+                             return;
+                           read_keys();
+                           if (!stopping_)
+                             wait_for_key();
+                         });
+  }
+
+  void read_keys() {
+    std::size_t page = static_cast<std::size_t>(std::max(1, view_->size().lines / 2));
+    while (std::optional<TopKey> key = view_->read_key()) {
+      switch (*key) {
+      case TopKey::quit:
+        return stop(exit_ok);
+      case TopKey::resize:
+        view_->resize();
+        break;
+      case TopKey::scroll_up:
+        scroll_ -= std::min<std::size_t>(scroll_, 1);
+        break;
+      case TopKey::scroll_down:
+        ++scroll_;
+        break;
+      case TopKey::page_up:
+        scroll_ -= std::min(scroll_, page);
+        break;
+      case TopKey::page_down:
+        scroll_ += page;
+        break;
+      default: // the keys of one machine's processes have nothing to act on here
+        break;
+      }
+    }
+    draw();
+  }
+
+  void draw() {
+    if (view_ && !stopping_)
+      view_->draw(layout_fleet_screen(poller_.hosts(), std::chrono::system_clock::now(),
+                                      view_->size(), scroll_, interval_));
+  }
+
+  void stop(int code) {
+    if (stopping_)
+      return;
+    stopping_ = true;
+    code_ = code;
+    // The requests still out end with the context: the poller's handlers are never run again.
+    context_.stop();
+  }
+
+  InputFlags input_flags_; // destroyed after the keyboard's descriptor and the view
+  asio::io_context context_;
+  milliseconds interval_;
+  FleetPoller poller_;
+  asio::signal_set signals_;
+  asio::signal_set resize_signal_;
+  asio::steady_timer poll_timer_;
+  asio::steady_timer tick_;
+  asio::posix::stream_descriptor keyboard_;
+  std::optional<TopView> view_;
+  std::size_t scroll_ = 0;
+  bool stopping_ = false;
+  int code_ = exit_ok;
+};
+
+} // namespace
+
+int run_top_fleet(const FleetClientOptions &client, milliseconds interval) {
+  std::setlocale(LC_ALL, "");
+  TopView::check_terminal();
+  ignore_write_signals();
+  FleetTop top(client, interval);
+  return top.run();
+}
+
+} // namespace nvsmi

@@ -1,0 +1,29 @@
+// `top --hosts`: every host's GPUs from its agent's serve, asked every interval by the fleet's
+// poller, on top's screen and keys.
+#pragma once
+
+#include "fleet/fleet_poller.hpp"
+#include "terminal/top_layout.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <vector>
+
+namespace nvsmi {
+
+// Exactly `size.lines` lines, none wider than `size.columns`: a heading, the fleet's one summary
+// line (fleet_view's, as `fleet` prints it), then from line `scroll` of the hosts' part each
+// host's line (its status, why, the age of its last good sample) and that sample as the table
+// draws it, dimmed where the host is not ok, and the keys last. `scroll` is clamped to what
+// there is to show.
+std::vector<ScreenLine> layout_fleet_screen(const std::vector<HostReading> &hosts,
+                                            std::chrono::system_clock::time_point now,
+                                            ScreenSize size, std::size_t &scroll,
+                                            std::chrono::milliseconds interval);
+
+// Shows the hosts full-screen, asking them every `interval` (a poll still out is not doubled),
+// until `q`, SIGINT or SIGTERM; returns the exit code. Throws AgentError(exit_usage) when stdin
+// or stdout is not a terminal, and what the poller throws (a CA file it cannot load).
+int run_top_fleet(const FleetClientOptions &client, std::chrono::milliseconds interval);
+
+} // namespace nvsmi
