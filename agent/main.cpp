@@ -5,6 +5,8 @@
 #include "nvsmi/utf8.hpp"
 
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,33 +23,19 @@ void report(const std::string &message) {
   std::fprintf(stderr, "nvsmi-agent: %s\n", nvsmi::valid_utf8(message).c_str());
 }
 
-} // namespace
+// The top-level app, before its subcommands.
+std::unique_ptr<CLI::App> make_app() {
+  auto app = std::make_unique<CLI::App>(
+      "nvsmi-agent: reads nvidia-smi into typed records and hands them on as the legacy UI's "
+      "JSON, typed JSON or CSV.");
+  app->set_version_flag("--version", version());
+  app->require_subcommand(1);
+  nvsmi::use_plain_help(*app);
+  return app;
+}
 
-int main(int argc, char **argv) {
+int run_chosen(const nvsmi::Subcommands &subcommands) {
   using namespace nvsmi;
-  CLI::App app{"nvsmi-agent: reads nvidia-smi into typed records and hands them on as the legacy "
-               "UI's JSON, typed JSON or CSV."};
-  app.set_version_flag("--version", version());
-  app.require_subcommand(1);
-  use_plain_help(app);
-
-  Subcommands subcommands = add_subcommands(app);
-
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success &done) {
-    return app.exit(done);
-  } catch (const CLI::ParseError &error) {
-    std::string message =
-        usage_error(app, subcommands, error, std::vector<std::string>(argv + 1, argv + argc));
-    const Subcommand *chosen = subcommands.chosen();
-    if (chosen && chosen->chosen->parse_failed)
-      return chosen->chosen->parse_failed(message);
-    // One line, as every other failure: CLI11's own adds a second.
-    report(message);
-    return exit_usage;
-  }
-
   try {
     if (const Subcommand *chosen = subcommands.chosen())
       return chosen->chosen->run();
@@ -59,4 +47,45 @@ int main(int argc, char **argv) {
     report(std::string("internal error: ") + error.what());
     return exit_internal;
   }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  using namespace nvsmi;
+  std::vector<std::string> arguments(argv + 1, argv + argc);
+
+  // A command line that names one subcommand and no other is parsed with that one alone. Where
+  // that parse does not simply succeed (--help, --version, any error), it is thrown away and the
+  // command line parsed again with every subcommand, below: what it prints and its exit code are
+  // then those of the whole command line, as always. Nothing runs before a parse succeeds.
+  if (std::optional<std::string> lone = lone_subcommand(arguments)) {
+    std::unique_ptr<CLI::App> app = make_app();
+    Subcommands subcommands = add_subcommands(*app, *lone);
+    bool parsed = false;
+    try {
+      app->parse(argc, argv);
+      parsed = true;
+    } catch (const CLI::Error &) {
+    }
+    if (parsed)
+      return run_chosen(subcommands);
+  }
+
+  std::unique_ptr<CLI::App> app = make_app();
+  Subcommands subcommands = add_subcommands(*app);
+  try {
+    app->parse(argc, argv);
+  } catch (const CLI::Success &done) {
+    return app->exit(done);
+  } catch (const CLI::ParseError &error) {
+    std::string message = usage_error(*app, subcommands, error, arguments);
+    const Subcommand *chosen = subcommands.chosen();
+    if (chosen && chosen->chosen->parse_failed)
+      return chosen->chosen->parse_failed(message);
+    // One line, as every other failure: CLI11's own adds a second.
+    report(message);
+    return exit_usage;
+  }
+  return run_chosen(subcommands);
 }

@@ -76,3 +76,37 @@ TEST_CASE("the chosen subcommand is known when the parse fails in its options, a
   CHECK_THROWS_AS(other.parse("wach --interval 1", false), CLI::ParseError);
   CHECK(none.chosen() == nullptr);
 }
+
+TEST_CASE("a command line that names one subcommand and no other is parsed with that one alone") {
+  using Words = std::vector<std::string>;
+  CHECK(nvsmi::lone_subcommand(Words{"snapshot", "--format", "legacy"}) == "snapshot");
+  CHECK(nvsmi::lone_subcommand(Words{"check"}) == "check");
+  // Anything else takes the whole parse: no subcommand first, an unknown or misspelt one, a
+  // top-level option first, and a second subcommand's name anywhere (CLI11 ends an option's
+  // values there, which it can only do with every subcommand registered).
+  CHECK_FALSE(nvsmi::lone_subcommand(Words{}));
+  CHECK_FALSE(nvsmi::lone_subcommand(Words{"--help"}));
+  CHECK_FALSE(nvsmi::lone_subcommand(Words{"--version", "snapshot"}));
+  CHECK_FALSE(nvsmi::lone_subcommand(Words{"wach", "--interval", "1"}));
+  CHECK_FALSE(nvsmi::lone_subcommand(Words{"Snapshot"}));
+  CHECK_FALSE(nvsmi::lone_subcommand(Words{"report", "--hosts", "a", "watch"}));
+  CHECK_FALSE(nvsmi::lone_subcommand(Words{"run", "--", "top"}));
+}
+
+TEST_CASE("each subcommand alone is the one of its name, with the options it has among all") {
+  CLI::App all;
+  nvsmi::Subcommands every = nvsmi::add_subcommands(all);
+  REQUIRE(every.all().size() == 10);
+  for (const nvsmi::Subcommand &subcommand : every.all()) {
+    std::string name = subcommand.command->get_name();
+    INFO(name);
+    CHECK(nvsmi::lone_subcommand({name}) == name);
+    CLI::App app;
+    nvsmi::Subcommands alone = nvsmi::add_subcommands(app, name);
+    REQUIRE(alone.all().size() == 1);
+    CHECK(alone.all().front().command->get_name() == name);
+    CHECK(alone.all().front().command->get_description() == subcommand.command->get_description());
+    CHECK_THROWS_AS(app.parse(name + " --help", false), CLI::CallForHelp);
+    CHECK(own_options(alone.all().front().command) > 0);
+  }
+}

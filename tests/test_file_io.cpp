@@ -1,3 +1,4 @@
+#include "core/descriptor.hpp"
 #include "core/exit_codes.hpp"
 #include "files/file_io.hpp"
 #include "support.hpp"
@@ -101,4 +102,37 @@ TEST_CASE("read_capped reads files and refuses what is too large or missing") {
     CHECK(error.code() == exit_io);
     CHECK_THAT(error.what(), Catch::Contains("missing"));
   }
+}
+
+// read_up_to grows its room as the bytes come: a cap far above what a file holds (the host's I/O
+// rates read /proc/diskstats with 1 MiB) no longer takes, and zero-fills, the whole cap on every
+// call; what it reads is the same.
+TEST_CASE("read_up_to: a small file under a large cap takes no more room than it needs") {
+  std::string folder = test::temporary_folder();
+  std::string small = folder + "/diskstats", large = folder + "/large";
+  test::write_file(small, "   8       0 sda 1 2 3 4 5 6 7 8 9 10 11\n");
+  std::string content;
+  for (int i = 0; content.size() < 300 * 1024; ++i)
+    content += "line " + std::to_string(i) + "\n";
+  test::write_file(large, content);
+  const std::size_t cap = (1u << 20) + 1;
+
+  Descriptor fd(::open(small.c_str(), O_RDONLY | O_CLOEXEC));
+  std::string out;
+  REQUIRE(read_up_to(fd.get(), cap, std::nullopt, out));
+  CHECK(out == test::read_file(small));
+  CHECK(out.capacity() < cap / 4);
+
+  // Past the first room: the whole file, appended to what `out` held; from an offset; only up to
+  // the count.
+  Descriptor whole(::open(large.c_str(), O_RDONLY | O_CLOEXEC));
+  std::string appended = "before:";
+  REQUIRE(read_up_to(whole.get(), cap, std::nullopt, appended));
+  CHECK(appended == "before:" + content);
+  std::string from_offset;
+  REQUIRE(read_up_to(whole.get(), cap, off_t{100 * 1024}, from_offset));
+  CHECK(from_offset == content.substr(100 * 1024));
+  std::string counted;
+  REQUIRE(read_up_to(whole.get(), 150 * 1024 + 7, off_t{0}, counted));
+  CHECK(counted == content.substr(0, 150 * 1024 + 7));
 }

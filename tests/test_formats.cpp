@@ -1,4 +1,5 @@
 #include "formats/formats.hpp"
+#include "formats/json_writer.hpp"
 #include "formats/prometheus_metrics.hpp"
 #include "nvsmi/xml_reader.hpp"
 #include "snapshot_builders.hpp"
@@ -444,4 +445,32 @@ TEST_CASE("table: SM activity beside utilization where dmon gives it, nothing wh
   s.gpus[0].sm_active_percent = 12;
   std::string with = format_table(s, {false, 120});
   CHECK(with.find("99% (SM 12%)") != std::string::npos);
+}
+
+// JsonWriter copies a string that needs no escaping as it is and looks at it four bytes a step:
+// a byte that is not plain printable ASCII, at every place of the steps and of the bytes left
+// after them, sends the string through the escaping, and it reads back as the text given (made
+// valid UTF-8).
+TEST_CASE("JsonWriter: a byte to escape anywhere in a string is escaped, others are copied") {
+  for (int odd : {0x00, 0x0a, 0x1f, 0x22, 0x5c, 0x7f, 0x80, 0xc3, 0xff}) {
+    for (std::size_t length = 1; length <= 11; ++length) {
+      for (std::size_t place = 0; place < length; ++place) {
+        std::string text(length, 'a');
+        text[place] = static_cast<char>(odd);
+        INFO("byte " << odd << " at " << place << " of " << length);
+        std::string out;
+        JsonWriter json(out);
+        json.value(text);
+        CHECK(is_valid_utf8(out));
+        CHECK(nlohmann::json::parse(out).get<std::string>() == valid_utf8(text));
+      }
+    }
+  }
+  for (std::string plain :
+       {"", "a", "ab~ ", "clocks_event_reasons", " !#$%&'()*+,-./09:;<=>?@AZ[]^_`az{|}~"}) {
+    std::string out;
+    JsonWriter json(out);
+    json.value(plain);
+    CHECK(out == "\"" + plain + "\"");
+  }
 }

@@ -60,8 +60,14 @@ private:
 // line. Set on the app before its subcommands, which take it from the app.
 void use_plain_help(CLI::App &app);
 
-// Every subcommand on `app`.
-Subcommands add_subcommands(CLI::App &app);
+// Every subcommand on `app`, or the one named `only` alone (main's parse of a command line that
+// names one subcommand and no other: the nine others' CLI::Apps cost a snapshot 0.17 M of its
+// 2.7 M instructions, docs/PERFORMANCE.md).
+Subcommands add_subcommands(CLI::App &app, const std::string &only = "");
+
+// The subcommand that a command line (without the program's name) can be parsed with alone: its
+// first word, where that names a subcommand and no later word names any. Empty otherwise.
+std::optional<std::string> lone_subcommand(const std::vector<std::string> &arguments);
 
 // The one line (after "nvsmi-agent: ") for a command line CLI11 refused: what is wrong in plain
 // words, the command or option meant where one is close ("did you mean"), and which --help to

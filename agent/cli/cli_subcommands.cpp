@@ -1,6 +1,37 @@
 #include "cli/cli.hpp"
 
+#include <algorithm>
+#include <array>
+
 namespace nvsmi {
+namespace {
+
+struct SubcommandEntry {
+  const char *name;
+  Subcommand (*add)(CLI::App &app);
+};
+
+// Every subcommand, in the order --help lists them. Each `add` registers the name beside it
+// (the cli_subcommands tests check that they agree).
+constexpr std::array<SubcommandEntry, 10> subcommand_table = {{
+    {"snapshot", add_snapshot_command},
+    {"watch", add_watch_command},
+    {"report", add_report_command},
+    {"job", add_job_command},
+    {"serve", add_serve_command},
+    {"top", add_top_command},
+    {"pick", add_pick_command},
+    {"run", add_run_command},
+    {"check", add_check_command},
+    {"fleet", add_fleet_command},
+}};
+
+bool names_a_subcommand(const std::string &word) {
+  return std::any_of(subcommand_table.begin(), subcommand_table.end(),
+                     [&word](const SubcommandEntry &entry) { return word == entry.name; });
+}
+
+} // namespace
 
 Subcommand add_subcommand(CLI::App &app, const std::string &name, const std::string &description,
                           std::function<SubcommandRun(CLI::App *command)> add_options) {
@@ -19,19 +50,22 @@ Subcommands::Subcommands(std::vector<Subcommand> all) : all_(std::move(all)) {
     });
 }
 
-Subcommands add_subcommands(CLI::App &app) {
-  return Subcommands({
-      add_snapshot_command(app),
-      add_watch_command(app),
-      add_report_command(app),
-      add_job_command(app),
-      add_serve_command(app),
-      add_top_command(app),
-      add_pick_command(app),
-      add_run_command(app),
-      add_check_command(app),
-      add_fleet_command(app),
-  });
+Subcommands add_subcommands(CLI::App &app, const std::string &only) {
+  std::vector<Subcommand> all;
+  for (const SubcommandEntry &entry : subcommand_table)
+    if (only.empty() || only == entry.name)
+      all.push_back(entry.add(app));
+  return Subcommands(std::move(all));
+}
+
+std::optional<std::string> lone_subcommand(const std::vector<std::string> &arguments) {
+  if (arguments.empty() || !names_a_subcommand(arguments.front()))
+    return std::nullopt;
+  // CLI11 ends an option's list of values at any subcommand's name, the parent's included: a
+  // command line with a second one is parsed with all of them, where it reads as it always has.
+  if (std::any_of(arguments.begin() + 1, arguments.end(), names_a_subcommand))
+    return std::nullopt;
+  return arguments.front();
 }
 
 } // namespace nvsmi

@@ -11,6 +11,7 @@
 #include "core/log_line.hpp"
 
 #include <boost/asio/signal_set.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <csignal>
 #include <cstring>
@@ -22,8 +23,16 @@ inline void add_stop_signals(boost::asio::signal_set &signals) {
   for (int signal : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM,
                      SIGPROF, SIGXCPU, SIGIO, SIGPWR, SIGSTKFLT})
     signals.add(signal);
-  for (int signal = SIGRTMIN; signal <= SIGRTMAX; ++signal)
-    signals.add(signal);
+  for (int signal = SIGRTMIN; signal <= SIGRTMAX; ++signal) {
+    // A realtime signal that the process's runtime keeps for itself is refused with EINVAL
+    // (valgrind keeps SIGRTMAX to end its threads): it was never the agent's to catch, and
+    // refusing to start over it kept the agent from running under valgrind at all. Any other
+    // failure is still an error.
+    boost::system::error_code refused;
+    signals.add(signal, refused);
+    if (refused && refused != boost::system::errc::invalid_argument)
+      throw boost::system::system_error(refused, "add");
+  }
 }
 
 // What a long-running command (watch, serve) exits with when `signal` stops it: 0 for SIGINT and
