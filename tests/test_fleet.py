@@ -39,10 +39,12 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 import urllib.request
 import xml.etree.ElementTree as ElementTree
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -148,6 +150,16 @@ FOR_IN_TEST = "15s"
 # The failing host's agent is restarted on this (no alert of the rules fires for it) with an empty
 # kernel log: every alert of that host resolves.
 RESOLVED_FIXTURE = "xml/h100-8gpu-v12.xml"
+
+# fleet --prometheus (issue 28 item 5): each host's status, and the GPUs' states by host and `gpu`
+# label, as the agents' nvsmi_gpu_state says them (the fixtures' states, above).
+EXPECTED_PROMETHEUS_STATUS = {"healthy": "ok", "failing": "ok", "lost": "ok",
+                              "down": "unreachable"}
+EXPECTED_PROMETHEUS_STATES = {
+    ("healthy", "0"): "free", ("healthy", "1"): "in_use", ("healthy", "2"): "hot",
+    ("healthy", "3"): "idle_but_held", ("healthy", "5"): "at_power_limit",
+    ("failing", "3"): "failing", ("lost", str(LOST_GPU)): "lost"}
+EXPECTED_PROMETHEUS_SUMMARY = "24 GPUs on 4 hosts: "
 
 # Counts say 0 where there is none, never "No data" (issue 23, item 18). The dashboard's counts
 # of the fleet, by panel title, asked for at a time before this test began, when Prometheus holds
@@ -736,6 +748,161 @@ def check_resolved(fleet):
           f"{sorted(set().union(*expected.values()))}")
 
 
+def run_agent(agent, *args, timeout=60):
+    """The agent's exit code, stdout and stderr."""
+    done = subprocess.run([str(agent), *args], stdin=subprocess.DEVNULL, capture_output=True,
+                          timeout=timeout)
+    return (done.returncode, done.stdout.decode("utf-8", "replace"),
+            done.stderr.decode("utf-8", "replace"))
+
+
+def check_prometheus_fleet(fleet):
+    """fleet --prometheus against the real Prometheus: the summary over the four instances, each
+    one's status (the down target unreachable, with Prometheus' last error), the GPUs' states as
+    their agents said them; the text view says the same."""
+    url = f"http://127.0.0.1:{fleet.prometheus_port}"
+    seen = {}
+
+    def matches():
+        code, out, err = run_agent(fleet.args.agent, "fleet", "--prometheus", url,
+                                   "--format", "json", "--timeout", "10")
+        if code != 0:
+            raise AssertionError(f"exit {code}: {err}")
+        answer = json.loads(out)
+        seen["answer"] = answer
+        hosts = {fleet.host_of(h["host"]): h for h in answer["hosts"]}
+        status = {host: h["status"] for host, h in hosts.items()}
+        states = {(host, g["gpu"]): g["state"] for host, h in hosts.items() for g in h["gpus"]}
+        return (answer["schema"] == "nvsmi-agent.fleet-prometheus/1"
+                and status == EXPECTED_PROMETHEUS_STATUS
+                and all(states.get(k) == v for k, v in EXPECTED_PROMETHEUS_STATES.items())
+                and answer["summary"].startswith(EXPECTED_PROMETHEUS_SUMMARY)
+                and "1 host without a fresh sample" in answer["summary"]
+                and hosts["down"]["problem"] and "answer" in seen)
+
+    try:
+        wait_for("fleet --prometheus to show every host", matches)
+    except AssertionError as error:
+        raise AssertionError(f"{error}\nlast answer: {json.dumps(seen.get('answer'))[:4000]}") \
+            from None
+    answer = seen["answer"]
+    code, text, err = run_agent(fleet.args.agent, "fleet", "--prometheus", url, "--timeout", "10")
+    if code != 0:
+        raise AssertionError(f"fleet --prometheus (text): exit {code}: {err}")
+    lines = text.splitlines()
+    down = fleet.instances["down"]
+    if not lines or not lines[0].startswith(EXPECTED_PROMETHEUS_SUMMARY):
+        raise AssertionError(f"fleet --prometheus text: no summary first:\n{text}")
+    # The host's line, broken between its parts where wider than 80 columns.
+    at = next((i for i, line in enumerate(lines) if line.split(" ")[0] == down), None)
+    if at is None or "unreachable" not in " ".join(lines[at:at + 2]):
+        raise AssertionError(f"fleet --prometheus text: {down} not unreachable:\n{text}")
+    if not re.search(rf"^\[{LOST_GPU}\] .* lost$", text, re.M):
+        raise AssertionError(f"fleet --prometheus text: GPU {LOST_GPU} not lost:\n{text}")
+    print(f"test_fleet: fleet --prometheus as expected: {answer['summary']}")
+
+
+class FakePrometheus:
+    """A Prometheus that misbehaves as `mode` says, on a loopback port of its own: garbage,
+    a huge answer, an HTTP error, no answer at all, or the API's JSON with hostile labels."""
+
+    HOSTILE = "evil\x1b[2J\x07\u202e:9437"
+
+    def __init__(self):
+        self.mode = "garbage"
+        self.release = threading.Event()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                mode = outer.mode
+                if mode == "silent":
+                    outer.release.wait(30)
+                    return
+                body, status = b"this is not JSON", 200
+                if mode == "huge":
+                    body = b"[" * (5 << 20)
+                elif mode == "error":
+                    body, status = b'{"status":"error","error":"bad\\u001b[31m query"}', 400
+                elif mode == "hostile":
+                    body = json.dumps(outer.hostile_answer(self.path)).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                try:
+                    self.wfile.write(body)
+                except OSError:
+                    pass  # the agent stopped reading at its bound
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def hostile_answer(self, path):
+        metric = {"job": "nvsmi\x1b]0;title\x07", "instance": self.HOSTILE, "gpu": "0",
+                  "uuid": "GPU-\x1b[31m", "name": "H100\x1b[5m", "state": "free",
+                  "user": "mal\x1b[1mlory"}
+        if "targets" in path:
+            return {"status": "success", "data": {"activeTargets": [
+                {"labels": metric, "lastError": "x\x1b[2J", "scrapeInterval": "9999999999h"}]}}
+        now = time.time()
+        value = [now, str(now) if "timestamp" in urllib.parse.unquote(path) else "1"]
+        return {"status": "success", "data": {"resultType": "vector",
+                                              "result": [{"metric": metric, "value": value}]}}
+
+    def close(self):
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def check_hostile_prometheus(agent):
+    """A Prometheus that refuses, says nothing, answers garbage, a huge answer or an HTTP error:
+    one line on stderr and exit 7 (cannot ask) or 6 (not its API); one whose labels carry
+    terminal controls: printed without them. --prometheus with --hosts: refused, exit 2."""
+    fake = FakePrometheus()
+    try:
+        cases = [("refused", f"http://127.0.0.1:{free_port()}", 7, "cannot connect"),
+                 ("silent", None, 7, "no answer in 0.5 s"),
+                 ("garbage", None, 6, "not the Prometheus HTTP API's JSON"),
+                 ("huge", None, 6, "answered more than 4 MiB"),
+                 ("error", None, 7, "answered HTTP 400")]
+        for mode, url, expected_code, expected_words in cases:
+            fake.mode = mode
+            code, out, err = run_agent(agent, "fleet", "--prometheus",
+                                       url or f"http://127.0.0.1:{fake.port}", "--timeout", "0.5")
+            lines = err.splitlines()
+            if (code != expected_code or out or len(lines) != 1
+                    or not lines[0].startswith("nvsmi-agent: --prometheus ")
+                    or expected_words not in lines[0] or "\x1b" in err):
+                raise AssertionError(f"fleet --prometheus, a Prometheus that is {mode}: expected "
+                                     f"exit {expected_code} and one line with {expected_words!r}"
+                                     f"; got exit {code}, stdout {out[:200]!r}, stderr {err!r}")
+        fake.mode = "hostile"
+        for form in ("text", "json"):
+            code, out, err = run_agent(agent, "fleet", "--prometheus",
+                                       f"http://127.0.0.1:{fake.port}", "--format", form)
+            controls = [c for c in out if (ord(c) < 32 and c != "\n") or 0x7f <= ord(c) < 0xa0
+                        or c == "\u202e"]
+            if code != 0 or controls or "evil" not in out:
+                raise AssertionError(f"fleet --prometheus --format {form}, hostile labels: exit "
+                                     f"{code}, controls {controls!r} in {out!r}, stderr {err!r}")
+            if form == "json":
+                json.loads(out)
+        code, out, err = run_agent(agent, "fleet", "--prometheus", "http://127.0.0.1:9090",
+                                   "--hosts", "127.0.0.1:9437")
+        if code != 2 or out:
+            raise AssertionError(f"fleet --prometheus with --hosts: exit {code}, stderr {err!r}")
+    finally:
+        fake.close()
+    print("test_fleet: fleet --prometheus refuses a Prometheus that misbehaves, as expected")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--agent", default=str(SOURCE / "build" / "agent" / "nvsmi-agent"))
@@ -745,6 +912,11 @@ def main():
                         help="only the Prometheus checks (the sanitizer build: Alertmanager's part "
                         "tests shipped files, not the agent)")
     args = parser.parse_args()
+    try:
+        check_hostile_prometheus(args.agent)
+    except AssertionError as failure:
+        print(f"test_fleet: FAILED: {failure}")
+        return 1
     if not shutil.which("prometheus"):
         print("test_fleet: SKIPPED: prometheus is not installed (scripts/install-deps installs it)")
         return 77
@@ -762,6 +934,7 @@ def main():
         print(f"test_fleet: agents {fleet.instances}, prometheus on port {fleet.prometheus_port}, "
               f"alertmanager on port {fleet.alertmanager_port}")
         check_free_gpus(fleet)
+        check_prometheus_fleet(fleet)
         check_alerts(fleet)
         check_dashboard(fleet)
         check_zero_counts(fleet)

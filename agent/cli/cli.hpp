@@ -168,6 +168,9 @@ struct FleetClientCli {
   // The hosts read and checked, the password read: throws AgentError as parse_fleet_hosts,
   // read_fleet_hosts_file and read_fleet_credentials do, exit_usage where no list was named.
   FleetClientOptions finish(const std::string &command) const;
+  // What every request is asked with, without hosts: the deadline, the CA file and the password
+  // read (fleet --prometheus asks a Prometheus with them).
+  FleetClientOptions connection() const;
 };
 void add_fleet_client_options(CLI::App *command, FleetClientCli &target, const std::string &prefix);
 

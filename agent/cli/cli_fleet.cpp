@@ -3,6 +3,7 @@
 #include "core/exit_codes.hpp"
 #include "core/number_text.hpp"
 #include "fleet/fleet_hosts.hpp"
+#include "fleet/fleet_prometheus.hpp"
 
 #include <memory>
 #include <unistd.h>
@@ -31,6 +32,13 @@ FleetClientOptions FleetClientCli::finish(const std::string &command) const {
   if (client.hosts.empty())
     throw AgentError(exit_usage, command + ": name the agents with " + hosts_option->get_name() +
                                      " or " + hosts_file_option->get_name());
+  FleetClientOptions with_hosts = connection();
+  with_hosts.hosts = std::move(client.hosts);
+  return with_hosts;
+}
+
+FleetClientOptions FleetClientCli::connection() const {
+  FleetClientOptions client;
   if (user_option->count() > 0)
     client.credentials = read_fleet_credentials(user, password_file);
   client.timeout = to_ms(timeout_seconds);
@@ -88,15 +96,31 @@ SubcommandRun fleet_options(CLI::App *command) {
     FleetOptions options;
     FleetClientCli client;
     std::string format = "text";
+    std::string prometheus;
   };
   auto settings = std::make_shared<Settings>();
   add_fleet_client_options(command, settings->client, "--");
+  CLI::Option *prometheus =
+      command
+          ->add_option("--prometheus", settings->prometheus,
+                       "Read the fleet from this Prometheus' HTTP API (http(s)://HOST:PORT"
+                       "[/PREFIX]) rather than asking each agent: every instance it scrapes")
+          ->type_name("URL");
+  prometheus->excludes(settings->client.hosts_option);
+  prometheus->excludes(settings->client.hosts_file_option);
+  settings->client.hosts_option->excludes(prometheus);
+  settings->client.hosts_file_option->excludes(prometheus);
   command->add_option("--format", settings->format, "text (for people) or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   return {[settings] {
     FleetOptions &options = settings->options;
-    options.client = settings->client.finish("fleet");
+    if (!settings->prometheus.empty()) {
+      options.prometheus = parse_prometheus_url(settings->prometheus);
+      options.client = settings->client.connection();
+    } else {
+      options.client = settings->client.finish("fleet");
+    }
     options.json = settings->format == "json";
     options.table_style = table_style(::isatty(STDOUT_FILENO) == 1);
     return run_fleet(options);
@@ -106,11 +130,13 @@ SubcommandRun fleet_options(CLI::App *command) {
 } // namespace
 
 Subcommand add_fleet_command(CLI::App &app) {
-  return add_subcommand(app, "fleet",
-                        "Many hosts at once: asks each agent's serve for its latest sample, all "
-                        "at once with a deadline, and shows every host's GPUs with the fleet's "
-                        "summary line; an unreachable or stale host is said to be.",
-                        fleet_options);
+  return add_subcommand(
+      app, "fleet",
+      "Many hosts at once: asks each agent's serve for its latest sample, all "
+      "at once with a deadline (or reads them from a Prometheus), and shows every "
+      "host's GPUs with the fleet's summary line; an unreachable or stale host "
+      "is said to be.",
+      fleet_options);
 }
 
 } // namespace nvsmi

@@ -9,6 +9,12 @@
 namespace nvsmi {
 
 int run_fleet(const FleetOptions &options) {
+  if (options.prometheus) {
+    std::vector<PrometheusInstance> instances = ask_prometheus(*options.prometheus, options.client);
+    write_stdout(options.json ? format_prometheus_fleet_json(*options.prometheus, instances)
+                              : format_prometheus_fleet_text(instances, options.table_style));
+    return exit_ok;
+  }
   boost::asio::io_context context;
   FleetPoller poller(context, options.client);
   poller.poll([] {});

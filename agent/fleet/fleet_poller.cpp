@@ -1,40 +1,19 @@
 #include "fleet/fleet_poller.hpp"
 
 #include "core/exit_codes.hpp"
-#include "core/number_text.hpp"
 #include "core/screen_text.hpp"
-#include "files/file_io.hpp"
 #include "report/report_json_log.hpp"
 
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
-#include <openssl/evp.h>
-#include <variant>
 
 namespace nvsmi {
 
 namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = asio::ip::tcp;
 
 namespace {
-
-std::string base64(const std::string &bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  int written = EVP_EncodeBlock(reinterpret_cast<unsigned char *>(out.data()),
-                                reinterpret_cast<const unsigned char *>(bytes.data()),
-                                static_cast<int>(bytes.size()));
-  out.resize(static_cast<std::size_t>(std::max(written, 0)));
-  return out;
-}
 
 // serve's 503 says why in {"error": "..."}; anything else is said by its status alone.
 std::string answered_error(const std::string &body) {
@@ -48,22 +27,6 @@ std::string answered_error(const std::string &body) {
 }
 
 } // namespace
-
-FleetCredentials read_fleet_credentials(const std::string &user, const std::string &password_file) {
-  if (user.empty() || user.find(':') != std::string::npos || printable_text(user) != user ||
-      user.find(' ') != std::string::npos)
-    throw AgentError(exit_usage,
-                     "--fleet-user: a user name has no `:`, space or control character");
-  FileBytes bytes = read_capped(password_file, 4096);
-  std::string_view text = bytes.view();
-  text = text.substr(0, text.find('\n'));
-  if (!text.empty() && text.back() == '\r')
-    text.remove_suffix(1);
-  if (text.empty())
-    throw AgentError(exit_usage,
-                     "--fleet-password-file " + printable_text(password_file) + ": no password");
-  return {user, std::string(text)};
-}
 
 std::string_view host_status_key(HostStatus status) {
   switch (status) {
@@ -97,182 +60,31 @@ struct FleetPoller::State {
 
 namespace {
 
-using Stream = std::variant<beast::tcp_stream, beast::ssl_stream<beast::tcp_stream>>;
-
-// One request to one host: resolve, connect, (TLS,) write, read, each step under the one
-// deadline, whose timer closes the socket, so that every step in flight ends with an error.
-class Fetch : public std::enable_shared_from_this<Fetch> {
-public:
-  using Finish = std::function<void(HostStatus, std::string problem, std::optional<Snapshot>)>;
-
-  Fetch(asio::io_context &context, const FleetClientOptions &options, asio::ssl::context *tls,
-        const FleetHost &host, Finish finish)
-      : host_(host), options_(options), resolver_(context), deadline_(context),
-        stream_(make_stream(context, tls)), finish_(std::move(finish)) {
-    parser_.header_limit(16 * 1024);
-    parser_.body_limit(options.max_answer_bytes);
-  }
-
-  void start() {
-    auto self = shared_from_this();
-    deadline_.expires_after(options_.timeout);
-    deadline_.async_wait([self](boost::system::error_code error) {
-      if (!error)
-        self->expire("no answer in " + seconds_text(self->options_.timeout) + " s");
-    });
-    resolver_.async_resolve(
-        host_.host, host_.port,
-        [self](boost::system::error_code error, tcp::resolver::results_type found) {
-          self->resolved(error, std::move(found));
-        });
-  }
-
-  // Ends it now, as if its deadline had passed (the poller going away).
-  void cancel() { expire("cancelled"); }
-
-private:
-  static Stream make_stream(asio::io_context &context, asio::ssl::context *tls) {
-    if (tls)
-      return Stream(std::in_place_index<1>, context.get_executor(), *tls);
-    return Stream(std::in_place_index<0>, context.get_executor());
-  }
-
-  beast::tcp_stream &lowest() {
-    return std::visit(
-        [](auto &stream) -> beast::tcp_stream & { return beast::get_lowest_layer(stream); },
-        stream_);
-  }
-
-  void expire(std::string why) {
-    if (finished_)
-      return;
-    expired_ = std::move(why);
-    resolver_.cancel();
-    boost::system::error_code ignored;
-    lowest().socket().close(ignored);
-  }
-
-  void resolved(boost::system::error_code error, tcp::resolver::results_type found) {
-    if (error)
-      return fail("cannot resolve: " + error.message());
-    auto self = shared_from_this();
-    lowest().async_connect(found, [self](boost::system::error_code failed, const tcp::endpoint &) {
-      self->connected(failed);
-    });
-  }
-
-  void connected(boost::system::error_code error) {
-    if (error)
-      return fail("cannot connect: " + error.message());
-    auto *tls = std::get_if<1>(&stream_);
-    if (!tls)
-      return send();
-    // The name the server picks its certificate by (never an address: RFC 6066), and the name
-    // or address that certificate must carry.
-    boost::system::error_code not_address;
-    asio::ip::make_address(host_.host, not_address);
-    if (not_address && !SSL_set_tlsext_host_name(tls->native_handle(), host_.host.c_str()))
-      return fail("cannot set the TLS server name");
-    tls->set_verify_mode(asio::ssl::verify_peer);
-    tls->set_verify_callback(asio::ssl::host_name_verification(host_.host));
-    auto self = shared_from_this();
-    tls->async_handshake(asio::ssl::stream_base::client, [self](boost::system::error_code failed) {
-      if (failed)
-        return self->fail("TLS handshake failed: " + failed.message());
-      self->send();
-    });
-  }
-
-  void send() {
-    request_.version(11);
-    request_.method(http::verb::get);
-    request_.target("/api/v1/snapshot");
-    std::string host = host_.label();
-    if (host_.tls)
-      host.erase(0, 8);
-    request_.set(http::field::host, host);
-    request_.set(http::field::user_agent, "nvsmi-agent fleet");
-    request_.set(http::field::accept, "application/json");
-    request_.set(http::field::connection, "close");
-    if (options_.credentials)
-      request_.set(http::field::authorization, "Basic " + base64(options_.credentials->user + ":" +
-                                                                 options_.credentials->password));
-    auto self = shared_from_this();
-    std::visit(
-        [&](auto &stream) {
-          http::async_write(stream, request_, [self](boost::system::error_code error, std::size_t) {
-            if (error)
-              return self->fail("cannot send the request: " + error.message());
-            self->receive();
-          });
-        },
-        stream_);
-  }
-
-  void receive() {
-    auto self = shared_from_this();
-    std::visit(
-        [&](auto &stream) {
-          http::async_read(
-              stream, buffer_, parser_,
-              [self](boost::system::error_code error, std::size_t) { self->received(error); });
-        },
-        stream_);
-  }
-
-  void received(boost::system::error_code error) {
-    if (error == http::error::body_limit)
-      return fail("answered more than " + std::to_string(options_.max_answer_bytes >> 20) + " MiB");
-    if (error == http::error::header_limit)
-      return fail("answered headers over 16 KiB");
-    if (error)
-      return fail("no whole answer: " + error.message());
-    const auto &response = parser_.get();
-    unsigned status = response.result_int();
-    if (status == 200) {
-      try {
-        return finish(HostStatus::ok, {}, read_json_log_line(response.body()));
-      } catch (const ParseError &refused) {
-        return fail(std::string("answered what is not a snapshot: ") + refused.what());
-      }
+// What a host's serve answered: its latest sample (200), its agent's reason for having none
+// (503), or why not.
+void read_answer(
+    HttpAnswer answer,
+    const std::function<void(HostStatus, std::string, std::optional<Snapshot>)> &finish) {
+  if (!answer.failure.empty())
+    return finish(HostStatus::unreachable, std::move(answer.failure), {});
+  if (answer.status == 200) {
+    try {
+      return finish(HostStatus::ok, {}, read_json_log_line(answer.body));
+    } catch (const ParseError &refused) {
+      return finish(
+          HostStatus::unreachable,
+          printable_text(std::string("answered what is not a snapshot: ") + refused.what()), {});
     }
-    if (status == 503) {
-      std::string why = answered_error(response.body());
-      return finish(HostStatus::stale, why.empty() ? "its agent has no fresh sample" : why, {});
-    }
-    if (status == 401)
-      return fail("asks for credentials (401): --fleet-user and --fleet-password-file");
-    fail("answered HTTP " + std::to_string(status));
   }
-
-  void fail(std::string why) {
-    // Whatever step saw the closed socket, the deadline is the reason.
-    finish(HostStatus::unreachable, expired_ ? *expired_ : std::move(why), {});
+  if (answer.status == 503) {
+    std::string why = printable_text(answered_error(answer.body));
+    return finish(HostStatus::stale, why.empty() ? "its agent has no fresh sample" : why, {});
   }
-
-  void finish(HostStatus status, std::string problem, std::optional<Snapshot> snapshot) {
-    if (finished_)
-      return;
-    finished_ = true;
-    deadline_.cancel();
-    boost::system::error_code ignored;
-    lowest().socket().close(ignored);
-    Finish finish = std::move(finish_);
-    finish(status, printable_text(problem), std::move(snapshot));
-  }
-
-  FleetHost host_;
-  const FleetClientOptions &options_;
-  tcp::resolver resolver_;
-  asio::steady_timer deadline_;
-  Stream stream_;
-  beast::flat_buffer buffer_;
-  http::request<http::empty_body> request_;
-  http::response_parser<http::string_body> parser_;
-  Finish finish_;
-  std::optional<std::string> expired_;
-  bool finished_ = false;
-};
+  if (answer.status == 401)
+    return finish(HostStatus::unreachable,
+                  "asks for credentials (401): --fleet-user and --fleet-password-file", {});
+  finish(HostStatus::unreachable, "answered HTTP " + std::to_string(answer.status), {});
+}
 
 } // namespace
 
@@ -280,29 +92,26 @@ void FleetPoller::ask_next(const std::shared_ptr<State> &state) {
   while (!state->cancelled && state->next < state->readings.size() && state->out < max_in_flight) {
     std::size_t at = state->next++;
     ++state->out;
-    auto fetch = std::make_shared<Fetch>(
-        state->context, state->options, state->readings[at].host.tls ? &*state->tls : nullptr,
-        state->readings[at].host,
-        [state, at](HostStatus status, std::string problem, std::optional<Snapshot> snapshot) {
-          state->cancels[at] = nullptr;
-          if (!state->cancelled) {
-            HostReading &reading = state->readings[at];
-            reading.status = status;
-            reading.problem = std::move(problem);
-            if (snapshot) {
-              reading.last_good = std::move(snapshot);
-              reading.last_good_at = std::chrono::system_clock::now();
-            }
-          }
-          --state->out;
-          ask_next(state);
-        });
-    std::weak_ptr<Fetch> weak = fetch;
-    state->cancels[at] = [weak] {
-      if (auto alive = weak.lock())
-        alive->cancel();
-    };
-    fetch->start();
+    const FleetHost &host = state->readings[at].host;
+    state->cancels[at] =
+        bounded_get(state->context, state->options, host.tls ? &*state->tls : nullptr, host,
+                    "/api/v1/snapshot", [state, at](HttpAnswer answer) {
+                      read_answer(std::move(answer), [&](HostStatus status, std::string problem,
+                                                         std::optional<Snapshot> snapshot) {
+                        state->cancels[at] = nullptr;
+                        if (!state->cancelled) {
+                          HostReading &reading = state->readings[at];
+                          reading.status = status;
+                          reading.problem = std::move(problem);
+                          if (snapshot) {
+                            reading.last_good = std::move(snapshot);
+                            reading.last_good_at = std::chrono::system_clock::now();
+                          }
+                        }
+                      });
+                      --state->out;
+                      ask_next(state);
+                    });
   }
   if (state->running && state->out == 0 &&
       (state->cancelled || state->next == state->readings.size())) {
@@ -320,20 +129,8 @@ FleetPoller::FleetPoller(asio::io_context &context, FleetClientOptions options)
   state_->cancels.resize(state_->readings.size());
   bool any_tls = std::any_of(state_->options.hosts.begin(), state_->options.hosts.end(),
                              [](const FleetHost &host) { return host.tls; });
-  if (any_tls) {
-    state_->tls.emplace(asio::ssl::context::tls_client);
-    state_->tls->set_options(asio::ssl::context::no_sslv2 | asio::ssl::context::no_sslv3 |
-                             asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
-    boost::system::error_code error;
-    if (state_->options.ca_file.empty())
-      state_->tls->set_default_verify_paths(error);
-    else
-      state_->tls->load_verify_file(state_->options.ca_file, error);
-    if (error)
-      throw AgentError(exit_io,
-                       "--fleet-ca " + printable_text(state_->options.ca_file) +
-                           ": cannot load the certificate authorities: " + error.message());
-  }
+  if (any_tls)
+    state_->tls.emplace(fleet_tls_context(state_->options.ca_file));
 }
 
 FleetPoller::~FleetPoller() {

@@ -4,7 +4,7 @@
 // bounded, and it is read by the one reader of our own JSON (report's read_json_log_line).
 #pragma once
 
-#include "fleet/fleet_hosts.hpp"
+#include "fleet/fleet_http.hpp"
 #include "nvsmi/gpu_state.hpp"
 #include "nvsmi/snapshot.hpp"
 
@@ -20,27 +20,6 @@
 #include <vector>
 
 namespace nvsmi {
-
-struct FleetCredentials {
-  std::string user;
-  std::string password;
-};
-
-struct FleetClientOptions {
-  std::vector<FleetHost> hosts;
-  // Name resolution, connection, TLS handshake, request and the whole answer, together.
-  std::chrono::milliseconds timeout{3000};
-  // An answer larger than this is refused as it arrives (a snapshot of 8 busy GPUs is ~50 KB).
-  std::size_t max_answer_bytes = 4u << 20;
-  // The certificate authorities that https:// hosts are checked against; empty: the system's.
-  std::string ca_file;
-  std::optional<FleetCredentials> credentials; // basic auth, sent to every host
-};
-
-// `user` with the first line of `password_file` (a password is never on a command line, where
-// every local user reads it in `ps`). Throws AgentError: exit_io where the file cannot be read,
-// exit_usage where it is empty or the user holds a `:` or a control character.
-FleetCredentials read_fleet_credentials(const std::string &user, const std::string &password_file);
 
 enum class HostStatus {
   waiting,     // not asked yet, or its first answer is still coming

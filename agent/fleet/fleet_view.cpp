@@ -18,6 +18,28 @@ std::optional<std::chrono::milliseconds> age_of(const HostReading &reading,
       std::chrono::duration_cast<std::chrono::milliseconds>(now - *reading.last_good_at));
 }
 
+std::string or_dash(const std::optional<double> &value, int decimals, const char *unit) {
+  return value ? fixed_text(*value, decimals) + unit : std::string("-");
+}
+
+std::string prometheus_gpu_line(const PrometheusGpu &gpu) {
+  std::string line = "[" + gpu.gpu + "] " + (gpu.name.empty() ? std::string("-") : gpu.name);
+  line += "  " + or_dash(gpu.temperature_c, 0, "\u00b0C");
+  line += "  " + or_dash(gpu.utilization_percent, 0, "%");
+  std::string used = or_dash(gpu.memory_used_mib, 0, ""),
+              total = or_dash(gpu.memory_total_mib, 0, "");
+  line += "  " + (used == "-" && total == "-" ? std::string("-") : used + "/" + total + "MiB");
+  line += "  " + or_dash(gpu.power_draw_w, 0, "W");
+  line += "  " + std::string(gpu.state ? gpu_state_name(*gpu.state) : "unknown");
+  if (!gpu.users.empty()) {
+    std::string users;
+    for (const std::string &user : gpu.users)
+      users += (users.empty() ? "" : ", ") + user;
+    line += " (" + users + ")";
+  }
+  return line;
+}
+
 } // namespace
 
 std::string fleet_host_line(const HostReading &reading, std::chrono::system_clock::time_point now) {
@@ -82,6 +104,90 @@ std::string format_fleet_json(const std::vector<HostReading> &hosts,
     } else {
       json.null();
     }
+    json.end_object();
+  }
+  json.end_array();
+  json.end_object();
+  out += '\n';
+  return out;
+}
+
+std::string format_prometheus_fleet_text(const std::vector<PrometheusInstance> &instances,
+                                         const TableStyle &style) {
+  std::string out = dotted_lines(fleet_summary_text(prometheus_fleet_summary(instances)), style);
+  for (const PrometheusInstance &instance : instances) {
+    std::string line =
+        instance.instance + " \u00b7 " + std::string(host_status_key(instance.status));
+    if (!instance.problem.empty())
+      line += ": " + instance.problem;
+    if (instance.status != HostStatus::ok && instance.scrape_age_seconds)
+      line += " \u00b7 scraped " + trimmed_text(*instance.scrape_age_seconds, 0) + " s ago";
+    out += "\n" + dotted_lines(line, style);
+    if (instance.gpus.empty())
+      continue;
+    out += dotted_lines(fleet_summary_text(prometheus_instance_summary(instance)), style);
+    for (const PrometheusGpu &gpu : instance.gpus)
+      out += cut_to_columns(prometheus_gpu_line(gpu), style.width) + "\n";
+  }
+  return out;
+}
+
+std::string format_prometheus_fleet_json(const PrometheusServer &server,
+                                         const std::vector<PrometheusInstance> &instances) {
+  std::string out;
+  JsonWriter json(out);
+  json.begin_object();
+  json.key("schema");
+  json.value(std::string("nvsmi-agent.fleet-prometheus/1"));
+  json.key("prometheus");
+  json.value(server.label());
+  json.key("summary");
+  json.value(fleet_summary_text(prometheus_fleet_summary(instances)));
+  json.key("hosts");
+  json.begin_array();
+  for (const PrometheusInstance &instance : instances) {
+    json.begin_object();
+    json.key("host");
+    json.value(instance.instance);
+    json.key("job");
+    json.value(instance.job);
+    json.key("status");
+    json.value(std::string(host_status_key(instance.status)));
+    json.key("problem");
+    if (instance.problem.empty())
+      json.null();
+    else
+      json.value(instance.problem);
+    json.key("scrape_age_seconds");
+    json.value(instance.scrape_age_seconds);
+    json.key("gpus");
+    json.begin_array();
+    for (const PrometheusGpu &gpu : instance.gpus) {
+      json.begin_object();
+      json.key("gpu");
+      json.value(gpu.gpu);
+      json.key("uuid");
+      json.value(gpu.uuid);
+      json.key("name");
+      json.value(gpu.name);
+      json.key("state");
+      if (gpu.state)
+        json.value(std::string(gpu_state_key(*gpu.state)));
+      else
+        json.null();
+      for (const auto &[key, value] : {std::pair{"utilization_percent", &gpu.utilization_percent},
+                                       std::pair{"memory_used_mib", &gpu.memory_used_mib},
+                                       std::pair{"memory_total_mib", &gpu.memory_total_mib},
+                                       std::pair{"power_draw_w", &gpu.power_draw_w},
+                                       std::pair{"temperature_c", &gpu.temperature_c}}) {
+        json.key(key);
+        json.value(*value);
+      }
+      json.key("users");
+      json.value(gpu.users);
+      json.end_object();
+    }
+    json.end_array();
     json.end_object();
   }
   json.end_array();
