@@ -183,8 +183,8 @@ constexpr const char *activity_header =
     ",activity.sm [%],activity.sm_occupancy [%],activity.tensor [%],activity.dram "
     "[%],activity.fp16 [%],activity.fp32 [%],activity.fp64 [%],pcie.rx_bytes_per_second "
     "[B/s],pcie.tx_bytes_per_second [B/s],nvlink.rx_bytes_per_second "
-    "[B/s],nvlink.tx_bytes_per_second [B/s]";
-constexpr const char *activity_cells = ",,,,,,,,,,,";
+    "[B/s],nvlink.tx_bytes_per_second [B/s],nvlink.bandwidth_bytes_per_second [B/s]";
+constexpr const char *activity_cells = ",,,,,,,,,,,,";
 
 TEST_CASE("csv: nvidia-smi's column names, plain numbers, empty for unknown") {
   Snapshot s = test::t4_snapshot();

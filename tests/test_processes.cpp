@@ -459,6 +459,72 @@ TEST_CASE("watch runs one dmon beside the GPU query: activity and traffic per GP
   CHECK(gpu3["utilization_gpu_percent"] == 100); // its own reading beside them
 }
 
+namespace {
+
+// A watch of the stand-in whose `nvlink -s` answers as `mode` says (FAKE_NVSMI_NVLINK_MODE):
+// its JSON lines, its stderr, and the nvlink calls it made.
+DmonWatch watch_with_nvlink(const std::string &mode) {
+  std::string calls = test::temporary_folder() + "/nvlink-calls";
+  test::Run run = run_shell("FAKE_NVSMI_NVLINK_MODE=" + mode +
+                            " FAKE_NVSMI_NVLINK_ARGS=" + quote(calls) + " " + AGENT_BIN +
+                            " watch --source csv --no-processes --interval 0.2 --count 4 "
+                            "--format json --nvidia-smi " +
+                            fake);
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  return {json_lines(run.out), run.err, run_shell("cat " + quote(calls) + " || true").out};
+}
+
+std::size_t occurrences(const std::string &text, const std::string &part) {
+  std::size_t count = 0;
+  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
+    ++count;
+  return count;
+}
+
+} // namespace
+
+TEST_CASE("watch reads each GPU's NVLink capacity once at start, onto every sample; unknown, "
+          "never 0, where no link is active or nvlink -s fails") {
+  constexpr std::int64_t h100 = 478116000000; // 18 links of 26.562 GB/s
+  SECTION("every link active: the sum of their speeds, from one run of nvlink -s") {
+    DmonWatch watch = watch_with_nvlink("ok");
+    REQUIRE(watch.lines.size() == 4);
+    for (const json &line : watch.lines)
+      for (const json &gpu : line["gpus"])
+        CHECK(gpu["nvlink_bandwidth_bytes_per_second"] == h100);
+    CHECK(watch.calls == "nvlink -s\n");
+    CHECK(watch.err.find("NVLink") == std::string::npos);
+  }
+  SECTION("inactive links add nothing; a GPU with none active is unknown") {
+    DmonWatch watch = watch_with_nvlink("inactive");
+    for (const json &line : watch.lines) {
+      CHECK(line["gpus"][0]["nvlink_bandwidth_bytes_per_second"] == 16 * 26562000000);
+      CHECK(line["gpus"][1]["nvlink_bandwidth_bytes_per_second"] == h100);
+      CHECK(line["gpus"][7]["nvlink_bandwidth_bytes_per_second"].is_null());
+    }
+  }
+  SECTION("no active link anywhere (nothing printed): unknown, and nothing said") {
+    DmonWatch watch = watch_with_nvlink("none");
+    for (const json &line : watch.lines)
+      for (const json &gpu : line["gpus"])
+        CHECK(gpu["nvlink_bandwidth_bytes_per_second"].is_null());
+    CHECK(watch.err.find("NVLink") == std::string::npos);
+  }
+  SECTION("refused, not understood, or hung past its deadline: unknown, said once") {
+    for (const char *mode : {"unsupported", "garbage", "hang"}) {
+      INFO(mode);
+      DmonWatch watch = watch_with_nvlink(mode);
+      REQUIRE(watch.lines.size() == 4);
+      for (const json &line : watch.lines)
+        for (const json &gpu : line["gpus"])
+          CHECK(gpu["nvlink_bandwidth_bytes_per_second"].is_null());
+      CHECK(occurrences(watch.err, "NVLink capacity unknown: ") == 1);
+      CHECK(watch.calls == "nvlink -s\n");
+    }
+  }
+}
+
 TEST_CASE("dmon without GPM: PCIe alone, activity unknown; refused, asked again; unsupported, "
           "given up") {
   SECTION("a GPU without GPM prints `-`: unknown, never 0") {

@@ -1447,6 +1447,27 @@ TEST_CASE("report: activity findings on an H100's own logs, each with its figure
         "mean utilization 34%, idle 0% of the time: room for more work");
 }
 
+namespace {
+
+// report --format json of a copy of fixtures/logs/`log` whose every GPU of every sample went
+// through `change`, written as `name`.jsonl.
+json report_of_changed_log(const std::string &log, const std::string &name,
+                           const std::function<void(json &)> &change) {
+  std::string out;
+  std::istringstream lines(test::read_file(test::fixture_path("logs/" + log)));
+  for (std::string line; std::getline(lines, line);) {
+    json sample = json::parse(line);
+    for (json &gpu : sample["gpus"])
+      change(gpu);
+    out += sample.dump() + "\n";
+  }
+  std::string path = test::temporary_folder() + "/" + name + ".jsonl";
+  test::write_file(path, out);
+  return report_json(quote(path));
+}
+
+} // namespace
+
 TEST_CASE("report: a job across GPUs whose NVLink is idle while PCIe carries the traffic, and "
           "never where the figures are unknown") {
   // Hand-made (fixtures/logs/README.md): GPUs 0 and 1 busy with one job, NVLink at 2.2 MB/s,
@@ -1469,18 +1490,7 @@ TEST_CASE("report: a job across GPUs whose NVLink is idle while PCIe carries the
 
   // The same log changed one way each: none of these says NVLink idle.
   auto changed = [](const std::string &name, const std::function<void(json &)> &change) {
-    std::string out;
-    std::istringstream lines(
-        test::read_file(test::fixture_path("logs/handmade-nvlink-idle.jsonl")));
-    for (std::string line; std::getline(lines, line);) {
-      json sample = json::parse(line);
-      for (json &gpu : sample["gpus"])
-        change(gpu);
-      out += sample.dump() + "\n";
-    }
-    std::string path = test::temporary_folder() + "/" + name + ".jsonl";
-    test::write_file(path, out);
-    return report_json(quote(path));
+    return report_of_changed_log("handmade-nvlink-idle.jsonl", name, change);
   };
   auto without_nvlink_finding = [](const json &changed_report) {
     for (const json &gpu : changed_report["gpus"])
@@ -1507,4 +1517,63 @@ TEST_CASE("report: a job across GPUs whose NVLink is idle while PCIe carries the
     if (gpu["nvlink_rx_bytes_per_second"].is_number())
       gpu["nvlink_rx_bytes_per_second"] = gpu["index"] == 2 ? 0 : 40000000000;
   }));
+}
+
+TEST_CASE("report: a job across GPUs whose NVLink is nearly full, and never where the capacity or "
+          "the traffic is unknown") {
+  // Hand-made (fixtures/logs/README.md): GPUs 0 and 1 busy with one job, NVLink receive 410 GB/s
+  // and transmit 395 GB/s of 478.116 GB/s each way; GPU 2 free.
+  const std::string saturated =
+      "NVLink saturated: SMs active 82% here and on 1 other GPU(s) of the job, and NVLink carried "
+      "410.0 GB/s each way, 86% of its links' 478.1 GB/s: the GPUs wait on each other's data; "
+      "fewer, larger collective operations (bucket the gradients), overlap communication with "
+      "compute, compress the gradients, or a topology with more NVLink links between the job's "
+      "GPUs";
+  json report = report_json(fixture("handmade-nvlink-saturated.jsonl"));
+  CHECK(report["gpus"][0]["finding"] == saturated);
+  CHECK(report["gpus"][1]["finding"] == saturated);
+  CHECK(report["gpus"][2]["finding"].get<std::string>().find("NVLink") == std::string::npos);
+  CHECK_THAT(test::run_agent("report " + fixture("handmade-nvlink-saturated.jsonl")).out,
+             Catch::Contains("NVLink saturated: SMs active 82%"));
+
+  // One busy GPU is no job across GPUs.
+  json one = report_json("--gpu 0 " + fixture("handmade-nvlink-saturated.jsonl"));
+  CHECK(one["gpus"][0]["finding"].get<std::string>().find("NVLink") == std::string::npos);
+
+  auto changed = [](const std::string &name, const std::function<void(json &)> &change) {
+    return report_of_changed_log("handmade-nvlink-saturated.jsonl", name, change);
+  };
+  auto without_nvlink_finding = [](const json &changed_report) {
+    for (const json &gpu : changed_report["gpus"])
+      CHECK(gpu["finding"].get<std::string>().find("NVLink") == std::string::npos);
+  };
+  // Capacity unknown (no active link, nvlink -s refused, or an agent before it was read).
+  without_nvlink_finding(changed(
+      "capacity-unknown", [](json &gpu) { gpu["nvlink_bandwidth_bytes_per_second"] = nullptr; }));
+  without_nvlink_finding(changed(
+      "capacity-absent", [](json &gpu) { gpu.erase("nvlink_bandwidth_bytes_per_second"); }));
+  // Traffic unknown, either direction.
+  without_nvlink_finding(
+      changed("rx-unknown", [](json &gpu) { gpu["nvlink_rx_bytes_per_second"] = nullptr; }));
+  without_nvlink_finding(
+      changed("tx-unknown", [](json &gpu) { gpu["nvlink_tx_bytes_per_second"] = nullptr; }));
+  // SM activity unknown: whether the GPUs were busy is not known.
+  without_nvlink_finding(
+      changed("sm-unknown", [](json &gpu) { gpu["sm_active_percent"] = nullptr; }));
+  // Under the share (79 %: 377.7 GB/s of 478.1): busy, not full.
+  without_nvlink_finding(changed("under-share", [](json &gpu) {
+    if (gpu["nvlink_rx_bytes_per_second"].is_number() && gpu["index"] != 2) {
+      gpu["nvlink_rx_bytes_per_second"] = 377700000000;
+      gpu["nvlink_tx_bytes_per_second"] = 300000000000;
+    }
+  }));
+  // The busier direction is the one judged: transmit alone at 86 % says it.
+  json transmit = changed("transmit-full", [](json &gpu) {
+    if (gpu["nvlink_rx_bytes_per_second"].is_number() && gpu["index"] != 2) {
+      gpu["nvlink_rx_bytes_per_second"] = 1000000000;
+      gpu["nvlink_tx_bytes_per_second"] = 410000000000;
+    }
+  });
+  CHECK_THAT(transmit["gpus"][0]["finding"].get<std::string>(),
+             Catch::StartsWith("NVLink saturated") && Catch::Contains("410.0 GB/s each way, 86%"));
 }

@@ -196,10 +196,10 @@ TEST_CASE("watch: a CSV log of an earlier version is moved aside untouched, neve
   CHECK_THAT(lines[0], Catch::Contains(",power.draw [W],power.limit [W],fan.speed [%],"
                                        "host.cpu [%],host.memory.used [MiB]" +
                                        disk_and_network + ",pcie.replay_counter,activity.sm [%],"));
-  CHECK_THAT(lines[0], Catch::EndsWith(",nvlink.tx_bytes_per_second [B/s]"));
+  CHECK_THAT(lines[0], Catch::EndsWith(",nvlink.bandwidth_bytes_per_second [B/s]"));
   // A recording was not taken on this machine: its host cells are empty, never 0; its XML has
   // the replay counter and the PCIe throughput (0), not dmon's activity.
-  const std::string tail = ",700.00,,,,,,,,0,,,,,,,,0,0,,";
+  const std::string tail = ",700.00,,,,,,,,0,,,,,,,,0,0,,,";
   CHECK_THAT(lines[1], Catch::EndsWith(tail));
   // The agent's log from before the host's disk and network columns: moved aside too.
   std::string before_disks = lines[0];
@@ -504,7 +504,7 @@ TEST_CASE("watch: --fields adds query fields to json and to the CSV log") {
   REQUIRE(log.size() == 17);
   CHECK_THAT(log[0],
              Catch::Contains(",host.network.send [B/s],pcie.replay_counter,activity.sm [%]"));
-  CHECK_THAT(log[0], Catch::EndsWith(",nvlink.tx_bytes_per_second [B/s],clocks.max.sm,serial"));
+  CHECK_THAT(log[0], Catch::EndsWith(",nvlink.bandwidth_bytes_per_second [B/s],clocks.max.sm,serial"));
   CHECK_THAT(log[16], Catch::EndsWith(",1980,"));
 }
 

@@ -42,4 +42,11 @@ std::optional<std::string> last_said_line(std::string_view bytes) {
   return quoted(*last);
 }
 
+std::string first_message_line(const CommandResult &result) {
+  for (const std::string *stream : {&result.out, &result.err})
+    if (std::optional<std::string> line = first_said_line(*stream))
+      return *line;
+  return "(no message)";
+}
+
 } // namespace nvsmi

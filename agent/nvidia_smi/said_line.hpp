@@ -2,6 +2,8 @@
 // printed, so that the agent's message stays one short, printable line however much it said.
 #pragma once
 
+#include "nvidia_smi/bounded_command.hpp"
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,5 +15,8 @@ namespace nvsmi {
 std::optional<std::string> first_said_line(std::string_view bytes);
 // The same for the last such line.
 std::optional<std::string> last_said_line(std::string_view bytes);
+// What a one-shot run said of its failure: nvidia-smi explains it on stdout ("No devices were
+// found"), so the first said line of stdout, else of stderr, else "(no message)".
+std::string first_message_line(const CommandResult &result);
 
 } // namespace nvsmi

@@ -117,6 +117,7 @@ void ReportBuilder::add(const LogRow &log) {
   sample.pcie_tx_bytes_per_second = gpu.pcie_tx_bytes_per_second;
   sample.nvlink_rx_bytes_per_second = gpu.nvlink_rx_bytes_per_second;
   sample.nvlink_tx_bytes_per_second = gpu.nvlink_tx_bytes_per_second;
+  sample.nvlink_bandwidth_bytes_per_second = gpu.nvlink_bandwidth_bytes_per_second;
   sample.allocation = gpu.allocation;
   sample.compute_process = held_for_compute(gpu);
   if (gpu_state(gpu) == GpuState::allocated_idle)

@@ -185,6 +185,31 @@ std::optional<Finding> nvlink_finding(const GpuSummary &summary, std::size_t bus
                  "topo -m), and that peer copies are not staged through host memory");
 }
 
+// A job busy on several GPUs whose NVLink carries, in its busier direction, nearly all its links
+// can; nullopt where this GPU is not one of them or the capacity or the traffic is unknown.
+std::optional<Finding> nvlink_saturated_finding(const GpuSummary &summary, std::size_t busy_gpus) {
+  using namespace gpu_thresholds;
+  const ActivityFigures &gpu = summary.activity;
+  if (busy_gpus < 2 || !busy_with_nvlink_known(summary) ||
+      !gpu.nvlink_direction_mean_bytes_per_second || !gpu.nvlink_capacity_mean_bytes_per_second ||
+      *gpu.nvlink_capacity_mean_bytes_per_second <= 0)
+    return std::nullopt;
+  double traffic = *gpu.nvlink_direction_mean_bytes_per_second;
+  double capacity = *gpu.nvlink_capacity_mean_bytes_per_second;
+  double share = 100 * traffic / capacity;
+  if (share < nvlink_saturated_percent)
+    return std::nullopt;
+  return warning(printf_string("NVLink saturated: SMs active %.0f%% here and on %.0f other GPU(s) "
+                               "of the job, ",
+                               *gpu.nvlink_sm_active_mean, static_cast<double>(busy_gpus - 1)) +
+                 printf_string("and NVLink carried %.1f GB/s each way, %.0f%% of its links' "
+                               "%.1f GB/s",
+                               traffic / 1e9, share, capacity / 1e9) +
+                 ": the GPUs wait on each other's data; fewer, larger collective operations "
+                 "(bucket the gradients), overlap communication with compute, compress the "
+                 "gradients, or a topology with more NVLink links between the job's GPUs");
+}
+
 } // namespace
 
 // What the GPU's units did while kernels ran, where dmon's GPM figures say it: the first rule
@@ -249,6 +274,8 @@ Finding report_finding(const GpuSummary &gpu, std::size_t busy_gpus) {
   // limit is still FP32 math, and the tensor cores would do it for less.
   if (std::optional<Finding> nvlink = nvlink_finding(gpu, busy_gpus))
     return *nvlink;
+  if (std::optional<Finding> saturated = nvlink_saturated_finding(gpu, busy_gpus))
+    return *saturated;
   if (std::optional<Finding> activity = activity_finding(gpu.activity))
     return *activity;
   if (at_least(gpu.power_capped, throttled_finding_percent))

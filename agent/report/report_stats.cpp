@@ -274,15 +274,31 @@ void ActivityMeans::add(const Sample &x, double d) {
     if (x.pcie_rx_bytes_per_second && x.pcie_tx_bytes_per_second)
       nvlink_pcie_traffic_.add(Reading(*x.pcie_rx_bytes_per_second + *x.pcie_tx_bytes_per_second),
                                d);
+    if (x.nvlink_bandwidth_bytes_per_second) {
+      nvlink_rx_of_known_capacity_.add(x.nvlink_rx_bytes_per_second, d);
+      nvlink_tx_of_known_capacity_.add(x.nvlink_tx_bytes_per_second, d);
+      nvlink_capacity_.add(x.nvlink_bandwidth_bytes_per_second, d);
+    }
   }
 }
 
 ActivityFigures ActivityMeans::figures() const {
-  return {known_seconds_,         utilization_.mean(),
-          sm_active_.mean(),      tensor_active_.mean(),
-          dram_active_.mean(),    fp32_active_.mean(),
-          pcie_rx_.mean(),        nvlink_sm_active_.mean(),
-          nvlink_traffic_.mean(), nvlink_pcie_traffic_.mean()};
+  // Each direction has the links' whole capacity: the busier one is what fills them.
+  std::optional<double> direction = nvlink_rx_of_known_capacity_.mean();
+  if (std::optional<double> tx = nvlink_tx_of_known_capacity_.mean(); tx && direction)
+    direction = std::max(*direction, *tx);
+  return {known_seconds_,
+          utilization_.mean(),
+          sm_active_.mean(),
+          tensor_active_.mean(),
+          dram_active_.mean(),
+          fp32_active_.mean(),
+          pcie_rx_.mean(),
+          nvlink_sm_active_.mean(),
+          nvlink_traffic_.mean(),
+          nvlink_pcie_traffic_.mean(),
+          direction,
+          nvlink_capacity_.mean()};
 }
 
 std::string latest_fields_text(const GpuHealth &latest) {

@@ -36,6 +36,8 @@ struct Sample {
   // have them.
   Reading sm_active, tensor_active, dram_active, fp32_active, pcie_rx_bytes_per_second,
       pcie_tx_bytes_per_second, nvlink_rx_bytes_per_second, nvlink_tx_bytes_per_second;
+  // What its active NVLink links carry at most, each way (nvidia-smi nvlink -s, read at start).
+  Reading nvlink_bandwidth_bytes_per_second;
   std::optional<Allocation> allocation; // the job that holds it, where one does
   std::optional<bool> compute_process;  // held_for_compute; nullopt: no process list
 };
@@ -81,6 +83,10 @@ struct ActivityFigures {
   // what the NVLink finding of a job across GPUs weighs (nullopt: never known).
   std::optional<double> nvlink_sm_active_mean, nvlink_traffic_mean_bytes_per_second,
       nvlink_pcie_traffic_mean_bytes_per_second;
+  // Of that time, where the links' capacity was known too: the larger of the receive and transmit
+  // means, and the capacity's mean (one direction's): what the NVLink saturated finding weighs.
+  std::optional<double> nvlink_direction_mean_bytes_per_second,
+      nvlink_capacity_mean_bytes_per_second;
 };
 
 class ActivityMeans {
@@ -93,6 +99,7 @@ private:
   double known_seconds_ = 0;
   TimeMean utilization_, sm_active_, tensor_active_, dram_active_, fp32_active_, pcie_rx_;
   TimeMean nvlink_sm_active_, nvlink_traffic_, nvlink_pcie_traffic_;
+  TimeMean nvlink_rx_of_known_capacity_, nvlink_tx_of_known_capacity_, nvlink_capacity_;
 };
 
 // The first activity rule that explains the figures (small kernels, input over PCIe, memory-bound,

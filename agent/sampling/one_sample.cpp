@@ -34,15 +34,6 @@ std::vector<std::string> nvidia_smi_command(const OneSampleOptions &options,
   return argv;
 }
 
-// nvidia-smi explains its failures on stdout ("No devices were found"): the first line that says
-// something, from stdout, else stderr.
-std::string first_message_line(const CommandResult &result) {
-  for (const std::string *stream : {&result.out, &result.err})
-    if (std::optional<std::string> line = first_said_line(*stream))
-      return *line;
-  return "(no message)";
-}
-
 // Runs it to its end, bounded; a signal is a failure whatever it printed.
 CommandResult run_to_end(const std::vector<std::string> &argv, const OneSampleOptions &options) {
   CommandLimits limits;

@@ -5,9 +5,12 @@
 #include "files/file_io.hpp"
 #include "host/job_mapping.hpp"
 #include "host/running_program.hpp"
+#include "nvidia_smi/bounded_command.hpp"
+#include "nvidia_smi/said_line.hpp"
 #include "nvidia_smi/source.hpp"
 
 #include "nvsmi/nvidia_smi_output.hpp"
+#include "nvsmi/quantity.hpp"
 
 #include <boost/asio/post.hpp>
 
@@ -36,6 +39,40 @@ std::vector<Snapshot> fixture_samples(const std::string &path,
   } catch (const ParseError &error) {
     throw bad_output(origin, error);
   }
+}
+
+// `nvidia-smi nvlink -s` prints a few lines per link: 1 MiB is far more than any machine's.
+constexpr std::size_t max_nvlink_status_bytes = 1u << 20;
+// It answers at once where the driver is loaded; past this the capacity stays unknown.
+constexpr milliseconds nvlink_status_timeout{5000};
+
+// Each GPU's NVLink capacity, from one bounded run of `nvidia-smi nvlink -s`; a failure, a
+// refusal or output not understood is said once through `notice` and leaves it unknown.
+std::vector<NvlinkCapacity> read_nvlink_capacity(std::vector<std::string> argv,
+                                                 const std::function<void(std::string)> &notice) {
+  argv.insert(argv.end(), {"nvlink", "-s"});
+  std::string unknown = "NVLink capacity unknown: ";
+  try {
+    CommandLimits limits;
+    limits.timeout = nvlink_status_timeout;
+    limits.max_output_bytes = max_nvlink_status_bytes;
+    CommandResult result = run_bounded(argv, limits);
+    if (result.term_signal != 0 || result.exit_code != 0) {
+      notice(unknown + "nvidia-smi nvlink -s " +
+             (result.term_signal != 0 ? "was killed by signal " + std::to_string(result.term_signal)
+                                      : "exited with code " + std::to_string(result.exit_code)) +
+             ": " + first_message_line(result));
+      return {};
+    }
+    return read_nvlink_status(result.out);
+  } catch (const AgentError &error) {
+    // nvidia-smi that cannot be started: the GPU stream, next, says so as the command's failure.
+    if (error.code() != exit_not_found)
+      notice(unknown + "nvidia-smi nvlink -s: " + error.what());
+  } catch (const ParseError &error) {
+    notice(unknown + error.what());
+  }
+  return {};
 }
 
 } // namespace
@@ -82,6 +119,11 @@ void Sampler::start() {
                                : std::max(settings.interval * 3, milliseconds(10000));
   if (options_.host)
     host_.emplace();
+  // Once, before the stream: link speeds do not change while the GPUs run. Beside dmon's traffic,
+  // which is all it is weighed against.
+  if (options_.activity)
+    nvlink_capacity_ = read_nvlink_capacity(
+        settings.command, [this](const std::string &message) { log_(LogKind::notice, message); });
   stream_ = std::make_unique<NvidiaSmiStream>(
       context_, settings, gpu_decoder(), log_,
       [this](const std::string &message) { query_refused(message); });
@@ -267,6 +309,7 @@ void Sampler::deliver(Snapshot snapshot) {
     if (row.value && now - row.at <= dmon_fresh_for_)
       fresh.push_back(*row.value);
   attach_dmon(snapshot, fresh);
+  attach_nvlink_capacity(snapshot, nvlink_capacity_);
   if (host_)
     host_->observe(snapshot);
   hand_on(std::move(snapshot));

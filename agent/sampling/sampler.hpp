@@ -9,6 +9,7 @@
 #include "host/host_observer.hpp"
 #include "kernel_log/xid_log.hpp"
 #include "nvidia_smi/nvidia_smi_stream.hpp"
+#include "nvsmi/nvlink_status.hpp"
 #include "sampling/unhealthy_hook.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -119,6 +120,8 @@ private:
   std::chrono::milliseconds dmon_fresh_for_{0};
   std::optional<StreamSettings> dmon_settings_; // for a start again without GPM
   bool dmon_gpm_ = false;
+  // Each GPU's NVLink capacity, read once at start (live samples with activity only).
+  std::vector<NvlinkCapacity> nvlink_capacity_;
   std::optional<HostObserver> host_; // live samples only: a recording is of another machine
   std::unique_ptr<XidLog> xid_log_;  // options.kernel_log from the first sample on
   std::unique_ptr<UnhealthyHook> unhealthy_hook_; // options.on_unhealthy

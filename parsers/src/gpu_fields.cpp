@@ -310,6 +310,13 @@ const std::vector<GpuField> &gpu_fields() {
           .logged(23)
           .prometheus("nvsmi_gpu_nvlink_tx_bytes_per_second",
                       "NVLink transmit throughput over all links in bytes per second (GPM)."),
+      Entry(&Gpu::nvlink_bandwidth_bytes_per_second, Unit::bytes_per_s)
+          .json("nvlink_bandwidth_bytes_per_second")
+          .csv_log_only("nvlink.bandwidth_bytes_per_second")
+          .logged(24)
+          .prometheus("nvsmi_gpu_nvlink_bandwidth_bytes_per_second",
+                      "What the GPU's active NVLink links carry at most, each way, in bytes per "
+                      "second (nvidia-smi nvlink -s, read at start)."),
 
       // Health readings: /metrics writes their families right after the PCIe link's.
       Entry(&GpuHealth::temperature_slowdown_c, Unit::celsius)

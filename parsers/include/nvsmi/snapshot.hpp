@@ -150,6 +150,10 @@ struct Gpu {
   // tx_util/rx_util (KB/s, meant as KiB/s); NVLink summed over the links from GPM (nvlrx/nvltx).
   Reading pcie_rx_bytes_per_second, pcie_tx_bytes_per_second;
   Reading nvlink_rx_bytes_per_second, nvlink_tx_bytes_per_second;
+  // What its active NVLink links carry at most, each way, in bytes per second (`nvidia-smi nvlink
+  // -s`, read once when sampling starts: link speeds do not change while it runs); nullopt where
+  // no link is active, the output was not understood, or nothing asked.
+  Reading nvlink_bandwidth_bytes_per_second;
   std::optional<bool> mig_enabled;
   // nullopt where the source does not report them (the CSV query), empty where there are none.
   std::optional<std::vector<MigDevice>> mig_devices;

@@ -54,5 +54,10 @@ inline constexpr double pcie_input_bytes_per_second = 2.0 * 1024 * 1024 * 1024;
 // link alone moves 50 GB/s; an all-reduce between busy GPUs moves far more than this).
 inline constexpr double nvlink_idle_below_bytes_per_second = 100.0 * 1024 * 1024;
 inline constexpr double pcie_peer_traffic_bytes_per_second = 1.0 * 1024 * 1024 * 1024;
+// A job across GPUs (as above) whose NVLink traffic, in its busier direction, averages at least
+// this share of what the GPU's active links carry each way (nvidia-smi nvlink -s): the GPUs wait
+// on each other's data. NCCL's all-reduce reaches about 80 % of the links' peak at best, so at
+// this share the links are as full as the job can make them.
+inline constexpr double nvlink_saturated_percent = 80;
 
 } // namespace nvsmi::gpu_thresholds

@@ -1,0 +1,118 @@
+#include "nvsmi/nvlink_status.hpp"
+
+#include "nvsmi/quantity.hpp"
+#include "reader_text.hpp"
+
+#include <charconv>
+#include <cmath>
+
+namespace nvsmi {
+namespace {
+
+// No GPU's links come near this (an NVLink 5 GPU has 18 links of 53 GB/s); a larger sum is a
+// garbled line, and would overflow the reading.
+constexpr double max_bytes_per_second = 1e14;
+
+[[noreturn]] void not_understood(std::string_view line) {
+  throw ParseError("nvidia-smi nvlink -s: line not understood: " + excerpt(line));
+}
+
+bool starts_with(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+// The whole of `text` as a non-negative integer, or nullopt.
+std::optional<int> whole_number(std::string_view text) {
+  int value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < 0)
+    return std::nullopt;
+  return value;
+}
+
+// "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)"
+NvlinkCapacity gpu_header(std::string_view line) {
+  std::string_view rest = line.substr(4);
+  std::size_t colon = rest.find(':');
+  std::optional<int> index =
+      colon == std::string_view::npos ? std::nullopt : whole_number(rest.substr(0, colon));
+  if (!index)
+    not_understood(line);
+  NvlinkCapacity gpu;
+  gpu.gpu_index = *index;
+  constexpr std::string_view uuid_mark = "(UUID: ";
+  std::size_t uuid = rest.rfind(uuid_mark);
+  if (uuid != std::string_view::npos && rest.back() == ')')
+    gpu.uuid =
+        parse_text(rest.substr(uuid + uuid_mark.size(), rest.size() - uuid - uuid_mark.size() - 1));
+  return gpu;
+}
+
+// "Link 0: 26.562 GB/s" -> its bytes per second; "Link 3: <inactive>" -> nullopt.
+std::optional<double> link_speed(std::string_view line) {
+  std::string_view rest = line.substr(5);
+  std::size_t colon = rest.find(':');
+  if (colon == std::string_view::npos || !whole_number(rest.substr(0, colon)))
+    not_understood(line);
+  std::string_view value = trim(rest.substr(colon + 1));
+  if (value == "<inactive>")
+    return std::nullopt;
+  constexpr std::string_view unit = " GB/s";
+  if (value.size() <= unit.size() || value.substr(value.size() - unit.size()) != unit)
+    not_understood(line);
+  std::string_view number = value.substr(0, value.size() - unit.size());
+  double speed = 0;
+  auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), speed);
+  if (error != std::errc() || end != number.data() + number.size() || !std::isfinite(speed) ||
+      speed <= 0)
+    not_understood(line);
+  return speed * 1e9;
+}
+
+} // namespace
+
+std::vector<NvlinkCapacity> read_nvlink_status(std::string_view text) {
+  std::vector<NvlinkCapacity> gpus;
+  // The current GPU's active links and the sum of their speeds: no active link is unknown.
+  double sum = 0;
+  bool any_active = false;
+  auto close_gpu = [&] {
+    if (!gpus.empty() && any_active)
+      gpus.back().bytes_per_second = std::llround(sum);
+    sum = 0;
+    any_active = false;
+  };
+  while (!text.empty()) {
+    std::size_t newline = text.find('\n');
+    std::string_view line = trim(text.substr(0, newline));
+    text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+    if (line.empty())
+      continue;
+    if (starts_with(line, "GPU ")) {
+      close_gpu();
+      gpus.push_back(gpu_header(line));
+    } else if (starts_with(line, "Link ") && !gpus.empty()) {
+      if (std::optional<double> speed = link_speed(line)) {
+        sum += *speed;
+        any_active = true;
+        if (sum > max_bytes_per_second)
+          not_understood(line);
+      }
+    } else {
+      not_understood(line);
+    }
+  }
+  close_gpu();
+  return gpus;
+}
+
+void attach_nvlink_capacity(Snapshot &snapshot, const std::vector<NvlinkCapacity> &capacity) {
+  for (Gpu &gpu : snapshot.gpus)
+    for (const NvlinkCapacity &entry : capacity)
+      if (gpu.uuid && entry.uuid ? *gpu.uuid == *entry.uuid : gpu.index == entry.gpu_index) {
+        gpu.nvlink_bandwidth_bytes_per_second = entry.bytes_per_second;
+        break;
+      }
+}
+
+} // namespace nvsmi
