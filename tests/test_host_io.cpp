@@ -255,23 +255,23 @@ TEST_CASE("host io: a device is looked up under sys/ once while it stays listed"
   HostIoReader reader(root);
   Host first;
   reader.read(first);
-  // sda's entry gone from sys/block after the first reading: still the whole disk it was for
-  // this reader, no longer one for a new reader.
-  fs::remove_all(root + "/sys/block/sda");
+  // nvme0n1's entry gone from sys/block after the first reading: still the whole disk it was for
+  // this reader (its 200,000 sectors and sda's 2,000), no longer one for a new reader (sda's).
+  fs::remove_all(root + "/sys/block/nvme0n1");
   Between same = read_twice(root, reader);
   check_rate(same.second.disk_read_bytes_per_second, (200000 + 2000) * 512.0, same);
   first_reading(root);
   Between fresh = read_twice(root);
-  check_rate(fresh.second.disk_read_bytes_per_second, 200000 * 512.0, fresh);
+  check_rate(fresh.second.disk_read_bytes_per_second, 2000 * 512.0, fresh);
   // A name gone for a reading is looked up anew when it is back (another device may have it).
-  std::string without_sda;
+  std::string without_nvme;
   for (const std::string &line :
        test::lines_of(test::read_file(test::fixture_path("host/machine/proc/diskstats"))))
-    if (line.find(" sda ") == std::string::npos)
-      without_sda += line + "\n";
-  test::write_file(root + "/proc/diskstats", without_sda);
+    if (line.find(" nvme0n1 ") == std::string::npos)
+      without_nvme += line + "\n";
+  test::write_file(root + "/proc/diskstats", without_nvme);
   reader.read(first);
   first_reading(root);
   Between back = read_twice(root, reader);
-  check_rate(back.second.disk_read_bytes_per_second, 200000 * 512.0, back);
+  check_rate(back.second.disk_read_bytes_per_second, 2000 * 512.0, back);
 }
