@@ -30,6 +30,14 @@ void next_reading(const std::string &root) {
                    test::read_file(test::fixture_path("host/later/net/dev")));
 }
 
+// Puts fixtures/host/machine's readings back in `root`.
+void first_reading(const std::string &root) {
+  test::write_file(root + "/proc/diskstats",
+                   test::read_file(test::fixture_path("host/machine/proc/diskstats")));
+  test::write_file(root + "/proc/net/dev",
+                   test::read_file(test::fixture_path("host/machine/proc/net/dev")));
+}
+
 double seconds(DeviceRates::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 // What a reader found between two reads of `root`, and the bounds of the time between them: the
@@ -38,9 +46,8 @@ struct Between {
   Host first, second;
   double shortest, longest;
 };
-Between read_twice(const std::string &root) {
+Between read_twice(const std::string &root, HostIoReader &reader) {
   using Clock = DeviceRates::Clock;
-  HostIoReader reader(root);
   Between out;
   Clock::time_point before_first = Clock::now();
   reader.read(out.first);
@@ -52,6 +59,10 @@ Between read_twice(const std::string &root) {
   out.shortest = seconds(before_second - after_first);
   out.longest = seconds(after_second - before_first);
   return out;
+}
+Between read_twice(const std::string &root) {
+  HostIoReader reader(root);
+  return read_twice(root, reader);
 }
 
 // `rate` is `bytes` over a time between `between`'s bounds.
@@ -201,4 +212,66 @@ TEST_CASE("host io: an unreadable, oversized, planted or malformed file is unkno
   nowhere.read(none);
   CHECK_FALSE(none.disk_read_bytes_per_second);
   CHECK_FALSE(none.network_send_bytes_per_second);
+}
+
+TEST_CASE(
+    "host io: the counters files are held open and read again; a replaced one is opened anew") {
+  std::string root = host_root();
+  HostIoReader reader(root);
+  Host first;
+  reader.read(first);
+  // Held: the files moved away from their paths (not unlinked) are still the ones read, with
+  // what was written to them since.
+  fs::rename(root + "/proc", root + "/proc-moved");
+  test::write_file(root + "/proc-moved/diskstats",
+                   test::read_file(test::fixture_path("host/later/diskstats")));
+  test::write_file(root + "/proc-moved/net/dev",
+                   test::read_file(test::fixture_path("host/later/net/dev")));
+  Host held;
+  reader.read(held);
+  CHECK(held.disk_read_bytes_per_second);
+  CHECK(*held.disk_read_bytes_per_second > 0);
+  CHECK(held.network_receive_bytes_per_second);
+  CHECK(*held.network_receive_bytes_per_second > 0);
+  // Replaced under its path (written beside and renamed over it, as an atomic writer does): the
+  // new file is read, here counters that went back, so no rate; then rates from it again.
+  fs::rename(root + "/proc-moved", root + "/proc");
+  test::write_file(root + "/proc/diskstats.new",
+                   test::read_file(test::fixture_path("host/machine/proc/diskstats")));
+  fs::rename(root + "/proc/diskstats.new", root + "/proc/diskstats");
+  Host replaced;
+  reader.read(replaced);
+  CHECK_FALSE(replaced.disk_read_bytes_per_second); // went back: the new file was read
+  CHECK(replaced.network_receive_bytes_per_second); // net/dev, not replaced, unchanged: 0 B/s
+  next_reading(root);
+  Host again;
+  reader.read(again);
+  REQUIRE(again.disk_read_bytes_per_second);
+  CHECK(*again.disk_read_bytes_per_second > 0);
+}
+
+TEST_CASE("host io: a device is looked up under sys/ once while it stays listed") {
+  std::string root = host_root();
+  HostIoReader reader(root);
+  Host first;
+  reader.read(first);
+  // nvme0n1's entry gone from sys/block after the first reading: still the whole disk it was for
+  // this reader (its 200,000 sectors and sda's 2,000), no longer one for a new reader (sda's).
+  fs::remove_all(root + "/sys/block/nvme0n1");
+  Between same = read_twice(root, reader);
+  check_rate(same.second.disk_read_bytes_per_second, (200000 + 2000) * 512.0, same);
+  first_reading(root);
+  Between fresh = read_twice(root);
+  check_rate(fresh.second.disk_read_bytes_per_second, 2000 * 512.0, fresh);
+  // A name gone for a reading is looked up anew when it is back (another device may have it).
+  std::string without_nvme;
+  for (const std::string &line :
+       test::lines_of(test::read_file(test::fixture_path("host/machine/proc/diskstats"))))
+    if (line.find(" nvme0n1 ") == std::string::npos)
+      without_nvme += line + "\n";
+  test::write_file(root + "/proc/diskstats", without_nvme);
+  reader.read(first);
+  first_reading(root);
+  Between back = read_twice(root, reader);
+  check_rate(back.second.disk_read_bytes_per_second, 2000 * 512.0, back);
 }

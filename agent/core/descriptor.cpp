@@ -31,31 +31,26 @@ bool write_all(int fd, const std::string &data) {
 }
 
 bool read_up_to(int fd, std::size_t count, std::optional<off_t> at, std::string &out) {
-  // The room grows as the bytes come, from 64 KiB (more than any /proc or /sys file the agent
-  // reads holds, so that each is still read in one call), not to `count` at once: the host's
-  // I/O rates read /proc/diskstats and /proc/net/dev with a cap of 1 MiB, and zero-filling that
-  // twice a sample was an eighth of watch's CPU (docs/PERFORMANCE.md).
-  constexpr std::size_t first_room = 64 * 1024;
-  std::size_t start = out.size(), got = 0, room = std::min(count, first_room);
+  // Read into a buffer on the stack and append what came, never into room made in `out` first:
+  // std::string zero-fills what it is resized to, and that was most of a host reading's
+  // instructions (1 MiB, later 64 KiB, for each /proc file of a few hundred bytes; see
+  // docs/PERFORMANCE.md). 64 KiB holds any /proc or /sys file the agent reads in one call.
+  char chunk[64 * 1024];
+  std::size_t got = 0;
   bool ok = true;
   while (got < count) {
-    if (got == room)
-      room = std::min(count, room * 2);
-    out.resize(start + room);
-    char *into = out.data() + start + got;
-    ssize_t n = at ? ::pread(fd, into, room - got, *at + static_cast<off_t>(got))
-                   : ::read(fd, into, room - got);
+    std::size_t want = std::min(count - got, sizeof chunk);
+    ssize_t n =
+        at ? ::pread(fd, chunk, want, *at + static_cast<off_t>(got)) : ::read(fd, chunk, want);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0) {
       ok = n == 0;
       break;
     }
+    out.append(chunk, static_cast<std::size_t>(n));
     got += static_cast<std::size_t>(n);
   }
-  int error = errno;
-  out.resize(start + got);
-  errno = error;
   return ok;
 }
 

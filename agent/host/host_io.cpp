@@ -15,14 +15,15 @@ namespace {
 
 constexpr std::uint64_t sector_bytes = 512; // the kernel counts 512-byte sectors for every device
 
-// The whitespace-separated words of a line.
-std::vector<std::string_view> words(std::string_view line) {
-  std::vector<std::string_view> out;
+// The whitespace-separated words of a line, into `out` (one vector for a file's lines: a new one
+// each line was a fifth of a host reading's instructions).
+void split_words(std::string_view line, std::vector<std::string_view> &out) {
+  out.clear();
   std::size_t at = 0;
   while (true) {
     at = line.find_first_not_of(" \t", at);
     if (at == std::string_view::npos)
-      return out;
+      return;
     std::size_t end = std::min(line.find_first_of(" \t", at), line.size());
     out.push_back(line.substr(at, end - at));
     at = end;
@@ -57,20 +58,6 @@ bool plain_name(std::string_view name) {
          name.find('\0') == std::string_view::npos;
 }
 
-// The whole file, or nullopt where it cannot be read, is not a regular file (a FIFO or device
-// planted under NVSMI_HOST_ROOT would block or never end) or is larger than any such file is.
-std::optional<std::string> read_small_file(const std::string &path) {
-  Descriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-  struct stat info {};
-  if (fd.get() < 0 || ::fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode))
-    return std::nullopt;
-  std::string text;
-  if (!read_up_to(fd.get(), host_io_max_file_bytes + 1, std::nullopt, text) ||
-      text.size() > host_io_max_file_bytes)
-    return std::nullopt;
-  return text;
-}
-
 bool exists(const std::string &path) {
   struct stat info {};
   return ::stat(path.c_str(), &info) == 0;
@@ -81,8 +68,9 @@ bool exists(const std::string &path) {
 std::optional<DeviceCounters>
 read_diskstats(std::string_view text, const std::function<bool(std::string_view)> &whole_disk) {
   DeviceCounters disks;
+  std::vector<std::string_view> w;
   bool read = for_each_line(text, [&](std::string_view line) {
-    std::vector<std::string_view> w = words(line);
+    split_words(line, w);
     if (w.empty())
       return true;
     // major minor name, then reads, reads merged, sectors read, ms reading, writes, writes
@@ -105,13 +93,15 @@ read_diskstats(std::string_view text, const std::function<bool(std::string_view)
 std::optional<DeviceCounters>
 read_net_dev(std::string_view text, const std::function<bool(std::string_view)> &is_virtual) {
   DeviceCounters nics, others;
+  std::vector<std::string_view> w;
   bool read = for_each_line(text, [&](std::string_view line) {
     std::size_t colon = line.find(':');
     if (colon == std::string_view::npos)
-      return words(line).empty() || line.find('|') != std::string_view::npos; // the header
+      return line.find_first_not_of(" \t") == std::string_view::npos ||
+             line.find('|') != std::string_view::npos; // the header
     std::string_view name = trim(line.substr(0, colon));
     // received: bytes packets errs drop fifo frame compressed multicast; then sent: bytes ...
-    std::vector<std::string_view> w = words(line.substr(colon + 1));
+    split_words(line.substr(colon + 1), w);
     if (!plain_name(name) || name.find_first_of(" \t/") != std::string_view::npos || w.size() < 16)
       return false;
     std::optional<std::uint64_t> received = counter(w[0]), sent = counter(w[8]);
@@ -162,10 +152,41 @@ DeviceRates::Rates DeviceRates::update(std::optional<DeviceCounters> now_read,
   return rates;
 }
 
-HostIoReader::HostIoReader(std::string root) : root_(std::move(root)) {
-  if (root_.empty() || root_.back() != '/')
-    root_ += '/';
+// The whole file, or nullopt where it cannot be read, is not a regular file (a FIFO or device
+// planted under NVSMI_HOST_ROOT would block or never end) or is larger than any such file is.
+std::optional<std::string_view> HostIoReader::HeldFile::read() {
+  struct stat info {};
+  // An unlinked file (nlink 0) was replaced or removed: its path names another now, or nothing.
+  if (fd_ && (::fstat(fd_->get(), &info) != 0 || info.st_nlink == 0))
+    fd_.reset();
+  if (!fd_) {
+    Descriptor opened(::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+    if (opened.get() < 0 || ::fstat(opened.get(), &info) != 0 || !S_ISREG(info.st_mode))
+      return std::nullopt;
+    fd_.emplace(std::move(opened));
+  }
+  text_.clear();
+  if (!read_up_to(fd_->get(), host_io_max_file_bytes + 1, off_t{0}, text_) ||
+      text_.size() > host_io_max_file_bytes) {
+    fd_.reset();
+    text_ = std::string(); // not a MiB kept for the samples after an oversized file
+    return std::nullopt;
+  }
+  return std::string_view(text_);
 }
+
+bool HostIoReader::kind_of(std::string_view name, Kinds &previous, Kinds &now,
+                           const std::function<bool(std::string_view)> &counts) {
+  std::string key(name);
+  auto known = previous.find(key);
+  bool kind = known != previous.end() ? known->second : counts(name);
+  now.emplace(std::move(key), kind);
+  return kind;
+}
+
+HostIoReader::HostIoReader(std::string root)
+    : root_(root.empty() || root.back() != '/' ? std::move(root) + '/' : std::move(root)),
+      diskstats_(root_ + "proc/diskstats"), net_dev_(root_ + "proc/net/dev") {}
 
 void HostIoReader::read(Host &host) {
   // A whole disk is in sys/block (a partition is not); loop, ram, zram, dm and md devices are
@@ -180,11 +201,18 @@ void HostIoReader::read(Host &host) {
     return exists(root_ + "sys/devices/virtual/net/" + std::string(name));
   };
   std::optional<DeviceCounters> disks, interfaces;
-  if (std::optional<std::string> text = read_small_file(root_ + "proc/diskstats"))
-    disks = read_diskstats(*text, whole_disk);
+  Kinds disk_kinds, net_kinds;
+  if (std::optional<std::string_view> text = diskstats_.read())
+    disks = read_diskstats(*text, [&](std::string_view name) {
+      return kind_of(name, disk_kinds_, disk_kinds, whole_disk);
+    });
+  disk_kinds_ = std::move(disk_kinds);
   DeviceRates::Rates disk = disks_.update(std::move(disks), DeviceRates::Clock::now());
-  if (std::optional<std::string> text = read_small_file(root_ + "proc/net/dev"))
-    interfaces = read_net_dev(*text, is_virtual);
+  if (std::optional<std::string_view> text = net_dev_.read())
+    interfaces = read_net_dev(*text, [&](std::string_view name) {
+      return kind_of(name, net_kinds_, net_kinds, is_virtual);
+    });
+  net_kinds_ = std::move(net_kinds);
   DeviceRates::Rates network = network_.update(std::move(interfaces), DeviceRates::Clock::now());
   host.disk_read_bytes_per_second = disk.in;
   host.disk_write_bytes_per_second = disk.out;

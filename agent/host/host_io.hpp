@@ -3,6 +3,8 @@
 // counted, and why, is docs/PROCESSES.md's "Disk and network".
 #pragma once
 
+#include "core/descriptor.hpp"
+
 #include "nvsmi/snapshot.hpp"
 
 #include <chrono>
@@ -11,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace nvsmi {
@@ -66,7 +69,32 @@ public:
   void read(Host &host);
 
 private:
+  // A counters file read every sample: held open and read again from its start (a /proc file
+  // gives its current text at offset 0), so that a sample walks no path for it. Opened again
+  // where it is not open or was unlinked (replaced under its name, as a test's copy is); a file
+  // that cannot be read, is not a regular file or is larger than host_io_max_file_bytes is
+  // nullopt, and is opened afresh next time.
+  class HeldFile {
+  public:
+    explicit HeldFile(std::string path) : path_(std::move(path)) {}
+    // The file's whole text, in a buffer kept between reads; nullopt as above.
+    std::optional<std::string_view> read();
+
+  private:
+    std::string path_;
+    std::optional<Descriptor> fd_; // none where it is not open
+    std::string text_;
+  };
+  // Whether a device of the previous reading counts, by its name: each is looked up under sys/
+  // once while it stays listed, not every sample (a name gone for a reading is looked up anew).
+  using Kinds = std::unordered_map<std::string, bool>;
+  // `counts(name)`, from `previous` where it has the name; `now` gets every name asked.
+  static bool kind_of(std::string_view name, Kinds &previous, Kinds &now,
+                      const std::function<bool(std::string_view)> &counts);
+
   std::string root_;
+  HeldFile diskstats_, net_dev_;
+  Kinds disk_kinds_, net_kinds_;
   DeviceRates disks_, network_;
 };
 
