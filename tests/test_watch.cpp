@@ -504,7 +504,8 @@ TEST_CASE("watch: --fields adds query fields to json and to the CSV log") {
   REQUIRE(log.size() == 17);
   CHECK_THAT(log[0],
              Catch::Contains(",host.network.send [B/s],pcie.replay_counter,activity.sm [%]"));
-  CHECK_THAT(log[0], Catch::EndsWith(",nvlink.bandwidth_bytes_per_second [B/s],clocks.max.sm,serial"));
+  CHECK_THAT(log[0],
+             Catch::EndsWith(",nvlink.bandwidth_bytes_per_second [B/s],clocks.max.sm,serial"));
   CHECK_THAT(log[16], Catch::EndsWith(",1980,"));
 }
 
