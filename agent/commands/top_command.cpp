@@ -1,6 +1,7 @@
 #include "commands/top_command.hpp"
 
 #include "commands/top_fleet.hpp"
+#include "commands/top_input.hpp"
 
 #include "core/exit_codes.hpp"
 #include "core/log_line.hpp"
@@ -13,8 +14,6 @@
 #include "terminal/top_model.hpp"
 #include "terminal/top_view.hpp"
 
-#include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <clocale>
@@ -39,20 +38,23 @@ public:
             options.sampling, [this](Snapshot s) { deliver(std::move(s)); },
             [this](LogKind, const std::string &message) { keep_message(message); },
             [this](int code) { stop(code); }),
-        resize_signal_(loop_.context(), SIGWINCH), tick_(loop_.context()),
-        keyboard_(loop_.context()), model_(loop_.sampler().interval()) {}
+        input_(
+            loop_.context(), [this] { return loop_.stopping(); },
+            [this] {
+              if (view_) {
+                view_->resize();
+                draw();
+              }
+            },
+            [this] { read_keys(); }),
+        tick_(loop_.context()), model_(loop_.sampler().interval()) {}
 
   int run() {
     // Before the screen is taken, so that no signal leaves it taken.
     loop_.catch_signals([this](int signal) { stop(exit_code_for_stop(signal)); });
-    // SIGWINCH is caught before ncurses starts, so that ncurses leaves it to this loop.
-    wait_for_resize();
+    input_.catch_resize();
     view_.emplace();
-    int input = ::dup(STDIN_FILENO);
-    if (input < 0)
-      throw AgentError(exit_io, "cannot read the keyboard");
-    keyboard_.assign(input);
-    wait_for_key();
+    input_.read_keyboard();
     int code = loop_.run([this] {
       tick();
       draw();
@@ -64,29 +66,6 @@ public:
   }
 
 private:
-  void wait_for_resize() {
-    resize_signal_.async_wait([this](boost::system::error_code error, int) {
-      if (error)
-        return;
-      if (view_) {
-        view_->resize();
-        draw();
-      }
-      wait_for_resize();
-    });
-  }
-
-  void wait_for_key() {
-    keyboard_.async_wait(asio::posix::stream_descriptor::wait_read,
-                         [this](boost::system::error_code error) {
-                           if (error || loop_.stopping())
-                             return;
-                           read_keys();
-                           if (!loop_.stopping())
-                             wait_for_key();
-                         });
-  }
-
   void read_keys() {
     bool changed = false;
     int page = std::max(1, view_->size().lines / 2);
@@ -267,17 +246,14 @@ private:
     if (loop_.stopping())
       return;
     tick_.cancel();
-    boost::system::error_code ignored;
-    keyboard_.cancel(ignored);
-    resize_signal_.cancel();
+    input_.cancel();
     loop_.stop(code);
   }
 
   InputFlags input_flags_; // destroyed after the keyboard's descriptor and the view
   SamplingLoop loop_;
-  asio::signal_set resize_signal_;
+  TopInput input_;
   asio::steady_timer tick_;
-  asio::posix::stream_descriptor keyboard_;
   TopModel model_;
   std::optional<TopView> view_;
   std::deque<std::string> messages_;

@@ -1,4 +1,5 @@
 #include "commands/top_fleet.hpp"
+#include "commands/top_input.hpp"
 
 #include "core/exit_codes.hpp"
 #include "core/number_text.hpp"
@@ -9,7 +10,6 @@
 #include "terminal/top_view.hpp"
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -95,8 +95,16 @@ class FleetTop {
 public:
   FleetTop(const FleetClientOptions &client, milliseconds interval)
       : interval_(interval), poller_(context_, client), signals_(context_, SIGINT, SIGTERM),
-        resize_signal_(context_, SIGWINCH), poll_timer_(context_), tick_(context_),
-        keyboard_(context_) {}
+        input_(
+            context_, [this] { return stopping_; },
+            [this] {
+              if (view_) {
+                view_->resize();
+                draw();
+              }
+            },
+            [this] { read_keys(); }),
+        poll_timer_(context_), tick_(context_) {}
 
   int run() {
     // Caught before ncurses starts, so that no signal leaves the screen taken and ncurses leaves
@@ -105,13 +113,9 @@ public:
       if (!error)
         stop(exit_code_for_stop(signal));
     });
-    wait_for_resize();
+    input_.catch_resize();
     view_.emplace();
-    int input = ::dup(STDIN_FILENO);
-    if (input < 0)
-      throw AgentError(exit_io, "cannot read the keyboard");
-    keyboard_.assign(input);
-    wait_for_key();
+    input_.read_keyboard();
     poll();
     tick();
     draw();
@@ -142,29 +146,6 @@ private:
       draw();
       tick();
     });
-  }
-
-  void wait_for_resize() {
-    resize_signal_.async_wait([this](boost::system::error_code error, int) {
-      if (error)
-        return;
-      if (view_) {
-        view_->resize();
-        draw();
-      }
-      wait_for_resize();
-    });
-  }
-
-  void wait_for_key() {
-    keyboard_.async_wait(asio::posix::stream_descriptor::wait_read,
-                         [this](boost::system::error_code error) {
-                           if (error || stopping_)
-                             return;
-                           read_keys();
-                           if (!stopping_)
-                             wait_for_key();
-                         });
   }
 
   void read_keys() {
@@ -215,10 +196,9 @@ private:
   milliseconds interval_;
   FleetPoller poller_;
   asio::signal_set signals_;
-  asio::signal_set resize_signal_;
+  TopInput input_;
   asio::steady_timer poll_timer_;
   asio::steady_timer tick_;
-  asio::posix::stream_descriptor keyboard_;
   std::optional<TopView> view_;
   std::size_t scroll_ = 0;
   bool stopping_ = false;
