@@ -774,8 +774,8 @@ TEST_CASE("jobs: a claims folder of the caller's own is accepted; made by a user
                     Catch::Contains("belongs to uid 65534, neither root nor you"));
 }
 
-TEST_CASE("run: a job busy on two GPUs whose peer traffic goes over PCIe is told NVLink idle; "
-          "busy on one, it is not") {
+TEST_CASE("run: a job busy on two GPUs whose peer traffic goes over PCIe is told NVLink idle, "
+          "one whose links are nearly full NVLink saturated; busy on one, neither") {
   std::string folder = test::temporary_folder();
   // The job runs until run's log holds three samples with dmon's SM activity of `sm` (GPM's first
   // reading is `-`), or a minute.
@@ -802,6 +802,15 @@ TEST_CASE("run: a job busy on two GPUs whose peer traffic goes over PCIe is told
     CHECK_THAT(gpu["finding"].get<std::string>(),
                Catch::StartsWith("NVLink idle: SMs active 82% here and on 1 other GPU(s) of the "
                                  "job, but NVLink carried 2.1 MB/s while PCIe carried"));
+  // The stand-in's nvlink-saturated: SMs 82 % on both, NVLink 391,000 MiB/s each way, 86 % of the
+  // 18 links' 478 GB/s that `nvlink -s` gave at the start.
+  json saturated = run_job("nvlink-saturated", "82");
+  REQUIRE(saturated["gpus"].size() == 2);
+  for (const json &gpu : saturated["gpus"])
+    CHECK_THAT(gpu["finding"].get<std::string>(),
+               Catch::StartsWith("NVLink saturated: SMs active 82% here and on 1 other GPU(s) of "
+                                 "the job") &&
+                   Catch::Contains("410.0 GB/s each way, 86%"));
   // Its usual figures: SMs 27 % on GPU 1 and 55 % on GPU 5, so only one GPU is busy.
   json one_busy = run_job("ok", "27");
   REQUIRE(one_busy["gpus"].size() == 2);
