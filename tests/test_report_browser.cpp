@@ -1,6 +1,7 @@
 // The HTML report opened in headless Chromium, its screenshots kept as test artifacts
 // (BUILD/artifacts/report.png at 1400 px wide and report-phone.png at 400 px; report-users.png and
-// report-users-phone.png for a JSON log's users ledger), and a check that nothing makes a 400 px
+// report-users-phone.png for a JSON log's users ledger; report-jobs.png and report-jobs-phone.png
+// for --by-job's jobs and accounts), and a check that nothing makes a 400 px
 // page scroll sideways; and `run`'s report with its job (run-report.png, run-report-phone.png).
 // Skipped with a message where Chromium is not installed.
 #include "support.hpp"
@@ -13,13 +14,17 @@
 
 using test::quote;
 
+std::string jobs_log(const std::vector<std::string> &names = {}); // test_report_jobs.cpp
+
 namespace {
 
+// The page of a log of fixtures/logs, or of the jobs' log (`jobs`: with --by-job).
 std::string report_html(const std::string &name, const std::string &log) {
   std::string html = std::string(ARTIFACTS_DIR) + "/" + name + ".html";
   test::run_shell("mkdir -p " + quote(ARTIFACTS_DIR));
-  test::Run report = test::run_agent("report --format html --output " + quote(html) + " " +
-                                     quote(test::fixture_path("logs/" + log)));
+  std::string input =
+      log == "jobs" ? "--by-job " + quote(jobs_log()) : quote(test::fixture_path("logs/" + log));
+  test::Run report = test::run_agent("report --format html --output " + quote(html) + " " + input);
   REQUIRE(report.exit_code == 0);
   return html;
 }
@@ -148,11 +153,12 @@ TEST_CASE("report: the HTML page renders in headless Chromium") {
   // The users ledger comes after four GPUs' charts: a page tall enough to hold it, on a desktop
   // and on a phone.
   using Page = std::tuple<std::string, std::string, int, int>;
-  auto [name, log, width, height] =
-      GENERATE(Page{"report", "two-limits-midnight.csv", 1400, 2400},
-               Page{"report-phone", "two-limits-midnight.csv", 400, 4200},
-               Page{"report-users", "shared-3users.jsonl", 1400, 7200},
-               Page{"report-users-phone", "shared-3users.jsonl", 400, 12000});
+  auto [name, log, width, height] = GENERATE(
+      Page{"report", "two-limits-midnight.csv", 1400, 2400},
+      Page{"report-phone", "two-limits-midnight.csv", 400, 4200},
+      Page{"report-users", "shared-3users.jsonl", 1400, 7200},
+      Page{"report-users-phone", "shared-3users.jsonl", 400, 12000},
+      Page{"report-jobs", "jobs", 1400, 7800}, Page{"report-jobs-phone", "jobs", 400, 13500});
   std::string html = report_html(name, log);
   screenshot(html, name, width, height);
 }
@@ -162,8 +168,9 @@ TEST_CASE("report: nothing in the HTML page scrolls sideways at 400 px") {
     WARN("chromium is not installed (scripts/install-deps installs it): not measured");
     return;
   }
-  std::string log = GENERATE(std::string("two-limits-midnight.csv"),
-                             std::string("shared-3users.jsonl"), std::string("bad-rows.csv"));
+  std::string log =
+      GENERATE(std::string("two-limits-midnight.csv"), std::string("shared-3users.jsonl"),
+               std::string("bad-rows.csv"), std::string("jobs"));
   std::string html = report_html("report-width", log);
   INFO(log);
   check_no_sideways_scroll(html);

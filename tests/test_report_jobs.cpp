@@ -21,6 +21,8 @@ using nlohmann::json;
 using test::quote;
 using test::run_agent;
 
+std::string jobs_log(const std::vector<std::string> &names = {});
+
 namespace {
 
 json allocation(const std::string &job, const std::string &user,
@@ -35,10 +37,16 @@ json allocation(const std::string &job, const std::string &user,
   return out;
 }
 
-// The fixture with the allocations above, written to a temporary file; its path.
-std::string jobs_log() {
+} // namespace
+
+// The fixture with the allocations above, written to a temporary file; its path. With `names`,
+// job 1234's job id, user and account are those three instead (the HTML page's escaping).
+// The browser suite's screenshots read it too.
+std::string jobs_log(const std::vector<std::string> &names) {
   std::string out;
   int sample = 0;
+  std::vector<std::string> first =
+      names.size() == 3 ? names : std::vector<std::string>{"1234", "alice", "physics"};
   for (const std::string &line :
        test::non_empty_lines_of(test::read_file(test::fixture_path("logs/shared-3users.jsonl")))) {
     json snapshot = json::parse(line);
@@ -46,7 +54,7 @@ std::string jobs_log() {
       int index = gpu["index"].get<int>();
       gpu["allocation"] = nullptr;
       if (index == 0 || index == 1)
-        gpu["allocation"] = allocation("1234", "alice", "physics");
+        gpu["allocation"] = allocation(first[0], first[1], first[2]);
       if (index == 3 && sample < 10)
         gpu["allocation"] = allocation("77", "bob", "chem");
       if (index == 3 && sample >= 10 && sample <= 12)
@@ -59,8 +67,6 @@ std::string jobs_log() {
   test::write_file(path, out);
   return path;
 }
-
-} // namespace
 
 TEST_CASE("job: one job's GPUs, time, utilization, idle and unused time, memory, energy, finding") {
   std::string log = jobs_log();
@@ -127,6 +133,54 @@ TEST_CASE("report --by-job: every job of the log, in text and JSON; without it, 
   test::Run text = run_agent("report --by-job " + quote(log));
   REQUIRE(text.exit_code == 0);
   CHECK_THAT(text.out, Catch::Contains("\nJobs (") && Catch::Contains("job 55 of dave: 1 GPU (3)"));
+}
+
+TEST_CASE("report --by-job --format html: each job's finding and figures, then the accounts; "
+          "without --by-job, no jobs section") {
+  std::string log = jobs_log();
+  test::Run run = run_agent("report --by-job --format html " + quote(log));
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const std::string &page = run.out;
+  REQUIRE(page.find("<section id=\"jobs\"><h2>Jobs</h2>") != std::string::npos);
+  // After the users' ledger, before the first GPU's section.
+  CHECK(page.find("id=\"jobs\"") > page.find("<h2>Users</h2>"));
+  CHECK(page.find("id=\"jobs\"") < page.find("id=\"gpu-0\""));
+  CHECK_THAT(page, Catch::Contains("</span> slurm 1234 (alice): idle: utilization under 5 %"));
+  CHECK_THAT(page, Catch::Contains("</span> slurm 55 (dave): allocated but unused") &&
+                       Catch::Contains("<span class=\"advice\">ask for fewer GPUs (--gres=gpu:N)"));
+  CHECK_THAT(page, Catch::Contains("<tr><td>slurm 1234</td><td>alice</td><td>physics</td><td>0, "
+                                   "1</td><td>3 h</td><td>6.00</td><td>47.5%</td><td>3.00 "
+                                   "(50.0%)</td><td>0.00 (0.0%)</td><td>2040.00</td></tr>"));
+  CHECK_THAT(page, Catch::Contains("<tr><td>slurm 55</td><td>dave</td><td>none</td>"));
+  CHECK_THAT(page, Catch::Contains("<h3>Accounts</h3>") &&
+                       Catch::Contains("<tr><td>physics</td><td>1</td><td>6.00</td><td>6.00</td>"
+                                       "<td>3.00</td><td>0.00</td></tr>") &&
+                       Catch::Contains("<tr><td>(no account)</td><td>1</td><td>0.50</td>"));
+  test::Run plain = run_agent("report --format html " + quote(log));
+  REQUIRE(plain.exit_code == 0);
+  CHECK(plain.out.find("id=\"jobs\"") == std::string::npos);
+}
+
+TEST_CASE("report --by-job --format html: a job id, user or account that holds markup or control "
+          "bytes never reaches the page") {
+  // The scheduler's records come from the prolog, but a log is a file anyone may have edited. A
+  // user or account that is no account name is unknown, and a job id that is not digits is no job:
+  // neither becomes markup or terminal control on the page.
+  auto page_of = [](const std::vector<std::string> &names) {
+    test::Run run = run_agent("report --by-job --format html " + quote(jobs_log(names)));
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    for (const char *markup : {"<script", "<img", "<b>eve", "\x1b"})
+      CHECK(run.out.find(markup) == std::string::npos);
+    return run.out;
+  };
+  std::string names = page_of({"9", "<b>eve</b>", "acct\x1b[31m<img src=x onerror=y>"});
+  CHECK_THAT(names, Catch::Contains("</span> slurm 9 (unknown user): "));
+  CHECK_THAT(names, Catch::Contains("<tr><td>slurm 9</td><td>unknown</td><td>none</td>"));
+  std::string id = page_of({"9<script>alert(1)</script>", "alice", "physics"});
+  CHECK(id.find("alert") == std::string::npos);
+  CHECK_THAT(id, Catch::Contains("<tr><td>slurm 77</td>"));
 }
 
 TEST_CASE("report --by-job --format csv: the accounting rows, GPU-hours held, used, idle, unused") {

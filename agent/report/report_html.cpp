@@ -1,6 +1,7 @@
 // `report --format html`: one self-contained page, the series drawn as inline SVG. Nothing is
 // fetched: no script, no stylesheet, no font, no image from anywhere.
 #include "core/number_text.hpp"
+#include "core/screen_text.hpp"
 #include "report/report.hpp"
 #include "report/report_chart.hpp"
 #include "report/report_job.hpp"
@@ -282,6 +283,82 @@ void users_section(std::string &out, const Report &report) {
   out += "</table></div>\n</section>\n";
 }
 
+// A job's or an account's GPU-hours, "unknown" where no sample knew them.
+std::string gpu_hours(const std::optional<double> &seconds) {
+  return seconds ? number(*seconds / 3600, "%.2f") : "unknown";
+}
+
+// A part of a job's time and its share, "unknown" where no sample knew it.
+std::string share_cell(const TimeShare &share) {
+  std::optional<double> percent = share.percent();
+  return percent ? number(share.seconds / 3600, "%.2f") + number(*percent, " (%.1f%%)") : "unknown";
+}
+
+// `report --by-job`: each batch job's row, its finding and advice beside its figures, then the
+// accounts' roll-up. Names come from the scheduler's records, which a job's owner chose: marked
+// (terminal text made printable) and escaped like any other text of the page.
+void jobs_section(std::string &out, const Report &report) {
+  out += "<section id=\"jobs\"><h2>Jobs</h2>\n<p class=\"meta\">A GPU counts for a job while the "
+         "scheduler's record gives it to the job. Idle: under 5% utilization; unused: no "
+         "process on the GPU.";
+  if (report.jobs.left_out > 0)
+    out += " " + std::to_string(report.jobs.left_out) + " stretches of jobs past the first " +
+           std::to_string(report_max_jobs) + " left out.";
+  out += "</p>\n";
+  if (report.jobs.jobs.empty()) {
+    out += "<p>No allocation in the logs (the JSON logs of watch with --job-mapping-dir carry "
+           "them).</p>\n</section>\n";
+    return;
+  }
+  auto text = [](const Text &value, const char *none) {
+    return html_escape(value ? marked_text(*value) : std::string(none));
+  };
+  auto job_name = [](const BatchJob &job) {
+    return html_escape(marked_text(job.scheduler + " " + job.job_id));
+  };
+  // The findings first, each naming its job, as the users' are: on a phone the table scrolls in
+  // its own box, and what to act on must not be off to its side. The advice, and what the units
+  // did, each a line of its own under the finding.
+  for (const BatchJob &job : report.jobs.jobs) {
+    std::string severity = severity_name(job.finding.severity);
+    out += "<p class=\"finding " + severity + "\"><span class=\"severity\">" + severity +
+           "</span> " + job_name(job) + " (" + text(job.user, "unknown user") +
+           "): " + html_escape(job.finding.text);
+    if (!job.advice.empty())
+      out += "<br><span class=\"advice\">" + html_escape(job.advice) + "</span>";
+    if (job.activity_finding)
+      out += "<br>" + std::string(severity_name(job.activity_finding->severity)) + ": " +
+             html_escape(job.activity_finding->text);
+    out += "</p>\n";
+  }
+  out += "<div class=\"scroll\"><table class=\"jobs\"><tr><th>job</th><th>user</th>"
+         "<th>account</th><th>GPUs</th><th>time</th><th>held GPU-h</th><th>utilization</th>"
+         "<th>idle GPU-h</th><th>unused GPU-h</th><th>energy Wh</th></tr>\n";
+  for (const BatchJob &job : report.jobs.jobs) {
+    std::string gpus;
+    for (const BatchJobGpu &gpu : job.gpus)
+      gpus += (gpus.empty() ? "" : ", ") + std::to_string(gpu.index);
+    out += "<tr><td>" + job_name(job) + "</td><td>" + text(job.user, "unknown") + "</td><td>" +
+           text(job.account, "none") + "</td><td>" + gpus + "</td><td>" +
+           html_escape(describe_duration(job.wall_seconds())) + "</td><td>" +
+           number(job.held_seconds / 3600, "%.2f") + "</td><td>" +
+           or_unknown(job.utilization_percent(), "%.1f%%") + "</td><td>" + share_cell(job.idle) +
+           "</td><td>" + share_cell(job.unused) + "</td><td>" +
+           or_unknown(job.energy_wh(), "%.2f") + "</td></tr>\n";
+  }
+  out += "</table></div>\n<h3>Accounts</h3>\n<p class=\"meta\">GPU-hours held; used with a "
+         "process, idle under 5% utilization, unused with none.</p>\n<div class=\"scroll\"><table "
+         "class=\"accounts\"><tr><th>account</th><th>jobs</th><th>held</th><th>used</th>"
+         "<th>idle</th><th>unused</th></tr>\n";
+  for (const BatchAccount &account : roll_up_accounts(report.jobs.jobs))
+    out += "<tr><td>" + text(account.account, "(no account)") + "</td><td>" +
+           std::to_string(account.jobs) + "</td><td>" + gpu_hours(account.held_seconds) +
+           "</td><td>" + gpu_hours(account.used_seconds) + "</td><td>" +
+           gpu_hours(account.idle_seconds) + "</td><td>" + gpu_hours(account.unused_seconds) +
+           "</td></tr>\n";
+  out += "</table></div>\n</section>\n";
+}
+
 // Every GPU's finding, the most serious first, each naming its GPU and linking to its section:
 // what a reader on a phone sees before any table.
 void findings_section(std::string &out, const std::vector<GpuSummary> &gpus) {
@@ -334,7 +411,8 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 6px}small{color
 .info .severity{background:#1f6fd1}.warning .severity{background:#e0a800;color:#222}.critical .severity{background:#c62828}
 table{border-collapse:collapse;margin:6px 0 10px}th{text-align:left;padding:2px 14px 2px 0;color:#555;font-weight:normal;vertical-align:top}td{padding:2px 0}
 .scroll{overflow-x:auto}.users td,.summary td{padding:3px 14px 3px 0;text-align:right;white-space:nowrap}
-.users td:first-child,.summary td:nth-child(2){text-align:left}.users td:nth-child(2){text-align:left;white-space:normal;min-width:11em}
+.users td:first-child,.summary td:nth-child(2){text-align:left}
+.jobs td,.accounts td{padding:3px 14px 3px 0;text-align:right;white-space:nowrap;border-bottom:1px solid #eee}.jobs td:nth-child(-n+4),.accounts td:first-child{text-align:left}.jobs th,.accounts th{white-space:nowrap;border-bottom:1px solid #ccc;padding-right:14px}.advice{font-weight:normal;color:#444}.users td:nth-child(2){text-align:left;white-space:normal;min-width:11em}
 .summary th{white-space:nowrap;border-bottom:1px solid #ccc;padding-right:14px}.summary td{border-bottom:1px solid #eee}.summary td.finding{text-align:left;white-space:normal;min-width:18em;font-weight:normal;border-left-width:4px;padding:3px 8px}
 .chart{margin:12px 0 20px}figcaption{font-weight:600;margin:0 0 22px}.unit-name{font-weight:normal;color:#555}
 .plot{position:relative;height:150px;margin:0 36px 36px 48px}.plot svg{display:block;width:100%;height:100%;overflow:visible}
@@ -382,6 +460,8 @@ table{border-collapse:collapse;margin:6px 0 10px}th{text-align:left;padding:2px 
   summary_table(out, report.gpus);
   if (report.users.listed_seconds > 0)
     users_section(out, report);
+  if (report.options.by_job)
+    jobs_section(out, report);
   for (std::size_t i = 0; i < report.gpus.size(); ++i)
     gpu_section(out, report, i, scales);
   out += "</body></html>\n";
