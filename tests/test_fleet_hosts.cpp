@@ -418,12 +418,17 @@ TEST_CASE("top --hosts and serve's /fleet: five serves on loopback, one stopped 
     for (std::size_t at = 0; (at = dom.out.find("<section", at)) != std::string::npos; ++at)
       ++sections;
     CHECK(sections == 5);
-    std::string png = std::string(ARTIFACTS_DIR) + "/fleet-phone.png";
-    test::run_shell("mkdir -p " + quote(ARTIFACTS_DIR) + " && rm -f " + quote(png));
-    test::chromium("--virtual-time-budget=5000 --window-size=390,1600 --screenshot=" + quote(png) +
-                   " " + quote(fleet.url("/fleet")));
-    struct stat info {};
-    CHECK(::stat(png.c_str(), &info) == 0);
+    // Drawn at a phone's width and a desktop's, kept as artifacts to be looked at.
+    for (const auto &[name, size] : {std::pair<std::string, std::string>{"fleet-phone", "390,1600"},
+                                     {"fleet-desktop", "1400,1400"}}) {
+      std::string png = std::string(ARTIFACTS_DIR) + "/" + name + ".png";
+      test::run_shell("mkdir -p " + quote(ARTIFACTS_DIR) + " && rm -f " + quote(png));
+      test::chromium("--virtual-time-budget=5000 --window-size=" + size +
+                     " --screenshot=" + quote(png) + " " + quote(fleet.url("/fleet")));
+      struct stat info {};
+      CHECK(::stat(png.c_str(), &info) == 0);
+      CHECK(info.st_size > 20000); // a blank page of that size is a few kB
+    }
   } else {
     WARN("chromium is not installed (scripts/install-deps installs it): /fleet is not drawn");
   }
