@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
+#include <system_error>
 
 namespace nvsmi {
 namespace {
@@ -30,7 +31,7 @@ void say_failure(const std::string &why) {
 
 } // namespace
 
-struct NvlinkCounterReader::Reading {
+struct NvlinkCounterReader::CounterReading {
   std::optional<std::vector<NvlinkGpuCounters>> counters; // nullopt: failed, `failure` says why
   std::string failure;
   steady_clock::time_point at; // the middle of the run: when the counters were read, near enough
@@ -90,39 +91,49 @@ void NvlinkCounterReader::start_reading() {
   if (worker_.joinable())
     worker_.join(); // the previous run's thread, already past its last step
   std::weak_ptr<bool> alive = alive_;
-  worker_ = std::thread([this, alive, argv = argv_] {
-    auto reading = std::make_shared<Reading>();
-    auto started = steady_clock::now();
-    try {
-      CommandLimits limits;
-      limits.timeout = deadline;
-      limits.max_output_bytes = max_output_bytes;
-      CommandResult result = run_bounded(argv, limits);
-      const std::string command = "nvidia-smi nvlink -gt d";
-      if (result.term_signal != 0)
-        reading->failure = command + " was killed by signal " + std::to_string(result.term_signal);
-      else if (result.exit_code != 0)
-        reading->failure = command + " exited with code " + std::to_string(result.exit_code) +
-                           ": " + first_message_line(result);
-      else
-        reading->counters = read_nvlink_counters(result.out);
-    } catch (const AgentError &error) {
-      reading->failure = std::string("nvidia-smi nvlink -gt d: ") + error.what();
-    } catch (const ParseError &error) {
-      reading->failure = error.what(); // it names the command
-    } catch (const std::exception &error) {
-      reading->failure = std::string("nvidia-smi nvlink -gt d: ") + error.what();
-    }
-    reading->at = started + (steady_clock::now() - started) / 2;
-    // Back on the event loop's thread, where every other member is used.
-    boost::asio::post(context_, [this, alive, reading] {
-      if (auto still = alive.lock(); still && *still)
-        reading_done(*reading);
-    });
+  try {
+    worker_ = std::thread([this, alive, argv = argv_] { run_reading(alive, argv); });
+  } catch (const std::system_error &error) {
+    // No thread to be had (a process or memory limit): this interval is unknown, like a failed run.
+    in_flight_ = false;
+    say_failure(std::string("no thread for nvidia-smi nvlink -gt d: ") + error.what());
+    forget();
+  }
+}
+
+void NvlinkCounterReader::run_reading(const std::weak_ptr<bool> &alive,
+                                      const std::vector<std::string> &argv) {
+  auto reading = std::make_shared<CounterReading>();
+  auto started = steady_clock::now();
+  try {
+    CommandLimits limits;
+    limits.timeout = deadline;
+    limits.max_output_bytes = max_output_bytes;
+    CommandResult result = run_bounded(argv, limits);
+    const std::string command = "nvidia-smi nvlink -gt d";
+    if (result.term_signal != 0)
+      reading->failure = command + " was killed by signal " + std::to_string(result.term_signal);
+    else if (result.exit_code != 0)
+      reading->failure = command + " exited with code " + std::to_string(result.exit_code) + ": " +
+                         first_message_line(result);
+    else
+      reading->counters = read_nvlink_counters(result.out);
+  } catch (const AgentError &error) {
+    reading->failure = std::string("nvidia-smi nvlink -gt d: ") + error.what();
+  } catch (const ParseError &error) {
+    reading->failure = error.what(); // it names the command
+  } catch (const std::exception &error) {
+    reading->failure = std::string("nvidia-smi nvlink -gt d: ") + error.what();
+  }
+  reading->at = started + (steady_clock::now() - started) / 2;
+  // Back on the event loop's thread, where every other member is used.
+  boost::asio::post(context_, [this, alive, reading] {
+    if (auto still = alive.lock(); still && *still)
+      reading_done(*reading);
   });
 }
 
-void NvlinkCounterReader::reading_done(const Reading &reading) {
+void NvlinkCounterReader::reading_done(const CounterReading &reading) {
   in_flight_ = false;
   if (stopped_) {
     if (on_stopped_)

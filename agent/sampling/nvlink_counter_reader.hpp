@@ -42,9 +42,11 @@ public:
   void stop(std::function<void()> done);
 
 private:
-  struct Reading;
+  struct CounterReading;
   void start_reading();
-  void reading_done(const Reading &reading);
+  // On the worker thread: one bounded run, its reading posted back to the event loop.
+  void run_reading(const std::weak_ptr<bool> &alive, const std::vector<std::string> &argv);
+  void reading_done(const CounterReading &reading);
   void forget(); // the rates and the earlier reading: the next one starts over
 
   boost::asio::io_context &context_;
