@@ -46,8 +46,9 @@ NvlinkCounterReader::NvlinkCounterReader(boost::asio::io_context &context,
   any_active_link_ = std::any_of(capacity.begin(), capacity.end(),
                                  [](const NvlinkCapacity &gpu) { return gpu.bytes_per_second; });
   if (!any_active_link_)
-    log_(LogKind::notice, "--nvlink-counters: no GPU has an active NVLink link (nvidia-smi nvlink "
-                          "-s), so nvidia-smi nvlink -gt d is never run");
+    // Where nvlink -s failed, its own notice has said why the links are unknown.
+    log_(LogKind::notice, "--nvlink-counters: no GPU is known to have an active NVLink link "
+                          "(nvidia-smi nvlink -s), so nvidia-smi nvlink -gt d is never run");
 }
 
 NvlinkCounterReader::~NvlinkCounterReader() {
