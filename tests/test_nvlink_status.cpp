@@ -1,3 +1,4 @@
+#include "nvsmi/nvlink_counters.hpp"
 #include "nvsmi/nvlink_status.hpp"
 #include "nvsmi/quantity.hpp"
 #include "snapshot_builders.hpp"
@@ -105,4 +106,159 @@ TEST_CASE("nvlink -s: each GPU gets its own capacity by UUID, whatever the order
   attach_nvlink_capacity(snapshot, capacity);
   CHECK(snapshot.gpus[0].nvlink_bandwidth_bytes_per_second == 1);
   CHECK(snapshot.gpus[1].nvlink_bandwidth_bytes_per_second == 2);
+}
+
+namespace {
+
+// Two readings of an A100 machine's counters, quoted in a public script (fixtures/README.md).
+std::vector<NvlinkGpuCounters> a100_reading(int which) {
+  return read_nvlink_counters(
+      fixture("nvlink/a100-pcie-40gb-6gpu-nvlink-throughput-" + std::to_string(which) + ".txt"));
+}
+
+// One GPU, one link, its two counters; `tx`/`rx` are the lines' values after "Data Tx: ".
+std::string one_link(const std::string &tx, const std::string &rx, const std::string &gpu = "0") {
+  return "GPU " + gpu + ": NVIDIA A100-SXM4-40GB (UUID: GPU-" + gpu +
+         ")\n\t Link 0: Data Tx: " + tx + "\n\t Link 0: Data Rx: " + rx + "\n";
+}
+
+} // namespace
+
+TEST_CASE("nvlink -gt d (A100-PCIE-40GB, quoted): every GPU's links, KiB read as 1024 bytes") {
+  std::vector<NvlinkGpuCounters> gpus = a100_reading(1);
+  REQUIRE(gpus.size() == 6);
+  CHECK(gpus[0].gpu_index == 0);
+  CHECK(gpus[0].uuid == "GPU-f41a1a93-42ec-1dc1-e936-03c617b58fd4");
+  CHECK(gpus[5].uuid == "GPU-a5e3ac3a-6a5a-8a72-32ce-4c3ad2c74506");
+  for (const NvlinkGpuCounters &gpu : gpus)
+    CHECK(gpu.links.size() == 12);
+  CHECK(gpus[0].links[0].link == 0);
+  CHECK(gpus[0].links[0].tx_bytes == std::uint64_t(8299479) * 1024);
+  CHECK(gpus[0].links[0].rx_bytes == std::uint64_t(7492431) * 1024);
+  CHECK(gpus[0].links[11].link == 11);
+  CHECK(gpus[0].links[11].rx_bytes == std::uint64_t(7489712) * 1024);
+}
+
+TEST_CASE("nvlink -gt d: two readings give each GPU's rates, summed over its links") {
+  // The quoted readings' time apart is not known: 10 s stands in for it.
+  std::vector<NvlinkRates> rates = nvlink_rates(a100_reading(1), a100_reading(2), 10);
+  REQUIRE(rates.size() == 6);
+  CHECK(rates[0].tx_bytes_per_second == 852158259); // 8321858 KiB more over 12 links, in 10 s
+  CHECK(rates[0].rx_bytes_per_second == 844028314);
+  CHECK(rates[1].tx_bytes_per_second == 860268749);
+  CHECK(rates[4].rx_bytes_per_second == 844028416);
+  // GPU 3 is GPU 0's peer: what one sends the other receives.
+  CHECK(rates[3].rx_bytes_per_second == rates[0].tx_bytes_per_second);
+  // The first reading alone gives no rate: unknown, never 0.
+  for (const NvlinkRates &rate : nvlink_rates({}, a100_reading(1), 10)) {
+    CHECK_FALSE(rate.rx_bytes_per_second.has_value());
+    CHECK_FALSE(rate.tx_bytes_per_second.has_value());
+  }
+}
+
+TEST_CASE("nvlink -gt d (H100 and H200 without NVLink peers, 580): empty output, no GPU") {
+  for (const char *machine : {"nvidia-h100-80gb-hbm3__580.159.04", "nvidia-h200__580.159.04"})
+    CHECK(
+        read_nvlink_counters(fixture(std::string("recorded/") + machine + "/nvlink-throughput.txt"))
+            .empty());
+}
+
+TEST_CASE("nvlink -gt d: a counter that goes backwards, or a GPU or link missing from one "
+          "reading, makes that interval unknown, never 0 or a guess") {
+  auto rates = [](const std::string &before, const std::string &after) {
+    std::vector<NvlinkRates> all =
+        nvlink_rates(read_nvlink_counters(before), read_nvlink_counters(after), 10);
+    REQUIRE(all.size() == 1);
+    return all[0];
+  };
+  NvlinkRates grew = rates(one_link("100 KiB", "100 KiB"), one_link("200 KiB", "150 KiB"));
+  CHECK(grew.tx_bytes_per_second == 10240);
+  CHECK(grew.rx_bytes_per_second == 5120);
+  NvlinkRates idle = rates(one_link("100 KiB", "100 KiB"), one_link("100 KiB", "100 KiB"));
+  CHECK(idle.tx_bytes_per_second == 0); // counted, and nothing moved: a true 0
+  // Reset (nvlink -r) or wrapped: only the direction that went back is unknown.
+  NvlinkRates reset = rates(one_link("100 KiB", "100 KiB"), one_link("5 KiB", "150 KiB"));
+  CHECK_FALSE(reset.tx_bytes_per_second.has_value());
+  CHECK(reset.rx_bytes_per_second == 5120);
+  // A link known in one reading only.
+  NvlinkRates gone = rates(one_link("100 KiB", "100 KiB"), one_link("N/A", "150 KiB"));
+  CHECK_FALSE(gone.tx_bytes_per_second.has_value());
+  NvlinkRates unknown = rates(one_link("N/A", "N/A"), one_link("N/A", "N/A"));
+  CHECK_FALSE(unknown.tx_bytes_per_second.has_value());
+  CHECK_FALSE(unknown.rx_bytes_per_second.has_value());
+  // A link the first reading had and the second does not name.
+  std::string two_links =
+      one_link("100 KiB", "100 KiB") + "\t Link 1: Data Tx: 100 KiB\n\t Link 1: Data Rx: 100 KiB\n";
+  NvlinkRates fewer = rates(two_links, one_link("200 KiB", "200 KiB"));
+  CHECK_FALSE(fewer.tx_bytes_per_second.has_value());
+  // A GPU the first reading did not have.
+  NvlinkRates other = rates(one_link("100 KiB", "100 KiB", "1"), one_link("200 KiB", "200 KiB"));
+  CHECK_FALSE(other.tx_bytes_per_second.has_value());
+  // Beyond any link: 2^53 KiB in 10 s.
+  NvlinkRates huge = rates(one_link("0 KiB", "0 KiB"), one_link("9007199254740992 KiB", "0 KiB"));
+  CHECK_FALSE(huge.tx_bytes_per_second.has_value());
+  // No time between them.
+  CHECK_FALSE(nvlink_rates(read_nvlink_counters(one_link("1 KiB", "1 KiB")),
+                           read_nvlink_counters(one_link("2 KiB", "2 KiB")), 0)[0]
+                  .tx_bytes_per_second.has_value());
+}
+
+TEST_CASE("nvlink -gt d: text it does not understand is refused, naming the line, never guessed") {
+  for (const std::string &bad : {
+           one_link("12 MiB", "1 KiB"),                                  // a unit it does not know
+           one_link("12 kib", "1 KiB"),                                  // nor in other letters
+           one_link("12", "1 KiB"),                                      // no unit
+           one_link("-12 KiB", "1 KiB"),                                 // negative
+           one_link("1.5 KiB", "1 KiB"),                                 // not whole
+           one_link("0x10 KiB", "1 KiB"),                                // not decimal
+           one_link(" KiB", "1 KiB"),                                    // no number
+           one_link("9007199254740993 KiB", "1 KiB"),                    // past 2^53 KiB
+           one_link("99999999999999999999999 KiB", "1 KiB"),             // past 64 bits
+           one_link("1 KiB", "1 KiB") + "\t Link 0: Data Tx: 2 KiB\n",   // a counter twice
+           one_link("1 KiB", "1 KiB") + one_link("1 KiB", "1 KiB"),      // a GPU twice
+           std::string("\t Link 0: Data Tx: 1 KiB\n"),                   // a link before any GPU
+           std::string("GPU x: A100 (UUID: GPU-0)\n"),                   // an index not a number
+           std::string("GPU 1024: A100 (UUID: GPU-0)\n"),                // past the indexes kept
+           one_link("1 KiB", "1 KiB") + "\t Link 0: Raw Tx: 1 KiB\n",    // -gt r's counters
+           one_link("1 KiB", "1 KiB") + std::string(100000, 'x') + "\n", // a long garbled line
+       }) {
+    CAPTURE(bad.substr(0, 200));
+    CHECK_THROWS_AS(read_nvlink_counters(bad), ParseError);
+  }
+  std::string many = "GPU 0: A100 (UUID: GPU-0)\n";
+  for (int link = 0; link < 65; ++link)
+    many += "\t Link " + std::to_string(link) + ": Data Tx: 1 KiB\n";
+  CHECK_THROWS_WITH(read_nvlink_counters(many),
+                    Catch::Contains("nvlink -gt d: line not understood: \"Link 64: Data Tx"));
+}
+
+TEST_CASE("nvlink -gt d: the rates fill only GPUs with an active link and no NVLink figure of "
+          "dmon's") {
+  Snapshot snapshot = test::quiet_machine(3);
+  for (int g = 0; g < 3; ++g)
+    snapshot.gpus[g].uuid = "GPU-" + std::to_string(g);
+  snapshot.gpus[0].nvlink_bandwidth_bytes_per_second = 300000000000; // counters fill it
+  snapshot.gpus[1].nvlink_bandwidth_bytes_per_second = 300000000000; // dmon's figures stay
+  snapshot.gpus[1].nvlink_rx_bytes_per_second = 7;
+  snapshot.gpus[1].nvlink_tx_bytes_per_second = 8;
+  // GPU 2: no active link: left unknown.
+  CHECK(wants_nvlink_counters(snapshot));
+  std::vector<NvlinkRates> rates(3);
+  for (int g = 0; g < 3; ++g) {
+    rates[g].gpu_index = 2 - g; // another order, matched by UUID
+    rates[g].uuid = "GPU-" + std::to_string(2 - g);
+    rates[g].rx_bytes_per_second = 1000 + g;
+    rates[g].tx_bytes_per_second = 2000 + g;
+  }
+  attach_nvlink_rates(snapshot, rates);
+  CHECK(snapshot.gpus[0].nvlink_rx_bytes_per_second == 1002);
+  CHECK(snapshot.gpus[0].nvlink_tx_bytes_per_second == 2002);
+  CHECK(snapshot.gpus[1].nvlink_rx_bytes_per_second == 7);
+  CHECK(snapshot.gpus[1].nvlink_tx_bytes_per_second == 8);
+  CHECK_FALSE(snapshot.gpus[2].nvlink_rx_bytes_per_second.has_value());
+  Snapshot covered = test::quiet_machine(1);
+  covered.gpus[0].nvlink_bandwidth_bytes_per_second = 1;
+  covered.gpus[0].nvlink_rx_bytes_per_second = 0;
+  covered.gpus[0].nvlink_tx_bytes_per_second = 0;
+  CHECK_FALSE(wants_nvlink_counters(covered));
 }

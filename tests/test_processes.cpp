@@ -525,6 +525,166 @@ TEST_CASE("watch reads each GPU's NVLink capacity once at start, onto every samp
   }
 }
 
+namespace {
+
+// A watch of the stand-in with NVLink counters asked for every second (the tests' shorter minimum)
+// or not at all (`counters` empty): its JSON lines, stderr and the nvlink calls it made. `dmon` is
+// FAKE_NVSMI_DMON_MODE: nogpm plays an A100, whose dmon gives no NVLink figures.
+DmonWatch watch_with_counters(const std::string &dmon, const std::string &counters,
+                              const std::string &counters_mode = "ok", int count = 40) {
+  std::string calls = test::temporary_folder() + "/nvlink-calls";
+  test::Run run = run_shell(
+      "FAKE_NVSMI_DMON_MODE=" + dmon + " FAKE_NVSMI_NVLINK_COUNTERS=" + counters_mode +
+      " NVSMI_TEST_NVLINK_COUNTERS_MIN_SECONDS=1 FAKE_NVSMI_NVLINK_ARGS=" + quote(calls) + " " +
+      AGENT_BIN + " watch --source csv --no-processes --interval 0.2 --count " +
+      std::to_string(count) + " --format json " +
+      (counters.empty() ? "" : "--nvlink-counters " + counters) + " --nvidia-smi " + fake);
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  return {json_lines(run.out), run.err, run_shell("cat " + quote(calls) + " || true").out};
+}
+
+// The stand-in's counters: GPU g sends 18 432 000 (g + 1) B/s and receives half that.
+void check_counters_rates(const json &gpu, int g) {
+  INFO("GPU " << g << ": " << gpu.dump());
+  std::int64_t tx = 18432000LL * (g + 1), rx = tx / 2;
+  // Within a third: each reading's time is its run's middle, and a loaded machine stretches runs.
+  CHECK(std::llabs(gpu["nvlink_tx_bytes_per_second"].get<std::int64_t>() - tx) < tx / 3);
+  CHECK(std::llabs(gpu["nvlink_rx_bytes_per_second"].get<std::int64_t>() - rx) < rx / 3);
+}
+
+} // namespace
+
+TEST_CASE("--nvlink-counters: where dmon gives no NVLink figures (an A100), the rates come from "
+          "nvlink -gt d's counters from the second reading on; unknown before, never 0") {
+  DmonWatch watch = watch_with_counters("nogpm", "1");
+  REQUIRE(watch.lines.size() == 40);
+  CHECK(watch.lines.front()["gpus"][0]["nvlink_rx_bytes_per_second"].is_null());
+  const json *known = first_with(watch.lines, 0, "nvlink_tx_bytes_per_second");
+  REQUIRE(known);
+  bool after = false;
+  for (const json &line : watch.lines) {
+    after = after || &line == known;
+    if (!after)
+      continue;
+    for (int g = 0; g < 8; ++g)
+      check_counters_rates(line["gpus"][g], g);
+  }
+  // nvlink -s once at start, then one -gt d per interval at most: 8 s of samples, 1 s apart.
+  CHECK(watch.calls.rfind("nvlink -s\nnvlink -gt d\nnvlink -gt d\n", 0) == 0);
+  std::size_t readings = occurrences(watch.calls, "nvlink -gt d\n");
+  CHECK(readings >= 2);
+  CHECK(readings <= 9);
+  CHECK(watch.err.find("NVLink") == std::string::npos);
+}
+
+TEST_CASE("--nvlink-counters: off by default, nvlink -gt is never run; where dmon gives NVLink "
+          "figures, they stay dmon's") {
+  SECTION("no option, an A100-like machine: only nvlink -s, once") {
+    DmonWatch watch = watch_with_counters("nogpm", "", "ok", 15);
+    CHECK(watch.calls == "nvlink -s\n");
+    for (const json &line : watch.lines)
+      CHECK(line["gpus"][2]["nvlink_rx_bytes_per_second"].is_null());
+  }
+  SECTION("dmon's GPM gives NVLink (Hopper): its figures, never the counters'") {
+    constexpr std::int64_t mib = 1024 * 1024;
+    DmonWatch watch = watch_with_counters("ok", "1", "ok", 25);
+    REQUIRE(first_with(watch.lines, 3, "nvlink_rx_bytes_per_second"));
+    for (const json &line : watch.lines) {
+      const json &gpu = line["gpus"][3];
+      if (!gpu["nvlink_rx_bytes_per_second"].is_null()) {
+        CHECK(gpu["nvlink_rx_bytes_per_second"] == 300 * mib); // the stand-in's dmon: 100g MiB/s
+        CHECK(gpu["nvlink_tx_bytes_per_second"] == 150 * mib);
+      }
+    }
+    // At most the reading due before dmon's GPM columns filled, and never a rate from it.
+    CHECK(occurrences(watch.calls, "nvlink -gt d\n") <= 1);
+    CHECK_THAT(watch.err, Catch::Contains("dmon gives NVLink figures for every GPU"));
+  }
+  SECTION("no GPU has an active link: nothing run, said once") {
+    std::string calls = test::temporary_folder() + "/nvlink-calls";
+    test::Run run = run_shell("FAKE_NVSMI_DMON_MODE=nogpm FAKE_NVSMI_NVLINK_MODE=none "
+                              "NVSMI_TEST_NVLINK_COUNTERS_MIN_SECONDS=1 FAKE_NVSMI_NVLINK_ARGS=" +
+                              quote(calls) + " " + AGENT_BIN +
+                              " watch --no-processes --interval 0.2 --count 15 --format json "
+                              "--nvlink-counters 1 --nvidia-smi " +
+                              fake);
+    REQUIRE(run.exit_code == 0);
+    CHECK(run_shell("cat " + quote(calls)).out == "nvlink -s\n");
+    CHECK(occurrences(run.err,
+                      "--nvlink-counters: no GPU is known to have an active NVLink link") == 1);
+  }
+}
+
+TEST_CASE("--nvlink-counters: a counter reset makes that interval null; a failed or garbled "
+          "reading is unknown, said rate-limited, and tried again") {
+  SECTION("reset after the second reading: known, then null, then known again") {
+    DmonWatch watch = watch_with_counters("nogpm", "1", "reset");
+    int phase = 0; // 0: not yet known, 1: known, 2: null after the reset, 3: known again
+    for (const json &line : watch.lines) {
+      bool known = !line["gpus"][5]["nvlink_tx_bytes_per_second"].is_null();
+      if (known && (phase == 0 || phase == 2)) {
+        check_counters_rates(line["gpus"][5], 5);
+        ++phase;
+      } else if (!known && phase == 1) {
+        phase = 2;
+      }
+    }
+    CHECK(phase == 3);
+  }
+  for (const char *mode : {"fail", "garbage"}) {
+    SECTION(std::string("a reading that ") +
+            (mode == std::string("fail") ? "fails" : "is garbled")) {
+      DmonWatch watch = watch_with_counters("nogpm", "1", mode, 25);
+      for (const json &line : watch.lines)
+        for (const json &gpu : line["gpus"])
+          CHECK(gpu["nvlink_rx_bytes_per_second"].is_null());
+      CHECK(occurrences(watch.calls, "nvlink -gt d\n") >= 2); // tried again
+      CHECK_THAT(watch.err, Catch::Contains("NVLink counters unknown this interval: nvidia-smi "
+                                            "nvlink -gt d"));
+      CHECK_THAT(watch.err,
+                 Catch::Contains(mode == std::string("fail")
+                                     ? "exited with code 255: Unable to get NVLink"
+                                     : "line not understood: \"Link 0: Data Tx: 12 MiB"));
+    }
+  }
+  SECTION("a reading that never ends: killed at its deadline; the samples never wait for it") {
+    Background watch("FAKE_NVSMI_DMON_MODE=nogpm FAKE_NVSMI_NVLINK_COUNTERS=hang "
+                     "NVSMI_TEST_NVLINK_COUNTERS_MIN_SECONDS=1 exec " +
+                     std::string(AGENT_BIN) +
+                     " watch --no-processes --interval 0.2 --format json --nvlink-counters 1 "
+                     "--nvidia-smi " +
+                     fake);
+    CHECK(test::wait_until(
+        [&] {
+          return watch.err_contains("NVLink counters unknown this interval: nvidia-smi nvlink "
+                                    "-gt d: no answer within 5 s");
+        },
+        std::chrono::seconds(60)));
+    // Sampling went on all the while: the 5 s it hung hold 25 samples at 0.2 s.
+    CHECK(json_lines(watch.out()).size() >= 15);
+    ::kill(watch.pid(), SIGTERM);
+    CHECK(watch.wait() == 0);
+  }
+}
+
+TEST_CASE("--nvlink-counters: under 10 seconds is refused with the usage exit code, on every "
+          "sampling command") {
+  for (const char *command : {"watch", "serve", "top", "run"}) {
+    INFO(command);
+    test::Run run =
+        run_shell(std::string(AGENT_BIN) + " " + command + " --nvlink-counters 5 --nvidia-smi " +
+                  fake + (std::string(command) == "run" ? " -- true" : ""));
+    CHECK(run.exit_code == 2);
+    CHECK_THAT(run.err, Catch::Contains("--nvlink-counters 5: at least 10 seconds"));
+  }
+  // The tests' shorter minimum is a minimum too.
+  test::Run run = run_shell("NVSMI_TEST_NVLINK_COUNTERS_MIN_SECONDS=1 " + std::string(AGENT_BIN) +
+                            " watch --nvlink-counters 0.5 --count 1 --nvidia-smi " + fake);
+  CHECK(run.exit_code == 2);
+  CHECK_THAT(run.err, Catch::Contains("--nvlink-counters 0.5: at least 1 seconds"));
+}
+
 TEST_CASE("dmon without GPM: PCIe alone, activity unknown; refused, asked again; unsupported, "
           "given up") {
   SECTION("a GPU without GPM prints `-`: unknown, never 0") {

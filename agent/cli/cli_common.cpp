@@ -182,7 +182,35 @@ void add_job_mapping_option(CLI::App *command, JobMappingCli &target) {
       ->check(caller_path({"none", std::string(default_job_mapping_dir)}));
 }
 
+namespace {
+
+// Each reading of NVLink's counters starts nvidia-smi (about 14-22 ms of CPU on a real GPU,
+// docs/PERFORMANCE.md): not more often than this.
+constexpr double nvlink_counters_minimum_seconds = 10;
+
+// The shortest --nvlink-counters allowed: 10 s, or for the tests (which would otherwise wait
+// minutes for two readings) what NVSMI_TEST_NVLINK_COUNTERS_MIN_SECONDS says, down to 0.5 s. Not
+// under sudo or setuid: there the caller's environment chooses nothing.
+double nvlink_counters_minimum() {
+  const char *lowered = std::getenv("NVSMI_TEST_NVLINK_COUNTERS_MIN_SECONDS");
+  if (lowered == nullptr || elevated_privilege())
+    return nvlink_counters_minimum_seconds;
+  char *end = nullptr;
+  double seconds = std::strtod(lowered, &end);
+  if (end == lowered || *end != '\0' || !std::isfinite(seconds))
+    return nvlink_counters_minimum_seconds;
+  return std::clamp(seconds, 0.5, nvlink_counters_minimum_seconds);
+}
+
+} // namespace
+
 void SamplingCli::finish() {
+  if (options.nvlink_counters_seconds &&
+      *options.nvlink_counters_seconds < nvlink_counters_minimum())
+    throw AgentError(exit_usage, "--nvlink-counters " +
+                                     plain_number(*options.nvlink_counters_seconds) +
+                                     ": at least " + plain_number(nvlink_counters_minimum()) +
+                                     " seconds (each reading starts nvidia-smi once)");
   options.source = source == "xml" ? Source::xml : Source::csv;
   options.gpm = gpm == "on" ? Gpm::on : gpm == "off" ? Gpm::off : Gpm::automatic;
   options.job_mapping_dir = job_mapping.resolve(options.fixture || !options.host);
@@ -252,6 +280,14 @@ void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->type_name("auto|on|off")
       ->capture_default_str();
+  command
+      ->add_option("--nvlink-counters", options.nvlink_counters_seconds,
+                   "NVLink receive and transmit on GPUs whose dmon gives none (before Hopper: "
+                   "V100, A100): read nvidia-smi nvlink -gt d's counters every SECONDS (at least "
+                   "10), only while a GPU with an active link lacks dmon's figures. Each reading "
+                   "starts nvidia-smi once, so it is off by default. See docs/ACTIVITY.md")
+      ->type_name("SECONDS")
+      ->check(finite_range(0.01, 86400.0));
   CLI::Option *hook =
       command
           ->add_option("--on-unhealthy", sampling.on_unhealthy,

@@ -121,9 +121,15 @@ void Sampler::start() {
     host_.emplace();
   // Once, before the stream: link speeds do not change while the GPUs run. Beside dmon's traffic,
   // which is all it is weighed against.
-  if (options_.activity)
+  if (options_.activity) {
     nvlink_capacity_ = read_nvlink_capacity(
         settings.command, [this](const std::string &message) { log_(LogKind::notice, message); });
+    // Beside dmon too: its counters stand in only where dmon gives no NVLink figure.
+    if (options_.nvlink_counters_seconds)
+      nvlink_counters_ = std::make_unique<NvlinkCounterReader>(
+          context_, settings.command, at_least_1ms(*options_.nvlink_counters_seconds),
+          nvlink_capacity_, log_);
+  }
   stream_ = std::make_unique<NvidiaSmiStream>(
       context_, settings, gpu_decoder(), log_,
       [this](const std::string &message) { query_refused(message); });
@@ -310,6 +316,8 @@ void Sampler::deliver(Snapshot snapshot) {
       fresh.push_back(*row.value);
   attach_dmon(snapshot, fresh);
   attach_nvlink_capacity(snapshot, nvlink_capacity_);
+  if (nvlink_counters_)
+    nvlink_counters_->observe(snapshot);
   if (host_)
     host_->observe(snapshot);
   hand_on(std::move(snapshot));
@@ -377,6 +385,10 @@ void Sampler::stop(std::function<void()> done) {
   if (unhealthy_hook_) {
     ++*pending;
     unhealthy_hook_->stop(one_done);
+  }
+  if (nvlink_counters_) {
+    ++*pending;
+    nvlink_counters_->stop(one_done);
   }
   one_done();
 }

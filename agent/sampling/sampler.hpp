@@ -10,6 +10,7 @@
 #include "kernel_log/xid_log.hpp"
 #include "nvidia_smi/nvidia_smi_stream.hpp"
 #include "nvsmi/nvlink_status.hpp"
+#include "sampling/nvlink_counter_reader.hpp"
 #include "sampling/unhealthy_hook.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -38,6 +39,9 @@ struct SamplerOptions {
   bool processes = true;           // compute-apps and pmon beside the GPU query
   bool activity = true;            // dmon beside the GPU query: activity and traffic
   Gpm gpm = Gpm::automatic;
+  // --nvlink-counters: seconds between readings of `nvidia-smi nvlink -gt d` for GPUs whose dmon
+  // gives no NVLink figures (sampling/nvlink_counter_reader.hpp); nullopt: never run (default).
+  std::optional<double> nvlink_counters_seconds;
   bool host = true; // this machine's /proc: false when nvidia-smi runs elsewhere (ssh)
   std::optional<double> process_interval_seconds; // default max(interval, 1 s)
   // The kernel log followed for Xid errors (kernel_log/xid_log.hpp), attached to every sample;
@@ -122,6 +126,7 @@ private:
   bool dmon_gpm_ = false;
   // Each GPU's NVLink capacity, read once at start (live samples with activity only).
   std::vector<NvlinkCapacity> nvlink_capacity_;
+  std::unique_ptr<NvlinkCounterReader> nvlink_counters_; // options.nvlink_counters_seconds
   std::optional<HostObserver> host_; // live samples only: a recording is of another machine
   std::unique_ptr<XidLog> xid_log_;  // options.kernel_log from the first sample on
   std::unique_ptr<UnhealthyHook> unhealthy_hook_; // options.on_unhealthy

@@ -1,5 +1,6 @@
 #include "nvsmi/nvlink_status.hpp"
 
+#include "nvlink_lines.hpp"
 #include "nvsmi/quantity.hpp"
 #include "reader_text.hpp"
 
@@ -17,44 +18,23 @@ constexpr double max_bytes_per_second = 1e14;
   throw ParseError("nvidia-smi nvlink -s: line not understood: " + excerpt(line));
 }
 
-bool starts_with(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
-
-// The whole of `text` as a non-negative integer, or nullopt.
-std::optional<int> whole_number(std::string_view text) {
-  int value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || value < 0)
-    return std::nullopt;
-  return value;
-}
-
 // "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)"
 NvlinkCapacity gpu_header(std::string_view line) {
-  std::string_view rest = line.substr(4);
-  std::size_t colon = rest.find(':');
-  std::optional<int> index =
-      colon == std::string_view::npos ? std::nullopt : whole_number(rest.substr(0, colon));
-  if (!index)
+  std::optional<nvlink_lines::GpuLine> header = nvlink_lines::gpu_line(line);
+  if (!header)
     not_understood(line);
   NvlinkCapacity gpu;
-  gpu.gpu_index = *index;
-  constexpr std::string_view uuid_mark = "(UUID: ";
-  std::size_t uuid = rest.rfind(uuid_mark);
-  if (uuid != std::string_view::npos && rest.back() == ')')
-    gpu.uuid =
-        parse_text(rest.substr(uuid + uuid_mark.size(), rest.size() - uuid - uuid_mark.size() - 1));
+  gpu.gpu_index = header->index;
+  gpu.uuid = header->uuid;
   return gpu;
 }
 
 // "Link 0: 26.562 GB/s" -> its bytes per second; "Link 3: <inactive>" -> nullopt.
 std::optional<double> link_speed(std::string_view line) {
-  std::string_view rest = line.substr(5);
-  std::size_t colon = rest.find(':');
-  if (colon == std::string_view::npos || !whole_number(rest.substr(0, colon)))
+  std::string_view rest;
+  if (!nvlink_lines::link_line(line, rest))
     not_understood(line);
-  std::string_view value = trim(rest.substr(colon + 1));
+  std::string_view value = trim(rest);
   if (value == "<inactive>")
     return std::nullopt;
   constexpr std::string_view unit = " GB/s";
@@ -88,10 +68,10 @@ std::vector<NvlinkCapacity> read_nvlink_status(std::string_view text) {
     text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
     if (line.empty())
       continue;
-    if (starts_with(line, "GPU ")) {
+    if (nvlink_lines::starts_with(line, "GPU ")) {
       close_gpu();
       gpus.push_back(gpu_header(line));
-    } else if (starts_with(line, "Link ") && !gpus.empty()) {
+    } else if (nvlink_lines::starts_with(line, "Link ") && !gpus.empty()) {
       if (std::optional<double> speed = link_speed(line)) {
         sum += *speed;
         any_active = true;

@@ -1,0 +1,184 @@
+#include "nvsmi/nvlink_counters.hpp"
+
+#include "nvlink_lines.hpp"
+#include "nvsmi/quantity.hpp"
+#include "reader_text.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+namespace nvsmi {
+namespace {
+
+// NVLink 5 has 18 links per GPU: more is a garbled output, and would grow the table.
+constexpr std::size_t max_links = 64;
+// The GPU indexes the agent keeps anywhere (dmon's table stops there too).
+constexpr int max_gpu_index = 1023;
+// 2^53 KiB (8 EiB): its bytes fit an int64, and a double holds each count exactly. Nothing has
+// moved that much over one link; a larger count is garbled.
+constexpr std::uint64_t max_kib = std::uint64_t(1) << 53;
+// As for the links' capacity (nvlink_status.cpp): no GPU's links come near it.
+constexpr double max_bytes_per_second = 1e14;
+
+[[noreturn]] void not_understood(std::string_view line) {
+  throw ParseError("nvidia-smi nvlink -gt d: line not understood: " + excerpt(line));
+}
+
+// "Data Tx: 8299479 KiB" -> its bytes; "Data Tx: N/A" -> nullopt. `is_tx` says which direction.
+std::optional<std::uint64_t> data_count(std::string_view line, std::string_view rest, bool &is_tx) {
+  constexpr std::string_view tx = "Data Tx:", rx = "Data Rx:";
+  is_tx = nvlink_lines::starts_with(rest, tx);
+  if (!is_tx && !nvlink_lines::starts_with(rest, rx))
+    not_understood(line);
+  std::string_view value = trim(rest.substr(tx.size()));
+  if (value == "N/A")
+    return std::nullopt;
+  // The unit is checked, never assumed: `nvlink -h` says KiB for `-gt d`.
+  constexpr std::string_view unit = " KiB";
+  if (value.size() <= unit.size() || value.substr(value.size() - unit.size()) != unit)
+    not_understood(line);
+  std::string_view number = value.substr(0, value.size() - unit.size());
+  std::uint64_t kib = 0;
+  auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), kib);
+  if (number.empty() || error != std::errc() || end != number.data() + number.size() ||
+      kib > max_kib)
+    not_understood(line);
+  return kib * 1024;
+}
+
+bool same_gpu(const Text &uuid_a, int index_a, const Text &uuid_b, int index_b) {
+  return uuid_a && uuid_b ? *uuid_a == *uuid_b : index_a == index_b;
+}
+
+// One direction of one GPU between two readings; nullopt where unknown (nvlink_rates).
+Reading direction_rate(const NvlinkGpuCounters &before, const NvlinkGpuCounters &after,
+                       std::optional<std::uint64_t> NvlinkLinkCounters::*count, double seconds) {
+  double moved = 0;
+  bool any = false;
+  for (const NvlinkLinkCounters &link : after.links) {
+    auto earlier = std::find_if(before.links.begin(), before.links.end(),
+                                [&](const NvlinkLinkCounters &l) { return l.link == link.link; });
+    const std::optional<std::uint64_t> &now = link.*count;
+    std::optional<std::uint64_t> then =
+        earlier == before.links.end() ? std::nullopt : (*earlier).*count;
+    if (now.has_value() != then.has_value())
+      return std::nullopt; // a link known in one reading only: not the same sum
+    if (!now)
+      continue; // N/A in both: a link that counts nothing
+    if (*now < *then)
+      return std::nullopt; // reset, wrapped or garbled: this interval is unknown
+    moved += static_cast<double>(*now - *then);
+    any = true;
+  }
+  // A link the earlier reading knew and this one does not name at all.
+  for (const NvlinkLinkCounters &link : before.links)
+    if ((link.*count).has_value() &&
+        std::none_of(after.links.begin(), after.links.end(),
+                     [&](const NvlinkLinkCounters &l) { return l.link == link.link; }))
+      return std::nullopt;
+  if (!any)
+    return std::nullopt;
+  double rate = moved / seconds;
+  if (!std::isfinite(rate) || rate > max_bytes_per_second)
+    return std::nullopt;
+  return std::llround(rate);
+}
+
+} // namespace
+
+std::vector<NvlinkGpuCounters> read_nvlink_counters(std::string_view text) {
+  std::vector<NvlinkGpuCounters> gpus;
+  // Which directions of each link of the current GPU were named, to refuse one named twice.
+  std::vector<std::pair<bool, bool>> named;
+  while (!text.empty()) {
+    std::size_t newline = text.find('\n');
+    std::string_view line = trim(text.substr(0, newline));
+    text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+    if (line.empty())
+      continue;
+    if (nvlink_lines::starts_with(line, "GPU ")) {
+      std::optional<nvlink_lines::GpuLine> header = nvlink_lines::gpu_line(line);
+      if (!header || header->index > max_gpu_index)
+        not_understood(line);
+      for (const NvlinkGpuCounters &gpu : gpus)
+        if (gpu.gpu_index == header->index || (gpu.uuid && gpu.uuid == header->uuid))
+          not_understood(line); // a GPU twice: which reading is its own?
+      NvlinkGpuCounters gpu;
+      gpu.gpu_index = header->index;
+      gpu.uuid = header->uuid;
+      gpus.push_back(std::move(gpu));
+      named.clear();
+    } else if (nvlink_lines::starts_with(line, "Link ") && !gpus.empty()) {
+      std::string_view rest;
+      std::optional<int> number = nvlink_lines::link_line(line, rest);
+      if (!number)
+        not_understood(line);
+      bool is_tx = false;
+      std::optional<std::uint64_t> bytes = data_count(line, rest, is_tx);
+      std::vector<NvlinkLinkCounters> &links = gpus.back().links;
+      auto link = std::find_if(links.begin(), links.end(),
+                               [&](const NvlinkLinkCounters &l) { return l.link == *number; });
+      if (link == links.end()) {
+        if (links.size() >= max_links)
+          not_understood(line);
+        links.push_back({*number, std::nullopt, std::nullopt});
+        named.emplace_back(false, false);
+        link = links.end() - 1;
+      }
+      bool &was_named =
+          is_tx ? named[link - links.begin()].first : named[link - links.begin()].second;
+      if (was_named)
+        not_understood(line); // the same counter twice: which is it?
+      was_named = true;
+      (is_tx ? link->tx_bytes : link->rx_bytes) = bytes;
+    } else {
+      not_understood(line);
+    }
+  }
+  return gpus;
+}
+
+std::vector<NvlinkRates> nvlink_rates(const std::vector<NvlinkGpuCounters> &before,
+                                      const std::vector<NvlinkGpuCounters> &after, double seconds) {
+  std::vector<NvlinkRates> rates;
+  for (const NvlinkGpuCounters &gpu : after) {
+    NvlinkRates rate;
+    rate.gpu_index = gpu.gpu_index;
+    rate.uuid = gpu.uuid;
+    auto earlier = std::find_if(before.begin(), before.end(), [&](const NvlinkGpuCounters &b) {
+      return same_gpu(b.uuid, b.gpu_index, gpu.uuid, gpu.gpu_index);
+    });
+    if (earlier != before.end() && std::isfinite(seconds) && seconds > 0) {
+      rate.rx_bytes_per_second =
+          direction_rate(*earlier, gpu, &NvlinkLinkCounters::rx_bytes, seconds);
+      rate.tx_bytes_per_second =
+          direction_rate(*earlier, gpu, &NvlinkLinkCounters::tx_bytes, seconds);
+    }
+    rates.push_back(std::move(rate));
+  }
+  return rates;
+}
+
+bool wants_nvlink_counters(const Snapshot &snapshot) {
+  return std::any_of(snapshot.gpus.begin(), snapshot.gpus.end(), [](const Gpu &gpu) {
+    return gpu.nvlink_bandwidth_bytes_per_second && !gpu.nvlink_rx_bytes_per_second &&
+           !gpu.nvlink_tx_bytes_per_second;
+  });
+}
+
+void attach_nvlink_rates(Snapshot &snapshot, const std::vector<NvlinkRates> &rates) {
+  for (Gpu &gpu : snapshot.gpus) {
+    if (!gpu.nvlink_bandwidth_bytes_per_second || gpu.nvlink_rx_bytes_per_second ||
+        gpu.nvlink_tx_bytes_per_second)
+      continue;
+    for (const NvlinkRates &rate : rates)
+      if (same_gpu(gpu.uuid, gpu.index, rate.uuid, rate.gpu_index)) {
+        gpu.nvlink_rx_bytes_per_second = rate.rx_bytes_per_second;
+        gpu.nvlink_tx_bytes_per_second = rate.tx_bytes_per_second;
+        break;
+      }
+  }
+}
+
+} // namespace nvsmi

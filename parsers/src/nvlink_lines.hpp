@@ -1,0 +1,66 @@
+// What the readers of `nvidia-smi nvlink`'s outputs (-s, -gt d) share: both print, per GPU, a line
+// "GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-...)" and under it one line per link, "Link 3: ...".
+#pragma once
+
+#include "nvsmi/quantity.hpp"
+#include "nvsmi/snapshot.hpp"
+
+#include <charconv>
+#include <optional>
+#include <string_view>
+
+namespace nvsmi::nvlink_lines {
+
+inline bool starts_with(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+// The whole of `text` as a non-negative integer, or nullopt.
+inline std::optional<int> whole_number(std::string_view text) {
+  int value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < 0)
+    return std::nullopt;
+  return value;
+}
+
+struct GpuLine {
+  int index = 0;
+  Text uuid;
+};
+
+// "GPU 0: NAME (UUID: GPU-...)" (a line that starts with "GPU "); nullopt where its index is not a
+// whole number. A UUID that is not there stays unknown.
+inline std::optional<GpuLine> gpu_line(std::string_view line) {
+  std::string_view rest = line.substr(4);
+  std::size_t colon = rest.find(':');
+  std::optional<int> index =
+      colon == std::string_view::npos ? std::nullopt : whole_number(rest.substr(0, colon));
+  if (!index)
+    return std::nullopt;
+  GpuLine gpu;
+  gpu.index = *index;
+  constexpr std::string_view uuid_mark = "(UUID: ";
+  std::size_t uuid = rest.rfind(uuid_mark);
+  if (uuid != std::string_view::npos && rest.back() == ')')
+    gpu.uuid =
+        parse_text(rest.substr(uuid + uuid_mark.size(), rest.size() - uuid - uuid_mark.size() - 1));
+  return gpu;
+}
+
+// "Link 3: REST" (a line that starts with "Link ") -> the link's number, and REST trimmed on its
+// left; nullopt where the number is not a whole number.
+inline std::optional<int> link_line(std::string_view line, std::string_view &rest) {
+  std::string_view after = line.substr(5);
+  std::size_t colon = after.find(':');
+  std::optional<int> number =
+      colon == std::string_view::npos ? std::nullopt : whole_number(after.substr(0, colon));
+  if (!number)
+    return std::nullopt;
+  rest = after.substr(colon + 1);
+  while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t'))
+    rest.remove_prefix(1);
+  return number;
+}
+
+} // namespace nvsmi::nvlink_lines
