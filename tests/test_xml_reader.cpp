@@ -217,6 +217,30 @@ TEST_CASE("missing elements are unknown; unknown elements are ignored") {
   CHECK_FALSE(s.driver_version);
 }
 
+// The reader lists a <gpu>'s children once and looks names up in that list (pugixml's own list
+// past 48 children): it must find what pugi::xml_node::child finds, the first of a name, among
+// names that begin alike (<processes>, <product_name>), with few children or many, in both modes.
+TEST_CASE("a child named twice is read from its first, among few children or many") {
+  for (int padding : {0, 60}) {
+    std::string body = "<processes></processes><product_name>First</product_name>"
+                       "<temperature><gpu_temp>41 C</gpu_temp></temperature>"
+                       "<product_name>Second</product_name>";
+    for (int i = 0; i < padding; ++i)
+      body += "<temperature><gpu_temp>" + std::to_string(50 + i) + " C</gpu_temp></temperature>";
+    std::string document = "<?xml version=\"1.0\" ?>\n<nvidia_smi_log>\n<gpu id=\"1\">\n" + body +
+                           "\n</gpu>\n</nvidia_smi_log>\n";
+    for (XmlParse mode : {XmlParse::skip_unread, XmlParse::full}) {
+      INFO(padding << " more children, " << (mode == XmlParse::full ? "full parse" : "skipping"));
+      Snapshot s = read_xml(document, mode);
+      REQUIRE(s.gpus.size() == 1);
+      CHECK(s.gpus[0].name == std::string("First"));
+      CHECK(s.gpus[0].temperature_c == 41);
+      REQUIRE(s.gpus[0].processes);
+      CHECK(s.gpus[0].processes->empty());
+    }
+  }
+}
+
 TEST_CASE("a document with no GPUs is an empty snapshot") {
   Snapshot s = read_xml("<nvidia_smi_log><attached_gpus>0</attached_gpus></nvidia_smi_log>");
   CHECK(s.gpus.empty());

@@ -29,18 +29,34 @@ class Element {
 public:
   Element(pugi::xml_node node, const char *name, const Element *parent = nullptr, int position = -1)
       : node_(node), name_(name), parent_(parent), position_(position) {}
+  // A copy looks its children up in pugixml's list, as every element does but the ones each()
+  // hands out: copying the list would cost more than it saves.
+  Element(const Element &other)
+      : node_(other.node_), name_(other.name_), parent_(other.parent_), position_(other.position_) {
+  }
+  Element &operator=(const Element &other) {
+    node_ = other.node_;
+    name_ = other.name_;
+    parent_ = other.parent_;
+    position_ = other.position_;
+    listed_ = capacity + 1;
+    return *this;
+  }
 
   pugi::xml_node node() const { return node_; }
   explicit operator bool() const { return static_cast<bool>(node_); }
-  Element child(const char *name) const { return {node_.child(name), name, this}; }
+  Element child(const char *name) const { return {find(name), name, this}; }
   // Calls `visit` for every child named `name`, numbered in the path: "gpu[2]".
   template <typename Visit> void each(const char *name, Visit visit) const {
     int position = 0;
-    for (pugi::xml_node node : node_.children(name))
-      visit(Element(node, name, this, position++));
+    for (pugi::xml_node node : node_.children(name)) {
+      Element element(node, name, this, position++);
+      element.listed_ = unlisted;
+      visit(element);
+    }
   }
 
-  std::string_view raw(const char *name) const { return node_.child(name).child_value(); }
+  std::string_view raw(const char *name) const { return find(name).child_value(); }
   Text text(const char *name) const { return parse_text(raw(name)); }
   Reading integer(const char *name, Unit unit) const {
     try {
@@ -70,6 +86,36 @@ public:
   }
 
 private:
+  // The first child named `name`, as pugi::xml_node::child finds it. An element from each() (a
+  // <gpu>, a process, a MIG device) lists its children on the first lookup, and the list is
+  // searched by the names' first two bytes before comparing the rest: a <gpu> has some 25
+  // children after the filter, looked up about 40 times, and pugixml's child() calls strcmp for
+  // every child it passes. Other elements are asked once or twice: listing would cost more.
+  pugi::xml_node find(const char *name) const {
+    if (listed_ == unlisted)
+      list_children();
+    if (listed_ > capacity)
+      return node_.child(name);
+    for (int i = 0; i < listed_; ++i) {
+      const char *candidate = names_[i];
+      // name is never empty, so a candidate that matches its first byte has a second.
+      if (candidate[0] == name[0] && candidate[1] == name[1] && std::strcmp(candidate, name) == 0)
+        return pugi::xml_node(nodes_[i]);
+    }
+    return {};
+  }
+  void list_children() const {
+    listed_ = 0;
+    for (pugi::xml_node child = node_.first_child(); child; child = child.next_sibling()) {
+      if (listed_ == capacity) {
+        listed_ = capacity + 1; // too many: looked up in pugixml's list
+        return;
+      }
+      names_[listed_] = child.name();
+      nodes_[listed_++] = child.internal_object();
+    }
+  }
+
   std::string path() const {
     std::string out = parent_ ? parent_->path() + "/" + name_ : std::string(name_);
     if (position_ >= 0)
@@ -81,6 +127,12 @@ private:
   const char *name_;
   const Element *parent_;
   int position_;
+  // The children's names and nodes in document order, once listed (not initialized before);
+  // `listed_` is their count, `unlisted` before the first lookup, over `capacity` for pugixml's.
+  static constexpr int capacity = 48, unlisted = -1;
+  mutable int listed_ = capacity + 1;
+  mutable const char *names_[capacity];
+  mutable pugi::xml_node_struct *nodes_[capacity];
 };
 
 void read_memory(const Element &usage, Reading &total, Reading &used, Reading &free) {
@@ -251,20 +303,21 @@ GpuHealth read_health(const Element &gpu) {
 // table: its element is looked up again only where the parent changes.
 void read_table_fields(const Element &gpu, Gpu &out) {
   const char *parent_name = "";
-  Element parent = gpu;
+  const Element *parent = &gpu; // the GPU's own, whose children are listed once, or `held`
+  std::optional<Element> held;
   for (const GpuField &field : gpu_fields()) {
     if (*field.xml_leaf == '\0')
       continue;
     if (field.xml_parent != parent_name && std::strcmp(field.xml_parent, parent_name) != 0) {
       parent_name = field.xml_parent;
-      parent = *parent_name == '\0' ? gpu : gpu.child(parent_name);
+      parent = *parent_name == '\0' ? &gpu : &held.emplace(gpu.child(parent_name));
     }
     if (field.kind == FieldKind::integer)
-      field.integer_in(out) = parent.integer(field.xml_leaf, field.unit);
+      field.integer_in(out) = parent->integer(field.xml_leaf, field.unit);
     else if (field.kind == FieldKind::real)
-      field.real_in(out) = parent.first_real({field.xml_leaf}, field.unit);
+      field.real_in(out) = parent->first_real({field.xml_leaf}, field.unit);
     else
-      field.text_in(out) = parent.text(field.xml_leaf);
+      field.text_in(out) = parent->text(field.xml_leaf);
   }
 }
 
@@ -337,8 +390,8 @@ Gpu read_gpu(const Element &gpu, int index) {
   out.uuid = gpu.text("uuid");
   // v10 files can lack <pci>; the <gpu id="..."> attribute holds the same bus id.
   Element pci = gpu.child("pci");
-  out.pci_bus_id = pci.node().child("pci_bus_id") ? pci.text("pci_bus_id")
-                                                  : parse_text(gpu.node().attribute("id").value());
+  out.pci_bus_id = pci.child("pci_bus_id") ? pci.text("pci_bus_id")
+                                           : parse_text(gpu.node().attribute("id").value());
   // The GPU's own power, never <module_power_readings> (the whole module's, on Grace-Hopper).
   Element power = gpu.child("gpu_power_readings");
   if (!power)
