@@ -285,6 +285,33 @@ TEST_CASE("XML: [GPU is lost] in any reading the reader reads marks the GPU lost
   }
 }
 
+// The reader looks at every reading for a marker only where the document could hold one: a
+// space before an 'l' or 'r' in either case, or a character reference, which could write it.
+TEST_CASE("XML: a marker in any case, or written with character references, marks the GPU lost") {
+  // In <gpu_recovery_action>, a word the reader reads as it is, not a core reading.
+  const std::string head = "<?xml version=\"1.0\" ?>\n<nvidia_smi_log>\n<gpu id=\"1\">\n"
+                           "<product_name>X</product_name><gpu_recovery_action>";
+  const std::string tail = "</gpu_recovery_action>\n</gpu>\n</nvidia_smi_log>\n";
+  const std::vector<std::pair<std::string, std::string>> markers = {
+      {"GPU is lost", "GPU is lost"},
+      {"[gpu IS LOST]", "GPU is lost"},
+      {"GPU Requires RESET", "GPU requires reset"},
+      {"GPU&#32;is&#32;lost", "GPU is lost"},
+      {"GPU&#x20;requires&#x20;reset", "GPU requires reset"},
+      {"GPU is&#x20;Lost", "GPU is lost"},
+  };
+  for (const auto &[written, reason] : markers)
+    for (XmlParse mode : {XmlParse::skip_unread, XmlParse::full}) {
+      INFO(written << (mode == XmlParse::full ? ", full parse" : ", skipping unread"));
+      Snapshot s = read_xml(head + written + tail, mode);
+      REQUIRE(s.gpus.size() == 1);
+      CHECK(s.gpus[0].lost_reason == reason);
+    }
+  // Without one, nothing is: "GPU-lost", "GPUis lost", "lost" alone.
+  for (const char *written : {"GPU-lost", "GPUis lost", "lost"})
+    CHECK_FALSE(read_xml(head + written + tail).gpus.at(0).lost_reason);
+}
+
 TEST_CASE("XML: a process named [GPU is lost] does not mark its GPU lost") {
   // A local user names a process as they like; nvidia-smi prints the name in the GPU's block.
   std::string xml = test::read_file(test::fixture_path("xml/h100-8gpu-v12.xml"));

@@ -440,22 +440,27 @@ private:
 // under the children read_gpu reads (so that both parse modes agree), but never a process's:
 // its name is whatever its owner chose, and an unprivileged user's process called
 // "[GPU is lost]" must not take a GPU out of service.
-Text lost_reason(const Element &gpu) {
+// `any_marker`: whether the document could hold a message at all (detail::may_hold_lost_marker);
+// where it cannot, only the core readings are looked at, for "Unknown Error".
+Text lost_reason(const Element &gpu, bool any_marker) {
   detail::LostEvidence evidence;
   for (const char *name : {"product_name", "uuid"})
     evidence.core_reading(gpu.raw(name));
   // The table's core readings; a parent's element looked up again only where it changes.
   const char *parent_name = "";
-  Element parent = gpu;
+  const Element *parent = &gpu;
+  std::optional<Element> held;
   for (const GpuField &field : gpu_fields()) {
     if (!field.core)
       continue;
     if (field.xml_parent != parent_name && std::strcmp(field.xml_parent, parent_name) != 0) {
       parent_name = field.xml_parent;
-      parent = *parent_name == '\0' ? gpu : gpu.child(parent_name);
+      parent = *parent_name == '\0' ? &gpu : &held.emplace(gpu.child(parent_name));
     }
-    evidence.core_reading(parent.raw(field.xml_leaf));
+    evidence.core_reading(parent->raw(field.xml_leaf));
   }
+  if (!any_marker)
+    return evidence.reason();
   for (pugi::xml_node child : gpu.node().children())
     if (child.type() == pugi::node_element && read_by_read_gpu(child.name()) &&
         std::strcmp(child.name(), "processes") != 0) {
@@ -472,10 +477,13 @@ Text lost_reason(const Element &gpu) {
 // or one rebuilt with a character that was never there. Looked for anywhere in the document, in
 // the forms pugixml decodes ("&#" digits ";" or "&#x" hex digits ";"), so that both parse modes
 // agree.
-void refuse_bad_character_references(std::string_view document) {
+// Returns whether the document holds a character reference ("&#"), decoded or not.
+bool refuse_bad_character_references(std::string_view document) {
   constexpr std::uint64_t past_unicode = 0x110000;
+  bool any = false;
   for (std::size_t at = document.find("&#"); at != std::string_view::npos;
        at = document.find("&#", at + 2)) {
+    any = true;
     std::size_t start = at + 2;
     bool hex = start < document.size() && document[start] == 'x';
     start += hex;
@@ -498,12 +506,15 @@ void refuse_bad_character_references(std::string_view document) {
                        "\" at byte " + std::to_string(at) + " is not an XML character");
     }
   }
+  return any;
 }
 
 // Parses the `size` bytes at `buffer` in place (pugixml writes its strings into them) and reads
 // them; `dropped` is what was dropped before, so that an error names its byte in the document.
 Snapshot parse_and_read(char *buffer, std::size_t size,
-                        const std::vector<detail::ByteRange> &dropped) {
+                        const std::vector<detail::ByteRange> &dropped, bool references) {
+  // Looked at before pugixml writes its strings into the buffer.
+  bool any_marker = references || detail::may_hold_lost_marker(std::string_view(buffer, size));
   pugi::xml_document xml;
   // The text kept in its element rather than a node of its own: fewer nodes to build.
   pugi::xml_parse_result result = xml.load_buffer_inplace(
@@ -526,7 +537,7 @@ Snapshot parse_and_read(char *buffer, std::size_t size,
   int index = 0;
   log.each("gpu", [&](const Element &gpu) {
     snapshot.gpus.push_back(read_gpu(gpu, index++));
-    snapshot.gpus.back().lost_reason = lost_reason(gpu);
+    snapshot.gpus.back().lost_reason = lost_reason(gpu, any_marker);
   });
   return snapshot;
 }
@@ -544,7 +555,7 @@ std::vector<detail::ByteRange> to_drop(std::string_view document, XmlParse mode)
 } // namespace
 
 Snapshot read_xml(std::string_view document, XmlParse mode) {
-  refuse_bad_character_references(document);
+  bool references = refuse_bad_character_references(document);
   std::vector<detail::ByteRange> dropped = to_drop(document, mode);
   // pugixml parses in a buffer of its own either way: this one holds only what is kept.
   std::size_t kept = document.size();
@@ -552,14 +563,15 @@ Snapshot read_xml(std::string_view document, XmlParse mode) {
     kept -= range.end - range.begin;
   std::unique_ptr<char[]> buffer(new char[kept]);
   detail::write_without(document, dropped, buffer.get());
-  return parse_and_read(buffer.get(), kept, dropped);
+  return parse_and_read(buffer.get(), kept, dropped, references);
 }
 
 Snapshot read_xml_in_place(char *document, std::size_t size, XmlParse mode) {
   std::string_view original(document, size);
-  refuse_bad_character_references(original);
+  bool references = refuse_bad_character_references(original);
   std::vector<detail::ByteRange> dropped = to_drop(original, mode);
-  return parse_and_read(document, detail::write_without(original, dropped, document), dropped);
+  return parse_and_read(document, detail::write_without(original, dropped, document), dropped,
+                        references);
 }
 
 } // namespace nvsmi
