@@ -126,29 +126,46 @@ std::size_t end_of_element_tag_by_tag(std::string_view document, std::string_vie
 // and byte i + size - 1 its last (needs 63 + size bytes). Two bytes a name's length apart rule out
 // nearly every other place at once, nested names that begin alike included
 // (<supported_clocks><supported_mem_clock>), for a few instructions per 16 places and no call.
-std::uint64_t name_candidates_64(const char *bytes, std::string_view name) {
+// Made once for an element, so that the two bytes are spread over a register once, not per step.
+class NameCandidates {
+public:
+  explicit NameCandidates(std::string_view name) : name_(name) {
 #if defined(__SSE2__)
-  const __m128i first = _mm_set1_epi8(name.front()), last = _mm_set1_epi8(name.back());
-  const char *lasts = bytes + name.size() - 1;
-  auto candidates_16 = [&](int at) {
-    __m128i firsts =
-        _mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i *>(bytes + at)), first);
-    __m128i ends =
-        _mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i *>(lasts + at)), last);
-    return static_cast<std::uint64_t>(
-        static_cast<unsigned>(_mm_movemask_epi8(_mm_and_si128(firsts, ends))));
-  };
-  return candidates_16(0) | candidates_16(16) << 16 | candidates_16(32) << 32 |
-         candidates_16(48) << 48;
-#else
-  std::uint64_t mask = 0;
-  for (std::size_t i = 0; i < 64; ++i)
-    mask |= static_cast<std::uint64_t>(bytes[i] == name.front() &&
-                                       bytes[i + name.size() - 1] == name.back())
-            << i;
-  return mask;
+    first_ = _mm_set1_epi8(name.front());
+    last_ = _mm_set1_epi8(name.back());
 #endif
-}
+  }
+
+  std::uint64_t in_64(const char *bytes) const {
+#if defined(__SSE2__)
+    const char *lasts = bytes + name_.size() - 1;
+    return in_16(bytes, lasts) | in_16(bytes + 16, lasts + 16) << 16 |
+           in_16(bytes + 32, lasts + 32) << 32 | in_16(bytes + 48, lasts + 48) << 48;
+#else
+    std::uint64_t mask = 0;
+    for (std::size_t i = 0; i < 64; ++i)
+      mask |= static_cast<std::uint64_t>(bytes[i] == name_.front() &&
+                                         bytes[i + name_.size() - 1] == name_.back())
+              << i;
+    return mask;
+#endif
+  }
+
+private:
+#if defined(__SSE2__)
+  std::uint64_t in_16(const char *firsts, const char *lasts) const {
+    __m128i first = _mm_cmpeq_epi8(load(firsts), first_);
+    __m128i last = _mm_cmpeq_epi8(load(lasts), last_);
+    return static_cast<std::uint64_t>(
+        static_cast<unsigned>(_mm_movemask_epi8(_mm_and_si128(first, last))));
+  }
+  static __m128i load(const char *bytes) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i *>(bytes));
+  }
+  __m128i first_, last_;
+#endif
+  std::string_view name_;
+};
 
 // The same for the `places` (< 64) places at `bytes` where the name still fits in the document.
 std::uint64_t name_candidates_tail(const char *bytes, std::size_t places, std::string_view name) {
@@ -177,9 +194,10 @@ std::size_t end_of_element(std::string_view document, std::string_view name, std
     return npos;
   // The places where the name fits: [from, past).
   const std::size_t past = size - name.size() + 1;
+  const NameCandidates candidates(name);
   for (std::size_t block = from; block < past; block += 64) {
     std::uint64_t mask = past - block >= 64
-                             ? name_candidates_64(bytes + block, name)
+                             ? candidates.in_64(bytes + block)
                              : name_candidates_tail(bytes + block, past - block, name);
     for (; mask; mask &= mask - 1) {
       std::size_t start = block + static_cast<std::size_t>(__builtin_ctzll(mask));
