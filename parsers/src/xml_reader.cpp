@@ -29,23 +29,29 @@ class Element {
 public:
   Element(pugi::xml_node node, const char *name, const Element *parent = nullptr, int position = -1)
       : node_(node), name_(name), parent_(parent), position_(position) {}
-  // A copy looks its children up in pugixml's list, as every element does but the ones each()
-  // hands out: copying the list would cost more than it saves.
+  // A copy lists its children again if the original lists them: copying the list would cost
+  // more.
   Element(const Element &other)
-      : node_(other.node_), name_(other.name_), parent_(other.parent_), position_(other.position_) {
-  }
+      : node_(other.node_), name_(other.name_), parent_(other.parent_), position_(other.position_),
+        listed_(other.listed_ > capacity ? other.listed_ : unlisted) {}
   Element &operator=(const Element &other) {
     node_ = other.node_;
     name_ = other.name_;
     parent_ = other.parent_;
     position_ = other.position_;
-    listed_ = capacity + 1;
+    listed_ = other.listed_ > capacity ? other.listed_ : unlisted;
     return *this;
   }
 
   pugi::xml_node node() const { return node_; }
   explicit operator bool() const { return static_cast<bool>(node_); }
   Element child(const char *name) const { return {find(name), name, this}; }
+  // The same, listing its children on its first lookup, for an element asked many times.
+  Element listed_child(const char *name) const {
+    Element element(find(name), name, this);
+    element.listed_ = unlisted;
+    return element;
+  }
   // Calls `visit` for every child named `name`, numbered in the path: "gpu[2]".
   template <typename Visit> void each(const char *name, Visit visit) const {
     int position = 0;
@@ -73,6 +79,16 @@ public:
     }
   }
   std::optional<bool> yes_no(const char *name) const { return flag(name, "Yes", "No"); }
+  // The same of a child in hand, as a walk of the children has it: looking it up again by its
+  // name cost a strcmp for every child before it.
+  std::optional<bool> flag_of(pugi::xml_node child, std::string_view yes,
+                              std::string_view no) const {
+    try {
+      return parse_flag(child.child_value(), yes, no, child.name());
+    } catch (const ParseError &error) {
+      throw ParseError(path() + "/" + error.what());
+    }
+  }
   // The first known reading among elements that replaced one another across drivers.
   RealReading first_real(std::initializer_list<const char *> names, Unit unit) const {
     try {
@@ -183,12 +199,14 @@ void read_clock_reasons(const Element &gpu, Gpu &out) {
     if (!block)
       continue;
     std::vector<std::string> reported, active;
+    // Room for the reasons a driver lists (about a dozen), rather than growing five times.
+    reported.reserve(16);
     std::size_t prefix_length = std::strlen(naming.prefix);
     for (pugi::xml_node reason : block.node().children()) {
       std::string_view name = reason.name();
       if (name.compare(0, prefix_length, naming.prefix) != 0)
         continue;
-      std::optional<bool> on = block.flag(reason.name(), "Active", "Not Active");
+      std::optional<bool> on = block.flag_of(reason, "Active", "Not Active");
       if (!on)
         continue;
       reported.emplace_back(name.substr(prefix_length));
@@ -263,8 +281,9 @@ GpuHealth read_health(const Element &gpu) {
   health.ecc_enabled = mode.flag("current_ecc", "Enabled", "Disabled");
   health.ecc_pending_enabled = mode.flag("pending_ecc", "Enabled", "Disabled");
   Element ecc = gpu.child("ecc_errors");
-  health.ecc_volatile = read_ecc_scope(ecc.child("volatile"));
-  health.ecc_aggregate = read_ecc_scope(ecc.child("aggregate"));
+  // Seven lookups each among some ten children.
+  health.ecc_volatile = read_ecc_scope(ecc.listed_child("volatile"));
+  health.ecc_aggregate = read_ecc_scope(ecc.listed_child("aggregate"));
 
   Element retired = gpu.child("retired_pages");
   health.retired_pages_single_bit =
