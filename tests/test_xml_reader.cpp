@@ -204,6 +204,20 @@ TEST_CASE("clock event reasons, under either name") {
   CHECK_FALSE(read_gpu_body("").gpus[0].clock_event_reasons_active);
 }
 
+// Each reason is read from its own element as the walk of the block meets it, not looked up again
+// by its name (which found the first of a name): a reason named twice reads each its own value.
+TEST_CASE("clock event reasons: a reason named twice reads each its own value") {
+  Snapshot s = read_gpu_body(
+      "<clocks_event_reasons>"
+      "<clocks_event_reason_sw_power_cap>Not Active</clocks_event_reason_sw_power_cap>"
+      "<clocks_event_reason_gpu_idle>N/A</clocks_event_reason_gpu_idle>"
+      "<clocks_event_reason_sw_power_cap>Active</clocks_event_reason_sw_power_cap>"
+      "</clocks_event_reasons>");
+  CHECK(s.gpus[0].clock_event_reasons_reported ==
+        std::vector<std::string>{"sw_power_cap", "sw_power_cap"});
+  CHECK(s.gpus[0].clock_event_reasons_active == std::vector<std::string>{"sw_power_cap"});
+}
+
 TEST_CASE("missing elements are unknown; unknown elements are ignored") {
   Snapshot s =
       read_gpu_body("<product_name>X</product_name><future_thing><a>1 MiB</a></future_thing>");
