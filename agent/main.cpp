@@ -5,6 +5,7 @@
 #include "nvsmi/utf8.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,6 +50,13 @@ int run_chosen(const nvsmi::Subcommands &subcommands) {
   }
 }
 
+// Ends the process once the command has run, with its exit code. What main still holds then is
+// memory alone (CLI11's app with every option and subcommand, the arguments): freeing it piece by
+// piece cost 45 k instructions of a cron snapshot's 2.2 M, and the process's end frees it at
+// once. std::exit still runs what a return from main would: static destructors, atexit handlers,
+// the flush of stdout.
+[[noreturn]] void finish(int code) { std::exit(code); }
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -69,7 +77,7 @@ int main(int argc, char **argv) {
     } catch (const CLI::Error &) {
     }
     if (parsed)
-      return run_chosen(subcommands);
+      finish(run_chosen(subcommands));
   }
 
   std::unique_ptr<CLI::App> app = make_app();
@@ -87,5 +95,5 @@ int main(int argc, char **argv) {
     report(message);
     return exit_usage;
   }
-  return run_chosen(subcommands);
+  finish(run_chosen(subcommands));
 }

@@ -204,6 +204,20 @@ TEST_CASE("clock event reasons, under either name") {
   CHECK_FALSE(read_gpu_body("").gpus[0].clock_event_reasons_active);
 }
 
+// Each reason is read from its own element as the walk of the block meets it, not looked up again
+// by its name (which found the first of a name): a reason named twice reads each its own value.
+TEST_CASE("clock event reasons: a reason named twice reads each its own value") {
+  Snapshot s = read_gpu_body(
+      "<clocks_event_reasons>"
+      "<clocks_event_reason_sw_power_cap>Not Active</clocks_event_reason_sw_power_cap>"
+      "<clocks_event_reason_gpu_idle>N/A</clocks_event_reason_gpu_idle>"
+      "<clocks_event_reason_sw_power_cap>Active</clocks_event_reason_sw_power_cap>"
+      "</clocks_event_reasons>");
+  CHECK(s.gpus[0].clock_event_reasons_reported ==
+        std::vector<std::string>{"sw_power_cap", "sw_power_cap"});
+  CHECK(s.gpus[0].clock_event_reasons_active == std::vector<std::string>{"sw_power_cap"});
+}
+
 TEST_CASE("missing elements are unknown; unknown elements are ignored") {
   Snapshot s =
       read_gpu_body("<product_name>X</product_name><future_thing><a>1 MiB</a></future_thing>");
@@ -215,6 +229,30 @@ TEST_CASE("missing elements are unknown; unknown elements are ignored") {
   CHECK_FALSE(gpu.mig_devices);
   CHECK_FALSE(s.timestamp);
   CHECK_FALSE(s.driver_version);
+}
+
+// The reader lists a <gpu>'s children once and looks names up in that list (pugixml's own list
+// past 48 children): it must find what pugi::xml_node::child finds, the first of a name, among
+// names that begin alike (<processes>, <product_name>), with few children or many, in both modes.
+TEST_CASE("a child named twice is read from its first, among few children or many") {
+  for (int padding : {0, 60}) {
+    std::string body = "<processes></processes><product_name>First</product_name>"
+                       "<temperature><gpu_temp>41 C</gpu_temp></temperature>"
+                       "<product_name>Second</product_name>";
+    for (int i = 0; i < padding; ++i)
+      body += "<temperature><gpu_temp>" + std::to_string(50 + i) + " C</gpu_temp></temperature>";
+    std::string document = "<?xml version=\"1.0\" ?>\n<nvidia_smi_log>\n<gpu id=\"1\">\n" + body +
+                           "\n</gpu>\n</nvidia_smi_log>\n";
+    for (XmlParse mode : {XmlParse::skip_unread, XmlParse::full}) {
+      INFO(padding << " more children, " << (mode == XmlParse::full ? "full parse" : "skipping"));
+      Snapshot s = read_xml(document, mode);
+      REQUIRE(s.gpus.size() == 1);
+      CHECK(s.gpus[0].name == std::string("First"));
+      CHECK(s.gpus[0].temperature_c == 41);
+      REQUIRE(s.gpus[0].processes);
+      CHECK(s.gpus[0].processes->empty());
+    }
+  }
 }
 
 TEST_CASE("a document with no GPUs is an empty snapshot") {
@@ -259,6 +297,33 @@ TEST_CASE("XML: [GPU is lost] in any reading the reader reads marks the GPU lost
         CHECK_FALSE(s.gpus[i].lost_reason);
     }
   }
+}
+
+// The reader looks at every reading for a marker only where the document could hold one: a
+// space before an 'l' or 'r' in either case, or a character reference, which could write it.
+TEST_CASE("XML: a marker in any case, or written with character references, marks the GPU lost") {
+  // In <gpu_recovery_action>, a word the reader reads as it is, not a core reading.
+  const std::string head = "<?xml version=\"1.0\" ?>\n<nvidia_smi_log>\n<gpu id=\"1\">\n"
+                           "<product_name>X</product_name><gpu_recovery_action>";
+  const std::string tail = "</gpu_recovery_action>\n</gpu>\n</nvidia_smi_log>\n";
+  const std::vector<std::pair<std::string, std::string>> markers = {
+      {"GPU is lost", "GPU is lost"},
+      {"[gpu IS LOST]", "GPU is lost"},
+      {"GPU Requires RESET", "GPU requires reset"},
+      {"GPU&#32;is&#32;lost", "GPU is lost"},
+      {"GPU&#x20;requires&#x20;reset", "GPU requires reset"},
+      {"GPU is&#x20;Lost", "GPU is lost"},
+  };
+  for (const auto &[written, reason] : markers)
+    for (XmlParse mode : {XmlParse::skip_unread, XmlParse::full}) {
+      INFO(written << (mode == XmlParse::full ? ", full parse" : ", skipping unread"));
+      Snapshot s = read_xml(head + written + tail, mode);
+      REQUIRE(s.gpus.size() == 1);
+      CHECK(s.gpus[0].lost_reason == reason);
+    }
+  // Without one, nothing is: "GPU-lost", "GPUis lost", "lost" alone.
+  for (const char *written : {"GPU-lost", "GPUis lost", "lost"})
+    CHECK_FALSE(read_xml(head + written + tail).gpus.at(0).lost_reason);
 }
 
 TEST_CASE("XML: a process named [GPU is lost] does not mark its GPU lost") {

@@ -234,3 +234,27 @@ TEST_CASE("skipping unread elements by their name: the name where it is not a ta
     check_same(head + body + tail);
   }
 }
+
+TEST_CASE("skipping unread elements by their name: the end at every place of a 64-byte step") {
+  // The scan tests 64 places at a time for the name's first and last bytes (fewer near the
+  // document's end) and then whether "<" or "</" comes before it. The end tag, and decoys that
+  // pass the first test but not the second (the name in text, after a '/' alone, inside a longer
+  // name, the first and last bytes a name's length apart), at every offset from the element's
+  // start and near the document's end.
+  const std::string head = "<?xml version=\"1.0\" ?>\n<nvidia_smi_log>\n<gpu id=\"1\">\n";
+  const std::string reading = "<temperature><gpu_temp>41 C</gpu_temp></temperature>";
+  const std::string decoys = "<a>supported_clocks> a/supported_clocks> sxxxxxxxxxxxxxxs</a>"
+                             "<supported_clocks_x/><x_supported_clocks/>";
+  for (std::size_t padding = 0; padding < 140; ++padding) {
+    std::string text(padding, 's');
+    for (const std::string &body :
+         {"<supported_clocks>" + text + decoys + "</supported_clocks>" + reading,
+          "<supported_clocks>" + decoys + "<b>" + text + "</b></supported_clocks>" + reading,
+          reading + "<supported_clocks>" + text + "</supported_clocks>"}) {
+      INFO(body);
+      std::string document = head + body + "\n</gpu>\n</nvidia_smi_log>\n";
+      CHECK(read_xml(document).gpus.at(0).temperature_c == 41);
+      check_same(document);
+    }
+  }
+}

@@ -9,6 +9,13 @@
 
 namespace nvsmi::detail {
 
+// Whether `document`, which holds no character reference ("&#..."), could hold a reading that
+// LostEvidence takes for the GPU gone: both such messages have a space before an 'l' or an 'r'
+// ("GPU is lost", "GPU requires reset"), in either case; only a character reference ("&#32;")
+// could write them otherwise. Where it cannot, a reader need not hand every reading to
+// LostEvidence::reading. Any byte may come: it looks at 32 at a time.
+bool may_hold_lost_marker(std::string_view document);
+
 // Gathers one GPU's readings, as printed, and says whether they make it lost. "GPU is lost" or
 // "GPU requires reset" in any reading is the GPU gone; "Unknown Error" is, only when every
 // identity and core reading says so, since a single one (a fan) is that reading unknown.

@@ -11,6 +11,10 @@
 #include <set>
 #include <tuple>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace nvsmi {
 namespace {
 
@@ -115,6 +119,34 @@ void LostEvidence::read_message(std::string_view value) {
 
 bool LostEvidence::says_unknown_error(std::string_view value) {
   return equal_ignoring_case(message_of(value), "Unknown Error");
+}
+
+bool may_hold_lost_marker(std::string_view document) {
+  // A space, then 'l' or 'r' lowered by setting 0x20 (which turns only 'L' and 'R' into them).
+  auto marks = [](char first, char second) {
+    char lowered = static_cast<char>(second | 0x20);
+    return first == ' ' && (lowered == 'l' || lowered == 'r');
+  };
+  const char *bytes = document.data();
+  std::size_t at = 0;
+#if defined(__SSE2__)
+  const __m128i space = _mm_set1_epi8(' '), case_bit = _mm_set1_epi8(0x20), l = _mm_set1_epi8('l'),
+                r = _mm_set1_epi8('r');
+  auto marks_16 = [&](const char *from) {
+    __m128i first = _mm_loadu_si128(reinterpret_cast<const __m128i *>(from));
+    __m128i lowered =
+        _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i *>(from + 1)), case_bit);
+    return _mm_and_si128(_mm_cmpeq_epi8(first, space),
+                         _mm_or_si128(_mm_cmpeq_epi8(lowered, l), _mm_cmpeq_epi8(lowered, r)));
+  };
+  for (; at + 33 <= document.size(); at += 32)
+    if (_mm_movemask_epi8(_mm_or_si128(marks_16(bytes + at), marks_16(bytes + at + 16))) != 0)
+      return true;
+#endif
+  for (; at + 1 < document.size(); ++at)
+    if (marks(bytes[at], bytes[at + 1]))
+      return true;
+  return false;
 }
 
 Text LostEvidence::reason() const {

@@ -1,7 +1,7 @@
 #include "xml_filter.hpp"
 
-#include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
 
 #if defined(__SSE2__)
@@ -21,6 +21,27 @@ constexpr std::array<bool, 256> name_chars = [] {
 }();
 
 bool name_char(char c) { return name_chars[static_cast<unsigned char>(c)]; }
+
+// Where the name that starts at `from` ends: its first byte that is not a name byte. Four bytes
+// a step where four are left: names are some 15 bytes, and a test of the end for each byte cost
+// as much as the rest of the step.
+std::size_t end_of_name(std::string_view document, std::size_t from) {
+  const char *bytes = document.data();
+  std::size_t at = from;
+  for (; at + 4 <= document.size(); at += 4) {
+    if (!name_char(bytes[at]))
+      return at;
+    if (!name_char(bytes[at + 1]))
+      return at + 1;
+    if (!name_char(bytes[at + 2]))
+      return at + 2;
+    if (!name_char(bytes[at + 3]))
+      return at + 3;
+  }
+  while (at < document.size() && name_char(bytes[at]))
+    ++at;
+  return at;
+}
 
 bool space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
@@ -101,77 +122,94 @@ std::size_t end_of_element_tag_by_tag(std::string_view document, std::string_vie
   return npos;
 }
 
-// Where `name`'s tags may start in [from, size), 16 places at a time: '<' then "/" and the name's
-// first byte, or '<' then its first byte, one bit each from the lowest. A bit is only a place to
-// look (the caller compares the whole name there); near the end, where fewer than 18 bytes are
-// left, every '<' is one. Testing 16 places at once, rather than a call to memchr and a
-// comparison for each tag, takes most of the cost out of skipping an element.
-class TagCandidates {
+// Where `name` may begin among the 64 places from `bytes`: bit i where byte i is the name's first
+// and byte i + size - 1 its last (needs 63 + size bytes). Two bytes a name's length apart rule out
+// nearly every other place at once, nested names that begin alike included
+// (<supported_clocks><supported_mem_clock>), for a few instructions per 16 places and no call.
+// Made once for an element, so that the two bytes are spread over a register once, not per step.
+class NameCandidates {
 public:
-  TagCandidates(std::string_view document, char first) : document_(document) {
+  explicit NameCandidates(std::string_view name) : name_(name) {
 #if defined(__SSE2__)
-    angle_ = _mm_set1_epi8('<');
-    slash_ = _mm_set1_epi8('/');
-    first_ = _mm_set1_epi8(first);
-#else
-    (void)first;
+    first_ = _mm_set1_epi8(name.front());
+    last_ = _mm_set1_epi8(name.back());
 #endif
   }
 
-  unsigned at(std::size_t block) const {
-    const char *bytes = document_.data() + block;
-    std::size_t left = document_.size() - block;
+  std::uint64_t in_64(const char *bytes) const {
 #if defined(__SSE2__)
-    if (left >= 18) {
-      __m128i next = load(bytes + 1);
-      __m128i named = _mm_or_si128(
-          _mm_cmpeq_epi8(next, first_),
-          _mm_and_si128(_mm_cmpeq_epi8(next, slash_), _mm_cmpeq_epi8(load(bytes + 2), first_)));
-      return static_cast<unsigned>(
-          _mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(load(bytes), angle_), named)));
-    }
-#endif
-    unsigned mask = 0;
-    for (std::size_t i = 0; i < std::min<std::size_t>(16, left); ++i)
-      mask |= static_cast<unsigned>(bytes[i] == '<') << i;
+    const char *lasts = bytes + name_.size() - 1;
+    return in_16(bytes, lasts) | in_16(bytes + 16, lasts + 16) << 16 |
+           in_16(bytes + 32, lasts + 32) << 32 | in_16(bytes + 48, lasts + 48) << 48;
+#else
+    std::uint64_t mask = 0;
+    for (std::size_t i = 0; i < 64; ++i)
+      mask |= static_cast<std::uint64_t>(bytes[i] == name_.front() &&
+                                         bytes[i + name_.size() - 1] == name_.back())
+              << i;
     return mask;
+#endif
   }
 
 private:
 #if defined(__SSE2__)
+  std::uint64_t in_16(const char *firsts, const char *lasts) const {
+    __m128i first = _mm_cmpeq_epi8(load(firsts), first_);
+    __m128i last = _mm_cmpeq_epi8(load(lasts), last_);
+    return static_cast<std::uint64_t>(
+        static_cast<unsigned>(_mm_movemask_epi8(_mm_and_si128(first, last))));
+  }
   static __m128i load(const char *bytes) {
     return _mm_loadu_si128(reinterpret_cast<const __m128i *>(bytes));
   }
-  __m128i angle_, slash_, first_;
+  __m128i first_, last_;
 #endif
-  std::string_view document_;
+  std::string_view name_;
 };
 
-// The same end, found by looking at the '<' alone, where nothing in the element can hide a tag:
+// The same for the `places` (< 64) places at `bytes` where the name still fits in the document.
+std::uint64_t name_candidates_tail(const char *bytes, std::size_t places, std::string_view name) {
+  std::uint64_t mask = 0;
+  for (std::size_t i = 0; i < places; ++i)
+    mask |= static_cast<std::uint64_t>(bytes[i] == name.front() &&
+                                       bytes[i + name.size() - 1] == name.back())
+            << i;
+  return mask;
+}
+
+// The same end, found by looking for the name alone, where nothing in the element can hide a tag:
 // `plain` says the document has no '!' or '?' past its root's start tag (so no comment, CDATA or
 // processing instruction), and no '=' lies between `from` and the end found (so no attribute,
 // whose value alone could hold a '<' that is not a tag). Every '<' there then starts a tag as
-// pugixml reads it, and the first end tag of `name` with no start tag of `name` before it is the
-// element's own: no tag is read to its '>'. Anything else goes to the walk above.
+// pugixml reads it, so the name right after a '<' or "</" is a tag of it, and the first end tag
+// of `name` with no start tag of `name` before it is the element's own: no tag is read to its '>'.
+// Anything else goes to the walk above.
 std::size_t end_of_element(std::string_view document, std::string_view name, std::size_t from,
                            std::size_t &next_equals, bool plain) {
   if (!plain)
     return end_of_element_tag_by_tag(document, name, from, next_equals);
   const char *bytes = document.data();
   const std::size_t size = document.size();
-  TagCandidates candidates(document, name.front());
-  for (std::size_t block = from; block < size; block += 16) {
-    for (unsigned mask = candidates.at(block); mask; mask &= mask - 1) {
-      std::size_t at = block + static_cast<std::size_t>(__builtin_ctz(mask));
-      bool closing = at + 1 < size && bytes[at + 1] == '/';
-      std::size_t start = at + 1 + closing;
+  if (size - from < name.size())
+    return npos;
+  // The places where the name fits: [from, past).
+  const std::size_t past = size - name.size() + 1;
+  const NameCandidates candidates(name);
+  for (std::size_t block = from; block < past; block += 64) {
+    std::uint64_t mask = past - block >= 64
+                             ? candidates.in_64(bytes + block)
+                             : name_candidates_tail(bytes + block, past - block, name);
+    for (; mask; mask &= mask - 1) {
+      std::size_t start = block + static_cast<std::size_t>(__builtin_ctzll(mask));
       std::size_t end = start + name.size();
-      // The last byte before the rest: the names inside an element often begin as its own does
-      // (<supported_clocks><supported_mem_clock>), and a call to compare costs more than this.
-      if (end > size || bytes[end - 1] != name.back() ||
-          std::memcmp(bytes + start, name.data(), name.size()) != 0 ||
-          (end < size && name_char(bytes[end])))
-        continue; // another element's tag
+      // A tag of the name: "<" or "</" before it (never before `from`, the '>' of its start
+      // tag), and no name byte after it (not a longer name).
+      bool opening = bytes[start - 1] == '<';
+      bool closing = !opening && bytes[start - 1] == '/' && bytes[start - 2] == '<';
+      if ((!opening && !closing) || (end < size && name_char(bytes[end])) ||
+          std::memcmp(bytes + start, name.data(), name.size()) != 0)
+        continue;                           // text, or another element's tag
+      std::size_t at = start - 1 - closing; // its '<'
       if (next_equals < from)
         next_equals = document.find('=', from);
       if (next_equals < at)
@@ -237,9 +275,7 @@ bool find_unread_gpu_children(std::string_view document, bool (*read)(std::strin
       continue;
     }
 
-    std::size_t name_end = at + 1;
-    while (name_end < document.size() && name_char(document[name_end]))
-      ++name_end;
+    std::size_t name_end = end_of_name(document, at + 1);
     std::string_view name = document.substr(at + 1, name_end - at - 1);
     if (name.empty() || root_closed || (depth == 0 && name != "nvidia_smi_log"))
       return false;

@@ -29,18 +29,40 @@ class Element {
 public:
   Element(pugi::xml_node node, const char *name, const Element *parent = nullptr, int position = -1)
       : node_(node), name_(name), parent_(parent), position_(position) {}
+  // A copy lists its children again if the original lists them: copying the list would cost
+  // more.
+  Element(const Element &other)
+      : node_(other.node_), name_(other.name_), parent_(other.parent_), position_(other.position_),
+        listed_(other.listed_ > capacity ? other.listed_ : unlisted) {}
+  Element &operator=(const Element &other) {
+    node_ = other.node_;
+    name_ = other.name_;
+    parent_ = other.parent_;
+    position_ = other.position_;
+    listed_ = other.listed_ > capacity ? other.listed_ : unlisted;
+    return *this;
+  }
 
   pugi::xml_node node() const { return node_; }
   explicit operator bool() const { return static_cast<bool>(node_); }
-  Element child(const char *name) const { return {node_.child(name), name, this}; }
+  Element child(const char *name) const { return {find(name), name, this}; }
+  // The same, listing its children on its first lookup, for an element asked many times.
+  Element listed_child(const char *name) const {
+    Element element(find(name), name, this);
+    element.listed_ = unlisted;
+    return element;
+  }
   // Calls `visit` for every child named `name`, numbered in the path: "gpu[2]".
   template <typename Visit> void each(const char *name, Visit visit) const {
     int position = 0;
-    for (pugi::xml_node node : node_.children(name))
-      visit(Element(node, name, this, position++));
+    for (pugi::xml_node node : node_.children(name)) {
+      Element element(node, name, this, position++);
+      element.listed_ = unlisted;
+      visit(element);
+    }
   }
 
-  std::string_view raw(const char *name) const { return node_.child(name).child_value(); }
+  std::string_view raw(const char *name) const { return find(name).child_value(); }
   Text text(const char *name) const { return parse_text(raw(name)); }
   Reading integer(const char *name, Unit unit) const {
     try {
@@ -57,6 +79,16 @@ public:
     }
   }
   std::optional<bool> yes_no(const char *name) const { return flag(name, "Yes", "No"); }
+  // The same of a child in hand, as a walk of the children has it: looking it up again by its
+  // name cost a strcmp for every child before it.
+  std::optional<bool> flag_of(pugi::xml_node child, std::string_view yes,
+                              std::string_view no) const {
+    try {
+      return parse_flag(child.child_value(), yes, no, child.name());
+    } catch (const ParseError &error) {
+      throw ParseError(path() + "/" + error.what());
+    }
+  }
   // The first known reading among elements that replaced one another across drivers.
   RealReading first_real(std::initializer_list<const char *> names, Unit unit) const {
     try {
@@ -70,6 +102,36 @@ public:
   }
 
 private:
+  // The first child named `name`, as pugi::xml_node::child finds it. An element from each() (a
+  // <gpu>, a process, a MIG device) lists its children on the first lookup, and the list is
+  // searched by the names' first two bytes before comparing the rest: a <gpu> has some 25
+  // children after the filter, looked up about 40 times, and pugixml's child() calls strcmp for
+  // every child it passes. Other elements are asked once or twice: listing would cost more.
+  pugi::xml_node find(const char *name) const {
+    if (listed_ == unlisted)
+      list_children();
+    if (listed_ > capacity)
+      return node_.child(name);
+    for (int i = 0; i < listed_; ++i) {
+      const char *candidate = names_[i];
+      // name is never empty, so a candidate that matches its first byte has a second.
+      if (candidate[0] == name[0] && candidate[1] == name[1] && std::strcmp(candidate, name) == 0)
+        return pugi::xml_node(nodes_[i]);
+    }
+    return {};
+  }
+  void list_children() const {
+    listed_ = 0;
+    for (pugi::xml_node child = node_.first_child(); child; child = child.next_sibling()) {
+      if (listed_ == capacity) {
+        listed_ = capacity + 1; // too many: looked up in pugixml's list
+        return;
+      }
+      names_[listed_] = child.name();
+      nodes_[listed_++] = child.internal_object();
+    }
+  }
+
   std::string path() const {
     std::string out = parent_ ? parent_->path() + "/" + name_ : std::string(name_);
     if (position_ >= 0)
@@ -81,6 +143,12 @@ private:
   const char *name_;
   const Element *parent_;
   int position_;
+  // The children's names and nodes in document order, once listed (not initialized before);
+  // `listed_` is their count, `unlisted` before the first lookup, over `capacity` for pugixml's.
+  static constexpr int capacity = 48, unlisted = -1;
+  mutable int listed_ = capacity + 1;
+  mutable const char *names_[capacity];
+  mutable pugi::xml_node_struct *nodes_[capacity];
 };
 
 void read_memory(const Element &usage, Reading &total, Reading &used, Reading &free) {
@@ -131,12 +199,14 @@ void read_clock_reasons(const Element &gpu, Gpu &out) {
     if (!block)
       continue;
     std::vector<std::string> reported, active;
+    // Room for the reasons a driver lists (about a dozen), rather than growing five times.
+    reported.reserve(16);
     std::size_t prefix_length = std::strlen(naming.prefix);
     for (pugi::xml_node reason : block.node().children()) {
       std::string_view name = reason.name();
       if (name.compare(0, prefix_length, naming.prefix) != 0)
         continue;
-      std::optional<bool> on = block.flag(reason.name(), "Active", "Not Active");
+      std::optional<bool> on = block.flag_of(reason, "Active", "Not Active");
       if (!on)
         continue;
       reported.emplace_back(name.substr(prefix_length));
@@ -211,8 +281,9 @@ GpuHealth read_health(const Element &gpu) {
   health.ecc_enabled = mode.flag("current_ecc", "Enabled", "Disabled");
   health.ecc_pending_enabled = mode.flag("pending_ecc", "Enabled", "Disabled");
   Element ecc = gpu.child("ecc_errors");
-  health.ecc_volatile = read_ecc_scope(ecc.child("volatile"));
-  health.ecc_aggregate = read_ecc_scope(ecc.child("aggregate"));
+  // Seven lookups each among some ten children.
+  health.ecc_volatile = read_ecc_scope(ecc.listed_child("volatile"));
+  health.ecc_aggregate = read_ecc_scope(ecc.listed_child("aggregate"));
 
   Element retired = gpu.child("retired_pages");
   health.retired_pages_single_bit =
@@ -251,20 +322,21 @@ GpuHealth read_health(const Element &gpu) {
 // table: its element is looked up again only where the parent changes.
 void read_table_fields(const Element &gpu, Gpu &out) {
   const char *parent_name = "";
-  Element parent = gpu;
+  const Element *parent = &gpu; // the GPU's own, whose children are listed once, or `held`
+  std::optional<Element> held;
   for (const GpuField &field : gpu_fields()) {
     if (*field.xml_leaf == '\0')
       continue;
     if (field.xml_parent != parent_name && std::strcmp(field.xml_parent, parent_name) != 0) {
       parent_name = field.xml_parent;
-      parent = *parent_name == '\0' ? gpu : gpu.child(parent_name);
+      parent = *parent_name == '\0' ? &gpu : &held.emplace(gpu.child(parent_name));
     }
     if (field.kind == FieldKind::integer)
-      field.integer_in(out) = parent.integer(field.xml_leaf, field.unit);
+      field.integer_in(out) = parent->integer(field.xml_leaf, field.unit);
     else if (field.kind == FieldKind::real)
-      field.real_in(out) = parent.first_real({field.xml_leaf}, field.unit);
+      field.real_in(out) = parent->first_real({field.xml_leaf}, field.unit);
     else
-      field.text_in(out) = parent.text(field.xml_leaf);
+      field.text_in(out) = parent->text(field.xml_leaf);
   }
 }
 
@@ -337,8 +409,8 @@ Gpu read_gpu(const Element &gpu, int index) {
   out.uuid = gpu.text("uuid");
   // v10 files can lack <pci>; the <gpu id="..."> attribute holds the same bus id.
   Element pci = gpu.child("pci");
-  out.pci_bus_id = pci.node().child("pci_bus_id") ? pci.text("pci_bus_id")
-                                                  : parse_text(gpu.node().attribute("id").value());
+  out.pci_bus_id = pci.child("pci_bus_id") ? pci.text("pci_bus_id")
+                                           : parse_text(gpu.node().attribute("id").value());
   // The GPU's own power, never <module_power_readings> (the whole module's, on Grace-Hopper).
   Element power = gpu.child("gpu_power_readings");
   if (!power)
@@ -387,22 +459,27 @@ private:
 // under the children read_gpu reads (so that both parse modes agree), but never a process's:
 // its name is whatever its owner chose, and an unprivileged user's process called
 // "[GPU is lost]" must not take a GPU out of service.
-Text lost_reason(const Element &gpu) {
+// `any_marker`: whether the document could hold a message at all (detail::may_hold_lost_marker);
+// where it cannot, only the core readings are looked at, for "Unknown Error".
+Text lost_reason(const Element &gpu, bool any_marker) {
   detail::LostEvidence evidence;
   for (const char *name : {"product_name", "uuid"})
     evidence.core_reading(gpu.raw(name));
   // The table's core readings; a parent's element looked up again only where it changes.
   const char *parent_name = "";
-  Element parent = gpu;
+  const Element *parent = &gpu;
+  std::optional<Element> held;
   for (const GpuField &field : gpu_fields()) {
     if (!field.core)
       continue;
     if (field.xml_parent != parent_name && std::strcmp(field.xml_parent, parent_name) != 0) {
       parent_name = field.xml_parent;
-      parent = *parent_name == '\0' ? gpu : gpu.child(parent_name);
+      parent = *parent_name == '\0' ? &gpu : &held.emplace(gpu.child(parent_name));
     }
-    evidence.core_reading(parent.raw(field.xml_leaf));
+    evidence.core_reading(parent->raw(field.xml_leaf));
   }
+  if (!any_marker)
+    return evidence.reason();
   for (pugi::xml_node child : gpu.node().children())
     if (child.type() == pugi::node_element && read_by_read_gpu(child.name()) &&
         std::strcmp(child.name(), "processes") != 0) {
@@ -419,10 +496,13 @@ Text lost_reason(const Element &gpu) {
 // or one rebuilt with a character that was never there. Looked for anywhere in the document, in
 // the forms pugixml decodes ("&#" digits ";" or "&#x" hex digits ";"), so that both parse modes
 // agree.
-void refuse_bad_character_references(std::string_view document) {
+// Returns whether the document holds a character reference ("&#"), decoded or not.
+bool refuse_bad_character_references(std::string_view document) {
   constexpr std::uint64_t past_unicode = 0x110000;
+  bool any = false;
   for (std::size_t at = document.find("&#"); at != std::string_view::npos;
        at = document.find("&#", at + 2)) {
+    any = true;
     std::size_t start = at + 2;
     bool hex = start < document.size() && document[start] == 'x';
     start += hex;
@@ -445,12 +525,15 @@ void refuse_bad_character_references(std::string_view document) {
                        "\" at byte " + std::to_string(at) + " is not an XML character");
     }
   }
+  return any;
 }
 
 // Parses the `size` bytes at `buffer` in place (pugixml writes its strings into them) and reads
 // them; `dropped` is what was dropped before, so that an error names its byte in the document.
 Snapshot parse_and_read(char *buffer, std::size_t size,
-                        const std::vector<detail::ByteRange> &dropped) {
+                        const std::vector<detail::ByteRange> &dropped, bool references) {
+  // Looked at before pugixml writes its strings into the buffer.
+  bool any_marker = references || detail::may_hold_lost_marker(std::string_view(buffer, size));
   pugi::xml_document xml;
   // The text kept in its element rather than a node of its own: fewer nodes to build.
   pugi::xml_parse_result result = xml.load_buffer_inplace(
@@ -473,7 +556,7 @@ Snapshot parse_and_read(char *buffer, std::size_t size,
   int index = 0;
   log.each("gpu", [&](const Element &gpu) {
     snapshot.gpus.push_back(read_gpu(gpu, index++));
-    snapshot.gpus.back().lost_reason = lost_reason(gpu);
+    snapshot.gpus.back().lost_reason = lost_reason(gpu, any_marker);
   });
   return snapshot;
 }
@@ -491,7 +574,7 @@ std::vector<detail::ByteRange> to_drop(std::string_view document, XmlParse mode)
 } // namespace
 
 Snapshot read_xml(std::string_view document, XmlParse mode) {
-  refuse_bad_character_references(document);
+  bool references = refuse_bad_character_references(document);
   std::vector<detail::ByteRange> dropped = to_drop(document, mode);
   // pugixml parses in a buffer of its own either way: this one holds only what is kept.
   std::size_t kept = document.size();
@@ -499,14 +582,15 @@ Snapshot read_xml(std::string_view document, XmlParse mode) {
     kept -= range.end - range.begin;
   std::unique_ptr<char[]> buffer(new char[kept]);
   detail::write_without(document, dropped, buffer.get());
-  return parse_and_read(buffer.get(), kept, dropped);
+  return parse_and_read(buffer.get(), kept, dropped, references);
 }
 
 Snapshot read_xml_in_place(char *document, std::size_t size, XmlParse mode) {
   std::string_view original(document, size);
-  refuse_bad_character_references(original);
+  bool references = refuse_bad_character_references(original);
   std::vector<detail::ByteRange> dropped = to_drop(original, mode);
-  return parse_and_read(document, detail::write_without(original, dropped, document), dropped);
+  return parse_and_read(document, detail::write_without(original, dropped, document), dropped,
+                        references);
 }
 
 } // namespace nvsmi
