@@ -35,16 +35,10 @@ std::optional<std::uint64_t> data_count(std::string_view line, std::string_view 
   if (value == "N/A")
     return std::nullopt;
   // The unit is checked, never assumed: `nvlink -h` says KiB for `-gt d`.
-  constexpr std::string_view unit = " KiB";
-  if (value.size() <= unit.size() || value.substr(value.size() - unit.size()) != unit)
+  std::optional<std::uint64_t> kib = nvlink_lines::number_with_unit<std::uint64_t>(value, " KiB");
+  if (!kib || *kib > max_kib)
     not_understood(line);
-  std::string_view number = value.substr(0, value.size() - unit.size());
-  std::uint64_t kib = 0;
-  auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), kib);
-  if (number.empty() || error != std::errc() || end != number.data() + number.size() ||
-      kib > max_kib)
-    not_understood(line);
-  return kib * 1024;
+  return *kib * 1024;
 }
 
 bool same_gpu(const Text &uuid_a, int index_a, const Text &uuid_b, int index_b) {

@@ -24,6 +24,20 @@ inline std::optional<int> whole_number(std::string_view text) {
   return value;
 }
 
+// "NUMBER UNIT" (the unit with its space, " GB/s", " KiB") -> the whole of NUMBER read as T, or
+// nullopt: the unit is checked, never assumed, and nothing may follow the number but it.
+template <typename T>
+std::optional<T> number_with_unit(std::string_view value, std::string_view unit) {
+  if (value.size() <= unit.size() || value.substr(value.size() - unit.size()) != unit)
+    return std::nullopt;
+  std::string_view number = value.substr(0, value.size() - unit.size());
+  T read{};
+  auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), read);
+  if (error != std::errc() || end != number.data() + number.size())
+    return std::nullopt;
+  return read;
+}
+
 struct GpuLine {
   int index = 0;
   Text uuid;

@@ -37,16 +37,10 @@ std::optional<double> link_speed(std::string_view line) {
   std::string_view value = trim(rest);
   if (value == "<inactive>")
     return std::nullopt;
-  constexpr std::string_view unit = " GB/s";
-  if (value.size() <= unit.size() || value.substr(value.size() - unit.size()) != unit)
+  std::optional<double> speed = nvlink_lines::number_with_unit<double>(value, " GB/s");
+  if (!speed || !std::isfinite(*speed) || *speed <= 0)
     not_understood(line);
-  std::string_view number = value.substr(0, value.size() - unit.size());
-  double speed = 0;
-  auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), speed);
-  if (error != std::errc() || end != number.data() + number.size() || !std::isfinite(speed) ||
-      speed <= 0)
-    not_understood(line);
-  return speed * 1e9;
+  return *speed * 1e9;
 }
 
 } // namespace
