@@ -85,12 +85,7 @@ std::vector<NvlinkGpuCounters> read_nvlink_counters(std::string_view text) {
   std::vector<NvlinkGpuCounters> gpus;
   // Which directions of each link of the current GPU were named, to refuse one named twice.
   std::vector<std::pair<bool, bool>> named;
-  while (!text.empty()) {
-    std::size_t newline = text.find('\n');
-    std::string_view line = trim(text.substr(0, newline));
-    text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
-    if (line.empty())
-      continue;
+  for (std::string_view line; nvlink_lines::next_line(text, line);) {
     if (nvlink_lines::starts_with(line, "GPU ")) {
       std::optional<nvlink_lines::GpuLine> header = nvlink_lines::gpu_line(line);
       if (!header || header->index > max_gpu_index)

@@ -38,6 +38,18 @@ std::optional<T> number_with_unit(std::string_view value, std::string_view unit)
   return read;
 }
 
+// The next line of `text` that is not blank, trimmed, and `text` past it; false at its end.
+inline bool next_line(std::string_view &text, std::string_view &line) {
+  while (!text.empty()) {
+    std::size_t newline = text.find('\n');
+    line = trim(text.substr(0, newline));
+    text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+    if (!line.empty())
+      return true;
+  }
+  return false;
+}
+
 struct GpuLine {
   int index = 0;
   Text uuid;

@@ -56,12 +56,7 @@ std::vector<NvlinkCapacity> read_nvlink_status(std::string_view text) {
     sum = 0;
     any_active = false;
   };
-  while (!text.empty()) {
-    std::size_t newline = text.find('\n');
-    std::string_view line = trim(text.substr(0, newline));
-    text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
-    if (line.empty())
-      continue;
+  for (std::string_view line; nvlink_lines::next_line(text, line);) {
     if (nvlink_lines::starts_with(line, "GPU ")) {
       close_gpu();
       gpus.push_back(gpu_header(line));
