@@ -617,6 +617,37 @@ TEST_CASE("top shows SM and tensor activity beside utilization where dmon gives 
     CHECK(text_columns(line) <= 100);
 }
 
+TEST_CASE("top shows NVLink's busier direction and its share of the links' capacity at 170 "
+          "columns and more") {
+  Utf8Locale utf8;
+  TopModel model(milliseconds(1000));
+  TopClock::time_point now = TopClock::now();
+  Snapshot s = with_users();
+  REQUIRE(s.gpus.size() >= 3);
+  // GPU 0: 410 GB/s in, 100 out, of 478 GB/s each way; GPU 1: 2.1 MB/s out, capacity unknown.
+  s.gpus[0].nvlink_rx_bytes_per_second = 410'000'000'000;
+  s.gpus[0].nvlink_tx_bytes_per_second = 100'000'000'000;
+  s.gpus[0].nvlink_bandwidth_bytes_per_second = 478'116'000'000;
+  s.gpus[1].nvlink_tx_bytes_per_second = 2'100'000;
+  model.add_sample(s, now);
+  std::vector<std::string> wide = screen_text(model, now, 180, 45);
+  REQUIRE(wide.size() > 5);
+  INFO(Catch::Detail::stringify(wide));
+  CHECK(screen_has(wide, " NVLINK "));
+  CHECK(wide[3].find(" 410G 86% ") != std::string::npos);
+  CHECK(wide[4].find(" 2M ") != std::string::npos);
+  // GPU 2 has no NVLink figure (nor SM or tensor activity): a dash, never 0.
+  CHECK(wide[5].find("   -    - -         ") != std::string::npos);
+  for (const std::string &line : wide)
+    CHECK(text_columns(line) <= 180);
+  // Under 170 columns the column goes (the history keeps its room), and every line still fits.
+  std::vector<std::string> narrow = screen_text(model, now, 160, 30);
+  CHECK_FALSE(screen_has(narrow, "NVLINK"));
+  CHECK(screen_has(narrow, " HIST"));
+  for (const std::string &line : narrow)
+    CHECK(text_columns(line) <= 160);
+}
+
 TEST_CASE("top gives the longest state, allocated but idle, whole at every width") {
   Utf8Locale utf8;
   TopModel model(milliseconds(1000));

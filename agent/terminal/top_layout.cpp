@@ -55,6 +55,24 @@ std::string mib_text(const Reading &mib) {
   return number(gib, gib < 100 ? "%.1fG" : "%.0fG");
 }
 
+// NVLink's busier direction (saturation is judged on it: each direction has the whole capacity)
+// in decimal bytes a second, "410G", and its share of the links' capacity where `nvlink -s` gave
+// it, "410G 86%"; "-" where dmon (or --nvlink-counters) gives neither direction.
+std::string nvlink_text(const Gpu &gpu) {
+  const Reading &rx = gpu.nvlink_rx_bytes_per_second, &tx = gpu.nvlink_tx_bytes_per_second;
+  if (!rx && !tx)
+    return "-";
+  double busier = static_cast<double>(std::max(rx.value_or(0), tx.value_or(0)));
+  std::string text = busier < 1e9    ? number(busier / 1e6, "%.0fM")
+                     : busier < 1e11 ? number(busier / 1e9, "%.1fG")
+                                     : number(busier / 1e9, "%.0fG");
+  if (gpu.nvlink_bandwidth_bytes_per_second && *gpu.nvlink_bandwidth_bytes_per_second > 0)
+    text += number(
+        std::min(999.0, 100 * busier / static_cast<double>(*gpu.nvlink_bandwidth_bytes_per_second)),
+        " %.0f%%");
+  return text;
+}
+
 std::string timestamp_text(const std::optional<Timestamp> &t, bool with_date) {
   if (!t)
     return "-";
@@ -125,9 +143,10 @@ std::string sparkline(const std::deque<HistoryPoint> &history, int width, bool u
 
 // Column widths of the GPU rows for a screen `columns` wide: the users stay at every width (who
 // holds a GPU is what people look for), the fan and the performance state go under 100, SM and
-// tensor activity (dmon's GPM) under 110.
+// tensor activity (dmon's GPM) under 110, NVLink's traffic under 170 (the sparkline keeps its room
+// at 160).
 struct GpuColumns {
-  bool name = false, fan_and_pstate = false, activity = false;
+  bool name = false, fan_and_pstate = false, activity = false, nvlink = false;
   bool power = true; // the compact view leaves it to the state ("at power limit")
   int bar = 0;
   int users = 10;
@@ -135,6 +154,8 @@ struct GpuColumns {
 };
 // The longest state's name, "allocated but idle", and a space: no state is cut.
 constexpr int state_width = 19;
+// "NVLINK" over "410G 100%" and a space.
+constexpr int nvlink_width = 10;
 
 GpuColumns gpu_columns(int columns, bool compact) {
   GpuColumns c;
@@ -146,10 +167,12 @@ GpuColumns gpu_columns(int columns, bool compact) {
   c.name = columns >= 140;
   c.fan_and_pstate = columns >= 100;
   c.activity = columns >= 110;
+  c.nvlink = columns >= 170;
   c.bar = columns >= 160 ? 12 : columns >= 120 ? 8 : 4;
   c.users = columns >= 160 ? 18 : columns >= 120 ? 14 : 10;
   int fixed = 4 + (c.name ? 23 : 0) + state_width + (c.bar + 6) + (c.activity ? 10 : 0) +
-              (c.bar + 12) + (c.bar + 11) + 4 + (c.fan_and_pstate ? 9 : 0) + 1 + c.users + 1;
+              (c.nvlink ? nvlink_width : 0) + (c.bar + 12) + (c.bar + 11) + 4 +
+              (c.fan_and_pstate ? 9 : 0) + 1 + c.users + 1;
   c.history = compact ? 0 : std::max(0, columns - fixed);
   return c;
 }
@@ -166,6 +189,8 @@ ScreenLine gpu_heading(const GpuColumns &c, int columns) {
     line.add("TENS", 5, Tone::heading, Align::right);
     line.add(" ", 1);
   }
+  if (c.nvlink)
+    line.add("NVLINK", nvlink_width, Tone::heading);
   line.add("MEMORY", c.bar + 12, Tone::heading);
   line.add("POWER", c.bar + 11, Tone::heading);
   line.add("TEMP", 4, Tone::heading, Align::right);
@@ -216,8 +241,9 @@ ScreenLine gpu_line(const Gpu &gpu, const TopModel &model, const GpuColumns &c, 
   if (late) {
     // The readings are of a sample too old to be the present: not shown at all.
     line.add("stale", state_width, Tone::alarm);
-    line.add("", (c.bar + 6) + (c.activity ? 10 : 0) + (c.bar + 12) + (c.bar + (c.power ? 11 : 0)) +
-                     4 + (c.fan_and_pstate ? 9 : 0) + 1 + c.users + 1);
+    line.add("", (c.bar + 6) + (c.activity ? 10 : 0) + (c.nvlink ? nvlink_width : 0) +
+                     (c.bar + 12) + (c.bar + (c.power ? 11 : 0)) + 4 + (c.fan_and_pstate ? 9 : 0) +
+                     1 + c.users + 1);
     line.add(spark, c.history, Tone::dim);
     return line.take();
   }
@@ -234,6 +260,8 @@ ScreenLine gpu_line(const Gpu &gpu, const TopModel &model, const GpuColumns &c, 
     line.add(or_dash(gpu.tensor_active_percent, "%"), 5, Tone::normal, Align::right);
     line.add(" ", 1);
   }
+  if (c.nvlink)
+    line.add(nvlink_text(gpu), nvlink_width);
 
   GpuStateThresholds thresholds;
   std::optional<double> memory_used =
