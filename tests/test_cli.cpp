@@ -8,6 +8,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <regex>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -245,8 +246,10 @@ TEST_CASE("--help shows a plain word for each value and the default and range in
     for (const char *noise : {"POSITIVE", "Excludes:", " in ["})
       CHECK_THAT(help.out, !Catch::Contains(noise));
     // A type word anywhere, as a whole word: each value names its own where it is declared.
-    CHECK_THAT(help.out,
-               !Catch::Matches("[\\s\\S]*\\b(FLOAT|INT|UINT|TEXT|NUMBER|VALUE)\\b[\\s\\S]*"));
+    // Searched for, not matched over the whole text: libstdc++'s regex recurses once a character
+    // for a leading [\s\S]*, which overflowed the stack on serve's help under the sanitizers.
+    CHECK_FALSE(
+        std::regex_search(help.out, std::regex("\\b(FLOAT|INT|UINT|TEXT|NUMBER|VALUE)\\b")));
   }
   // Durations say SECONDS whatever their help text begins with.
   CHECK_THAT(run_agent("watch --help").out, Catch::Contains("--stall-timeout SECONDS "));
@@ -256,10 +259,9 @@ TEST_CASE("--help shows a plain word for each value and the default and range in
                             Catch::Contains("--stale-warning SECONDS|none") &&
                             Catch::Contains("--memory-warning PERCENT|none"));
   Run watch = run_agent("watch --help");
-  CHECK_THAT(
-      watch.out,
-      Catch::Matches("[\\s\\S]*--interval SECONDS +Seconds between samples \\(default 1; 0\\.01 "
-                     "to 86400\\)\n[\\s\\S]*"));
+  CHECK(std::regex_search(watch.out,
+                          std::regex("--interval SECONDS +Seconds between samples \\(default 1; "
+                                     "0\\.01 to 86400\\)\n")));
   CHECK_THAT(watch.out, Catch::Contains("--source xml|csv") && Catch::Contains("--fixture PATH"));
   CHECK_THAT(run_agent("pick --help").out, Catch::Contains("(default 1; 1 to 4096)"));
 }
