@@ -41,8 +41,11 @@ std::optional<std::uint64_t> data_count(std::string_view line, std::string_view 
   return *kib * 1024;
 }
 
-bool same_gpu(const Text &uuid_a, int index_a, const Text &uuid_b, int index_b) {
-  return uuid_a && uuid_b ? *uuid_a == *uuid_b : index_a == index_b;
+// A GPU that takes the counters' rates: an active link (its capacity known) and no NVLink figure
+// of dmon's in either direction, so that its two figures never come from different sources.
+bool takes_counter_rates(const Gpu &gpu) {
+  return gpu.nvlink_bandwidth_bytes_per_second && !gpu.nvlink_rx_bytes_per_second &&
+         !gpu.nvlink_tx_bytes_per_second;
 }
 
 // One direction of one GPU between two readings; nullopt where unknown (nvlink_rates).
@@ -136,7 +139,7 @@ std::vector<NvlinkRates> nvlink_rates(const std::vector<NvlinkGpuCounters> &befo
     rate.gpu_index = gpu.gpu_index;
     rate.uuid = gpu.uuid;
     auto earlier = std::find_if(before.begin(), before.end(), [&](const NvlinkGpuCounters &b) {
-      return same_gpu(b.uuid, b.gpu_index, gpu.uuid, gpu.gpu_index);
+      return nvlink_lines::same_gpu(b.uuid, b.gpu_index, gpu.uuid, gpu.gpu_index);
     });
     if (earlier != before.end() && std::isfinite(seconds) && seconds > 0) {
       rate.rx_bytes_per_second =
@@ -150,19 +153,15 @@ std::vector<NvlinkRates> nvlink_rates(const std::vector<NvlinkGpuCounters> &befo
 }
 
 bool wants_nvlink_counters(const Snapshot &snapshot) {
-  return std::any_of(snapshot.gpus.begin(), snapshot.gpus.end(), [](const Gpu &gpu) {
-    return gpu.nvlink_bandwidth_bytes_per_second && !gpu.nvlink_rx_bytes_per_second &&
-           !gpu.nvlink_tx_bytes_per_second;
-  });
+  return std::any_of(snapshot.gpus.begin(), snapshot.gpus.end(), takes_counter_rates);
 }
 
 void attach_nvlink_rates(Snapshot &snapshot, const std::vector<NvlinkRates> &rates) {
   for (Gpu &gpu : snapshot.gpus) {
-    if (!gpu.nvlink_bandwidth_bytes_per_second || gpu.nvlink_rx_bytes_per_second ||
-        gpu.nvlink_tx_bytes_per_second)
+    if (!takes_counter_rates(gpu))
       continue;
     for (const NvlinkRates &rate : rates)
-      if (same_gpu(gpu.uuid, gpu.index, rate.uuid, rate.gpu_index)) {
+      if (nvlink_lines::same_gpu(gpu.uuid, gpu.index, rate.uuid, rate.gpu_index)) {
         gpu.nvlink_rx_bytes_per_second = rate.rx_bytes_per_second;
         gpu.nvlink_tx_bytes_per_second = rate.tx_bytes_per_second;
         break;

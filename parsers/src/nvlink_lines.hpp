@@ -50,6 +50,12 @@ inline bool next_line(std::string_view &text, std::string_view &line) {
   return false;
 }
 
+// Whether two entries name the same GPU: by UUID where both know it, else by index (an output
+// without UUIDs, an older driver's).
+inline bool same_gpu(const Text &uuid_a, int index_a, const Text &uuid_b, int index_b) {
+  return uuid_a && uuid_b ? *uuid_a == *uuid_b : index_a == index_b;
+}
+
 struct GpuLine {
   int index = 0;
   Text uuid;

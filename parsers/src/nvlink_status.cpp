@@ -78,7 +78,7 @@ std::vector<NvlinkCapacity> read_nvlink_status(std::string_view text) {
 void attach_nvlink_capacity(Snapshot &snapshot, const std::vector<NvlinkCapacity> &capacity) {
   for (Gpu &gpu : snapshot.gpus)
     for (const NvlinkCapacity &entry : capacity)
-      if (gpu.uuid && entry.uuid ? *gpu.uuid == *entry.uuid : gpu.index == entry.gpu_index) {
+      if (nvlink_lines::same_gpu(gpu.uuid, gpu.index, entry.uuid, entry.gpu_index)) {
         gpu.nvlink_bandwidth_bytes_per_second = entry.bytes_per_second;
         break;
       }
