@@ -316,27 +316,42 @@ GpuHealth read_health(const Element &gpu) {
   return health;
 }
 
+// The element that holds a field of the table in a <gpu>: the GPU's own, or its child named by the
+// field's xml_parent. Fields of one parent mostly sit together in the table, so the child is
+// looked up again only where the parent changes.
+class FieldParents {
+public:
+  explicit FieldParents(const Element &gpu) : gpu_(gpu) {}
+  const Element &of(const GpuField &field) {
+    if (field.xml_parent != name_ && std::strcmp(field.xml_parent, name_) != 0) {
+      name_ = field.xml_parent;
+      parent_ = *name_ == '\0' ? &gpu_ : &held_.emplace(gpu_.child(name_));
+    }
+    return *parent_;
+  }
+
+private:
+  const Element &gpu_;
+  const char *name_ = "";
+  const Element *parent_ = &gpu_; // the GPU's own, whose children are listed once, or `held_`
+  std::optional<Element> held_;
+};
+
 // The field table's leaves, into whichever part of the GPU holds each. Ada on 595 gives only
 // offsets from T.Limit (gpu_temp_slow_tlimit_threshold ...), from which no absolute temperature
-// follows: the thresholds stay nullopt there. Fields of one parent mostly sit together in the
-// table: its element is looked up again only where the parent changes.
+// follows: the thresholds stay nullopt there.
 void read_table_fields(const Element &gpu, Gpu &out) {
-  const char *parent_name = "";
-  const Element *parent = &gpu; // the GPU's own, whose children are listed once, or `held`
-  std::optional<Element> held;
+  FieldParents parents(gpu);
   for (const GpuField &field : gpu_fields()) {
     if (*field.xml_leaf == '\0')
       continue;
-    if (field.xml_parent != parent_name && std::strcmp(field.xml_parent, parent_name) != 0) {
-      parent_name = field.xml_parent;
-      parent = *parent_name == '\0' ? &gpu : &held.emplace(gpu.child(parent_name));
-    }
+    const Element &parent = parents.of(field);
     if (field.kind == FieldKind::integer)
-      field.integer_in(out) = parent->integer(field.xml_leaf, field.unit);
+      field.integer_in(out) = parent.integer(field.xml_leaf, field.unit);
     else if (field.kind == FieldKind::real)
-      field.real_in(out) = parent->first_real({field.xml_leaf}, field.unit);
+      field.real_in(out) = parent.first_real({field.xml_leaf}, field.unit);
     else
-      field.text_in(out) = parent->text(field.xml_leaf);
+      field.text_in(out) = parent.text(field.xml_leaf);
   }
 }
 
@@ -465,19 +480,11 @@ Text lost_reason(const Element &gpu, bool any_marker) {
   detail::LostEvidence evidence;
   for (const char *name : {"product_name", "uuid"})
     evidence.core_reading(gpu.raw(name));
-  // The table's core readings; a parent's element looked up again only where it changes.
-  const char *parent_name = "";
-  const Element *parent = &gpu;
-  std::optional<Element> held;
-  for (const GpuField &field : gpu_fields()) {
-    if (!field.core)
-      continue;
-    if (field.xml_parent != parent_name && std::strcmp(field.xml_parent, parent_name) != 0) {
-      parent_name = field.xml_parent;
-      parent = *parent_name == '\0' ? &gpu : &held.emplace(gpu.child(parent_name));
-    }
-    evidence.core_reading(parent->raw(field.xml_leaf));
-  }
+  // The table's core readings.
+  FieldParents parents(gpu);
+  for (const GpuField &field : gpu_fields())
+    if (field.core)
+      evidence.core_reading(parents.of(field).raw(field.xml_leaf));
   if (!any_marker)
     return evidence.reason();
   for (pugi::xml_node child : gpu.node().children())
