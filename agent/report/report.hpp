@@ -111,6 +111,9 @@ std::string gpu_holders_text(const Report &report, std::size_t position);
 // The GPUs a user held, by index: "GPU 0 1.50 h, GPU 3 0.20 h".
 std::string user_gpus_text(const Report &report, const UserSummary &user);
 
+// GPU-seconds as the text and HTML reports write GPU-hours: "1.50", "unknown" where no sample
+// knew them.
+std::string gpu_hours_text(std::optional<double> seconds);
 // A length of time as the report writes it: "42 s", "30 min 0 s", "2 h 5 min", "3 d 1 h 0 min".
 std::string describe_duration(double seconds);
 

@@ -283,11 +283,6 @@ void users_section(std::string &out, const Report &report) {
   out += "</table></div>\n</section>\n";
 }
 
-// A job's or an account's GPU-hours, "unknown" where no sample knew them.
-std::string gpu_hours(const std::optional<double> &seconds) {
-  return seconds ? number(*seconds / 3600, "%.2f") : "unknown";
-}
-
 // A part of a job's time and its share, "unknown" where no sample knew it.
 std::string share_cell(const TimeShare &share) {
   std::optional<double> percent = share.percent();
@@ -341,7 +336,7 @@ void jobs_section(std::string &out, const Report &report) {
     out += "<tr><td>" + job_name(job) + "</td><td>" + text(job.user, "unknown") + "</td><td>" +
            text(job.account, "none") + "</td><td>" + gpus + "</td><td>" +
            html_escape(describe_duration(job.wall_seconds())) + "</td><td>" +
-           number(job.held_seconds / 3600, "%.2f") + "</td><td>" +
+           gpu_hours_text(job.held_seconds) + "</td><td>" +
            or_unknown(job.utilization_percent(), "%.1f%%") + "</td><td>" + share_cell(job.idle) +
            "</td><td>" + share_cell(job.unused) + "</td><td>" +
            or_unknown(job.energy_wh(), "%.2f") + "</td></tr>\n";
@@ -352,10 +347,10 @@ void jobs_section(std::string &out, const Report &report) {
          "<th>idle</th><th>unused</th></tr>\n";
   for (const BatchAccount &account : roll_up_accounts(report.jobs.jobs))
     out += "<tr><td>" + text(account.account, "(no account)") + "</td><td>" +
-           std::to_string(account.jobs) + "</td><td>" + gpu_hours(account.held_seconds) +
-           "</td><td>" + gpu_hours(account.used_seconds) + "</td><td>" +
-           gpu_hours(account.idle_seconds) + "</td><td>" + gpu_hours(account.unused_seconds) +
-           "</td></tr>\n";
+           std::to_string(account.jobs) + "</td><td>" + gpu_hours_text(account.held_seconds) +
+           "</td><td>" + gpu_hours_text(account.used_seconds) + "</td><td>" +
+           gpu_hours_text(account.idle_seconds) + "</td><td>" +
+           gpu_hours_text(account.unused_seconds) + "</td></tr>\n";
   out += "</table></div>\n</section>\n";
 }
 

@@ -176,14 +176,12 @@ void jobs_section(std::string &out, const Report &report) {
     return;
   // The accounting roll-up: what each Slurm account's jobs held, used and left idle.
   out += "\nAccounts (GPU-hours held, used with a process, idle under 5 %, unused with none)\n";
-  auto hours = [](std::optional<double> seconds) {
-    return seconds ? number(*seconds / 3600, "%.2f") : std::string("unknown");
-  };
   for (const BatchAccount &account : roll_up_accounts(report.jobs.jobs))
     out += "  " + marked_text(account.account.value_or("(no account)")) + ": " +
            std::to_string(account.jobs) + (account.jobs == 1 ? " job" : " jobs") + ", held " +
-           hours(account.held_seconds) + ", used " + hours(account.used_seconds) + ", idle " +
-           hours(account.idle_seconds) + ", unused " + hours(account.unused_seconds) + "\n";
+           gpu_hours_text(account.held_seconds) + ", used " + gpu_hours_text(account.used_seconds) +
+           ", idle " + gpu_hours_text(account.idle_seconds) + ", unused " +
+           gpu_hours_text(account.unused_seconds) + "\n";
 }
 
 void job_section(std::string &out, const JobSummary &job) {
@@ -267,6 +265,10 @@ std::string format_job_text(const BatchJob &job) {
     row("finding", std::string(severity_name(job.activity_finding->severity)) + ": " +
                        job.activity_finding->text);
   return out;
+}
+
+std::string gpu_hours_text(std::optional<double> seconds) {
+  return seconds ? number(*seconds / 3600, "%.2f") : std::string("unknown");
 }
 
 std::string describe_duration(double seconds) {
