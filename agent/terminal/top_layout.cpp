@@ -141,6 +141,9 @@ std::string sparkline(const std::deque<HistoryPoint> &history, int width, bool u
   return out;
 }
 
+// "NVLINK" over "410G 100%" and a space.
+constexpr int nvlink_width = 10;
+
 // Column widths of the GPU rows for a screen `columns` wide: the users stay at every width (who
 // holds a GPU is what people look for), the fan and the performance state go under 100, SM and
 // tensor activity (dmon's GPM) under 110, NVLink's traffic under 170 (the sparkline keeps its room
@@ -151,11 +154,16 @@ struct GpuColumns {
   int bar = 0;
   int users = 10;
   int history = 0; // the sparkline takes what is left
+
+  // The readings' columns, from utilization to the users and the space after them: what a stale
+  // row leaves blank, and with the index, name and state what the sparkline does not get.
+  int readings_width() const {
+    return (bar + 6) + (activity ? 10 : 0) + (nvlink ? nvlink_width : 0) + (bar + 12) +
+           (bar + (power ? 11 : 0)) + 4 + (fan_and_pstate ? 9 : 0) + 1 + users + 1;
+  }
 };
 // The longest state's name, "allocated but idle", and a space: no state is cut.
 constexpr int state_width = 19;
-// "NVLINK" over "410G 100%" and a space.
-constexpr int nvlink_width = 10;
 
 GpuColumns gpu_columns(int columns, bool compact) {
   GpuColumns c;
@@ -170,10 +178,7 @@ GpuColumns gpu_columns(int columns, bool compact) {
   c.nvlink = columns >= 170;
   c.bar = columns >= 160 ? 12 : columns >= 120 ? 8 : 4;
   c.users = columns >= 160 ? 18 : columns >= 120 ? 14 : 10;
-  int fixed = 4 + (c.name ? 23 : 0) + state_width + (c.bar + 6) + (c.activity ? 10 : 0) +
-              (c.nvlink ? nvlink_width : 0) + (c.bar + 12) + (c.bar + 11) + 4 +
-              (c.fan_and_pstate ? 9 : 0) + 1 + c.users + 1;
-  c.history = compact ? 0 : std::max(0, columns - fixed);
+  c.history = std::max(0, columns - (4 + (c.name ? 23 : 0) + state_width + c.readings_width()));
   return c;
 }
 
@@ -241,9 +246,7 @@ ScreenLine gpu_line(const Gpu &gpu, const TopModel &model, const GpuColumns &c, 
   if (late) {
     // The readings are of a sample too old to be the present: not shown at all.
     line.add("stale", state_width, Tone::alarm);
-    line.add("", (c.bar + 6) + (c.activity ? 10 : 0) + (c.nvlink ? nvlink_width : 0) +
-                     (c.bar + 12) + (c.bar + (c.power ? 11 : 0)) + 4 + (c.fan_and_pstate ? 9 : 0) +
-                     1 + c.users + 1);
+    line.add("", c.readings_width());
     line.add(spark, c.history, Tone::dim);
     return line.take();
   }
