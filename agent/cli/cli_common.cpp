@@ -205,12 +205,12 @@ double nvlink_counters_minimum() {
 } // namespace
 
 void SamplingCli::finish() {
-  if (options.nvlink_counters_seconds &&
-      *options.nvlink_counters_seconds < nvlink_counters_minimum())
-    throw AgentError(exit_usage, "--nvlink-counters " +
-                                     plain_number(*options.nvlink_counters_seconds) +
-                                     ": at least " + plain_number(nvlink_counters_minimum()) +
-                                     " seconds (each reading starts nvidia-smi once)");
+  if (options.nvlink_counters_seconds)
+    if (double minimum = nvlink_counters_minimum(); *options.nvlink_counters_seconds < minimum)
+      throw AgentError(exit_usage, "--nvlink-counters " +
+                                       plain_number(*options.nvlink_counters_seconds) +
+                                       ": at least " + plain_number(minimum) +
+                                       " seconds (each reading starts nvidia-smi once)");
   options.source = source == "xml" ? Source::xml : Source::csv;
   options.gpm = gpm == "on" ? Gpm::on : gpm == "off" ? Gpm::off : Gpm::automatic;
   options.job_mapping_dir = job_mapping.resolve(options.fixture || !options.host);
