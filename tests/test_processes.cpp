@@ -683,6 +683,29 @@ TEST_CASE("--nvlink-counters: under 10 seconds is refused with the usage exit co
                             " watch --nvlink-counters 0.5 --count 1 --nvidia-smi " + fake);
   CHECK(run.exit_code == 2);
   CHECK_THAT(run.err, Catch::Contains("--nvlink-counters 0.5: at least 1 seconds"));
+  // Under sudo the caller's environment lowers nothing, and a variable that is no number, or is
+  // NaN or infinite, leaves the 10 s: a sudo rule or a job's environment cannot make the agent
+  // start nvidia-smi many times a second.
+  for (const char *environment :
+       {"SUDO_UID=1000 NVSMI_TEST_NVLINK_COUNTERS_MIN_SECONDS=1 ",
+        "NVSMI_TEST_NVLINK_COUNTERS_MIN_SECONDS=nan ",
+        "NVSMI_TEST_NVLINK_COUNTERS_MIN_SECONDS=-inf ",
+        "NVSMI_TEST_NVLINK_COUNTERS_MIN_SECONDS=1x ", "NVSMI_TEST_NVLINK_COUNTERS_MIN_SECONDS= "}) {
+    INFO(environment);
+    // No --nvidia-smi: under sudo that option is refused on its own.
+    test::Run lowered =
+        run_shell(std::string(environment) + AGENT_BIN + " watch --nvlink-counters 5 --count 1");
+    CHECK(lowered.exit_code == 2);
+    CHECK_THAT(lowered.err, Catch::Contains("--nvlink-counters 5: at least 10 seconds"));
+  }
+  // The option itself: not a number, NaN, infinite or negative is refused before anything runs.
+  for (const char *value : {"nan", "inf", "-10", "ten"}) {
+    INFO(value);
+    test::Run refused = run_shell(std::string(AGENT_BIN) + " watch --nvlink-counters " + value +
+                                  " --count 1 --nvidia-smi " + fake);
+    CHECK(refused.exit_code == 2);
+    CHECK_THAT(refused.err, Catch::Contains("--nvlink-counters"));
+  }
 }
 
 TEST_CASE("dmon without GPM: PCIe alone, activity unknown; refused, asked again; unsupported, "
