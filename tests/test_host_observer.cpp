@@ -14,8 +14,11 @@
 #include <catch2/catch.hpp>
 
 #include <array>
+#include <cctype>
 #include <climits>
+#include <cstdio>
 #include <ctime>
+#include <fstream>
 #include <pwd.h>
 #include <sys/wait.h>
 #include <thread>
@@ -259,10 +262,31 @@ TEST_CASE("host observer: one process on two GPUs, beside one that is not visibl
   CHECK_FALSE(snapshot.gpus[2].processes);
 }
 
+namespace {
+// The first field of /proc/loadavg: the last minute's load as the kernel prints it.
+std::string proc_load1() {
+  std::ifstream file("/proc/loadavg");
+  std::string first;
+  file >> first;
+  return first;
+}
+
+// The CPU lines of /proc/stat ("cpu0", "cpu1", ...): the CPUs online now.
+long proc_stat_cpus() {
+  std::ifstream file("/proc/stat");
+  long count = 0;
+  for (std::string line; std::getline(file, line);)
+    count += line.size() > 3 && line.compare(0, 3, "cpu") == 0 && std::isdigit(line[3]);
+  return count;
+}
+} // namespace
+
 TEST_CASE("host observer: the host beside the GPUs") {
   HostObserver observer;
   Snapshot snapshot;
+  std::string load_before = proc_load1();
   observer.observe(snapshot);
+  std::string load_after = proc_load1();
   REQUIRE(snapshot.host);
   const Host &host = *snapshot.host;
   std::array<char, HOST_NAME_MAX + 1> name{};
@@ -271,6 +295,7 @@ TEST_CASE("host observer: the host beside the GPUs") {
   REQUIRE(host.cpu_count);
   CHECK(*host.cpu_count >= 1);
   CHECK(*host.cpu_count == ::sysconf(_SC_NPROCESSORS_ONLN));
+  CHECK(*host.cpu_count == proc_stat_cpus()); // counted in the read of /proc/stat itself
   REQUIRE(host.memory_total_mib);
   CHECK(*host.memory_total_mib > 0);
   REQUIRE(host.memory_used_mib);
@@ -278,6 +303,12 @@ TEST_CASE("host observer: the host beside the GPUs") {
   CHECK(*host.memory_used_mib <= *host.memory_total_mib);
   REQUIRE(host.load1);
   CHECK(*host.load1 >= 0);
+  // From sysinfo, rounded as /proc/loadavg prints it: the same figure as the file read just
+  // before or just after (the kernel updates it every 5 s).
+  char load_text[32];
+  std::snprintf(load_text, sizeof load_text, "%.2f", *host.load1);
+  INFO("load1 " << *host.load1 << ", /proc/loadavg " << load_before << " then " << load_after);
+  CHECK((load_text == load_before || load_text == load_after));
   CHECK_FALSE(host.cpu_percent); // nothing to compare with yet
 
   // Counters move by ticks (1/100 s): the next sample with a share comes within moments.

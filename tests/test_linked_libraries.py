@@ -63,6 +63,8 @@ def without_libproc2(agent, scripts, folder, failures):
             failures.append(f"{case}: host readings invented without libproc2: {host}")
         if host.get("hostname") is None:
             failures.append(f"{case}: the hostname (not libproc2's) is lost too: {host}")
+        if host.get("load1") is None:
+            failures.append(f"{case}: the load (sysinfo's, not libproc2's) is lost too: {host}")
         if len(lines) != 1 or not re.match(r"nvsmi-agent: \S+ host readings unknown: ", lines[0]):
             failures.append(f"{case}: not one line on stderr saying so: {result.stderr!r}")
         elif any(ord(c) < 0x20 for c in lines[0]):

@@ -1,5 +1,5 @@
-// The machine beside the GPUs as /proc has it now (CPU counters, memory, load, boot time), read
-// with libproc2, the library of ps, top and free.
+// The machine beside the GPUs as /proc has it now (CPU counters, online CPUs, memory, boot time),
+// read with libproc2, the library of ps, top and free; the load from the kernel's sysinfo.
 #pragma once
 
 #include "host/cpu_shares.hpp"

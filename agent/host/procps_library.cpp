@@ -30,8 +30,6 @@ std::optional<Procps> load() {
   }
   Procps functions{};
   bool found = resolve(handle, "procps_hertz_get", functions.hertz_get) &&
-               resolve(handle, "procps_cpu_count", functions.cpu_count) &&
-               resolve(handle, "procps_loadavg", functions.loadavg) &&
                resolve(handle, "procps_pids_new", functions.pids_new) &&
                resolve(handle, "procps_pids_select", functions.pids_select) &&
                resolve(handle, "procps_pids_unref", functions.pids_unref) &&

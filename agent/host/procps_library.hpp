@@ -15,8 +15,6 @@ namespace nvsmi {
 // STAT_VAL, MEMINFO_VAL) read the results in place and need nothing loaded.
 struct Procps {
   decltype(&procps_hertz_get) hertz_get;
-  decltype(&procps_cpu_count) cpu_count;
-  decltype(&procps_loadavg) loadavg;
   decltype(&procps_pids_new) pids_new;
   decltype(&procps_pids_select) pids_select;
   decltype(&procps_pids_unref) pids_unref;
