@@ -1,12 +1,17 @@
 #include "core/exit_codes.hpp"
+#include "host/process_tree.hpp"
 #include "nvidia_smi/bounded_command.hpp"
 #include "process_support.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
+#include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace nvsmi;
@@ -109,4 +114,37 @@ TEST_CASE("a program that cannot be executed leaves no zombie behind") {
   }
   CHECK(test::wait_until([&] { return test::zombie_children(::getpid()).size() <= before; },
                          seconds(10)));
+}
+
+// `run` sweeps its zombies on the sampling thread (it is a subreaper) while `--nvlink-counters`
+// runs `nvidia-smi nvlink -gt d` with run_bounded on a thread of its own: a sweep made through
+// with_bounded_children leaves every bounded run's child to run_bounded, which then still has
+// each exit code. Sweeping without it (as before) took some: their runs said exit code 0.
+TEST_CASE("a sweep of zombies on another thread leaves run_bounded its children's exits") {
+  std::atomic<bool> done{false};
+  std::atomic<int> swept{0};
+  std::thread sweeper([&] {
+    pid_t self = ::getpid();
+    while (!done) {
+      with_bounded_children([&](const std::vector<pid_t> &bounded) {
+        for (const Descendant &process : process_descendants(self))
+          if (process.state == 'Z' && process.parent == self &&
+              std::find(bounded.begin(), bounded.end(), process.pid) == bounded.end() &&
+              ::waitpid(process.pid, nullptr, WNOHANG) > 0)
+            ++swept;
+      });
+    }
+  });
+  int right = 0;
+  constexpr int runs = 150;
+  for (int i = 0; i < runs; ++i) {
+    CommandResult result = run_bounded({"sh", "-c", "exit 3"}, limits(10s));
+    right += result.term_signal == 0 && result.exit_code == 3;
+  }
+  done = true;
+  sweeper.join();
+  CHECK(right == runs);
+  CHECK(swept == 0);
+  // Each child is off the list once its run returned: a later sweep may take what is left.
+  with_bounded_children([](const std::vector<pid_t> &bounded) { CHECK(bounded.empty()); });
 }

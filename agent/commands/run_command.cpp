@@ -10,6 +10,7 @@
 #include "host/process_tree.hpp"
 #include "jobs/gpu_claims.hpp"
 #include "jobs/job_ledger.hpp"
+#include "nvidia_smi/bounded_command.hpp"
 #include "nvidia_smi/nvidia_smi_stream.hpp"
 #include "nvidia_smi/stop_signals.hpp"
 #include "report/report.hpp"
@@ -379,22 +380,28 @@ private:
   // Zombies among what we adopted (see PR_SET_CHILD_SUBREAPER above), so that none stays one
   // while the job runs: every child of ours that has ended, whatever session or process group it
   // made for itself, but those another wait is for: the job (reap_job) and the runs of nvidia-smi
-  // that the sampler's streams wait for. A zombie's pid is not reused until it is reaped, so one
-  // the sampler names is its own. Returns the job's processes still running.
+  // that the sampler's streams wait for, and the bounded runs (`nvlink -gt d` on a thread of its
+  // own) that run_bounded waits for, the sweep made while none can start. A zombie's pid is not
+  // reused until it is reaped, so one the sampler names is its own. Returns the job's processes
+  // still running.
   std::vector<Descendant> reap_adopted() {
     std::vector<pid_t> waited_for = loop_.sampler().children();
     waited_for.push_back(job_pid_);
     std::vector<Descendant> running;
     pid_t self = ::getpid();
-    for (const Descendant &process : process_descendants(self)) {
-      if (process.state != 'Z') {
-        running.push_back(process);
-        continue;
+    with_bounded_children([&](const std::vector<pid_t> &bounded) {
+      for (const Descendant &process : process_descendants(self)) {
+        if (process.state != 'Z') {
+          running.push_back(process);
+          continue;
+        }
+        auto listed = [&](const std::vector<pid_t> &pids) {
+          return std::find(pids.begin(), pids.end(), process.pid) != pids.end();
+        };
+        if (process.parent == self && !listed(waited_for) && !listed(bounded))
+          ::waitpid(process.pid, nullptr, WNOHANG);
       }
-      if (process.parent == self &&
-          std::find(waited_for.begin(), waited_for.end(), process.pid) == waited_for.end())
-        ::waitpid(process.pid, nullptr, WNOHANG);
-    }
+    });
     return running;
   }
 

@@ -10,10 +10,12 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <algorithm>
 #include <array>
 #include <csignal>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -54,7 +56,33 @@ private:
   std::array<char, 16384> buffer_{};
 };
 
+// The children run_bounded is running, in every thread; the lock is held from before a launch
+// until its pid is on the list, and by with_bounded_children's caller while it sweeps.
+std::mutex bounded_children_lock;
+std::vector<pid_t> bounded_children;
+
+// Takes the pid off the list when run_bounded returns or throws: the child was reaped by then,
+// or (stuck in the kernel after SIGKILL) is left to whoever sweeps zombies.
+class ListedChild {
+public:
+  explicit ListedChild(pid_t pid) : pid_(pid) { bounded_children.push_back(pid); }
+  ~ListedChild() {
+    std::lock_guard<std::mutex> hold(bounded_children_lock);
+    bounded_children.erase(std::find(bounded_children.begin(), bounded_children.end(), pid_));
+  }
+  ListedChild(const ListedChild &) = delete;
+  ListedChild &operator=(const ListedChild &) = delete;
+
+private:
+  pid_t pid_;
+};
+
 } // namespace
+
+void with_bounded_children(const std::function<void(const std::vector<pid_t> &)> &use) {
+  std::lock_guard<std::mutex> hold(bounded_children_lock);
+  use(bounded_children);
+}
 
 CommandResult run_bounded(const std::vector<std::string> &argv, const CommandLimits &limits) {
   if (argv.empty())
@@ -71,6 +99,7 @@ CommandResult run_bounded(const std::vector<std::string> &argv, const CommandLim
   asio::readable_pipe out_pipe(context), err_pipe(context);
   bp::error_code launch_error;
   std::vector<std::string> args(argv.begin() + 1, argv.end());
+  std::unique_lock<std::mutex> launching(bounded_children_lock);
   bp::process child = bp::default_process_launcher()(
       context.get_executor(), launch_error, executable, args,
       bp::process_stdio{nullptr, out_pipe, err_pipe}, NewProcessGroup{});
@@ -78,6 +107,8 @@ CommandResult run_bounded(const std::vector<std::string> &argv, const CommandLim
     throw AgentError(exit_not_found,
                      "cannot run " + executable.string() + ": " + launch_error.message());
   const pid_t group = child.id();
+  ListedChild listed(group);
+  launching.unlock();
 
   CommandResult result;
   std::optional<AgentError> failure;

@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 namespace nvsmi {
@@ -26,5 +28,12 @@ struct CommandResult {
 // be started, exit_timeout past the deadline, exit_bad_output past the output cap. In each case
 // the whole process group has been killed first.
 CommandResult run_bounded(const std::vector<std::string> &argv, const CommandLimits &limits);
+
+// Calls `use` with the pids of the children that run_bounded runs now, in any thread, while no
+// run_bounded can start another. run_bounded waits for its child itself: a sweep of this process's
+// zombies (`run`'s, as a subreaper) must leave these, or their exit is taken from run_bounded, and
+// it must sweep within `use`, so that a child started and ended after a copy of the list was
+// taken, and not on it, is not reaped either.
+void with_bounded_children(const std::function<void(const std::vector<pid_t> &)> &use);
 
 } // namespace nvsmi
