@@ -7,12 +7,14 @@
 #include <chrono>
 #include <csignal>
 #include <dirent.h>
+#include <fcntl.h>
 #include <fstream>
 #include <functional>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace test {
@@ -22,9 +24,25 @@ struct ProcessStat {
   char state = 0;
   int parent = 0;
 };
+// A /proc file's text, or empty where it cannot be read. Read with read(2) rather than an
+// ifstream: a process that ends between the open and the read makes read fail with ESRCH, which
+// libstdc++'s filebuf turns into an exception ("basic_filebuf::underflow error reading the file:
+// No such process") out of an istreambuf_iterator, and a poll for the process's end then threw
+// instead of seeing it gone (the sanitizer build's serve suite, in CI).
+inline std::string read_proc_file(const std::string &path) {
+  std::string text;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return text;
+  char buffer[4096];
+  for (ssize_t got; (got = ::read(fd, buffer, sizeof buffer)) > 0;)
+    text.append(buffer, static_cast<std::size_t>(got));
+  ::close(fd);
+  return text;
+}
+
 inline ProcessStat process_stat(int pid) {
-  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::string stat = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
   std::size_t paren = stat.rfind(')'); // the name may hold spaces and parentheses
   ProcessStat result;
   if (paren == std::string::npos)
@@ -66,9 +84,9 @@ inline std::vector<int> zombie_children(int parent) {
 inline std::vector<int> processes_named(const std::string &name) {
   std::vector<int> found;
   for (int pid : all_pids()) {
-    std::ifstream file("/proc/" + std::to_string(pid) + "/cmdline");
-    std::string argv0;
-    if (std::getline(file, argv0, '\0') && argv0 == name && !process_ended(pid))
+    std::string arguments = read_proc_file("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string argv0 = arguments.substr(0, arguments.find('\0'));
+    if (!arguments.empty() && argv0 == name && !process_ended(pid))
       found.push_back(pid);
   }
   return found;
