@@ -56,6 +56,17 @@ inline bool same_gpu(const Text &uuid_a, int index_a, const Text &uuid_b, int in
   return uuid_a && uuid_b ? *uuid_a == *uuid_b : index_a == index_b;
 }
 
+// "N: REST" (what follows "GPU " or "Link ") -> N, with `rest` set to what follows the colon;
+// nullopt where N is not a whole number.
+inline std::optional<int> numbered(std::string_view after_word, std::string_view &rest) {
+  std::size_t colon = after_word.find(':');
+  std::optional<int> number =
+      colon == std::string_view::npos ? std::nullopt : whole_number(after_word.substr(0, colon));
+  if (number)
+    rest = after_word.substr(colon + 1);
+  return number;
+}
+
 struct GpuLine {
   int index = 0;
   Text uuid;
@@ -64,10 +75,8 @@ struct GpuLine {
 // "GPU 0: NAME (UUID: GPU-...)" (a line that starts with "GPU "); nullopt where its index is not a
 // whole number. A UUID that is not there stays unknown.
 inline std::optional<GpuLine> gpu_line(std::string_view line) {
-  std::string_view rest = line.substr(4);
-  std::size_t colon = rest.find(':');
-  std::optional<int> index =
-      colon == std::string_view::npos ? std::nullopt : whole_number(rest.substr(0, colon));
+  std::string_view rest;
+  std::optional<int> index = numbered(line.substr(4), rest);
   if (!index)
     return std::nullopt;
   GpuLine gpu;
@@ -83,13 +92,9 @@ inline std::optional<GpuLine> gpu_line(std::string_view line) {
 // "Link 3: REST" (a line that starts with "Link ") -> the link's number, and REST trimmed on its
 // left; nullopt where the number is not a whole number.
 inline std::optional<int> link_line(std::string_view line, std::string_view &rest) {
-  std::string_view after = line.substr(5);
-  std::size_t colon = after.find(':');
-  std::optional<int> number =
-      colon == std::string_view::npos ? std::nullopt : whole_number(after.substr(0, colon));
+  std::optional<int> number = numbered(line.substr(5), rest);
   if (!number)
     return std::nullopt;
-  rest = after.substr(colon + 1);
   while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t'))
     rest.remove_prefix(1);
   return number;
