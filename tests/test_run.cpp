@@ -259,9 +259,10 @@ TEST_CASE("run tells the job's GPU processes from a stranger's, and reports what
   Background stranger("exec setpriv --reuid=nobody --regid=nogroup --clear-groups sleep 300");
   test::write_file(apps, gpu0 + ", " + std::to_string(stranger.pid()) + ", 2048 MiB, sleep\n");
   KillAtEnd child{folder + "/child.pid"};
-  // The job starts a child that the stand-in lists as a GPU process with 20480 MiB on GPU 0.
+  // The job starts a child that the stand-in lists as a GPU process with 20480 MiB on GPU 0, and
+  // waits for it after the kill: ended at once, run would find it still there and say so.
   std::string job = "sh -c 'sleep 300 & echo $! >" + child.pid_file + "; echo \"" + gpu0 +
-                    ", $!, 20480 MiB, python\" >>" + apps + "; sleep 4; kill $!'";
+                    ", $!, 20480 MiB, python\" >>" + apps + "; sleep 4; kill $!; { wait $!; } 2>/dev/null || true'";
   std::string report = folder + "/report", log = folder + "/samples.json";
   // Rows stamped as printed: the report needs a span of time to measure.
   test::Run run = run_shell(
