@@ -262,7 +262,8 @@ TEST_CASE("run tells the job's GPU processes from a stranger's, and reports what
   // The job starts a child that the stand-in lists as a GPU process with 20480 MiB on GPU 0, and
   // waits for it after the kill: ended at once, run would find it still there and say so.
   std::string job = "sh -c 'sleep 300 & echo $! >" + child.pid_file + "; echo \"" + gpu0 +
-                    ", $!, 20480 MiB, python\" >>" + apps + "; sleep 4; kill $!; { wait $!; } 2>/dev/null || true'";
+                    ", $!, 20480 MiB, python\" >>" + apps +
+                    "; sleep 4; kill $!; { wait $!; } 2>/dev/null || true'";
   std::string report = folder + "/report", log = folder + "/samples.json";
   // Rows stamped as printed: the report needs a span of time to measure.
   test::Run run = run_shell(
