@@ -122,7 +122,7 @@ TEST_CASE("read_up_to: a small file under a large cap takes no more room than it
   REQUIRE(read_up_to(fd.get(), cap, std::nullopt, out));
   CHECK(out == test::read_file(small));
   // Not even the 64 KiB a call may read: room made in `out` before the read is zero-filled, and
-  // that was most of a host reading's instructions (docs/PERFORMANCE.md, issue 25's bisection).
+  // that was most of a host reading's work (docs/PERFORMANCE.md, "A sample's host reading").
   CHECK(out.capacity() < 4096);
 
   // Past the first room: the whole file, appended to what `out` held; from an offset; only up to
