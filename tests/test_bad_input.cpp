@@ -1,5 +1,5 @@
-// docs/BAD-INPUT.md, row by row: what the readers and the agent do with hostile or broken input.
-// Each TEST_CASE is named after its row in that table.
+// docs/BAD-INPUT.md, "Readers" and "Numbers": what the readers and the agent do with hostile or
+// broken input. Each TEST_CASE is named after an input (in bold) of those tables.
 #include "formats/formats.hpp"
 #include "kernel_log/kmsg_record.hpp"
 #include "report/report.hpp"

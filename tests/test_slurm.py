@@ -3,8 +3,8 @@
 
 Usage: test_slurm.py AGENT_BIN PROJECT_DIR
 
-First the scripts alone, against hostile job environments (docs/BAD-INPUT.md, "Slurm allocations
-(issue 29)"): each way in, as slurmd would run them (as root, with the job's SLURM_* variables).
+First the scripts alone, against hostile job environments (docs/BAD-INPUT.md, "Slurm allocations"):
+each way in, as slurmd would run them (as root, with the job's SLURM_* variables).
 Then a single-node cluster of Debian's slurm-wlm and munge on loopback, all of it under a private
 temporary folder (its own munge key and socket, free ports, state and spool, character devices made
 for the four GPUs of gres.conf, cons_tres): a job of `daemon` with --gres=gpu:2 and one process on
