@@ -299,10 +299,12 @@ TEST_CASE("serve: the dashboard colours each state as every screen does, and a f
     return;
   }
   // GPU 3 of the states fixture uses 81000 of 81559 MiB (99 %), GPU 6 65536 (80 %).
-  test::Server server("--interval 0.2 --fixture " + quote(test::fixture_path(states_fixture)));
+  test::Server server("--interval 1 --fixture " + quote(test::fixture_path(states_fixture)));
   REQUIRE(test::wait_until([&] { return series(server).is_object(); }));
   auto pages = act(
-      server, "document.querySelectorAll('#glance .glance-row[data-gpu]').length === 8",
+      server,
+      "document.querySelectorAll('#glance .glance-row[data-gpu]').length === 8 && "
+      "document.body.dataset.state === 'ok'",
       {"eval:(() => {"
        "  const rows = [...document.querySelectorAll('#glance .glance-row[data-gpu]')];"
        "  const colour = (e, property) => getComputedStyle(e)[property];"
