@@ -6,9 +6,12 @@ and prints the page's DOM after each step, steps apart by a line of its own.
 
 READY is a JavaScript expression; a STEP is `click:SELECTOR` (a real mouse press and release in
 the element's middle), `key:SELECTOR:KEY` (the element focused, then KEY, such as Enter, pressed
-and released) or `wait:EXPRESSION`. The browser is driven through the DevTools protocol on a
-pipe (--remote-debugging-pipe), so nothing listens on a port. Exit 1 with a line on stderr when
-a wait runs past its deadline or the browser goes away."""
+and released), `wait:EXPRESSION`, `eval:EXPRESSION` (its value as JSON is printed for that step
+instead of the DOM: what the page computed, such as an element's colour or place) or
+`shot:PATH` (a PNG of what the window shows, written to PATH). The browser is driven through
+the DevTools protocol on a pipe (--remote-debugging-pipe), so nothing listens on a port. Exit 1
+with a line on stderr when a wait runs past its deadline or the browser goes away."""
+import base64
 import json
 import os
 import select
@@ -114,6 +117,12 @@ class Browser:
             self.call("Input.dispatchMouseEvent", {"type": kind, "x": box[0], "y": box[1],
                                                    "button": "left", "clickCount": 1})
 
+    def screenshot(self, path):
+        # What the window shows, as a person sees it (an eval: step may scroll first).
+        shot = self.call("Page.captureScreenshot", {"format": "png"})
+        with open(path, "wb") as out:
+            out.write(base64.b64decode(shot["data"]))
+
     def key(self, selector, key):
         self.evaluate("document.querySelector(%s).focus()" % json.dumps(selector))
         codes = {"Enter": 13, " ": 32}
@@ -141,6 +150,11 @@ def main():
                 browser.key(selector, key)
             elif kind == "wait":
                 browser.wait(argument)
+            elif kind == "eval":
+                pages.append(json.dumps(browser.evaluate(argument)))
+                continue
+            elif kind == "shot":
+                browser.screenshot(argument)
             else:
                 raise RuntimeError(f"unknown step {step!r}")
             pages.append(browser.evaluate("document.documentElement.outerHTML"))

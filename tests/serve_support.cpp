@@ -1,9 +1,12 @@
 #include "serve_support.hpp"
 #include "process_support.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <fstream>
 #include <netinet/in.h>
+#include <regex>
 #include <stdexcept>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -161,6 +164,60 @@ std::string fixture_with_process_name(const std::string &name) {
   std::string path = temporary_folder() + "/renamed-process.xml";
   write_file(path, xml);
   return path;
+}
+
+std::string colour_family(const std::string &css) {
+  double rgb[3];
+  std::smatch found;
+  if (std::regex_match(css, found, std::regex(R"re(rgba?\((\d+), (\d+), (\d+)(, [\d.]+)?\))re")))
+    for (int i = 0; i < 3; ++i)
+      rgb[i] = std::stoi(found[i + 1]) / 255.0;
+  else if (std::regex_match(css, found, std::regex("#([0-9a-fA-F]{6})")))
+    for (int i = 0; i < 3; ++i)
+      rgb[i] = std::stoi(found[1].str().substr(2 * i, 2), nullptr, 16) / 255.0;
+  else
+    return "";
+  double high = std::max({rgb[0], rgb[1], rgb[2]}), low = std::min({rgb[0], rgb[1], rgb[2]});
+  double chroma = high - low, lightness = (high + low) / 2;
+  double saturation = chroma == 0 ? 0 : chroma / (1 - std::abs(2 * lightness - 1));
+  if (saturation < 0.25)
+    return "grey";
+  double hue = high == rgb[0]   ? 60 * std::fmod((rgb[1] - rgb[2]) / chroma + 6, 6)
+               : high == rgb[1] ? 60 * ((rgb[2] - rgb[0]) / chroma + 2)
+                                : 60 * ((rgb[0] - rgb[1]) / chroma + 4);
+  if (hue < 15 || hue >= 345)
+    return "red";
+  if (hue >= 30 && hue < 55)
+    return "amber";
+  if (hue >= 90 && hue < 160)
+    return "green";
+  if (hue >= 170 && hue < 200)
+    return "cyan";
+  return "other";
+}
+
+std::vector<std::string> browser_steps(const std::string &url, const std::string &size,
+                                       const std::string &ready,
+                                       const std::vector<std::string> &steps) {
+  std::string command = "timeout 150 /usr/bin/python3 " + quote(TESTS_DIR "/browser_actions.py") +
+                        " " + quote(url) + " " + quote(size) + " " + quote(ready);
+  for (const std::string &step : steps)
+    command += " " + quote(step);
+  Run run = run_shell(command);
+  if (run.exit_code != 0)
+    throw std::runtime_error("browser_actions.py exited " + std::to_string(run.exit_code) + ": " +
+                             run.err);
+  std::vector<std::string> pages;
+  const std::string separator = "\n----- step -----\n";
+  std::size_t from = 0;
+  for (std::size_t at; (at = run.out.find(separator, from)) != std::string::npos;
+       from = at + separator.size())
+    pages.push_back(run.out.substr(from, at - from));
+  pages.push_back(run.out.substr(from));
+  if (pages.size() != steps.size() + 1)
+    throw std::runtime_error("browser_actions.py answered " + std::to_string(pages.size()) +
+                             " pages for " + std::to_string(steps.size()) + " steps");
+  return pages;
 }
 
 int free_port() {

@@ -70,4 +70,16 @@ std::string fixture_with_process_name(const std::string &name);
 // A loopback TCP port that was free a moment ago.
 int free_port();
 
+// The page at `url` in headless Chromium at `size` ("1400x1000"), driven as a person would
+// (tests/browser_actions.py): once the JavaScript `ready` holds, its DOM, then one answer per
+// step: the DOM after a click:, key: or wait: step, the JSON value of an eval: step. Throws with
+// the script's stderr where a step fails or the browser goes away.
+// A CSS colour as the browser computes it ("rgb(197, 34, 31)", or "#c5221f") by the family a
+// person names it: "green", "cyan", "amber", "red", "grey", or "other"; "" where it is no colour.
+std::string colour_family(const std::string &css);
+
+std::vector<std::string> browser_steps(const std::string &url, const std::string &size,
+                                       const std::string &ready,
+                                       const std::vector<std::string> &steps);
+
 } // namespace test

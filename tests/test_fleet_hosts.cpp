@@ -18,6 +18,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <map>
 #include <mutex>
 #include <netinet/in.h>
 #include <poll.h>
@@ -418,6 +419,59 @@ TEST_CASE("top --hosts and serve's /fleet: five serves on loopback, one stopped 
     for (std::size_t at = 0; (at = dom.out.find("<section", at)) != std::string::npos; ++at)
       ++sections;
     CHECK(sections == 5);
+    // The dashboard's state colours and bars: each GPU's state word in its colour, utilization
+    // and memory as bars, host a's GPU 3 (99 % of its memory) red; a back link to this host.
+    std::vector<std::string> pages;
+    try {
+      pages = test::browser_steps(
+          fleet.url("/fleet"), "390x900",
+          "document.querySelectorAll('section').length === 5 && "
+          "document.querySelectorAll('section:first-child tr[data-state]').length === 8",
+          {"eval:[...document.querySelectorAll('section')].map((section) => "
+           "[...section.querySelectorAll('tr[data-state]')].map((row) => ["
+           "row.dataset.state, getComputedStyle(row.querySelector('.state')).backgroundColor, "
+           "row.querySelectorAll('.bar.util').length, row.querySelectorAll('.bar.mem').length, "
+           "row.querySelector('.bar.mem').classList.contains('full'), "
+           "getComputedStyle(row.querySelector('.bar.mem .fill')).backgroundColor]))"});
+    } catch (const std::runtime_error &problem) {
+      FAIL(problem.what());
+    }
+    CHECK_THAT(pages[0], Catch::Contains("<a href=\"./\">this host's dashboard</a>"));
+    nlohmann::json shown = nlohmann::json::parse(pages[1]);
+    INFO(shown.dump());
+    REQUIRE(shown.size() == 5);
+    const std::map<std::string, std::string> family =
+        {{"free", "green"},  {"in_use", "cyan"},        {"idle_but_held", "amber"},
+         {"hot", "red"},     {"at_power_limit", "red"}, {"lost", "red"},
+         {"failing", "red"}, {"idle", "grey"},          {"unknown", "grey"},
+         {"stale", "red"}}; // the live host, where a busy machine makes its samples late
+    std::vector<std::string> states;
+    for (std::size_t host = 0; host < 3; ++host)
+      for (const auto &row : shown[host]) {
+        INFO("host " << host << ": " << row.dump());
+        CHECK(test::colour_family(row[1]) == family.at(row[0]));
+        CHECK(row[2] == 1);
+        CHECK(row[3] == 1);
+        CHECK((test::colour_family(row[5]) == "red") == row[4].get<bool>());
+        if (host == 0)
+          states.push_back(row[0]);
+      }
+    CHECK(states == std::vector<std::string>{"free", "in_use", "hot", "idle_but_held", "free",
+                                             "at_power_limit", "in_use", "free"});
+    std::vector<bool> full;
+    for (const auto &row : shown[0])
+      full.push_back(row[4]);
+    CHECK(full == std::vector<bool>{false, false, false, true, false, false, false, false});
+    // The dashboard of a serve with --fleet-hosts links /fleet; one without does not.
+    test::Run linked = test::chromium("--virtual-time-budget=5000 --window-size=1400,900 "
+                                      "--dump-dom " +
+                                      quote(fleet.url("/")));
+    CHECK_THAT(linked.out, Catch::Contains("<a id=\"fleet-link\" href=\"fleet\">"));
+    test::Run alone = test::chromium("--virtual-time-budget=5000 --window-size=1400,900 "
+                                     "--dump-dom " +
+                                     quote(a.url("/")));
+    CHECK_THAT(alone.out, Catch::Contains("data-state=\"ok\"") &&
+                              Catch::Contains("<a id=\"fleet-link\" href=\"fleet\" hidden=\"\">"));
     // Drawn at a phone's width and a desktop's, kept as artifacts to be looked at.
     for (const auto &[name, size] : {std::pair<std::string, std::string>{"fleet-phone", "390,1600"},
                                      {"fleet-desktop", "1400,1400"}}) {
@@ -508,6 +562,8 @@ TEST_CASE("top --hosts and /fleet show what a hostile agent says as text, within
   snapshot["gpus"][1]["processes"][0]["command"] = "python3 train.py --token=secret";
   snapshot["gpus"][2]["processes"][0]["name"] =
       "<script>document.title='pwned'</script>\x1b]0;t\x07";
+  // A bidirectional override (it would turn what follows around) and a name without a space.
+  snapshot["gpus"][3]["name"] = "\u202eevil" + std::string(3000, 'W');
   CannedServer hostile(http_answer(200, snapshot.dump()));
   CannedServer reason(http_answer(503, R"({"error":"\u001b[2Jgone<b>bold</b>"})"));
   CannedServer huge("HTTP/1.1 200 OK\r\nContent-Length: 104857600\r\n\r\n", 8u << 20);
@@ -555,6 +611,22 @@ TEST_CASE("top --hosts and /fleet show what a hostile agent says as text, within
     CHECK_THAT(dom.out, Catch::Contains("gone&lt;b&gt;bold&lt;/b&gt;"));
     CHECK_THAT(dom.out, !Catch::Contains("<img") && !Catch::Contains("<b>"));
     CHECK_THAT(dom.out, Catch::Contains("<title>nvsmi-agent fleet</title>"));
+    // The override is shown as U+FFFD; the long name is cut in its cell, the page no wider than
+    // the screen.
+    CHECK_THAT(dom.out, Catch::Contains("\xef\xbf\xbd"
+                                        "evilWWW") &&
+                            !Catch::Contains("\u202e"));
+    std::vector<std::string> widths;
+    try {
+      widths = test::browser_steps(
+          fleet.url("/fleet"), "1000x900",
+          "document.querySelectorAll('tr[data-state]').length === 8",
+          {"eval:[document.documentElement.scrollWidth, document.documentElement.clientWidth]"});
+    } catch (const std::runtime_error &problem) {
+      FAIL(problem.what());
+    }
+    nlohmann::json width = nlohmann::json::parse(widths[1]);
+    CHECK(width[0].get<int>() <= width[1].get<int>());
   }
 
   if (!test::installed("tmux"))

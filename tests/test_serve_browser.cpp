@@ -10,8 +10,10 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <map>
 #include <regex>
+#include <set>
 #include <sys/stat.h>
 
 using test::quote;
@@ -76,25 +78,16 @@ std::vector<int> gpus_of(const std::vector<ProcessRow> &rows) {
 }
 
 // The page's DOM at load and after each of `steps`, done in Chromium as a person would
-// (tests/browser_actions.py).
+// (tests/browser_actions.py); an eval: step's answer is its value as JSON.
 std::vector<std::string> act(const test::Server &server, const std::string &ready,
-                             const std::vector<std::string> &steps) {
-  std::string command = "timeout 150 python3 " + quote(TESTS_DIR "/browser_actions.py") + " " +
-                        quote(server.url()) + " 1400x1000 " + quote(ready);
-  for (const std::string &step : steps)
-    command += " " + quote(step);
-  test::Run run = test::run_shell(command);
-  INFO(run.err);
-  REQUIRE(run.exit_code == 0);
-  std::vector<std::string> pages;
-  const std::string separator = "\n----- step -----\n";
-  std::size_t from = 0;
-  for (std::size_t at; (at = run.out.find(separator, from)) != std::string::npos;
-       from = at + separator.size())
-    pages.push_back(run.out.substr(from, at - from));
-  pages.push_back(run.out.substr(from));
-  REQUIRE(pages.size() == steps.size() + 1);
-  return pages;
+                             const std::vector<std::string> &steps,
+                             const std::string &size = "1400x1000") {
+  try {
+    return test::browser_steps(server.url(), size, ready, steps);
+  } catch (const std::runtime_error &problem) {
+    FAIL(problem.what());
+  }
+  return {};
 }
 
 int attribute(const std::string &page, const std::string &name) {
@@ -114,6 +107,28 @@ void screenshot(const test::Server &server, const std::string &size, const std::
 
 json series(const test::Server &server) {
   return json::parse(server.get("/api/v1/series").body, nullptr, false);
+}
+
+// "#0072b2" as the browser computes a colour: "rgb(0, 114, 178)".
+std::string rgb(const std::string &hex) {
+  REQUIRE(std::regex_match(hex, std::regex("#[0-9a-f]{6}")));
+  std::string text = "rgb(";
+  for (int i = 0; i < 3; ++i)
+    text += (i ? ", " : "") + std::to_string(std::stoi(hex.substr(1 + 2 * i, 2), nullptr, 16));
+  return text + ")";
+}
+
+// How far apart two computed colours ("rgb(r, g, b)") are, in RGB's 0-255 cube.
+double rgb_distance(const std::string &a, const std::string &b) {
+  auto parts = [](const std::string &css) {
+    std::vector<double> values;
+    for (const std::smatch &part : matches(css, R"re(\d+)re"))
+      values.push_back(std::stod(part[0]));
+    REQUIRE(values.size() == 3);
+    return values;
+  };
+  std::vector<double> x = parts(a), y = parts(b);
+  return std::sqrt(std::pow(x[0] - y[0], 2) + std::pow(x[1] - y[1], 2) + std::pow(x[2] - y[2], 2));
 }
 
 std::string hostname() {
@@ -278,6 +293,181 @@ TEST_CASE("serve: the dashboard shows each GPU's state, who holds it and clock-t
   CHECK(users == std::vector<std::string>{"nobody", "nobody", "root", "root"});
 }
 
+TEST_CASE("serve: the dashboard colours each state as every screen does, and a full memory red") {
+  if (!test::installed("chromium")) {
+    WARN("chromium is not installed: not rendered");
+    return;
+  }
+  // GPU 3 of the states fixture uses 81000 of 81559 MiB (99 %), GPU 6 65536 (80 %).
+  test::Server server("--interval 1 --fixture " + quote(test::fixture_path(states_fixture)));
+  REQUIRE(test::wait_until([&] { return series(server).is_object(); }));
+  auto pages = act(
+      server,
+      "document.querySelectorAll('#glance .glance-row[data-gpu]').length === 8 && "
+      "document.body.dataset.state === 'ok'",
+      {"eval:(() => {"
+       "  const rows = [...document.querySelectorAll('#glance .glance-row[data-gpu]')];"
+       "  const colour = (e, property) => getComputedStyle(e)[property];"
+       "  return rows.map((row) => [row.dataset.state,"
+       "                            colour(row.querySelector('.state'), 'backgroundColor'),"
+       "                            row.querySelector('.c-mem').classList.contains('full'),"
+       "                            colour(row.querySelector('.c-mem .fill'), 'backgroundColor')]);"
+       "})()"});
+  json rows = json::parse(pages[1]);
+  INFO(rows.dump());
+  REQUIRE(rows.size() == 8);
+  // The team's palette, the terminal's tones: free green, in use cyan (teal), idle but held
+  // amber, the alarms red.
+  const std::map<std::string, std::string> family = {{"free", "green"},
+                                                     {"in_use", "cyan"},
+                                                     {"idle_but_held", "amber"},
+                                                     {"hot", "red"},
+                                                     {"at_power_limit", "red"}};
+  for (const json &row : rows) {
+    INFO(row.dump());
+    CHECK(test::colour_family(row[1]) == family.at(row[0]));
+  }
+  // Memory at or over the agent's memory_full_fraction (95 %): GPU 3's bar red, no other.
+  for (std::size_t gpu = 0; gpu < rows.size(); ++gpu) {
+    INFO("GPU " << gpu << ": " << rows[gpu].dump());
+    CHECK(rows[gpu][2] == (gpu == 3));
+    CHECK((test::colour_family(rows[gpu][3]) == "red") == (gpu == 3));
+  }
+}
+
+TEST_CASE("serve: the dashboard gives eight GPUs eight colours, samples of their lines in its "
+          "legends, and a click on a GPU hides it in every chart and a second shows it") {
+  if (!test::installed("chromium")) {
+    WARN("chromium is not installed: not rendered");
+    return;
+  }
+  // The stand-in's demo: eight H100s, with dmon's activity (a chart of eight lines each).
+  test::Server server("--interval 0.5 --nvidia-smi " + fake, "FAKE_NVSMI_MODE=demo");
+  REQUIRE(test::wait_until([&] {
+    json answer = series(server);
+    return answer.is_object() && answer["times"].size() >= 10 && answer["gpus"].size() == 8 &&
+           answer["gpus"][0].contains("sm_active_percent");
+  }));
+  const std::string activity = ".chart-card[data-chart=\"activity-sm_active_percent\"]";
+  const std::string ready = "document.querySelectorAll('#gpu-legend .gpu-key').length === 8 && "
+                            "document.querySelector('" +
+                            activity +
+                            " canvas') && "
+                            "document.querySelectorAll('.multiple-row .small-chart').length === 32";
+  // Each line's colour as the page draws it: the GPUs' key, the chart library's own series, the
+  // chart's legend samples, the small multiples' labels.
+  const std::string colours =
+      "eval:(() => {"
+      "  const strokes = (selector) => [...document.querySelectorAll(selector)].map("
+      "    (line) => getComputedStyle(line).stroke);"
+      "  return { key: strokes('#gpu-legend .gpu-key line'),"
+      "           series: view.charts.get('activity-sm_active_percent').graph.getColors(),"
+      "           samples: strokes('" +
+      activity +
+      " .legend .v svg line'),"
+      "           multiples: strokes('.multiple-row .multiple-label line') };"
+      "})()";
+  // Where the page puts the process table: right under the glance, above the first chart.
+  const std::string places = "eval:(() => {"
+                             "  const box = (e) => e.getBoundingClientRect();"
+                             "  return { glance: box(document.getElementById('glance')).bottom,"
+                             "           processes: box(document.getElementById('processes')).top,"
+                             "           chart: box(document.querySelector('#charts > .box')).top,"
+                             "           scroll: document.documentElement.scrollWidth,"
+                             "           client: document.documentElement.clientWidth };"
+                             "})()";
+  const std::string shown =
+      "eval:(() => ({"
+      "  pressed: [...document.querySelectorAll('#gpu-legend .gpu-key')].map("
+      "    (key) => key.getAttribute('aria-pressed')),"
+      "  activity: view.charts.get('activity-sm_active_percent').graph.visibility(),"
+      "  entries: [...document.querySelectorAll('" +
+      activity +
+      " .legend .v')].map("
+      "    (v) => v.classList.contains('off')),"
+      "  rows: [...document.querySelectorAll('.multiple-row:not(.head) .multiple-label')].map("
+      "    (label) => label.textContent),"
+      "  focus: document.activeElement.textContent }))()";
+  std::string artifacts = ARTIFACTS_DIR;
+  test::run_shell("mkdir -p " + quote(artifacts));
+  auto key = [](int gpu) {
+    return "#gpu-legend .gpu-key:nth-child(" + std::to_string(gpu + 1) + ")";
+  };
+  auto pages = act(
+      server, ready,
+      {colours, places, "shot:" + artifacts + "/dashboard-8gpu.png",
+       // A click on GPU 3's key hides it in every chart...
+       "click:" + key(3), "wait:document.querySelector('" + key(3) + "').ariaPressed === 'false'",
+       shown, "shot:" + artifacts + "/dashboard-8gpu-gpu3-hidden.png",
+       // ...and a click on its entry in a chart's own legend shows it again.
+       "click:" + activity + " .legend .v[data-series=\"3\"]",
+       "wait:document.querySelector('" + key(3) + "').ariaPressed === 'true'", shown,
+       // The keyboard: Enter on GPU 1's key hides it, the focus staying there.
+       "key:" + key(1) + ":Enter",
+       "wait:document.querySelector('" + key(1) + "').ariaPressed === 'false'", shown});
+  json colour = json::parse(pages[1]);
+  INFO(colour.dump());
+  std::vector<std::string> keys = colour["key"], drawn = colour["series"];
+  REQUIRE(keys.size() == 8);
+  REQUIRE(drawn.size() == 8);
+  CHECK(std::set<std::string>(keys.begin(), keys.end()).size() == 8);
+  for (std::size_t gpu = 0; gpu < 8; ++gpu) {
+    INFO("GPU " << gpu);
+    CHECK(rgb(drawn[gpu]) == keys[gpu]);
+    CHECK(colour["samples"][gpu] == keys[gpu]);
+    CHECK(colour["multiples"][gpu] == keys[gpu]);
+  }
+  // Told apart, not only different: every two at least 60 apart in RGB (0-255 each).
+  for (std::size_t a = 0; a < 8; ++a)
+    for (std::size_t b = a + 1; b < 8; ++b) {
+      INFO(keys[a] << " and " << keys[b]);
+      CHECK(rgb_distance(keys[a], keys[b]) >= 60);
+    }
+  json place = json::parse(pages[2]);
+  INFO(place.dump());
+  CHECK(place["processes"].get<double>() < place["chart"].get<double>());
+  CHECK(place["processes"].get<double>() - place["glance"].get<double>() < 80);
+
+  const std::vector<bool> all(8, true);
+  auto without = [&](std::vector<int> gpus) {
+    std::vector<bool> visible = all;
+    for (int gpu : gpus)
+      visible[gpu] = false;
+    return visible;
+  };
+  auto check_shown = [&](const std::string &page, const std::vector<bool> &visible) {
+    json state = json::parse(page);
+    INFO(state.dump());
+    std::vector<std::string> rows;
+    for (std::size_t gpu = 0; gpu < 8; ++gpu) {
+      CHECK(state["pressed"][gpu] == (visible[gpu] ? "true" : "false"));
+      CHECK(state["activity"][gpu] == visible[gpu]);
+      CHECK(state["entries"][gpu] == !visible[gpu]);
+      if (visible[gpu])
+        rows.push_back("GPU " + std::to_string(gpu));
+    }
+    CHECK(state["rows"] == rows);
+    return state;
+  };
+  check_shown(pages[6], without({3}));
+  check_shown(pages[10], all);
+  CHECK(check_shown(pages[13], without({1}))["focus"] == "GPU 1");
+
+  // At a phone's width: the same colours, the processes still before the charts, nothing wider
+  // than the screen.
+  auto phone = act(server, ready,
+                   {colours, places, "shot:" + artifacts + "/dashboard-8gpu-phone.png",
+                    "eval:document.getElementById('gpu-legend').scrollIntoView()",
+                    "shot:" + artifacts + "/dashboard-8gpu-phone-charts.png"},
+                   "400x900");
+  json phone_colour = json::parse(phone[1]);
+  CHECK(phone_colour["key"] == colour["key"]);
+  json phone_place = json::parse(phone[2]);
+  INFO(phone_place.dump());
+  CHECK(phone_place["processes"].get<double>() < phone_place["chart"].get<double>());
+  CHECK(phone_place["scroll"].get<int>() <= phone_place["client"].get<int>());
+}
+
 TEST_CASE("serve: the dashboard keeps the history under the banner when sampling stops") {
   if (!test::installed("chromium")) {
     WARN("chromium is not installed: not rendered");
@@ -369,8 +559,65 @@ TEST_CASE("serve: the dashboard draws a few GPUs as lines of one chart, in the p
                       "data-lines=\"95 % of 250 W\"")
             .size() == 1);
   CHECK_THAT(page, Catch::Contains("limit GPU 0,1"));
-  // The legend names each GPU in its palette colour (none a state's: test_serve_series.cpp).
-  CHECK(matches(page, R"re(<b style="color:#00897b">GPU 0</b>)re").size() >= 4);
-  CHECK(matches(page, R"re(<b style="color:#6a3fb5">GPU 1</b>)re").size() >= 4);
+  // Each chart's legend names each GPU beside a sample of its line, in the GPU's colour.
+  const std::string sample = R"re(<span class="v" data-series="(\d)"><svg class="sample" )re"
+                             R"re(width="24" height="8" aria-hidden="true"><line [^>]*)re"
+                             R"re(stroke="(#[0-9a-f]{6})"[^>]*></line></svg>GPU (\d)</span>)re";
+  std::map<std::string, std::set<std::string>> colours;
+  for (const std::smatch &entry : matches(page, sample)) {
+    CHECK(entry[1] == entry[3]);
+    colours[entry[3]].insert(entry[2]);
+  }
+  CHECK(colours ==
+        std::map<std::string, std::set<std::string>>{{"0", {"#0072b2"}}, {"1", {"#e69f00"}}});
+  CHECK(matches(page, sample).size() >= 8);
   CHECK(matches(page, R"re(dygraph-axis-label-x">\d\d:\d\d:\d\d<)re").size() >= 4);
+}
+
+TEST_CASE("serve: a hostile process name stays text in its cell: markup, a bidirectional "
+          "override, zero-width characters, 3000 characters without a space") {
+  if (!test::installed("chromium")) {
+    WARN("chromium is not installed: not rendered");
+    return;
+  }
+  // Any local user names their process: here GPU 2's first.
+  const std::string name = "<img src=x onerror=\"document.title='pwned'\">\xe2\x80\xae"
+                           "gnp.exe\xe2\x80\x8b\xe2\x80\x8d" +
+                           std::string(3000, 'W');
+  std::string escaped; // as nvidia-smi writes it in its XML
+  for (char c : name)
+    escaped += c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '"' ? "&quot;" : std::string(1, c);
+  test::Server server("--interval 0.2 --fixture " +
+                      quote(test::fixture_with_process_name(escaped)));
+  REQUIRE(test::wait_until([&] { return series(server).is_object(); }));
+  const std::string look =
+      "eval:(() => {"
+      "  const cell = document.querySelector('#processes td.command');"
+      "  return { text: cell.textContent, images: document.querySelectorAll('img').length,"
+      "           title: document.title,"
+      "           table: [document.querySelector('.table-box').scrollWidth,"
+      "                   document.querySelector('.table-box').clientWidth],"
+      "           scroll: document.documentElement.scrollWidth,"
+      "           client: document.documentElement.clientWidth };"
+      "})()";
+  std::string artifacts = ARTIFACTS_DIR;
+  test::run_shell("mkdir -p " + quote(artifacts));
+  for (const auto &[size, png] :
+       {std::pair<std::string, std::string>{"1400x1000", "wide"}, {"400x900", "phone"}}) {
+    INFO(size);
+    auto pages = act(server, "document.querySelectorAll('#processes td.command').length > 0",
+                     {look, "shot:" + artifacts + "/dashboard-hostile-" + png + ".png"}, size);
+    json seen = json::parse(pages[1]);
+    std::string text = seen["text"];
+    // The markup is its text, the override shown as U+FFFD (it would turn what follows around).
+    CHECK_THAT(text, Catch::StartsWith("<img src=x onerror="));
+    CHECK_THAT(text, Catch::Contains("\xef\xbf\xbdgnp.exe"));
+    CHECK(text.find("\xe2\x80\xae") == std::string::npos);
+    CHECK(seen["images"] == 0);
+    CHECK(seen["title"] != "pwned");
+    // Cut in its cell (its table fits a wide screen whole), the page never wider than the screen.
+    if (size == "1400x1000")
+      CHECK(seen["table"][0].get<int>() <= seen["table"][1].get<int>());
+    CHECK(seen["scroll"].get<int>() <= seen["client"].get<int>());
+  }
 }

@@ -2,6 +2,7 @@
 // min, mean and max are known: bucketing aligned to the step, nulls where nothing was known, the
 // bounds and the 400s, an outage answered 200 with fresh:false, and since/step.
 #include "nvsmi/nvidia_smi_output.hpp"
+#include "serve/embedded_files.hpp"
 #include "serve/serve_series.hpp"
 #include "serve/serve_state.hpp"
 #include "snapshot_builders.hpp"
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <regex>
@@ -342,37 +344,83 @@ Hsl hsl(const std::string &hex) {
 
 } // namespace
 
-TEST_CASE("serve: the dashboard's line colours are none of its state colours") {
+TEST_CASE("serve: both pages colour the states from one stylesheet, in the team's colours, and "
+          "the dashboard has eight GPU colours") {
   ServeState state(milliseconds(1000), 3600);
-  HttpResponse page = state.answer("/", "", clock_at(0), {});
-  REQUIRE(page.body);
+  HttpResponse style = state.answer("/assets/shared.css", "", clock_at(0), {});
+  REQUIRE(style.status == 200);
+  CHECK(style.content_type == "text/css; charset=utf-8");
+  const std::string &css = *style.body;
+  std::map<std::string, std::string> colours;
+  const std::regex variable("--([a-z_]+): (#[0-9a-f]{6})");
+  for (std::sregex_iterator it(css.begin(), css.end(), variable), end; it != end; ++it)
+    colours[(*it)[1]] = (*it)[2];
+  // Free green, in use cyan (teal on white), held amber, the alarms red, the rest grey.
+  auto hue_in = [&](const std::string &name, double from, double to) {
+    INFO(name << " " << colours[name]);
+    REQUIRE(colours.count(name) == 1);
+    Hsl colour = hsl(colours[name]);
+    CHECK(colour.saturation >= 0.35);
+    CHECK(((from <= to) ? (colour.hue >= from && colour.hue < to)
+                        : (colour.hue >= from || colour.hue < to)));
+  };
+  hue_in("free", 90, 160);
+  hue_in("in_use", 170, 200);
+  hue_in("held", 30, 55);
+  hue_in("alarm", 345, 15);
+  CHECK(hsl(colours["dim"]).saturation < 0.25);
+  // Each state's rule names its colour: every rule that mentions `.state.KEY` sets that one.
+  std::map<std::string, std::string> state_colour;
+  const std::regex rule(R"re(([^{}]+)\{([^}]*)\})re"),
+      background(R"re(background: var\(--([a-z_]+)\))re");
+  for (std::sregex_iterator it(css.begin(), css.end(), rule), end; it != end; ++it) {
+    std::string selectors = (*it)[1], body = (*it)[2];
+    std::smatch found;
+    if (!std::regex_search(body, found, background))
+      continue;
+    const std::regex state_class(R"re(\.state(\.[a-z_]+)?\s*(,|$))re");
+    for (std::sregex_iterator s(selectors.begin(), selectors.end(), state_class), send; s != send;
+         ++s)
+      state_colour[(*s)[1].matched ? (*s)[1].str().substr(1) : "*"] = found[1];
+  }
+  CHECK(state_colour == std::map<std::string, std::string>{{"*", "dim"},
+                                                           {"free", "free"},
+                                                           {"in_use", "in_use"},
+                                                           {"idle_but_held", "held"},
+                                                           {"allocated_idle", "held"},
+                                                           {"hot", "alarm"},
+                                                           {"at_power_limit", "alarm"},
+                                                           {"lost", "alarm"},
+                                                           {"failing", "alarm"},
+                                                           {"stale", "alarm"}});
+  // Both pages load it and its script, and keep no state colour of their own.
+  HttpResponse script = state.answer("/assets/shared.js", "", clock_at(0), {});
+  REQUIRE(script.status == 200);
+  CHECK(script.content_type == "text/javascript; charset=utf-8");
+  std::string dashboard = *state.answer("/", "", clock_at(0), {}).body;
+  std::shared_ptr<const std::string> fleet = fleet_page();
+  for (const std::string *page : {static_cast<const std::string *>(&dashboard), fleet.get()}) {
+    CHECK_THAT(*page, Catch::Contains("<link rel=\"stylesheet\" href=\"/assets/shared.css\">"));
+    CHECK_THAT(*page, Catch::Contains("<script src=\"/assets/shared.js\"></script>"));
+    CHECK_THAT(*page, !Catch::Contains(".state.") && !Catch::Contains("--free:"));
+  }
+  // The GPUs' colours: eight, every two far apart (RGB, 0-255 each).
   std::smatch found;
-  REQUIRE(std::regex_search(*page.body, found, std::regex(R"re(const palette = \[([^\]]*)\])re")));
+  REQUIRE(std::regex_search(dashboard, found, std::regex(R"re(const palette = \[([^\]]*)\])re")));
   std::string palette = found[1];
-  std::vector<std::string> lines;
-  const std::regex hex("#[0-9a-f]{6}"), variable("--([a-z_]+): (#[0-9a-f]{6})");
+  std::vector<std::array<int, 3>> lines;
+  const std::regex hex("#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})");
   for (std::sregex_iterator it(palette.begin(), palette.end(), hex), end; it != end; ++it)
-    lines.push_back(it->str());
-  REQUIRE(lines.size() >= 3);
-  std::map<std::string, std::string> states;
-  const std::string &body = *page.body;
-  for (std::sregex_iterator it(body.begin(), body.end(), variable), end; it != end; ++it)
-    states[(*it)[1]] = (*it)[2];
-  for (const char *key : {"free", "in_use", "idle_but_held", "idle", "hot", "at_power_limit",
-                          "lost", "failing", "stale", "unknown"})
-    REQUIRE(states.count(key) == 1);
-  for (const std::string &line : lines)
-    for (const auto &[key, colour] : states) {
-      if (key == "bg" || key == "card" || key == "ink" || key == "muted" || key == "line" ||
-          key == "bar" || key == "util" || key == "mem" || key == "bad")
-        continue;
-      INFO(line << " against --" << key << " " << colour);
-      Hsl a = hsl(line), b = hsl(colour);
-      CHECK(a.saturation >= 0.35); // a colour, not a grey like idle, stale and unknown
-      if (b.saturation < 0.25)
-        continue;
-      double apart = std::abs(a.hue - b.hue);
-      CHECK(std::min(apart, 360 - apart) >= 30);
+    lines.push_back({std::stoi((*it)[1], nullptr, 16), std::stoi((*it)[2], nullptr, 16),
+                     std::stoi((*it)[3], nullptr, 16)});
+  REQUIRE(lines.size() == 8);
+  for (std::size_t a = 0; a < lines.size(); ++a)
+    for (std::size_t b = a + 1; b < lines.size(); ++b) {
+      double apart = 0;
+      for (int i = 0; i < 3; ++i)
+        apart += std::pow(lines[a][i] - lines[b][i], 2);
+      INFO("colours " << a << " and " << b);
+      CHECK(std::sqrt(apart) >= 60);
     }
 }
 

@@ -256,6 +256,7 @@ TEST_CASE("thresholds: serve hands the dashboard the table, which colours by it"
   CHECK(table["hot_c"] == gpu_thresholds::hot_c);
   CHECK(table["too_hot_c"] == gpu_thresholds::too_hot_c);
   CHECK(table["power_limit_fraction"] == gpu_thresholds::power_limit_fraction);
+  CHECK(table["memory_full_fraction"] == gpu_thresholds::memory_full_fraction);
   CHECK(table["idle_below_percent"] == gpu_thresholds::idle_below_percent);
   CHECK(table["memory_held_mib"] == gpu_thresholds::memory_held_mib);
   CHECK(table["starved_below_percent"] == gpu_thresholds::starved_below_percent);

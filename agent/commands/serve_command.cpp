@@ -105,8 +105,10 @@ public:
             },
             security(options, loop_.context())),
         fleet_timer_(loop_.context()) {
-    if (options.fleet)
+    if (options.fleet) {
       fleet_.emplace(loop_.context(), *options.fleet);
+      state_.link_fleet_page();
+    }
   }
 
   int run() {

@@ -13,6 +13,7 @@ std::string format_thresholds_json() {
                           {"hot_c", gpu_thresholds::hot_c},
                           {"too_hot_c", gpu_thresholds::too_hot_c},
                           {"power_limit_fraction", gpu_thresholds::power_limit_fraction},
+                          {"memory_full_fraction", gpu_thresholds::memory_full_fraction},
                           {"idle_below_percent", gpu_thresholds::idle_below_percent},
                           {"memory_held_mib", gpu_thresholds::memory_held_mib},
                           {"starved_below_percent", gpu_thresholds::starved_below_percent}};

@@ -333,6 +333,8 @@ HttpResponse series_response(std::string_view query, const ServeHistory &history
     json.value(context.problem);
   json.key("summary");
   json.value(context.summary);
+  json.key("fleet_page");
+  json.value(context.fleet_page);
   body += ",\"times\":[";
   for (std::size_t i = 0; i < kept.size(); ++i) {
     if (i)

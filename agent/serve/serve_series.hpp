@@ -20,8 +20,9 @@ struct SeriesContext {
   std::shared_ptr<const std::string> latest_json; // format_json of the newest sample
   double latest_unix_seconds;
   bool fresh;
-  std::string problem; // why the data is stale; empty when fresh
-  std::string summary; // the newest sample's fleet_summary_text ("8 GPUs: 3 free · ...")
+  std::string problem;     // why the data is stale; empty when fresh
+  std::string summary;     // the newest sample's fleet_summary_text ("8 GPUs: 3 free · ...")
+  bool fleet_page = false; // serve has --fleet-hosts: the dashboard links /fleet
 };
 
 // The answer to `query` (seconds=W&points=P, or step=S&since=T): 200 with the series, or 400

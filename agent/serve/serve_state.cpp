@@ -139,7 +139,7 @@ HttpResponse ServeState::series(std::string_view query, const ServeClock &at) co
       series_response(query, *history_,
                       {at.unix_seconds, duration<double>(interval_).count(), hostname_,
                        latest_->json, latest_->unix_seconds, is_fresh,
-                       is_fresh ? std::string() : stale_reason(at), latest_->summary});
+                       is_fresh ? std::string() : stale_reason(at), latest_->summary, fleet_page_});
   if (response.status != 200 || !response.body)
     return response;
   // A body is made whole (its buckets are known only at the end), then counted until it is
@@ -173,6 +173,11 @@ HttpResponse ServeState::answer(std::string_view path, std::string_view query, c
     return asset("text/javascript; charset=utf-8", dygraph_script());
   if (path == "/assets/dygraph.min.css")
     return asset("text/css; charset=utf-8", dygraph_style());
+  // The pages' own, not cached: a new agent's page must not meet the old one's.
+  if (path == "/assets/shared.css")
+    return {200, "text/css; charset=utf-8", shared_style(), {}, {}};
+  if (path == "/assets/shared.js")
+    return {200, "text/javascript; charset=utf-8", shared_script(), {}, {}};
   if (path == "/api/v1/thresholds") {
     static const std::shared_ptr<const std::string> table = shared(format_thresholds_json());
     return {200, json_type, table, {}, {}};

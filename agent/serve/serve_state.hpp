@@ -39,6 +39,8 @@ public:
   std::size_t pending_bytes() const { return *pending_; }
   // The latest thing that went wrong, shown while the data is stale.
   void note_error(const std::string &message) { last_error_ = message; }
+  // serve answers /fleet (--fleet-hosts): the series say so, and the dashboard links it.
+  void link_fleet_page() { fleet_page_ = true; }
 
   // The answer to GET `path`?`query` at `at`, with the sampler's counts for /metrics.
   HttpResponse answer(std::string_view path, std::string_view query, const ServeClock &at,
@@ -67,6 +69,7 @@ private:
   std::string hostname_; // the samples' host, else this machine's
   std::size_t pending_max_bytes_;
   MetricsSelection metrics_;
+  bool fleet_page_ = false;
   // Shared with each counted body's deleter, which gives its bytes back when the last holder
   // (the connection) lets go of it; only the server's thread makes or drops bodies.
   std::shared_ptr<std::size_t> pending_ = std::make_shared<std::size_t>(0);
