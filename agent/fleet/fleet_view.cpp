@@ -56,9 +56,11 @@ prometheus_gpu_lines(const std::vector<PrometheusInstance> &instances, std::size
       for (std::size_t i = 0; i < cells; ++i)
         widths[i] = std::max(widths[i], text_columns(all.back()[i]));
     }
-  std::size_t others = 2 * (cells - 1);
+  std::size_t others = 1 + 2 * (cells - 2);   // the gaps: one after the index, two after the rest
   for (std::size_t i = 0; i + 1 < cells; ++i) // the state ends the line and is not padded
     others += i == name_cell ? 0 : widths[i];
+  // The state's word keeps its room ("at power limit"); the users after it may be cut.
+  others += std::min<std::size_t>(widths[cells - 1], 14);
   widths[name_cell] =
       std::min(widths[name_cell], std::max(least_name, width > others ? width - others : 0));
   std::vector<std::vector<std::string>> lines;
@@ -175,9 +177,9 @@ std::string format_prometheus_fleet_text(const std::vector<PrometheusInstance> &
       continue;
     out += dotted_lines(fleet_summary_text(prometheus_instance_summary(instance)), style);
     for (std::size_t i = 0; i < instance.gpus.size(); ++i, ++next) {
-      std::string text;
-      for (const std::string &cell : gpu_lines[next])
-        text += (text.empty() ? "" : "  ") + cell;
+      std::string text = gpu_lines[next][0]; // "[0] name", as the table writes it
+      for (std::size_t cell = 1; cell < gpu_lines[next].size(); ++cell)
+        text += (cell == 1 ? " " : "  ") + gpu_lines[next][cell];
       out += cut_to_columns(text, style.width) + "\n";
     }
   }
