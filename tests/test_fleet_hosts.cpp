@@ -2,8 +2,10 @@
 // canned server of the test's own, and `fleet`, `top --hosts` (in a private tmux) and serve's
 // /fleet (in headless Chromium) through the built agent against five real serves.
 #include "serve_support.hpp"
+#include "snapshot_builders.hpp"
 #include "tmux_session.hpp"
 
+#include "commands/top_fleet.hpp"
 #include "core/exit_codes.hpp"
 #include "core/screen_text.hpp"
 #include "fleet/fleet_hosts.hpp"
@@ -17,6 +19,7 @@
 #include <arpa/inet.h>
 #include <atomic>
 #include <chrono>
+#include <clocale>
 #include <csignal>
 #include <functional>
 #include <mutex>
@@ -688,4 +691,38 @@ TEST_CASE(
     tmux.keys("q");
     CHECK(tmux.wait_for("top-exit=0"));
   }
+}
+
+TEST_CASE("top --hosts lays out a tiny or a huge terminal without a line past its edge") {
+  std::setlocale(LC_ALL, "C.UTF-8");
+  nvsmi::HostReading ok{{"gpu1", "9437"}, nvsmi::HostStatus::ok, "", {}, {}};
+  ok.last_good = test::xml_fixture("xml/h100-8gpu-states-v12.xml");
+  ok.last_good->gpus[0].name = "\xe6\x97\xa5\xe6\x9c\xac\xcc\x81\xff\x1b[2J";
+  ok.last_good_at = std::chrono::system_clock::now();
+  nvsmi::HostReading gone{{"\xe6\x97\xa5.example", "9437"},
+                          nvsmi::HostStatus::unreachable,
+                          "no answer in 1 s",
+                          ok.last_good,
+                          ok.last_good_at};
+  std::vector<nvsmi::HostReading> hosts = {ok, gone};
+  for (nvsmi::ScreenSize size :
+       {nvsmi::ScreenSize{0, 0}, nvsmi::ScreenSize{1, 1}, nvsmi::ScreenSize{3, 2},
+        nvsmi::ScreenSize{20, 5}, nvsmi::ScreenSize{79, 19}, nvsmi::ScreenSize{2000, 400}}) {
+    INFO(size.columns << "x" << size.lines);
+    for (bool unicode : {true, false}) {
+      std::size_t scroll = 1000;
+      std::vector<nvsmi::ScreenLine> lines = nvsmi::layout_fleet_screen(
+          hosts, std::chrono::system_clock::now(), size, scroll, 1000ms, unicode);
+      CHECK(lines.size() == static_cast<std::size_t>(std::max(size.lines, 1)));
+      for (const nvsmi::ScreenLine &line : lines) {
+        std::string text = nvsmi::line_text(line);
+        CHECK(nvsmi::text_columns(text) <= static_cast<std::size_t>(std::max(size.columns, 1)));
+        CHECK(nvsmi::printable_text(text) == text);
+        if (!unicode)
+          for (char c : text)
+            CHECK((c >= 0x20 && c < 0x7f));
+      }
+    }
+  }
+  std::setlocale(LC_ALL, "C");
 }

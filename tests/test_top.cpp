@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <unistd.h>
 
@@ -103,13 +104,14 @@ struct ChartOnScreen {
 
 std::optional<ChartOnScreen> chart_on(const std::string &screen) {
   std::vector<std::string> lines = lines_of(screen);
+  // Its first line: "GPU N" and the axis.
   std::size_t at = 0;
-  while (at < lines.size() && lines[at].find("UTILIZATION  one column per sample") != 0)
+  while (at < lines.size() && (lines[at].find("GPU ") != 0 || lines[at].find("\u2502") != 7))
     ++at;
   if (at == lines.size())
     return std::nullopt;
   ChartOnScreen chart;
-  for (++at; at < lines.size(); ++at) {
+  for (; at < lines.size(); ++at) {
     const std::string &line = lines[at];
     if (line.find("GPU ") == 0) {
       chart.gpus.push_back(std::atoi(line.c_str() + 4));
@@ -216,6 +218,7 @@ TEST_CASE(
     CHECK(told);
     std::optional<ChartOnScreen> chart = chart_on(screen);
     REQUIRE(chart);
+    CHECK(screen.find("\nUTILIZATION  one column per sample, every 1 s\n") != std::string::npos);
     CHECK(chart->gpus == std::vector<int>{1, 2, 3, 4, 5, 6});
     for (const auto &rows : chart->rows)
       CHECK(rows.size() == 1);
@@ -231,11 +234,32 @@ TEST_CASE(
       CHECK_THAT(lines[at], Catch::Matches("\\s+[0-9]+\\s+[0-9]+ .*"));
     CHECK_THAT(lines[48], Catch::Contains(" more, 0 above"));
     CHECK(lines[49].find("q quit") == 0);
+    // The summary is the one bold line, each state's count in the state's colour; a GPU's name
+    // is plain, its state in the same colour as in the summary.
+    std::string styled = tmux.tmux("capture-pane -p -e").out;
+    save_artifact("top-chart-200x50.ansi", styled);
+    std::vector<std::string> styled_lines = lines_of(styled);
+    REQUIRE(styled_lines.size() >= 50);
+    INFO(styled_lines[1] << "\n" << styled_lines[3]);
+    CHECK(std::regex_search(styled_lines[1], std::regex("^(\x1b\\[[0-9;]*m)*\x1b\\[(0;)?1m")));
+    CHECK_THAT(styled_lines[1], Catch::Contains("\x1b[32m3 free") &&
+                                    Catch::Contains("\x1b[36m2 in use") &&
+                                    Catch::Contains("\x1b[31m1 hot"));
+    std::size_t bold = 0;
+    for (const std::string &line : styled_lines)
+      bold += std::regex_search(line, std::regex("\x1b\\[([0-9;]*;)?1(;[0-9;]*)?m"));
+    CHECK(bold == 1);
+    CHECK_THAT(styled_lines[4], Catch::Contains("NVIDIA H100 80GB HBM3  \x1b[36min use"));
     tmux.keys("q");
     CHECK(tmux.wait_for("top-exit=0 stdin-blocking=yes"));
   }
+}
+
+TEST_CASE("top's history chart at 80x24: two rows a GPU, its scale the span its columns hold") {
+  if (!have_tmux())
+    return;
   {
-    // 80x24 on two GPUs: two rows each, the busy GPU's bars as many as its samples.
+    // Two GPUs: two rows each, the busy GPU's bars as many as its samples.
     test::Tmux tmux(80, 24);
     tmux.run(top_command("--interval 1 --fixture " +
                          quote(test::fixture_path("xml/gtx1080ti-2gpu-v10-nodoctype.xml"))));

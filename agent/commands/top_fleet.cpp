@@ -52,10 +52,17 @@ std::vector<std::string> text_lines(const std::string &text, bool unicode) {
   return out;
 }
 
+// `line` (printable) cut to `columns`, ending in `…` where it was cut; without UTF-8 just cut.
+std::string cut(const std::string &line, int columns, bool unicode) {
+  if (unicode)
+    return cut_to_columns(line, static_cast<std::size_t>(columns));
+  return fit_text(line, std::min(columns, static_cast<int>(text_columns(line))));
+}
+
 void add_lines(std::vector<ScreenLine> &out, const std::string &text, Tone tone, int columns,
                bool unicode) {
   for (const std::string &line : text_lines(text, unicode))
-    out.push_back({Span{cut_to_columns(line, static_cast<std::size_t>(columns)), tone}});
+    out.push_back({Span{cut(line, columns, unicode), tone}});
 }
 
 // A summary's lines, each state's count in its tone; `strong` for the fleet's own.
@@ -122,7 +129,7 @@ std::vector<ScreenLine> layout_fleet_screen(const std::vector<HostReading> &host
     keys += "  lines " + std::to_string(scroll + 1) + "-" +
             std::to_string(std::min(body.size(), scroll + room)) + " of " +
             std::to_string(body.size());
-  screen.push_back({Span{cut_to_columns(keys, static_cast<std::size_t>(columns)), Tone::heading}});
+  screen.push_back({Span{cut(keys, columns, unicode), Tone::heading}});
   return screen;
 }
 

@@ -738,8 +738,6 @@ ScreenLine summary_line(const std::string &text, int columns, const std::string 
   return spans;
 }
 
-namespace {} // namespace
-
 std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_point now,
                                       ScreenSize size, bool unicode, ClickTargets *targets) {
   std::vector<std::optional<std::size_t>> *rows_shown = targets ? &targets->process_rows : nullptr;
