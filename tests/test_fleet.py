@@ -799,6 +799,11 @@ def check_prometheus_fleet(fleet):
         raise AssertionError(f"fleet --prometheus text: {down} not unreachable:\n{text}")
     if not re.search(rf"^\[{LOST_GPU}\] .* lost$", text, re.M):
         raise AssertionError(f"fleet --prometheus text: GPU {LOST_GPU} not lost:\n{text}")
+    # Every GPU's line in the same columns, whichever host: the memory ends at one column.
+    ends = {line.index("MiB") for line in lines if line.startswith("[") and "MiB" in line}
+    if len(ends) != 1:
+        raise AssertionError(f"fleet --prometheus text: the memory column drifts, ends at "
+                             f"{sorted(ends)}:\n{text}")
     print(f"test_fleet: fleet --prometheus as expected: {answer['summary']}")
 
 

@@ -2,8 +2,10 @@
 // canned server of the test's own, and `fleet`, `top --hosts` (in a private tmux) and serve's
 // /fleet (in headless Chromium) through the built agent against five real serves.
 #include "serve_support.hpp"
+#include "snapshot_builders.hpp"
 #include "tmux_session.hpp"
 
+#include "commands/top_fleet.hpp"
 #include "core/exit_codes.hpp"
 #include "core/screen_text.hpp"
 #include "fleet/fleet_hosts.hpp"
@@ -17,11 +19,15 @@
 #include <arpa/inet.h>
 #include <atomic>
 #include <chrono>
+#include <clocale>
 #include <csignal>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <netinet/in.h>
 #include <poll.h>
+#include <regex>
+#include <set>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <thread>
@@ -635,7 +641,7 @@ TEST_CASE("top --hosts and /fleet show what a hostile agent says as text, within
   tmux.run("LC_ALL=C.UTF-8 " AGENT_BIN " top --interval 0.5 --timeout 1 --hosts " + hosts +
            "; echo top-exit=$?");
   // The escape sequences are shown without their ESC: the screen is not cleared or recoloured.
-  REQUIRE(tmux.wait_for("[2J[31mEVIL<img"));
+  REQUIRE(tmux.wait_for("[2J[31mEVIL"));
   CHECK(tmux.wait_for([&](const std::string &s) {
     return s.find("stale: [2Jgone<b>bold</b>") != std::string::npos &&
            s.find("unreachable: answered more than 4 MiB") != std::string::npos &&
@@ -645,4 +651,150 @@ TEST_CASE("top --hosts and /fleet show what a hostile agent says as text, within
   CHECK(tmux.shows("nvsmi-agent top"));
   tmux.keys("q");
   CHECK(tmux.wait_for("top-exit=0"));
+}
+
+namespace {
+
+// The display column where the first `mark` of `line` ends (its last column), counted as the
+// terminal counts (wide characters two, combining marks none); npos where there is none.
+std::size_t column_after(const std::string &line, const std::string &mark) {
+  std::size_t at = line.find(mark);
+  if (at == std::string::npos)
+    return std::string::npos;
+  return nvsmi::text_columns(nvsmi::printable_text(line.substr(0, at + mark.size())));
+}
+
+// The distinct display columns at which each GPU row's first `mark` ends, over the rows that
+// `is_row` picks.
+std::set<std::size_t> mark_columns(const std::string &screen, const std::string &mark,
+                                   const std::function<bool(const std::string &)> &is_row,
+                                   std::size_t &rows) {
+  std::set<std::size_t> columns;
+  rows = 0;
+  for (const std::string &line : test::lines_of(screen))
+    if (is_row(line)) {
+      ++rows;
+      columns.insert(column_after(line, mark));
+    }
+  return columns;
+}
+
+} // namespace
+
+TEST_CASE(
+    "fleet and top --hosts: every host's rows in the same columns, each state in its colour") {
+  // Three hosts named at different lengths: two serves on fixtures, and an agent whose GPU names
+  // are wide, combining and escape characters and whose readings are wider than the others'.
+  Server a("--fixture " + fixture("xml/h100-8gpu-states-v12.xml"));
+  Server b("--fixture " + fixture("xml/gtx1080ti-2gpu-v10-nodoctype.xml"));
+  nlohmann::json snapshot = nlohmann::json::parse(
+      test::run_agent("snapshot --format json --fixture " + fixture("xml/h100-8gpu-v12.xml")).out);
+  snapshot["gpus"][0]["name"] = "\u65e5\u672c\u8a9e GPU\u0301\u0301 \x1b[2J\u4e2d";
+  snapshot["gpus"][1]["name"] = "\u200f\u202eH100";
+  snapshot["gpus"][0]["temperature_c"] = 100;
+  snapshot["gpus"][0]["utilization_gpu_percent"] = 100;
+  CannedServer odd(http_answer(200, snapshot.dump()));
+  for (const Server *server : {&a, &b})
+    REQUIRE(test::wait_until([&] { return server->get("/api/v1/snapshot").status == 200; }));
+  std::string hosts = "127.0.0.1:" + std::to_string(a.port()) +
+                      ",localhost:" + std::to_string(b.port()) + ",127.1:" + odd.host().port;
+
+  // fleet (80 columns, a pipe): every GPU row's temperature and utilization end at the same
+  // columns, whichever host it is on.
+  test::Run text = test::run_agent("fleet --timeout 2 --hosts " + hosts);
+  INFO(text.out << text.err);
+  REQUIRE(text.exit_code == 0);
+  save_artifact("fleet-columns.txt", text.out);
+  auto gpu_row = [](const std::string &line) { return line.rfind("[", 0) == 0; };
+  std::size_t rows = 0;
+  CHECK(mark_columns(text.out, "\u00b0C", gpu_row, rows).size() == 1);
+  CHECK(rows == 18);
+  CHECK(mark_columns(text.out, "%", gpu_row, rows).size() == 1);
+  CHECK(mark_columns(text.out, "MiB", gpu_row, rows).size() == 1);
+  for (const std::string &line : test::lines_of(text.out)) {
+    CHECK(nvsmi::text_columns(line) <= 80);
+    CHECK(line.find('\x1b') == std::string::npos);
+  }
+
+  if (!test::installed("tmux")) {
+    WARN("tmux is not installed (scripts/install-deps installs it): top --hosts is not tested");
+    return;
+  }
+  for (const auto &[columns, lines] : {std::pair<int, int>{160, 60}, {100, 60}}) {
+    test::Tmux tmux(columns, lines);
+    tmux.run("LC_ALL=C.UTF-8 " AGENT_BIN " top --interval 0.5 --timeout 1 --hosts " + hosts +
+             "; echo top-exit=$?");
+    // GPU rows start with their index; every one's utilization (right-aligned) ends at one column.
+    auto top_row = [](const std::string &line) {
+      return std::regex_search(line, std::regex("^ {1,3}[0-9]+  "));
+    };
+    bool aligned = tmux.wait_for([&](const std::string &s) {
+      std::size_t shown = 0;
+      return s.find("18 GPUs on 3 hosts") != std::string::npos &&
+             mark_columns(s, "%", top_row, shown).size() == 1 && shown == 18;
+    });
+    std::string screen = tmux.screen();
+    std::string styled = tmux.tmux("capture-pane -p -e").out;
+    save_artifact("top-hosts-columns-" + std::to_string(columns) + ".txt", screen);
+    save_artifact("top-hosts-columns-" + std::to_string(columns) + ".ansi", styled);
+    INFO(screen);
+    CHECK(aligned);
+    for (const std::string &line : test::lines_of(screen))
+      CHECK(nvsmi::text_columns(line) <= static_cast<std::size_t>(columns));
+    // The summary is the bold line; each state in its colour (free green, in use cyan, idle but
+    // held yellow, hot and at power limit red), a memory 95 % full red.
+    std::vector<std::string> styled_lines = test::lines_of(styled);
+    REQUIRE(styled_lines.size() > 2);
+    CHECK(std::regex_search(styled_lines[1],
+                            std::regex("^(\x1b\\[[0-9;]*m)*\x1b\\[(0;)?1m(\x1b\\[[0-9;]*m)*"
+                                       "18 GPUs on 3 hosts")));
+    CHECK_THAT(styled, Catch::Contains("\x1b[32mfree"));
+    CHECK_THAT(styled, Catch::Contains("\x1b[36min use"));
+    CHECK_THAT(styled, Catch::Contains("\x1b[33midle but held"));
+    CHECK_THAT(styled, Catch::Contains("\x1b[31mhot"));
+    CHECK_THAT(styled, Catch::Contains("\x1b[31mat power limit"));
+    CHECK(std::regex_search(styled, std::regex("\x1b\\[31m[^\x1b]*79\\.1/79\\.6G")));
+    // A GPU's name is not bold: the only bold is the summary's.
+    std::size_t bold = 0;
+    for (const std::string &line : styled_lines)
+      bold += line.find("\x1b[1m") != std::string::npos || line.find(";1m") != std::string::npos;
+    CHECK(bold == 1);
+    CHECK(screen.find('\x1b') == std::string::npos);
+    tmux.keys("q");
+    CHECK(tmux.wait_for("top-exit=0"));
+  }
+}
+
+TEST_CASE("top --hosts lays out a tiny or a huge terminal without a line past its edge") {
+  std::setlocale(LC_ALL, "C.UTF-8");
+  nvsmi::HostReading ok{{"gpu1", "9437"}, nvsmi::HostStatus::ok, "", {}, {}};
+  ok.last_good = test::xml_fixture("xml/h100-8gpu-states-v12.xml");
+  ok.last_good->gpus[0].name = "\xe6\x97\xa5\xe6\x9c\xac\xcc\x81\xff\x1b[2J";
+  ok.last_good_at = std::chrono::system_clock::now();
+  nvsmi::HostReading gone{{"\xe6\x97\xa5.example", "9437"},
+                          nvsmi::HostStatus::unreachable,
+                          "no answer in 1 s",
+                          ok.last_good,
+                          ok.last_good_at};
+  std::vector<nvsmi::HostReading> hosts = {ok, gone};
+  for (nvsmi::ScreenSize size :
+       {nvsmi::ScreenSize{0, 0}, nvsmi::ScreenSize{1, 1}, nvsmi::ScreenSize{3, 2},
+        nvsmi::ScreenSize{20, 5}, nvsmi::ScreenSize{79, 19}, nvsmi::ScreenSize{2000, 400}}) {
+    INFO(size.columns << "x" << size.lines);
+    for (bool unicode : {true, false}) {
+      std::size_t scroll = 1000;
+      std::vector<nvsmi::ScreenLine> lines = nvsmi::layout_fleet_screen(
+          hosts, std::chrono::system_clock::now(), size, scroll, 1000ms, unicode);
+      CHECK(lines.size() == static_cast<std::size_t>(std::max(size.lines, 1)));
+      for (const nvsmi::ScreenLine &line : lines) {
+        std::string text = nvsmi::line_text(line);
+        CHECK(nvsmi::text_columns(text) <= static_cast<std::size_t>(std::max(size.columns, 1)));
+        CHECK(nvsmi::printable_text(text) == text);
+        if (!unicode)
+          for (char c : text)
+            CHECK((c >= 0x20 && c < 0x7f));
+      }
+    }
+  }
+  std::setlocale(LC_ALL, "C");
 }

@@ -10,6 +10,9 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
+#include <optional>
+#include <regex>
 #include <sstream>
 #include <unistd.h>
 
@@ -71,7 +74,214 @@ bool have_tmux() {
   return false;
 }
 
+// The characters of a line of the pane, one a column (what top's chart and its scale hold: ASCII,
+// box drawing and block elements, each one column wide).
+std::vector<std::string> cells_of(const std::string &line) {
+  std::vector<std::string> cells;
+  for (std::size_t at = 0; at < line.size();) {
+    std::size_t length = 1;
+    unsigned char lead = static_cast<unsigned char>(line[at]);
+    if (lead >= 0xf0)
+      length = 4;
+    else if (lead >= 0xe0)
+      length = 3;
+    else if (lead >= 0xc0)
+      length = 2;
+    cells.push_back(line.substr(at, length));
+    at += length;
+  }
+  return cells;
+}
+
+// top's history chart as the pane shows it: the GPUs it draws, in order, each GPU's rows, the
+// scale under them, and the lines after it.
+struct ChartOnScreen {
+  std::vector<int> gpus;
+  std::vector<std::vector<std::string>> rows; // per GPU, top row first
+  std::string scale;
+  std::size_t after = 0; // the line after the scale
+};
+
+std::optional<ChartOnScreen> chart_on(const std::string &screen) {
+  std::vector<std::string> lines = lines_of(screen);
+  // Its first line: "GPU N" and the axis.
+  std::size_t at = 0;
+  while (at < lines.size() && (lines[at].find("GPU ") != 0 || lines[at].find("\u2502") != 7))
+    ++at;
+  if (at == lines.size())
+    return std::nullopt;
+  ChartOnScreen chart;
+  for (; at < lines.size(); ++at) {
+    const std::string &line = lines[at];
+    if (line.find("GPU ") == 0) {
+      chart.gpus.push_back(std::atoi(line.c_str() + 4));
+      chart.rows.emplace_back();
+    } else if (line.find("       \u2502") != 0) {
+      break;
+    }
+    if (chart.rows.empty())
+      return std::nullopt;
+    chart.rows.back().push_back(line);
+  }
+  if (at == lines.size() || chart.rows.empty())
+    return std::nullopt;
+  chart.scale = lines[at];
+  chart.after = at + 1;
+  return chart;
+}
+
+// Whether the chart's scale tells the time its columns hold: the bars of `gpu` (busy in every
+// sample) fill the columns from the oldest drawn sample to the newest, at least `least` of them;
+// the scale's corner under the oldest names its age, about a sample's interval (`interval_s`)
+// for each column after it, and `now` ends under the newest. `why` says what did not match.
+bool scale_tells_time(const ChartOnScreen &chart, int gpu, std::size_t least, double interval_s,
+                      std::string &why) {
+  auto found = std::find(chart.gpus.begin(), chart.gpus.end(), gpu);
+  if (found == chart.gpus.end())
+    return (why = "GPU " + std::to_string(gpu) + " has no chart"), false;
+  std::vector<std::string> bottom =
+      cells_of(chart.rows[static_cast<std::size_t>(found - chart.gpus.begin())].back());
+  std::size_t first = 0, last = 0;
+  for (std::size_t i = 8; i < bottom.size(); ++i)
+    if (bottom[i] != " ") {
+      first = first ? first : i;
+      last = i;
+    }
+  std::size_t drawn = first ? last - first + 1 : 0;
+  if (drawn < least)
+    return (why = std::to_string(drawn) + " columns drawn so far"), false;
+  for (std::size_t i = first; i <= last; ++i)
+    if (bottom[i] == " ")
+      return (why = "a gap in the bars at column " + std::to_string(i)), false;
+  std::vector<std::string> scale = cells_of(chart.scale);
+  if (scale.size() <= last || scale[first] != "\u2514" || scale[last] != "\u2518" ||
+      scale[last - 3] + scale[last - 2] + scale[last - 1] != "now")
+    return (why = "the corners are not under the oldest and the newest column"), false;
+  for (std::size_t i = 0; i < first; ++i)
+    if (scale[i] != " ")
+      return (why = "the scale labels a column left of the oldest sample"), false;
+  std::string label;
+  for (std::size_t i = first + 1; i < scale.size() && scale[i] != " "; ++i)
+    label += scale[i];
+  if (label.empty() || label[0] != '-' || scale[first + label.size() + 1] != " " ||
+      scale[first + label.size() + 2] != "s")
+    return (why = "no age under the oldest column"), false;
+  double age = std::atof(label.c_str() + 1), expected = static_cast<double>(drawn - 1) * interval_s;
+  // Samples come late on a busy machine, never early: the age may be more, by a little.
+  if (age < expected - 1 || age > expected * 1.5 + 1)
+    return (why = "the oldest column is labelled -" + label + " s for " + std::to_string(drawn) +
+                  " samples"),
+           false;
+  return true;
+}
+
+// The states fixture with GPUs 0 and 7 giving no utilization (nothing to chart) and GPU 2 holding
+// `processes` processes.
+std::string chart_fixture(int processes) {
+  std::string xml = test::read_file(states_fixture);
+  const std::string zero = "<gpu_util>0 %</gpu_util>";
+  xml.replace(xml.find(zero), zero.size(), "<gpu_util>N/A</gpu_util>");
+  xml.replace(xml.rfind(zero), zero.size(), "<gpu_util>N/A</gpu_util>");
+  std::string more;
+  for (int i = 0; i < processes; ++i)
+    more += "<process_info><gpu_instance_id>N/A</gpu_instance_id><compute_instance_id>N/A"
+            "</compute_instance_id><pid>" +
+            std::to_string(7000 + i) +
+            "</pid><type>C</type><process_name>worker</process_name><used_memory>" +
+            std::to_string(100 + i) + " MiB</used_memory></process_info>\n";
+  std::size_t gpu2 = xml.find("<pid>4242</pid>");
+  xml.insert(xml.find("</processes>", gpu2), more);
+  std::string path = test::temporary_folder() + "/chart.xml";
+  test::write_file(path, xml);
+  return path;
+}
+
 } // namespace
+
+TEST_CASE(
+    "top's history chart: a column a sample, its scale the span it holds, the table the rest") {
+  if (!have_tmux())
+    return;
+  {
+    // 200x50, 40 processes: a row per GPU with history (not GPUs 0 and 7, which give no
+    // utilization), and every line under the chart for the process table.
+    test::Tmux tmux(200, 50);
+    tmux.run(top_command("--interval 1 --fixture " + quote(chart_fixture(40))));
+    std::string why;
+    bool told = tmux.wait_for([&](const std::string &s) {
+      std::optional<ChartOnScreen> chart = chart_on(s);
+      return chart && scale_tells_time(*chart, 2, 12, 1.0, why);
+    });
+    std::string screen = tmux.screen();
+    save_artifact("top-chart-200x50.txt", screen);
+    INFO(screen << why);
+    CHECK(told);
+    std::optional<ChartOnScreen> chart = chart_on(screen);
+    REQUIRE(chart);
+    CHECK(screen.find("\nUTILIZATION  one column per sample, every 1 s\n") != std::string::npos);
+    CHECK(chart->gpus == std::vector<int>{1, 2, 3, 4, 5, 6});
+    for (const auto &rows : chart->rows)
+      CHECK(rows.size() == 1);
+    std::vector<std::string> lines = lines_of(screen);
+    REQUIRE(lines.size() >= 50);
+    CHECK(lines[3].find(" 0  NVIDIA H100 80GB HBM3  free") == 0); // listed, nothing to chart
+    // Under the chart: a blank line, the table's heading, then its rows down to the keys, the
+    // last line saying how many more there are.
+    REQUIRE(chart->after + 2 < 49);
+    CHECK(lines[chart->after].empty());
+    CHECK(lines[chart->after + 1].find("COMMAND") != std::string::npos);
+    for (std::size_t at = chart->after + 2; at < 48; ++at)
+      CHECK_THAT(lines[at], Catch::Matches("\\s+[0-9]+\\s+[0-9]+ .*"));
+    CHECK_THAT(lines[48], Catch::Contains(" more, 0 above"));
+    CHECK(lines[49].find("q quit") == 0);
+    // The summary is the one bold line, each state's count in the state's colour; a GPU's name
+    // is plain, its state in the same colour as in the summary.
+    std::string styled = tmux.tmux("capture-pane -p -e").out;
+    save_artifact("top-chart-200x50.ansi", styled);
+    std::vector<std::string> styled_lines = lines_of(styled);
+    REQUIRE(styled_lines.size() >= 50);
+    INFO(styled_lines[1] << "\n" << styled_lines[3]);
+    CHECK(std::regex_search(styled_lines[1], std::regex("^(\x1b\\[[0-9;]*m)*\x1b\\[(0;)?1m")));
+    CHECK_THAT(styled_lines[1], Catch::Contains("\x1b[32m3 free") &&
+                                    Catch::Contains("\x1b[36m2 in use") &&
+                                    Catch::Contains("\x1b[31m1 hot"));
+    std::size_t bold = 0;
+    for (const std::string &line : styled_lines)
+      bold += std::regex_search(line, std::regex("\x1b\\[([0-9;]*;)?1(;[0-9;]*)?m"));
+    CHECK(bold == 1);
+    CHECK_THAT(styled_lines[4], Catch::Contains("NVIDIA H100 80GB HBM3  \x1b[36min use"));
+    tmux.keys("q");
+    CHECK(tmux.wait_for("top-exit=0 stdin-blocking=yes"));
+  }
+}
+
+TEST_CASE("top's history chart at 80x24: two rows a GPU, its scale the span its columns hold") {
+  if (!have_tmux())
+    return;
+  {
+    // Two GPUs: two rows each, the busy GPU's bars as many as its samples.
+    test::Tmux tmux(80, 24);
+    tmux.run(top_command("--interval 1 --fixture " +
+                         quote(test::fixture_path("xml/gtx1080ti-2gpu-v10-nodoctype.xml"))));
+    std::string why;
+    bool told = tmux.wait_for([&](const std::string &s) {
+      std::optional<ChartOnScreen> chart = chart_on(s);
+      return chart && scale_tells_time(*chart, 0, 12, 1.0, why);
+    });
+    std::string screen = tmux.screen();
+    save_artifact("top-chart-80x24.txt", screen);
+    INFO(screen << why);
+    CHECK(told);
+    std::optional<ChartOnScreen> chart = chart_on(screen);
+    REQUIRE(chart);
+    CHECK(chart->gpus == std::vector<int>{0, 1});
+    for (const auto &rows : chart->rows)
+      CHECK(rows.size() == 2);
+    CHECK(process_rows(screen).size() == 2);
+    tmux.keys("q");
+    CHECK(tmux.wait_for("top-exit=0 stdin-blocking=yes"));
+  }
+}
 
 TEST_CASE("top on a fixture: every GPU with its state, the processes, keys, resize and q") {
   if (!have_tmux())
@@ -117,11 +327,11 @@ TEST_CASE("top on a fixture: every GPU with its state, the processes, keys, resi
   tmux.resize(160, 45);
   CHECK(tmux.wait_for("CONTAINER"));
   CHECK(tmux.wait_for("NVIDIA H100 80GB HBM3"));
-  // The free lines hold the history, with its time scale ending now.
+  // The history under the GPUs, with its time scale ending now.
   CHECK(tmux.wait_for([](const std::string &s) {
     std::vector<std::string> rows = lines_of(s);
     bool scale = std::any_of(rows.begin(), rows.end(), [](const std::string &row) {
-      return row.size() > 3 && row.substr(row.size() - 3) == "now";
+      return row.size() > 6 && row.substr(row.size() - 6) == "now\u2518";
     });
     return rows.size() >= 45 && scale && s.find("GPU 7 ") != std::string::npos;
   }));

@@ -15,6 +15,7 @@
 #include "host/process_tree.hpp"
 #include "process_support.hpp"
 
+#include <cctype>
 #include <clocale>
 #include <csignal>
 #include <grp.h>
@@ -359,38 +360,166 @@ TEST_CASE("top's help screen names every key and the colours' thresholds") {
   CHECK(screen_has(screen_text(model, now, 80, 24), "COMMAND"));
 }
 
-TEST_CASE("top draws the history in the free lines, as wide as the screen, with a time scale") {
+// The display column at which `text` starts in `line` (each character one column here).
+std::size_t column_of(const std::string &line, const std::string &text) {
+  std::size_t at = line.find(text);
+  return at == std::string::npos ? std::string::npos : text_columns(line.substr(0, at));
+}
+
+TEST_CASE("top draws the history a column a sample, its scale the span the columns hold") {
   Utf8Locale utf8;
   TopModel model(milliseconds(1000));
   TopClock::time_point start = TopClock::now();
   Snapshot s = with_users();
   for (int second = 0; second <= 600; ++second) {
     s.gpus[2].utilization_gpu_percent = second % 2 ? 100 : 0;
-    s.gpus[3].utilization_gpu_percent.reset(); // unknown: drawn as nothing
+    s.gpus[3].utilization_gpu_percent.reset(); // unknown all along: no chart of its own
     model.add_sample(s, start + seconds(second));
   }
   TopClock::time_point now = start + seconds(600);
   std::vector<std::string> screen = screen_text(model, now, 160, 45);
   INFO(Catch::Detail::stringify(screen));
-  // 8 GPUs in the 27 free lines: three rows each, 152 columns = 152 samples.
-  std::size_t chart = 0;
-  while (chart < screen.size() && screen[chart].find("GPU 0 ") != 0)
-    ++chart;
-  REQUIRE(chart + 3 * 8 < screen.size());
-  CHECK(screen[chart + 6].find("GPU 2 ") == 0);
-  CHECK(screen[chart + 8].find("█ █ █") != std::string::npos); // GPU 2's bottom row: 100, 0, ..
-  CHECK(screen[chart + 11].find("█") == std::string::npos);    // GPU 3: unknown, never 0
-  const std::string &scale = screen[chart + 24];
-  CHECK(scale.find("-151 s") != std::string::npos); // the left edge: 151 samples before now
-  CHECK(scale.find("-75 s") != std::string::npos);
-  CHECK(scale.size() >= 3);
-  CHECK(scale.substr(scale.size() - 3) == "now");
-  CHECK(text_columns(scale) <= 160);
+  std::size_t title = 0;
+  while (title < screen.size() && screen[title].find("UTILIZATION  one column per sample") != 0)
+    ++title;
+  REQUIRE(title + 16 < screen.size());
+  CHECK(screen[title] == "UTILIZATION  one column per sample, every 1 s");
+  // Two rows for each GPU with history: 0, 1, 2, 4, 5, 6, 7 (GPU 3 never gave a reading).
+  std::vector<std::string> labels;
+  for (std::size_t at = title + 1; at < title + 15; at += 2)
+    labels.push_back(screen[at].substr(0, 6));
+  CHECK(labels == std::vector<std::string>{"GPU 0 ", "GPU 1 ", "GPU 2 ", "GPU 4 ", "GPU 5 ",
+                                           "GPU 6 ", "GPU 7 "});
+  CHECK(screen[title + 6].find("█ █ █") != std::string::npos); // GPU 2's bottom row: 100, 0, ..
+  // 152 columns = the last 152 samples: the oldest drawn 151 s before the newest, a corner at
+  // its column (the first after the axis), one in the middle, `now` at the newest.
+  const std::string &scale = screen[title + 15];
+  CHECK(scale.find("        └-151 s ") == 0);
+  CHECK(column_of(scale, "└-75 s") == 84);
+  CHECK(scale.size() >= 6);
+  CHECK(scale.substr(scale.size() - 6) == "now┘");
+  CHECK(text_columns(scale) == 160);
+  // The process table is under the chart, whole.
+  CHECK(screen[title + 16].empty());
+  CHECK(screen[title + 17].find("COMMAND") != std::string::npos);
   // Wider: more history, as far as it goes back.
   std::vector<std::string> wider = screen_text(model, now, 400, 45);
-  CHECK(screen_has(wider, "-391 s"));
+  CHECK(screen_has(wider, "└-391 s"));
   // At 80x24 there is no room: no chart, and the table is whole.
-  CHECK_FALSE(screen_has(screen_text(model, now, 80, 24), "now"));
+  CHECK_FALSE(screen_has(screen_text(model, now, 80, 24), "UTILIZATION  one column"));
+}
+
+TEST_CASE("top's chart of a short history labels only the columns it holds") {
+  Utf8Locale utf8;
+  TopModel model(milliseconds(1000));
+  TopClock::time_point start = TopClock::now();
+  Snapshot s = with_users();
+  s.gpus[6].utilization_gpu_percent = 99;
+  auto chart_of = [&](int columns) {
+    TopClock::time_point newest = model.sample_times().back();
+    std::vector<std::string> screen = screen_text(model, newest, columns, 50);
+    std::size_t title = 0;
+    while (title < screen.size() && screen[title].find("UTILIZATION  one column") != 0)
+      ++title;
+    REQUIRE(title + 17 < screen.size());
+    // GPU 6's bottom row, the scale.
+    return std::pair<std::string, std::string>{screen[title + 14], screen[title + 17]};
+  };
+  // One sample: it is now.
+  model.add_sample(s, start);
+  auto [row, scale] = chart_of(200);
+  CHECK(column_of(row, "█") == 199);
+  CHECK(scale.find("now") == 197);
+  CHECK(scale.find("-") == std::string::npos);
+  // Four more, a second apart: five columns at the right edge, the oldest 4 s before the newest
+  // (read where it ends, at its column), never the screen's width.
+  for (int second = 1; second <= 4; ++second)
+    model.add_sample(s, start + seconds(second));
+  std::tie(row, scale) = chart_of(200);
+  INFO(row << "\n" << scale);
+  CHECK(column_of(row, "█████") == 195);
+  CHECK(column_of(scale, "-4 s┘") == 191);
+  CHECK(scale.find("now") == std::string::npos); // no room beside the corner
+  CHECK(text_columns(scale) == 200);
+  // Twenty: the oldest's age after its column, `now` under the newest.
+  for (int second = 5; second < 20; ++second)
+    model.add_sample(s, start + seconds(second));
+  std::tie(row, scale) = chart_of(200);
+  CHECK(column_of(row, "█") == 180);
+  CHECK(column_of(scale, "└-19 s") == 180);
+  CHECK(column_of(scale, "now┘") == 196);
+  CHECK(text_columns(scale) == 200);
+  // Samples that came late are as far apart as their time: the label is their true age.
+  model.add_sample(s, start + seconds(40));
+  std::tie(row, scale) = chart_of(200);
+  CHECK(column_of(scale, "└-40 s") == 179);
+}
+
+TEST_CASE("top's chart leaves a GPU blank where it was missing from a sample, in step") {
+  Utf8Locale utf8;
+  TopModel model(milliseconds(1000));
+  TopClock::time_point start = TopClock::now();
+  Snapshot s = with_users();
+  for (Gpu &gpu : s.gpus)
+    gpu.utilization_gpu_percent = 100;
+  for (int second = 0; second < 20; ++second) {
+    Snapshot sample = s;
+    if (second == 10) // GPU 5 fell off the bus for one sample
+      sample.gpus.erase(sample.gpus.begin() + 5);
+    model.add_sample(sample, start + seconds(second));
+  }
+  std::vector<std::string> screen = screen_text(model, start + seconds(20), 100, 50);
+  INFO(Catch::Detail::stringify(screen));
+  std::size_t title = 0;
+  while (title < screen.size() && screen[title].find("UTILIZATION  one column") != 0)
+    ++title;
+  REQUIRE(title + 16 < screen.size());
+  const std::string &gpu4 = screen[title + 9], &gpu5 = screen[title + 11];
+  CHECK(gpu4.find("GPU 4 ") == 0);
+  CHECK(gpu5.find("GPU 5 ") == 0);
+  CHECK(column_of(gpu4, "████████████████████") == 80);
+  CHECK(column_of(gpu5, "██████████ █████████") == 80); // the missing sample's column blank
+}
+
+TEST_CASE("top's chart takes two rows per GPU with history, one where the table needs them") {
+  Utf8Locale utf8;
+  TopModel model(milliseconds(1000));
+  TopClock::time_point now = TopClock::now();
+  Snapshot s = with_users();
+  model.add_sample(s, now - seconds(1));
+  model.add_sample(s, now);
+  auto rows_of = [&](const std::vector<std::string> &screen) {
+    std::size_t chart = 0;
+    for (const std::string &line : screen)
+      chart += (line.find("GPU ") == 0 && std::isdigit(static_cast<unsigned char>(line[4]))) ||
+               line.find("       │") == 0;
+    return chart;
+  };
+  // 200x50, four processes: 8 GPUs x 2 rows, and the whole table.
+  std::vector<std::string> roomy = screen_text(model, now, 200, 50);
+  CHECK(rows_of(roomy) == 16);
+  CHECK_FALSE(screen_has(roomy, "more"));
+
+  // Forty processes: a row per GPU, and every other line to the table, down to the keys.
+  for (int pid = 1000; pid < 1036; ++pid)
+    s.gpus[5].processes->push_back(test::observed_process(pid, "carol", pid));
+  model.add_sample(s, now);
+  std::vector<std::string> busy = screen_text(model, now, 200, 50);
+  INFO(Catch::Detail::stringify(busy));
+  CHECK(rows_of(busy) == 8);
+  std::size_t heading = 0;
+  while (heading < busy.size() && busy[heading].find("COMMAND") == std::string::npos)
+    ++heading;
+  CHECK(heading ==
+        11 + 1 + 1 + 8 + 1 + 1); // the GPUs, the chart (blank, title, rows, scale), a blank
+  CHECK(busy[48].find(" more, 0 above") != std::string::npos);
+  for (std::size_t at = heading + 1; at < 48; ++at)
+    CHECK_FALSE(busy[at].empty());
+
+  // Fewer lines: the table keeps at least five rows, the chart goes.
+  std::vector<std::string> short_screen = screen_text(model, now, 200, 30);
+  CHECK(rows_of(short_screen) == 0);
+  CHECK(screen_has(short_screen, "more"));
 }
 
 TEST_CASE("top selects a GPU process by GPU and pid, and asks before a signal") {
@@ -679,4 +808,88 @@ TEST_CASE("top gives the longest state, allocated but idle, whole at every width
   CHECK(screen_has(compact, " 7  allocated but idle "));
   for (const std::string &line : compact)
     CHECK(text_columns(line) <= 60);
+}
+
+TEST_CASE("top's emphasis: the summary is the bold line, each state's count in the state's tone") {
+  Utf8Locale utf8;
+  TopModel model(milliseconds(1000));
+  TopClock::time_point now = TopClock::now();
+  model.add_sample(states_fixture(), now);
+  std::vector<ScreenLine> lines = layout_screen(model, now, {200, 50}, true);
+  // "8 GPUs: 3 free · 2 in use · 1 idle but held · 1 at power limit · 1 hot"
+  const ScreenLine &summary = lines[1];
+  for (const Span &span : summary)
+    CHECK(span.strong);
+  CHECK(tone_of(summary, "3 free") == Tone::good);
+  CHECK(tone_of(summary, "2 in use") == Tone::busy);
+  CHECK(tone_of(summary, "1 idle but held") == Tone::warning);
+  CHECK(tone_of(summary, "1 at power limit") == Tone::alarm);
+  CHECK(tone_of(summary, "1 hot") == Tone::alarm);
+  CHECK(tone_of(summary, "8 GPUs") == Tone::normal);
+  // The same tone for the state on its GPU's row; nothing else on the screen is bold, the GPU's
+  // name least of all.
+  CHECK(tone_of(lines[3], "free") == Tone::good);
+  CHECK(tone_of(lines[4], "in use") == Tone::busy);
+  CHECK(tone_of(lines[6], "idle but held") == Tone::warning);
+  CHECK(tone_of(lines[5], "hot") == Tone::alarm);
+  CHECK(tone_of(lines[3], "NVIDIA H100 80GB HBM3") == Tone::normal);
+  for (std::size_t at = 0; at < lines.size(); ++at)
+    if (at != 1)
+      for (const Span &span : lines[at])
+        CHECK_FALSE(span.strong);
+  // A part that counts no state (hosts without a sample, a user named like a state) is plain.
+  ScreenLine fleet = summary_line(
+      "9 GPUs on 2 hosts: 8 free \u00b7 1 idle but held (1 hot) \u00b7 1 host without a fresh "
+      "sample",
+      200);
+  CHECK(tone_of(fleet, "8 free") == Tone::good);
+  CHECK(tone_of(fleet, "1 idle but held (1 hot)") == Tone::warning);
+  CHECK(tone_of(fleet, "1 host without") == Tone::normal);
+  CHECK(line_text(summary_line("8 GPUs: 3 free", 9)) == "8 GPUs: 3");
+}
+
+TEST_CASE("top's process table keeps 8 columns of the command before it drops the user") {
+  Utf8Locale utf8;
+  TopModel model(milliseconds(1000));
+  TopClock::time_point now = TopClock::now();
+  Snapshot s = with_users();
+  (*s.gpus[0].processes)[1].command = "/usr/bin/python3 -u /home/bob/train.py --lr 1";
+  model.add_sample(s, now);
+  auto row_of = [&](int columns) {
+    for (const std::string &line : screen_text(model, now, columns, 24))
+      if (line.find(" 300 ") != std::string::npos && line.find("GPU") == std::string::npos)
+        return line;
+    return std::string();
+  };
+  // The one naming of a command (core/command_text): the script, not the interpreter.
+  CHECK(row_of(80).find("bob") != std::string::npos);
+  CHECK(row_of(80).find("train.py --lr 1") != std::string::npos);
+  CHECK(row_of(80).find("python3") == std::string::npos);
+  CHECK(row_of(53).find("bob") != std::string::npos); // 8 columns of the command left
+  CHECK(row_of(53).find("train.py") != std::string::npos);
+  CHECK(row_of(52).find("bob") == std::string::npos); // the user goes, the command keeps room
+  CHECK(row_of(52).find("train.py --lr") != std::string::npos);
+}
+
+TEST_CASE("top lays out a tiny or a huge terminal without a line past its edge") {
+  Utf8Locale utf8;
+  TopModel model(milliseconds(1000));
+  TopClock::time_point start = TopClock::now();
+  Snapshot s = with_users();
+  (*s.gpus[0].processes)[0].command = "\xe6\x97\xa5\xe6\x9c\xac\xcc\x81\xff\x1b[2J train.py";
+  s.gpus[1].name = "\xe6\x97\xa5\xe6\x9c\xac H100\x1b]0;x\x07\xc3";
+  for (int second = 0; second < 50; ++second)
+    model.add_sample(s, start + seconds(second));
+  TopClock::time_point now = start + seconds(49);
+  for (ScreenSize size : {ScreenSize{0, 0}, ScreenSize{1, 1}, ScreenSize{3, 2}, ScreenSize{20, 5},
+                          ScreenSize{79, 19}, ScreenSize{2000, 400}, ScreenSize{-5, -5}}) {
+    INFO(size.columns << "x" << size.lines);
+    std::vector<ScreenLine> lines = layout_screen(model, now, size, true);
+    CHECK(lines.size() == static_cast<std::size_t>(std::max(size.lines, 1)));
+    for (const ScreenLine &line : lines) {
+      std::string text = line_text(line);
+      CHECK(text_columns(text) <= static_cast<std::size_t>(std::max(size.columns, 0)));
+      CHECK(printable_text(text) == text);
+    }
+  }
 }

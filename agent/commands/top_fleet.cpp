@@ -38,12 +38,42 @@ Tone status_tone(HostStatus status) {
   return Tone::dim;
 }
 
-// Each line of `text` (newline-separated, as the table and dotted_lines give it) as one span.
-void add_lines(std::vector<ScreenLine> &out, const std::string &text, Tone tone,
-               std::size_t columns) {
+// Each line of `text` (newline-separated, as dotted_lines gives it), printable; without UTF-8 the
+// separator '·' would turn to '?', so '|' stands in.
+std::vector<std::string> text_lines(const std::string &text, bool unicode) {
+  std::vector<std::string> out;
   std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);)
-    out.push_back({Span{cut_to_columns(printable_text(line), columns), tone, false}});
+  for (std::string line; std::getline(lines, line);) {
+    if (!unicode)
+      for (std::size_t at; (at = line.find("\u00b7")) != std::string::npos;)
+        line.replace(at, std::string("\u00b7").size(), "|");
+    out.push_back(printable_text(line, unicode));
+  }
+  return out;
+}
+
+// `line` (printable) cut to `columns`, ending in `…` where it was cut; without UTF-8 just cut.
+std::string cut(const std::string &line, int columns, bool unicode) {
+  if (unicode)
+    return cut_to_columns(line, static_cast<std::size_t>(columns));
+  return fit_text(line, std::min(columns, static_cast<int>(text_columns(line))));
+}
+
+void add_lines(std::vector<ScreenLine> &out, const std::string &text, Tone tone, int columns,
+               bool unicode) {
+  for (const std::string &line : text_lines(text, unicode))
+    out.push_back({Span{cut(line, columns, unicode), tone}});
+}
+
+// A summary's lines, each state's count in its tone; `strong` for the fleet's own.
+void add_summary(std::vector<ScreenLine> &out, const std::string &text, int columns, bool unicode,
+                 bool strong) {
+  for (const std::string &line : text_lines(text, unicode)) {
+    ScreenLine spans = summary_line(line, columns, unicode ? " \u00b7 " : " | ");
+    for (Span &span : spans)
+      span.strong = strong;
+    out.push_back(std::move(spans));
+  }
 }
 
 } // namespace
@@ -51,26 +81,39 @@ void add_lines(std::vector<ScreenLine> &out, const std::string &text, Tone tone,
 std::vector<ScreenLine> layout_fleet_screen(const std::vector<HostReading> &hosts,
                                             std::chrono::system_clock::time_point now,
                                             ScreenSize size, std::size_t &scroll,
-                                            milliseconds interval) {
-  std::size_t columns = static_cast<std::size_t>(std::max(size.columns, 1));
-  TableStyle style{false, std::max<std::size_t>(columns, 40)};
+                                            milliseconds interval, bool unicode) {
+  int columns = std::max(size.columns, 1);
+  TableStyle style{false, static_cast<std::size_t>(std::max(columns, 40))};
   std::vector<ScreenLine> head;
   add_lines(head,
             "nvsmi-agent top \u00b7 " + std::to_string(hosts.size()) + " hosts \u00b7 every " +
                 seconds_text(interval) + " s",
-            Tone::heading, columns);
-  add_lines(head, dotted_lines(fleet_summary_text(fleet_summary_of(hosts)), style), Tone::normal,
-            columns);
+            Tone::heading, columns, unicode);
+  add_summary(head, dotted_lines(fleet_summary_text(fleet_summary_of(hosts)), style), columns,
+              unicode, true);
+  // One heading for every host's rows: their columns are the same, whatever each host holds.
+  if (ScreenLine heading = fleet_gpu_heading(columns); !heading.empty())
+    head.push_back(std::move(heading));
 
   std::vector<ScreenLine> body;
   for (const HostReading &reading : hosts) {
     body.push_back({});
     add_lines(body, dotted_lines(fleet_host_line(reading, now), style), status_tone(reading.status),
-              columns);
+              columns, unicode);
+    if (!reading.last_good)
+      continue;
+    std::vector<ScreenLine> sample;
+    add_summary(sample, dotted_lines(fleet_summary_text(fleet_summary(*reading.last_good)), style),
+                columns, unicode, false);
+    for (ScreenLine &line : fleet_gpu_rows(*reading.last_good, columns, unicode))
+      sample.push_back(std::move(line));
     // A host that is not ok shows what it last said, dimmed: a reading of the past, not now.
-    if (reading.last_good)
-      add_lines(body, format_table(*reading.last_good, style),
-                reading.status == HostStatus::ok ? Tone::normal : Tone::dim, columns);
+    if (reading.status != HostStatus::ok)
+      for (ScreenLine &line : sample)
+        for (Span &span : line)
+          span.style = Tone::dim;
+    for (ScreenLine &line : sample)
+      body.push_back(std::move(line));
   }
 
   std::size_t lines = static_cast<std::size_t>(std::max(size.lines, 1));
@@ -80,12 +123,13 @@ std::vector<ScreenLine> layout_fleet_screen(const std::vector<HostReading> &host
   for (std::size_t at = scroll; at < body.size() && at - scroll < room; ++at)
     screen.push_back(body[at]);
   screen.resize(lines - 1);
-  std::string keys = "q quit  \u2191\u2193 PgUp PgDn scroll";
+  std::string keys =
+      unicode ? "q quit  \u2191\u2193 PgUp PgDn scroll" : "q quit  up/down PgUp PgDn scroll";
   if (body.size() > room)
     keys += "  lines " + std::to_string(scroll + 1) + "-" +
             std::to_string(std::min(body.size(), scroll + room)) + " of " +
             std::to_string(body.size());
-  screen.push_back({Span{cut_to_columns(keys, columns), Tone::heading, false}});
+  screen.push_back({Span{cut(keys, columns, unicode), Tone::heading}});
   return screen;
 }
 
@@ -179,7 +223,7 @@ private:
   void draw() {
     if (view_ && !stopping_)
       view_->draw(layout_fleet_screen(poller_.hosts(), std::chrono::system_clock::now(),
-                                      view_->size(), scroll_, interval_));
+                                      view_->size(), scroll_, interval_, view_->unicode()));
   }
 
   void stop(int code) {

@@ -12,14 +12,16 @@
 namespace nvsmi {
 
 // Exactly `size.lines` lines, none wider than `size.columns`: a heading, the fleet's one summary
-// line (fleet_view's, as `fleet` prints it), then from line `scroll` of the hosts' part each
-// host's line (its status, why, the age of its last good sample) and that sample as the table
-// draws it, dimmed where the host is not ok, and the keys last. `scroll` is clamped to what
-// there is to show.
+// line (fleet_view's, as `fleet` prints it; bold, each state's count in its colour), the GPU rows'
+// column heading, then from line `scroll` of the hosts' part each host's line (its status, why,
+// the age of its last good sample), that sample's summary and its GPUs as top draws them, in the
+// same columns for every host, dimmed where the host is not ok; the keys last. `scroll` is
+// clamped to what there is to show. `unicode`: the terminal's locale is UTF-8.
 std::vector<ScreenLine> layout_fleet_screen(const std::vector<HostReading> &hosts,
                                             std::chrono::system_clock::time_point now,
                                             ScreenSize size, std::size_t &scroll,
-                                            std::chrono::milliseconds interval);
+                                            std::chrono::milliseconds interval,
+                                            bool unicode = true);
 
 // Shows the hosts full-screen, asking them every `interval` (a poll still out is not doubled),
 // until `q`, SIGINT or SIGTERM; returns the exit code. Throws AgentError(exit_usage) when stdin

@@ -22,22 +22,60 @@ std::string or_dash(const std::optional<double> &value, int decimals, const char
   return value ? fixed_text(*value, decimals) + unit : std::string("-");
 }
 
-std::string prometheus_gpu_line(const PrometheusGpu &gpu) {
-  std::string line = "[" + gpu.gpu + "] " + (gpu.name.empty() ? std::string("-") : gpu.name);
-  line += "  " + or_dash(gpu.temperature_c, 0, "\u00b0C");
-  line += "  " + or_dash(gpu.utilization_percent, 0, "%");
+// A GPU's line as Prometheus holds it, in cells: "[0]", its name, temperature, utilization,
+// memory, power, and its state with the users of its compute processes.
+std::vector<std::string> prometheus_gpu_cells(const PrometheusGpu &gpu) {
   std::string used = or_dash(gpu.memory_used_mib, 0, ""),
               total = or_dash(gpu.memory_total_mib, 0, "");
-  line += "  " + (used == "-" && total == "-" ? std::string("-") : used + "/" + total + "MiB");
-  line += "  " + or_dash(gpu.power_draw_w, 0, "W");
-  line += "  " + std::string(gpu.state ? gpu_state_name(*gpu.state) : "unknown");
+  std::string state(gpu.state ? gpu_state_name(*gpu.state) : "unknown");
   if (!gpu.users.empty()) {
     std::string users;
     for (const std::string &user : gpu.users)
       users += (users.empty() ? "" : ", ") + user;
-    line += " (" + users + ")";
+    state += " (" + users + ")";
   }
-  return line;
+  return {"[" + gpu.gpu + "]",
+          gpu.name.empty() ? std::string("-") : gpu.name,
+          or_dash(gpu.temperature_c, 0, "\u00b0C"),
+          or_dash(gpu.utilization_percent, 0, "%"),
+          used == "-" && total == "-" ? std::string("-") : used + "/" + total + "MiB",
+          or_dash(gpu.power_draw_w, 0, "W"),
+          state};
+}
+
+// Every instance's GPU lines in the same columns, measured in terminal columns: each cell as wide
+// as the widest of its column on any host, the name cut to leave the rest its room.
+std::vector<std::vector<std::string>>
+prometheus_gpu_lines(const std::vector<PrometheusInstance> &instances, std::size_t width) {
+  constexpr std::size_t cells = 7, name_cell = 1, least_name = 12;
+  std::vector<std::vector<std::string>> all;
+  std::size_t widths[cells] = {};
+  for (const PrometheusInstance &instance : instances)
+    for (const PrometheusGpu &gpu : instance.gpus) {
+      all.push_back(prometheus_gpu_cells(gpu));
+      for (std::size_t i = 0; i < cells; ++i)
+        widths[i] = std::max(widths[i], text_columns(all.back()[i]));
+    }
+  std::size_t others = 1 + 2 * (cells - 2);   // the gaps: one after the index, two after the rest
+  for (std::size_t i = 0; i + 1 < cells; ++i) // the state ends the line and is not padded
+    others += i == name_cell ? 0 : widths[i];
+  // The state's word keeps its room ("at power limit"); the users after it may be cut.
+  others += std::min<std::size_t>(widths[cells - 1], 14);
+  widths[name_cell] =
+      std::min(widths[name_cell], std::max(least_name, width > others ? width - others : 0));
+  std::vector<std::vector<std::string>> lines;
+  for (std::vector<std::string> &line : all) {
+    std::vector<std::string> padded;
+    for (std::size_t i = 0; i < cells; ++i) {
+      bool right = i >= 2 && i + 1 < cells; // the readings
+      std::string cell = i == name_cell ? cut_to_columns(line[i], widths[i]) : line[i];
+      padded.push_back(i + 1 < cells ? fit_text(cell, static_cast<int>(widths[i]),
+                                                right ? Align::right : Align::left)
+                                     : cell);
+    }
+    lines.push_back(std::move(padded));
+  }
+  return lines;
 }
 
 } // namespace
@@ -60,10 +98,20 @@ std::string fleet_host_line(const HostReading &reading, std::chrono::system_cloc
 std::string format_fleet_text(const std::vector<HostReading> &hosts,
                               std::chrono::system_clock::time_point now, const TableStyle &style) {
   std::string out = dotted_lines(fleet_summary_text(fleet_summary_of(hosts)), style);
+  // Every host's rows in the same columns: each as wide as the widest host needs.
+  TableColumns widest;
+  for (const HostReading &reading : hosts)
+    if (reading.last_good) {
+      TableColumns own = table_columns(*reading.last_good, style);
+      for (auto field : {&TableColumns::index, &TableColumns::name, &TableColumns::temperature,
+                         &TableColumns::utilization, &TableColumns::memory, &TableColumns::power,
+                         &TableColumns::state})
+        widest.*field = std::max(widest.*field, own.*field);
+    }
   for (const HostReading &reading : hosts) {
     out += "\n" + dotted_lines(fleet_host_line(reading, now), style);
     if (reading.last_good)
-      out += format_table(*reading.last_good, style);
+      out += format_table(*reading.last_good, style, widest);
   }
   return out;
 }
@@ -115,6 +163,8 @@ std::string format_fleet_json(const std::vector<HostReading> &hosts,
 std::string format_prometheus_fleet_text(const std::vector<PrometheusInstance> &instances,
                                          const TableStyle &style) {
   std::string out = dotted_lines(fleet_summary_text(prometheus_fleet_summary(instances)), style);
+  std::vector<std::vector<std::string>> gpu_lines = prometheus_gpu_lines(instances, style.width);
+  std::size_t next = 0; // the first of the next instance's lines
   for (const PrometheusInstance &instance : instances) {
     std::string line =
         instance.instance + " \u00b7 " + std::string(host_status_key(instance.status));
@@ -126,8 +176,12 @@ std::string format_prometheus_fleet_text(const std::vector<PrometheusInstance> &
     if (instance.gpus.empty())
       continue;
     out += dotted_lines(fleet_summary_text(prometheus_instance_summary(instance)), style);
-    for (const PrometheusGpu &gpu : instance.gpus)
-      out += cut_to_columns(prometheus_gpu_line(gpu), style.width) + "\n";
+    for (std::size_t i = 0; i < instance.gpus.size(); ++i, ++next) {
+      std::string text = gpu_lines[next][0]; // "[0] name", as the table writes it
+      for (std::size_t cell = 1; cell < gpu_lines[next].size(); ++cell)
+        text += (cell == 1 ? " " : "  ") + gpu_lines[next][cell];
+      out += cut_to_columns(text, style.width) + "\n";
+    }
   }
   return out;
 }

@@ -521,21 +521,24 @@ std::string summary_lines(const Snapshot &snapshot, const TableStyle &style) {
 
 } // namespace
 
-std::string format_table(const Snapshot &snapshot, const TableStyle &style) {
-  std::string out = summary_lines(snapshot, style) + header(snapshot, style);
-  std::vector<GpuRow> rows;
+namespace {
+
+// `snapshot`'s rows (into `rows`), their names cut to make room, and its columns' widths: what
+// its rows need, or `at_least`'s where that is wider.
+TableColumns measure(const Snapshot &snapshot, const TableStyle &style,
+                     const TableColumns &at_least, std::vector<GpuRow> &rows) {
   for (const Gpu &gpu : snapshot.gpus)
     rows.push_back(gpu_row(gpu));
 
-  std::size_t index_w = 0, temperature_w = 0, utilization_w = 0, memory_w = 0, power_w = 0,
-              state_w = 0, after_state_w = 0;
+  TableColumns w = at_least;
+  std::size_t after_state_w = 0;
   for (const GpuRow &row : rows) {
-    index_w = std::max(index_w, text_columns(row.index));
-    temperature_w = std::max(temperature_w, text_columns(row.temperature));
-    utilization_w = std::max(utilization_w, text_columns(row.utilization));
-    memory_w = std::max(memory_w, text_columns(row.memory));
-    power_w = std::max(power_w, text_columns(row.power));
-    state_w = std::max(state_w, gpu_state_name(row.state).size());
+    w.index = std::max(w.index, text_columns(row.index));
+    w.temperature = std::max(w.temperature, text_columns(row.temperature));
+    w.utilization = std::max(w.utilization, text_columns(row.utilization));
+    w.memory = std::max(w.memory, text_columns(row.memory));
+    w.power = std::max(w.power, text_columns(row.power));
+    w.state = std::max(w.state, gpu_state_name(row.state).size());
     std::size_t after_state =
         row.note.empty() ? 0 : 2 + std::min(text_columns(row.note), note_columns);
     if (!row.holders.empty())
@@ -546,15 +549,36 @@ std::string format_table(const Snapshot &snapshot, const TableStyle &style) {
   // give way to them (shown_name), down to least_name_columns; the holders then drop their
   // details in what is left (holders_text), never their users.
   std::size_t readings_w =
-      index_w + 1 + 2 + temperature_w + 1 + utilization_w + 2 + memory_w + 2 + power_w;
-  std::size_t taken = readings_w + 2 + state_w + after_state_w;
+      w.index + 1 + 2 + w.temperature + 1 + w.utilization + 2 + w.memory + 2 + w.power;
+  std::size_t taken = readings_w + 2 + w.state + after_state_w;
   std::size_t name_room =
       std::max(style.width > taken ? style.width - taken : 0, least_name_columns);
-  std::size_t name_w = 0;
   for (GpuRow &row : rows) {
     row.name = shown_name(row.name, name_room);
-    name_w = std::max(name_w, text_columns(row.name));
+    w.name = std::max(w.name, text_columns(row.name));
   }
+  return w;
+}
+
+} // namespace
+
+std::string format_table(const Snapshot &snapshot, const TableStyle &style) {
+  return format_table(snapshot, style, TableColumns{});
+}
+
+TableColumns table_columns(const Snapshot &snapshot, const TableStyle &style) {
+  std::vector<GpuRow> rows;
+  return measure(snapshot, style, {}, rows);
+}
+
+std::string format_table(const Snapshot &snapshot, const TableStyle &style,
+                         const TableColumns &at_least) {
+  std::string out = summary_lines(snapshot, style) + header(snapshot, style);
+  std::vector<GpuRow> rows;
+  TableColumns columns = measure(snapshot, style, at_least, rows);
+  std::size_t index_w = columns.index, name_w = columns.name, temperature_w = columns.temperature,
+              utilization_w = columns.utilization, memory_w = columns.memory,
+              power_w = columns.power;
 
   for (const GpuRow &row : rows) {
     const Gpu &gpu = *row.gpu;

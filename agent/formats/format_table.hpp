@@ -32,4 +32,17 @@ struct TableStyle {
 // power limit, yellow when idle but held, green when free, dim when idle or unknown.
 std::string format_table(const Snapshot &snapshot, const TableStyle &style = {});
 
+// The widths of the GPU rows' columns up to the state, in terminal columns.
+struct TableColumns {
+  std::size_t index = 0, name = 0, temperature = 0, utilization = 0, memory = 0, power = 0,
+              state = 0;
+};
+// What `snapshot`'s rows take at style.width (its names cut as format_table cuts them).
+TableColumns table_columns(const Snapshot &snapshot, const TableStyle &style = {});
+// format_table with each column at least as wide as in `at_least`: several machines' tables one
+// under another (fleet), given the widest of their table_columns, have every column at the same
+// place on every row.
+std::string format_table(const Snapshot &snapshot, const TableStyle &style,
+                         const TableColumns &at_least);
+
 } // namespace nvsmi

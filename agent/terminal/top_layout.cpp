@@ -149,7 +149,8 @@ constexpr int nvlink_width = 10;
 // tensor activity (dmon's GPM) under 110, NVLink's traffic under 170 (the sparkline keeps its room
 // at 160).
 struct GpuColumns {
-  bool name = false, fan_and_pstate = false, activity = false, nvlink = false;
+  int name = 0; // the GPU's name, where shown
+  bool fan_and_pstate = false, activity = false, nvlink = false;
   bool power = true; // the compact view leaves it to the state ("at power limit")
   int bar = 0;
   int users = 10;
@@ -172,21 +173,39 @@ GpuColumns gpu_columns(int columns, bool compact) {
     c.users = std::max(10, columns - 29 - state_width);
     return c;
   }
-  c.name = columns >= 140;
+  c.name = columns >= 140 ? 23 : 0;
   c.fan_and_pstate = columns >= 100;
   c.activity = columns >= 110;
   c.nvlink = columns >= 170;
   c.bar = columns >= 160 ? 12 : columns >= 120 ? 8 : 4;
   c.users = columns >= 160 ? 18 : columns >= 120 ? 14 : 10;
-  c.history = std::max(0, columns - (4 + (c.name ? 23 : 0) + state_width + c.readings_width()));
+  c.history = std::max(0, columns - (4 + c.name + state_width + c.readings_width()));
+  return c;
+}
+
+// top --hosts' rows: no history; its room goes to the GPU's name (fleets mix models), for which the
+// SM and tensor activity make way, then to the users.
+GpuColumns fleet_columns(int columns) {
+  bool compact = columns < compact_below.columns;
+  GpuColumns c = gpu_columns(columns, compact);
+  if (compact)
+    return c;
+  constexpr int least_name = 12, activity_width = 10;
+  int left = c.history + c.name;
+  c.history = 0;
+  if (left < least_name && c.activity) {
+    c.activity = false;
+    left += activity_width;
+  }
+  c.name = left >= least_name ? std::min(23, left) : 0;
+  c.users += left - c.name;
   return c;
 }
 
 ScreenLine gpu_heading(const GpuColumns &c, int columns) {
   LineBuilder line(columns);
   line.add("GPU", 4, Tone::heading);
-  if (c.name)
-    line.add("NAME", 23, Tone::heading);
+  line.add("NAME", c.name, Tone::heading);
   line.add("STATE", state_width, Tone::heading);
   line.add("UTIL", c.bar + 6, Tone::heading);
   if (c.activity) {
@@ -206,7 +225,8 @@ ScreenLine gpu_heading(const GpuColumns &c, int columns) {
   line.add(" ", 1);
   line.add("USERS", c.users, Tone::heading);
   line.add(" ", 1);
-  line.add(c.history >= 19 ? "UTILIZATION HISTORY" : "HIST", c.history, Tone::heading);
+  if (c.history > 0)
+    line.add(c.history >= 19 ? "UTILIZATION HISTORY" : "HIST", c.history, Tone::heading);
   return line.take();
 }
 
@@ -236,13 +256,13 @@ std::optional<double> real(const Reading &value) {
   return value ? std::optional<double>(static_cast<double>(*value)) : std::nullopt;
 }
 
-ScreenLine gpu_line(const Gpu &gpu, const TopModel &model, const GpuColumns &c, int columns,
-                    bool late, bool unicode) {
+// `history`: the GPU's utilization for the sparkline; none in top --hosts.
+ScreenLine gpu_line(const Gpu &gpu, const std::deque<HistoryPoint> &history, const GpuColumns &c,
+                    int columns, bool late, bool unicode) {
   LineBuilder line(columns);
   line.add(std::to_string(gpu.index) + "  ", 4, Tone::normal, Align::right);
-  if (c.name)
-    line.add(printable_text(gpu.name.value_or("-"), unicode), 23);
-  std::string spark = sparkline(model.utilization_history(gpu.index), c.history, unicode);
+  line.add(printable_text(gpu.name.value_or("-"), unicode), c.name);
+  std::string spark = sparkline(history, c.history, unicode);
   if (late) {
     // The readings are of a sample too old to be the present: not shown at all.
     line.add("stale", state_width, Tone::alarm);
@@ -359,15 +379,21 @@ ScreenLine header_line(const TopModel &model, TopClock::time_point now, int colu
 }
 
 // The process table's columns for a screen `columns` wide: the container goes first, then the
-// host memory, so that the command keeps room at 80 columns.
+// host memory, so that the command keeps room at 80 columns; the user goes only where the command
+// would keep fewer than least_command_columns (the GPU rows still name the users).
+constexpr int least_command_columns = 8;
 struct ProcessColumns {
-  bool host_memory, container;
-  int command;
+  bool host_memory, container, user = true;
+  int command = 0;
 };
 ProcessColumns process_columns(int columns, bool compact) {
-  ProcessColumns c{columns >= 72 && !compact, columns >= 100 && !compact, 0};
+  ProcessColumns c{columns >= 72 && !compact, columns >= 100 && !compact};
   int fixed = 3 + 9 + 11 + 9 + 5 + 7 + (c.host_memory ? 9 : 0) + (c.container ? 13 : 0) + 1;
   c.command = std::max(0, columns - fixed);
+  if (c.command < least_command_columns) {
+    c.user = false;
+    c.command = std::max(0, c.command + 11);
+  }
   return c;
 }
 
@@ -382,7 +408,8 @@ ScreenLine process_heading(const TopModel &model, const ProcessColumns &c, int c
   LineBuilder line(columns);
   line.add("GPU", 3, Tone::heading, Align::right);
   line.add(label("PID", SortKey::pid), 9, Tone::heading, Align::right);
-  line.add(" " + label("USER", SortKey::user), 11, Tone::heading);
+  if (c.user)
+    line.add(" " + label("USER", SortKey::user), 11, Tone::heading);
   line.add(label("GPU MEM", SortKey::gpu_memory), 9, Tone::heading, Align::right);
   line.add(label("SM%", SortKey::sm), 5, Tone::heading, Align::right);
   line.add(label("CPU%", SortKey::cpu), 7, Tone::heading, Align::right);
@@ -406,14 +433,15 @@ ScreenLine process_line(const ProcessRow &row, const ProcessColumns &c, int colu
     // An ancestor shown for the tree: its pid and the kernel's name for it, nothing to select.
     line.add("", 3);
     line.add(or_dash(row.pid), 9, Tone::dim, Align::right);
-    line.add("", 11 + 9 + 5 + 7 + (c.host_memory ? 9 : 0) + (c.container ? 13 : 0));
+    line.add("", (c.user ? 11 : 0) + 9 + 5 + 7 + (c.host_memory ? 9 : 0) + (c.container ? 13 : 0));
     line.add(" ", 1);
     line.add(indent + printable_text(row.command.value_or("-"), unicode), c.command, Tone::dim);
     return line.take();
   }
   line.add(std::to_string(row.gpu), 3, Tone::normal, Align::right);
   line.add(or_dash(row.pid), 9, Tone::normal, Align::right);
-  line.add(" " + printable_text(row.user.value_or("-"), unicode), 11);
+  if (c.user)
+    line.add(" " + printable_text(row.user.value_or("-"), unicode), 11);
   line.add(mib_text(row.gpu_memory_mib), 9, Tone::normal, Align::right);
   line.add(or_dash(row.sm_percent), 5, Tone::normal, Align::right);
   line.add(row.cpu_percent ? number(*row.cpu_percent, "%.1f") : "-", 7, Tone::normal, Align::right);
@@ -513,28 +541,128 @@ std::vector<ScreenLine> help_lines(int columns, bool unicode) {
   return out;
 }
 
-// Each GPU's utilization over as much time as the free lines and columns hold: `height` rows of
-// block characters per GPU (a column per sample, the newest on the right), and a time scale
-// under it that says how long ago its left edge was.
-std::vector<ScreenLine> history_chart(const TopModel &model, TopClock::time_point now, int columns,
-                                      int height, bool unicode) {
-  std::vector<ScreenLine> out;
-  const int label = 7, width = std::max(0, columns - label - 1);
-  static const char *const eighths[] = {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
-  std::optional<TopClock::time_point> oldest;
+// The history chart: one column a sample (the newest on the right, at most as many as the screen
+// is wide), so that a column's place says how long ago its sample came.
+constexpr int chart_label_width = 7; // "GPU 255", then the axis
+// No chart narrower than this many samples, nor one that leaves the process table fewer rows than
+// this where it has more.
+constexpr int least_chart_width = 10, least_table_rows = 5;
+struct Chart {
+  std::size_t first = 0, shown = 0; // the samples drawn: sample_times()[first, first + shown)
+  int width = 0;                    // the columns for samples
+  // The GPUs of the latest sample that have a known reading in a drawn sample, each with its
+  // readings at the drawn samples (nullopt: unknown, or not in that sample).
+  std::vector<std::pair<int, std::vector<Reading>>> gpus;
+};
+
+Chart chart_of(const TopModel &model, int columns) {
+  Chart chart;
+  chart.width = std::max(0, columns - chart_label_width - 1);
+  const std::deque<TopClock::time_point> &times = model.sample_times();
+  chart.shown = std::min(times.size(), static_cast<std::size_t>(chart.width));
+  chart.first = times.size() - chart.shown;
+  if (!model.latest() || chart.shown == 0)
+    return chart;
   for (const Gpu &gpu : model.latest()->gpus) {
     const std::deque<HistoryPoint> &history = model.utilization_history(gpu.index);
-    std::size_t shown = std::min(history.size(), static_cast<std::size_t>(width));
-    std::size_t first = history.size() - shown;
-    if (shown && (!oldest || history[first].at < *oldest))
-      oldest = history[first].at;
+    std::vector<Reading> readings(chart.shown);
+    // Both in time order: each drawn sample's time is looked for in the GPU's points.
+    auto point =
+        std::lower_bound(history.begin(), history.end(), times[chart.first],
+                         [](const HistoryPoint &p, TopClock::time_point at) { return p.at < at; });
+    bool known = false;
+    for (std::size_t i = 0; i < chart.shown; ++i) {
+      TopClock::time_point at = times[chart.first + i];
+      while (point != history.end() && point->at < at)
+        ++point;
+      if (point != history.end() && point->at == at) {
+        readings[i] = point->utilization;
+        known = known || point->utilization.has_value();
+      }
+    }
+    if (known)
+      chart.gpus.emplace_back(gpu.index, std::move(readings));
+  }
+  return chart;
+}
+
+// How long before the newest drawn sample sample `i` (of those drawn) came: "-87 s", to the
+// nearest second.
+std::string chart_age(const TopModel &model, const Chart &chart, std::size_t i) {
+  const std::deque<TopClock::time_point> &times = model.sample_times();
+  milliseconds age =
+      std::chrono::duration_cast<milliseconds>(times.back() - times[chart.first + i]);
+  return "-" + scale_text(age + milliseconds(500));
+}
+
+// Under the chart: the oldest drawn column's age at that column, one in the middle where there is
+// room, and `now` at the newest; each corner points up at the column it names. A span the columns
+// do not hold is never labelled.
+ScreenLine chart_scale(const TopModel &model, const Chart &chart, int columns, bool unicode) {
+  std::vector<std::string> cells(static_cast<std::size_t>(chart.width), " ");
+  const std::string up_right = unicode ? "└" : "|", up_left = unicode ? "┘" : "|";
+  // `text` (ASCII) into the cells from `at`, when all of it fits in [`from`, `to`).
+  auto put = [&](const std::string &text, int at, int from, int to) {
+    if (at < from || at + static_cast<int>(text.size()) > to)
+      return false;
+    for (std::size_t i = 0; i < text.size(); ++i)
+      cells[static_cast<std::size_t>(at) + i] = std::string(1, text[i]);
+    return true;
+  };
+  int newest = chart.width - 1, oldest = chart.width - static_cast<int>(chart.shown);
+  int taken_from = chart.width; // the left end of the `now` label
+  if (chart.shown == 1) {
+    put("now", newest - 2, 0, chart.width); // one sample: it is now
+    taken_from = newest - 2;
+  } else if (chart.shown >= 6) { // with a blank between it and the oldest column's corner
+    put("now", newest - 3, 0, chart.width);
+    cells[static_cast<std::size_t>(newest)] = up_left;
+    taken_from = newest - 3;
+  }
+  int used_to = 0; // the right end of the oldest label
+  if (chart.shown > 1) {
+    // After the oldest column where it fits, else before it (the columns there hold nothing).
+    std::string age = chart_age(model, chart, 0);
+    if (put(age, oldest + 1, 0, taken_from - 1)) {
+      cells[static_cast<std::size_t>(oldest)] = up_right;
+      used_to = oldest + 1 + static_cast<int>(age.size());
+    } else if (put(age, oldest - static_cast<int>(age.size()), 0, oldest)) {
+      cells[static_cast<std::size_t>(oldest)] = up_left;
+      used_to = oldest + 1;
+    }
+  }
+  if (chart.shown >= 40) {
+    std::size_t middle = chart.shown / 2;
+    int at = oldest + static_cast<int>(middle);
+    if (put(chart_age(model, chart, middle), at + 1, used_to + 2, taken_from - 2))
+      cells[static_cast<std::size_t>(at)] = up_right;
+  }
+  LineBuilder line(columns);
+  line.add("", chart_label_width + 1);
+  std::string text;
+  for (const std::string &cell : cells)
+    text += cell;
+  line.add(text, chart.width, Tone::dim);
+  return line.take();
+}
+
+// The chart's lines: a title that says what a column is, `height` rows of block characters per
+// GPU with history, and the time scale.
+std::vector<ScreenLine> history_chart(const TopModel &model, const Chart &chart, int columns,
+                                      int height, bool unicode) {
+  std::vector<ScreenLine> out;
+  static const char *const eighths[] = {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+  LineBuilder title(columns);
+  title.add("UTILIZATION", Tone::heading);
+  title.add("  one column per sample, every " + seconds_text(model.interval()) + " s", Tone::dim);
+  out.push_back(title.take());
+  for (const auto &[index, readings] : chart.gpus) {
     for (int row = height - 1; row >= 0; --row) {
       LineBuilder line(columns);
-      line.add(row == height - 1 ? "GPU " + std::to_string(gpu.index) : "", label, Tone::heading);
+      line.add(row == height - 1 ? "GPU " + std::to_string(index) : "", chart_label_width);
       line.add(unicode ? "│" : "|", 1, Tone::dim);
-      std::string cells(static_cast<std::size_t>(width - static_cast<int>(shown)), ' ');
-      for (std::size_t i = first; i < history.size(); ++i) {
-        const Reading &value = history[i].utilization;
+      std::string cells(static_cast<std::size_t>(chart.width) - chart.shown, ' ');
+      for (const Reading &value : readings) {
         if (!value) {
           cells += ' '; // unknown: nothing drawn, never a zero
           continue;
@@ -543,45 +671,72 @@ std::vector<ScreenLine> history_chart(const TopModel &model, TopClock::time_poin
         int here = std::clamp(level - row * 8, 0, 8);
         cells += unicode ? eighths[here] : (here >= 4 ? "#" : " ");
       }
-      line.add(cells, width, Tone::busy);
+      line.add(cells, chart.width, Tone::busy);
       out.push_back(line.take());
     }
   }
-  // The scale: the left edge's age, the middle's, and now.
-  LineBuilder scale(columns);
-  scale.add("", label + 1);
-  milliseconds span =
-      oldest ? std::chrono::duration_cast<milliseconds>(now - *oldest) : milliseconds(0);
-  if (span >= std::chrono::seconds(1)) {
-    std::string left = "-" + scale_text(span), middle = "-" + scale_text(span / 2);
-    int left_part = width / 2 - static_cast<int>(text_columns(middle)) / 2;
-    bool room_for_middle = middle != left && left_part > static_cast<int>(text_columns(left)) &&
-                           width - left_part - static_cast<int>(text_columns(middle)) > 3;
-    if (room_for_middle) {
-      scale.add(left, left_part, Tone::dim);
-      scale.add(middle, width - left_part - 3, Tone::dim);
-    } else {
-      scale.add(left, width - 3, Tone::dim);
-    }
-  } else {
-    scale.add("", width - 3); // one sample so far: it is now
-  }
-  scale.add("now", Tone::dim);
-  out.push_back(scale.take());
+  out.push_back(chart_scale(model, chart, columns, unicode));
   return out;
 }
 
 // The one fleet summary (nvsmi/gpu_state.hpp), its user names made printable; without UTF-8 its
 // separator would turn to '?', so '|' stands in.
-std::string summary_text(const Snapshot &snapshot, bool unicode) {
+ScreenLine summary_of(const Snapshot &snapshot, int columns, bool unicode) {
   std::string text = fleet_summary_text(fleet_summary(snapshot));
-  if (!unicode)
-    for (std::size_t at; (at = text.find("\u00b7")) != std::string::npos;)
-      text.replace(at, std::string("\u00b7").size(), "|");
-  return printable_text(text, unicode);
+  if (unicode)
+    return summary_line(printable_text(text, true), columns);
+  for (std::size_t at; (at = text.find("\u00b7")) != std::string::npos;)
+    text.replace(at, std::string("\u00b7").size(), "|");
+  return summary_line(printable_text(text, false), columns, " | ");
+}
+
+// The state a summary's part counts ("3 free", "1 idle but held (alice)"), if it counts one.
+std::optional<GpuState> counted_state(std::string_view part) {
+  std::size_t digits = part.find_first_not_of("0123456789");
+  if (digits == 0 || digits == std::string_view::npos || part[digits] != ' ')
+    return std::nullopt;
+  std::string_view rest = part.substr(digits + 1);
+  for (GpuState state : {GpuState::lost, GpuState::failing, GpuState::free, GpuState::in_use,
+                         GpuState::idle_held, GpuState::allocated_idle, GpuState::idle,
+                         GpuState::hot, GpuState::at_power_limit, GpuState::unknown}) {
+    std::string_view name = gpu_state_name(state);
+    if (rest == name || (rest.size() > name.size() && rest.substr(0, name.size()) == name &&
+                         rest.substr(name.size(), 2) == " ("))
+      return state;
+  }
+  return std::nullopt;
 }
 
 } // namespace
+
+ScreenLine summary_line(const std::string &text, int columns, const std::string &separator) {
+  LineBuilder line(columns);
+  auto add = [&](std::string_view part, bool first) {
+    // The first part carries the count of GPUs ("8 GPUs: 3 free", "24 GPUs on 5 hosts: 3 free"),
+    // a line broken by dotted_lines its indent: what comes before the state's count is plain.
+    std::size_t colon = first ? part.find(": ") : std::string_view::npos;
+    std::size_t lead = colon == std::string_view::npos ? part.find_first_not_of(' ') : colon + 2;
+    if (lead == std::string_view::npos)
+      lead = part.size();
+    line.add(std::string(part.substr(0, lead)));
+    std::optional<GpuState> state = counted_state(part.substr(lead));
+    line.add(std::string(part.substr(lead)), state ? state_tone(*state) : Tone::normal);
+  };
+  std::string_view rest = text;
+  for (bool first = true;; first = false) {
+    std::size_t at = rest.find(separator);
+    if (!first)
+      line.add(separator);
+    add(rest.substr(0, at), first);
+    if (at == std::string_view::npos)
+      break;
+    rest.remove_prefix(at + separator.size());
+  }
+  ScreenLine spans = line.take();
+  for (Span &span : spans)
+    span.strong = true;
+  return spans;
+}
 
 std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_point now,
                                       ScreenSize size, bool unicode, ClickTargets *targets) {
@@ -609,7 +764,7 @@ std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_poin
     // The fleet at a glance first; a late sample's states are not the present.
     body.push_back(late
                        ? text_line("states hidden: the latest sample is late", columns, Tone::alarm)
-                       : text_line(summary_text(*latest, unicode), columns));
+                       : summary_of(*latest, columns, unicode));
     GpuColumns gpu_cols = gpu_columns(columns, compact);
     if (!compact)
       body.push_back(gpu_heading(gpu_cols, columns));
@@ -618,7 +773,8 @@ std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_poin
         targets->gpus.resize(body.size());
         targets->gpus.push_back(gpu.index);
       }
-      body.push_back(gpu_line(gpu, model, gpu_cols, columns, late, unicode));
+      body.push_back(
+          gpu_line(gpu, model.utilization_history(gpu.index), gpu_cols, columns, late, unicode));
       if (gpu.mig_devices)
         for (const MigDevice &mig : *gpu.mig_devices)
           body.push_back(mig_line(mig, columns, late, unicode));
@@ -627,8 +783,7 @@ std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_poin
     for (const LostGpu &gpu : model.lost_gpus()) {
       LineBuilder line(columns);
       line.add(std::to_string(gpu.index) + "  ", 4, Tone::normal, Align::right);
-      if (gpu_cols.name)
-        line.add(printable_text(gpu.name.value_or("-"), unicode), 23);
+      line.add(printable_text(gpu.name.value_or("-"), unicode), gpu_cols.name);
       line.add("lost: not in the latest sample", Tone::alarm);
       body.push_back(line.take());
     }
@@ -637,8 +792,36 @@ std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_poin
   if (model.message())
     body.push_back(text_line(printable_text(*model.message(), unicode), columns, Tone::alarm));
 
-  // What is left under the GPUs, less the footer: a blank line, the table's heading, its rows.
+  // What is left under the GPUs, less the footer: the history chart (a blank line, its title, its
+  // rows, its scale), then the process table (a blank line, its heading, its rows) down to the
+  // footer. The chart's size is fixed first: two rows per GPU with history where the whole table
+  // still fits under it, one where at least least_table_rows of it do, else no chart; the table
+  // takes every line left.
   int room = lines - 1 - static_cast<int>(body.size());
+  Chart chart;
+  int chart_height = 0, chart_lines = 0;
+  if (latest && !late && !compact) {
+    chart = chart_of(model, columns);
+    int charted = static_cast<int>(chart.gpus.size());
+    int count = any_process_list ? std::max(1, static_cast<int>(rows.size())) : 1;
+    int whole_table = 2 + count;
+    int least_table = 2 + std::min(count, least_table_rows) + (count > least_table_rows ? 1 : 0);
+    if (charted > 0 && chart.width >= least_chart_width) {
+      for (int height : {2, 1})
+        if (!chart_height && room - (3 + charted * height) >= whole_table)
+          chart_height = height;
+      if (!chart_height && room - (3 + charted) >= least_table)
+        chart_height = 1;
+    }
+    if (chart_height)
+      chart_lines = 3 + charted * chart_height;
+  }
+  if (chart_height) {
+    body.emplace_back();
+    for (ScreenLine &line : history_chart(model, chart, columns, chart_height, unicode))
+      body.push_back(std::move(line));
+  }
+  room -= chart_lines;
   if (latest && room >= (compact ? 2 : 3)) {
     if (!compact) {
       body.emplace_back();
@@ -684,15 +867,6 @@ std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_poin
                                  columns, Tone::dim));
     }
   }
-  // The lines left over hold the history: a row per GPU at least, four at most, and its scale.
-  room = lines - 1 - static_cast<int>(body.size());
-  std::size_t gpus = latest ? latest->gpus.size() : 0;
-  if (latest && !late && !compact && gpus > 0 && room >= static_cast<int>(gpus) + 2) {
-    int height = std::min(4, (room - 2) / static_cast<int>(gpus));
-    body.emplace_back();
-    for (ScreenLine &line : history_chart(model, now, columns, height, unicode))
-      body.push_back(std::move(line));
-  }
   body.resize(static_cast<std::size_t>(lines - 1));
   body.push_back(footer_line(model, columns, unicode));
   if (targets) {
@@ -700,6 +874,25 @@ std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_poin
     targets->gpus.resize(body.size());
   }
   return body;
+}
+
+ScreenLine fleet_gpu_heading(int columns) {
+  if (columns < compact_below.columns)
+    return {};
+  return gpu_heading(fleet_columns(columns), columns);
+}
+
+std::vector<ScreenLine> fleet_gpu_rows(const Snapshot &snapshot, int columns, bool unicode) {
+  static const std::deque<HistoryPoint> no_history;
+  GpuColumns c = fleet_columns(columns);
+  std::vector<ScreenLine> out;
+  for (const Gpu &gpu : snapshot.gpus) {
+    out.push_back(gpu_line(gpu, no_history, c, columns, false, unicode));
+    if (gpu.mig_devices)
+      for (const MigDevice &mig : *gpu.mig_devices)
+        out.push_back(mig_line(mig, columns, false, unicode));
+  }
+  return out;
 }
 
 std::string line_text(const ScreenLine &line) {

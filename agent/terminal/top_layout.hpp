@@ -14,6 +14,7 @@ struct Span {
   std::string text; // printable (core/screen_text.hpp), its columns counted
   Tone style = Tone::normal;
   bool selected = false; // the selected process's row: drawn in reverse video
+  bool strong = false;   // bold: the fleet summary, the one bold line on the screen
 };
 using ScreenLine = std::vector<Span>;
 
@@ -36,6 +37,19 @@ struct ClickTargets {
 std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_point now,
                                       ScreenSize size, bool unicode,
                                       ClickTargets *targets = nullptr);
+
+// A fleet summary line (fleet_summary_text, or a line of it broken by dotted_lines), cut to
+// `columns`: each state's count in the state's tone (core/tone.hpp), the rest plain, all of it
+// bold. `separator` is what stands between its parts (" · ", or " | " without UTF-8).
+ScreenLine summary_line(const std::string &text, int columns,
+                        const std::string &separator = " \u00b7 ");
+
+// One machine's GPUs as top draws them, in the columns of top --hosts for a screen `columns` wide
+// (the same for every host, whatever its readings and names; no history): the heading (empty in
+// the compact view, under compact_below's columns), and a row per GPU of `snapshot` with its MIG
+// instances under it.
+ScreenLine fleet_gpu_heading(int columns);
+std::vector<ScreenLine> fleet_gpu_rows(const Snapshot &snapshot, int columns, bool unicode);
 
 // The line's text without its styles.
 std::string line_text(const ScreenLine &line);

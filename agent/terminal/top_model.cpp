@@ -26,6 +26,9 @@ TopModel::TopModel(milliseconds interval)
 
 void TopModel::add_sample(Snapshot snapshot, TopClock::time_point now, Lineages lineages) {
   lineages_ = std::move(lineages);
+  sample_times_.push_back(now);
+  while (sample_times_.size() > history_length)
+    sample_times_.pop_front();
   for (const Gpu &gpu : snapshot.gpus) {
     std::deque<HistoryPoint> &history = history_[gpu.index];
     history.push_back({now, gpu.utilization_gpu_percent});

@@ -90,6 +90,10 @@ public:
 
   // Oldest first; nullopt where the reading was unknown.
   const std::deque<HistoryPoint> &utilization_history(int gpu) const;
+  // When each sample came, oldest first (as many as a GPU's history holds): the history chart's
+  // columns, one a sample, so that a GPU missing from some samples is blank where it was missing
+  // rather than drawn a column late.
+  const std::deque<TopClock::time_point> &sample_times() const { return sample_times_; }
   std::vector<LostGpu> lost_gpus() const;
 
   // The same key again reverses the order; a new key starts in its natural order (largest first
@@ -150,6 +154,7 @@ private:
   std::optional<Snapshot> latest_;
   TopClock::time_point latest_at_{};
   std::map<int, std::deque<HistoryPoint>> history_;
+  std::deque<TopClock::time_point> sample_times_;
   std::map<int, Text> seen_gpus_;
   SortKey sort_key_ = SortKey::gpu_memory;
   bool reversed_ = false;

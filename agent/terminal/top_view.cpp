@@ -18,12 +18,14 @@ namespace {
 // Colour pairs, numbered by Tone.
 short pair_of(Tone style) { return static_cast<short>(static_cast<int>(style) + 1); }
 
+// Bold is kept for the fleet summary (Span::strong), so that the answer is what stands out:
+// headings and keys are underlined, an alarm is red (reverse video without colours).
 attr_t attributes(Tone style, bool colour) {
   switch (style) {
   case Tone::normal:
     return A_NORMAL;
   case Tone::heading:
-    return A_BOLD;
+    return A_UNDERLINE;
   case Tone::dim:
     return colour ? A_DIM | COLOR_PAIR(pair_of(style)) : A_DIM;
   case Tone::good:
@@ -31,7 +33,7 @@ attr_t attributes(Tone style, bool colour) {
   case Tone::busy:
     return colour ? COLOR_PAIR(pair_of(style)) : A_NORMAL;
   case Tone::alarm:
-    return colour ? A_BOLD | COLOR_PAIR(pair_of(style)) : A_BOLD | A_REVERSE;
+    return colour ? COLOR_PAIR(pair_of(style)) : A_REVERSE;
   }
   return A_NORMAL;
 }
@@ -110,7 +112,8 @@ void TopView::draw(const std::vector<ScreenLine> &screen) {
       break;
     ::wmove(stdscr, row, 0);
     for (const Span &span : line) {
-      attr_t attrs = attributes(span.style, colour) | (span.selected ? A_REVERSE : A_NORMAL);
+      attr_t attrs = attributes(span.style, colour) | (span.selected ? A_REVERSE : A_NORMAL) |
+                     (span.strong ? A_BOLD : A_NORMAL);
       ::wattron(stdscr, attrs);
       // The last cell of the last line cannot be written without scrolling: waddstr then returns
       // ERR after drawing the rest, which is what is wanted.
