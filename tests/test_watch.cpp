@@ -381,6 +381,34 @@ TEST_CASE("watch at a terminal says once what it watches, where and how to stop;
   CHECK(tmux.wait_for("watch-exit=0"));
 }
 
+TEST_CASE("watch with a log and no stdout says at a terminal what it logs, how often, for how "
+          "long and how to stop, and at its end what reads the log") {
+  Setup setup;
+  std::string log = setup.folder + "/gpus.jsonl.gz";
+  if (!test::installed("tmux")) {
+    WARN("tmux is not installed (scripts/install-deps installs it): not tested");
+    return;
+  }
+  test::Tmux tmux(200, 24);
+  // stdout away: nothing reads it, as with `watch --count 60 --json-log F > /dev/null`.
+  tmux.run("timeout --foreground 120 " + quote(AGENT_BIN) + " watch --interval 0.5 --fixture " +
+           quote(test::fixture_path("xml/h100-8gpu-v12.xml")) + " --count 4 --json-log " +
+           quote(log) + " >/dev/null; echo watch-exit=$?");
+  REQUIRE(tmux.wait_for("watch-exit=0"));
+  std::string screen = tmux.screen();
+  INFO(screen);
+  CHECK(screen.find("watch-exit=0") != std::string::npos);
+  CHECK(screen.find("watching 8 GPUs every 0.5 s for 4 samples (about 2 s), writing JSON to " +
+                    log + "; Ctrl-C stops") != std::string::npos);
+  CHECK(screen.find("wrote 4 samples; `nvsmi-agent report " + log + "` sums them up") !=
+        std::string::npos);
+  // A pipe gets neither: a script's stderr stays its own.
+  Run piped = test::run_shell(json_watch(setup.folder + "/piped.jsonl", "--count 2"));
+  CHECK(piped.exit_code == 0);
+  CHECK(piped.err.find("watching") == std::string::npos);
+  CHECK(piped.err.find("wrote") == std::string::npos);
+}
+
 TEST_CASE("watch: a child that exits is restarted with backoff; the log keeps whole rows") {
   Setup setup;
   Run run = setup.watch("FAKE_NVSMI_EXIT_AFTER=2",
