@@ -37,6 +37,7 @@ public:
 
   std::shared_ptr<const CompactHealth> health(const Gpu &gpu,
                                               const std::shared_ptr<const CompactHealth> *before);
+  std::shared_ptr<const Allocation> allocation(const Gpu &gpu, const CompactGpu *before);
 
 private:
   std::size_t &new_text_bytes_;
@@ -81,6 +82,34 @@ Packer::health(const Gpu &gpu, const std::shared_ptr<const CompactHealth> *befor
     new_text_bytes_ += health_cost(*last_health_);
   }
   return last_health_;
+}
+
+std::size_t allocation_cost(const Allocation &held) {
+  std::size_t cost = allocation(sizeof(Allocation) + 16);
+  for (const std::string *text : {&held.scheduler, &held.job_id})
+    if (text->size() > 15)
+      cost += allocation(text->capacity() + 1);
+  for (const Text *text : {&held.user, &held.account})
+    if (*text && (*text)->size() > 15)
+      cost += allocation((*text)->capacity() + 1);
+  return cost;
+}
+
+bool same_record(const Allocation &a, const Allocation &b) {
+  return a.scheduler == b.scheduler && a.job_id == b.job_id && a.user == b.user &&
+         a.account == b.account && a.since_epoch_s == b.since_epoch_s;
+}
+
+std::shared_ptr<const Allocation> Packer::allocation(const Gpu &gpu, const CompactGpu *before) {
+  if (!gpu.allocation)
+    return nullptr;
+  if (before && before->allocation && same_record(*before->allocation, *gpu.allocation))
+    return before->allocation;
+  Allocation record = *gpu.allocation;
+  record.held_s.reset();
+  auto shared = std::make_shared<const Allocation>(std::move(record));
+  new_text_bytes_ += allocation_cost(*shared);
+  return shared;
 }
 
 template <std::size_t N> PackedReadings<N> pack(const std::array<const Reading *, N> &readings) {
@@ -239,6 +268,9 @@ CompactGpu pack_gpu(const Gpu &gpu, const CompactGpu *before, Packer &packer) {
     out.extras.emplace_back(packer.text(gpu.extras[i].name, was ? &was->first : nullptr),
                             packer.text(gpu.extras[i].value, was ? &was->second : nullptr));
   }
+  out.allocation = packer.allocation(gpu, before);
+  if (gpu.allocation)
+    out.allocation_held_s = gpu.allocation->held_s;
   return out;
 }
 
@@ -283,6 +315,10 @@ Gpu unpack_gpu(const CompactGpu &in) {
   }
   for (const auto &[name, value] : in.extras)
     gpu.extras.push_back({name ? *name : std::string(), unpack_text(value)});
+  if (in.allocation) {
+    gpu.allocation = *in.allocation;
+    gpu.allocation->held_s = in.allocation_held_s;
+  }
   return gpu;
 }
 
@@ -344,6 +380,7 @@ CompactSnapshot compact(const Snapshot &snapshot, const CompactSnapshot *previou
   if (snapshot.host)
     out.host =
         pack_host(*snapshot.host, previous && previous->host ? &*previous->host : nullptr, packer);
+  out.allocations_read = snapshot.allocations_read;
   return out;
 }
 
@@ -358,6 +395,7 @@ Snapshot expand(const CompactSnapshot &compact) {
     snapshot.gpus.push_back(unpack_gpu(gpu));
   if (compact.host)
     snapshot.host = unpack_host(*compact.host);
+  snapshot.allocations_read = compact.allocations_read;
   return snapshot;
 }
 
@@ -389,6 +427,8 @@ std::size_t text_bytes_freed_by(const CompactSnapshot &sample) {
         bytes += freed(reason);
     for (const auto &[name, value] : gpu.extras)
       bytes += freed(name) + freed(value);
+    if (gpu.allocation && gpu.allocation.use_count() == 1)
+      bytes += allocation_cost(*gpu.allocation);
   }
   return bytes;
 }

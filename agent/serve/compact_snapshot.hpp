@@ -88,6 +88,10 @@ struct CompactGpu {
   std::optional<std::vector<CompactProcess>> processes;
   std::optional<std::vector<SharedText>> clock_event_reasons_active;
   std::vector<std::pair<SharedText, SharedText>> extras; // name, value
+  // The batch job that holds it, shared with the sample before while the same record holds it
+  // (its held_s, which grows every sample, aside in allocation_held_s); null where none does.
+  std::shared_ptr<const Allocation> allocation;
+  Reading allocation_held_s;
 };
 
 struct CompactHost {
@@ -104,6 +108,7 @@ struct CompactSnapshot {
   SharedText driver_version, cuda_version;
   std::vector<CompactGpu> gpus;
   std::optional<CompactHost> host;
+  bool allocations_read = false; // Snapshot::allocations_read
 };
 
 // `snapshot` packed, sharing each text that equals the one in the same place of `previous`.
