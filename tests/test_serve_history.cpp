@@ -126,7 +126,8 @@ TEST_CASE("compact history samples keep each GPU's batch job, shared while the s
   snapshot.gpus[1].allocation->held_s = 61;
   CompactSnapshot b = compact(snapshot, &a, second);
   CHECK(second == 0);
-  CHECK(b.gpus[0].allocation.get() == a.gpus[0].allocation.get());
+  REQUIRE(b.allocations.size() == 2);
+  CHECK(b.allocations[0].record.get() == a.allocations[0].record.get());
   CHECK(format_json(expand(b)) == format_json(snapshot));
   // Another job on GPU 1: a record of its own, counted.
   snapshot.gpus[1].allocation->job_id = "9999";

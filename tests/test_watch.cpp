@@ -352,6 +352,13 @@ TEST_CASE("report reads a JSON log of plain lines (as every agent wrote before) 
   nlohmann::json document = nlohmann::json::parse(run.out);
   CHECK(document["rows"]["read"] == 41);
   CHECK_THAT(document.dump(), Catch::Contains("gzip data broken at byte"));
+  // A bomb (2 MB of one line in 2 KB) meets the line cap as it is decompressed, as a plain file.
+  std::string bomb = setup.folder + "/bomb.jsonl.gz";
+  REQUIRE(test::run_shell("head -c 2000000 /dev/zero | gzip -c >" + quote(bomb)).exit_code == 0);
+  CHECK(std::filesystem::file_size(bomb) < 10000);
+  Run bombed = test::run_shell(quote(AGENT_BIN) + " report " + quote(bomb));
+  CHECK(bombed.exit_code == 6);
+  CHECK_THAT(bombed.err, Catch::Contains("line longer than"));
 }
 
 TEST_CASE("watch: both logs rotate at 100 MB by default, five kept") {

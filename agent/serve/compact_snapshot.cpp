@@ -37,7 +37,8 @@ public:
 
   std::shared_ptr<const CompactHealth> health(const Gpu &gpu,
                                               const std::shared_ptr<const CompactHealth> *before);
-  std::shared_ptr<const Allocation> allocation(const Gpu &gpu, const CompactGpu *before);
+  std::shared_ptr<const Allocation> allocation(const Allocation &held,
+                                               const CompactSnapshot *previous, std::size_t gpu);
 
 private:
   std::size_t &new_text_bytes_;
@@ -100,12 +101,13 @@ bool same_record(const Allocation &a, const Allocation &b) {
          a.account == b.account && a.since_epoch_s == b.since_epoch_s;
 }
 
-std::shared_ptr<const Allocation> Packer::allocation(const Gpu &gpu, const CompactGpu *before) {
-  if (!gpu.allocation)
-    return nullptr;
-  if (before && before->allocation && same_record(*before->allocation, *gpu.allocation))
-    return before->allocation;
-  Allocation record = *gpu.allocation;
+std::shared_ptr<const Allocation>
+Packer::allocation(const Allocation &held, const CompactSnapshot *previous, std::size_t gpu) {
+  if (previous)
+    for (const CompactAllocation &was : previous->allocations)
+      if (was.gpu == gpu && same_record(*was.record, held))
+        return was.record;
+  Allocation record = held;
   record.held_s.reset();
   auto shared = std::make_shared<const Allocation>(std::move(record));
   new_text_bytes_ += allocation_cost(*shared);
@@ -268,9 +270,6 @@ CompactGpu pack_gpu(const Gpu &gpu, const CompactGpu *before, Packer &packer) {
     out.extras.emplace_back(packer.text(gpu.extras[i].name, was ? &was->first : nullptr),
                             packer.text(gpu.extras[i].value, was ? &was->second : nullptr));
   }
-  out.allocation = packer.allocation(gpu, before);
-  if (gpu.allocation)
-    out.allocation_held_s = gpu.allocation->held_s;
   return out;
 }
 
@@ -315,10 +314,6 @@ Gpu unpack_gpu(const CompactGpu &in) {
   }
   for (const auto &[name, value] : in.extras)
     gpu.extras.push_back({name ? *name : std::string(), unpack_text(value)});
-  if (in.allocation) {
-    gpu.allocation = *in.allocation;
-    gpu.allocation->held_s = in.allocation_held_s;
-  }
   return gpu;
 }
 
@@ -380,6 +375,9 @@ CompactSnapshot compact(const Snapshot &snapshot, const CompactSnapshot *previou
   if (snapshot.host)
     out.host =
         pack_host(*snapshot.host, previous && previous->host ? &*previous->host : nullptr, packer);
+  for (std::size_t i = 0; i < snapshot.gpus.size(); ++i)
+    if (const std::optional<Allocation> &held = snapshot.gpus[i].allocation)
+      out.allocations.push_back({i, packer.allocation(*held, previous, i), held->held_s});
   out.allocations_read = snapshot.allocations_read;
   return out;
 }
@@ -395,12 +393,17 @@ Snapshot expand(const CompactSnapshot &compact) {
     snapshot.gpus.push_back(unpack_gpu(gpu));
   if (compact.host)
     snapshot.host = unpack_host(*compact.host);
+  for (const CompactAllocation &held : compact.allocations)
+    if (held.gpu < snapshot.gpus.size()) {
+      snapshot.gpus[held.gpu].allocation = *held.record;
+      snapshot.gpus[held.gpu].allocation->held_s = held.held_s;
+    }
   snapshot.allocations_read = compact.allocations_read;
   return snapshot;
 }
 
 std::size_t own_bytes(const CompactSnapshot &sample) {
-  std::size_t bytes = vector_bytes(sample.gpus);
+  std::size_t bytes = vector_bytes(sample.gpus) + vector_bytes(sample.allocations);
   for (const CompactGpu &gpu : sample.gpus)
     bytes += vector_bytes(gpu.mig_devices) + vector_bytes(gpu.processes) +
              vector_bytes(gpu.clock_event_reasons_active) + vector_bytes(gpu.extras);
@@ -427,9 +430,10 @@ std::size_t text_bytes_freed_by(const CompactSnapshot &sample) {
         bytes += freed(reason);
     for (const auto &[name, value] : gpu.extras)
       bytes += freed(name) + freed(value);
-    if (gpu.allocation && gpu.allocation.use_count() == 1)
-      bytes += allocation_cost(*gpu.allocation);
   }
+  for (const CompactAllocation &held : sample.allocations)
+    if (held.record.use_count() == 1)
+      bytes += allocation_cost(*held.record);
   return bytes;
 }
 
