@@ -1,7 +1,9 @@
 // Which batch job holds each GPU (issue 29): the job mapping folder that deploy/slurm/'s prolog
 // writes, read by the built agent with every sample (--job-mapping-dir), the allocated-but-idle
-// state, and what serve withholds. The folder here is written by the test; tests/test_slurm.py
-// has a real Slurm write it.
+// state, what serve withholds, and `job JOBID` from the local serve's history or the default log.
+// The folder here is written by the test; tests/test_slurm.py has a real Slurm write it.
+#include "process_support.hpp"
+#include "serve_support.hpp"
 #include "snapshot_builders.hpp"
 #include "support.hpp"
 
@@ -14,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -345,4 +349,147 @@ TEST_CASE("allocations: /metrics has one info series per held GPU, with the user
   std::vector<std::string> withheld = series(nvsmi::format_snapshot_metrics(snapshot));
   REQUIRE(withheld.size() == 1);
   CHECK_THAT(withheld[0], Catch::EndsWith(",job_id=\"1234\"} 1"));
+}
+
+namespace {
+
+// `job ARGUMENTS` with NVSMI_JOB_LOG set to `log`: the default log, away from /var/log.
+test::Run job_without_log(const std::string &arguments, const std::string &log) {
+  return test::run_shell("NVSMI_JOB_LOG=" + quote(log) + " timeout 120 " + quote(AGENT_BIN) +
+                         " job " + arguments);
+}
+
+// A loopback HTTP server that answers every request with `status` and `body` (Python's
+// http.server, in the background); its port once it listens.
+struct FakeServe {
+  std::string folder = test::temporary_folder();
+  std::unique_ptr<test::Background> server;
+  int port = 0;
+  FakeServe(int status, const std::string &headers, const std::string &body) {
+    test::write_file(folder + "/body", body);
+    test::write_file(folder + "/serve.py", R"(import http.server, sys
+body = open(sys.argv[1], "rb").read()
+class Answer(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(int(sys.argv[2]))
+        for header in filter(None, sys.argv[3].split("|")):
+            name, value = header.split(": ", 1)
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", 0), Answer)
+open(sys.argv[4] + ".tmp", "w").write(str(server.server_port))
+__import__("os").rename(sys.argv[4] + ".tmp", sys.argv[4])
+server.serve_forever()
+)");
+    server = std::make_unique<test::Background>(
+        "exec /usr/bin/python3 " + quote(folder + "/serve.py") + " " + quote(folder + "/body") +
+        " " + std::to_string(status) + " " + quote(headers) + " " + quote(folder + "/port"));
+    REQUIRE(test::wait_until([&] { return std::filesystem::exists(folder + "/port"); }));
+    port = std::stoi(test::read_file(folder + "/port"));
+  }
+};
+
+} // namespace
+
+TEST_CASE("job without --log reads the local serve's history and says so; with neither it nor the "
+          "default log, one line names both (exit 7)") {
+  std::string dir = test::temporary_folder();
+  record(dir, 0, "4321", "alice", 30s);
+  record(dir, 1, "4321", "alice", 30s);
+  std::string none = dir + "/no-such-log.jsonl.gz";
+  // The stand-in in its demo mode: its samples' times are the clock's, as a live GPU's are.
+  // An interval of 1 s: serve answers its history only while its last sample is at most three
+  // intervals old, which a busy machine's stand-in keeps to at 1 s.
+  test::Server serve("--nvidia-smi " + fake + " --source csv --kernel-log none --interval 1 " +
+                         "--job-mapping-dir " + quote(dir),
+                     "FAKE_NVSMI_MODE=demo");
+  REQUIRE(test::wait_until([&] {
+    test::Http history = serve.get("/api/v1/history");
+    return history.status == 200 && json::parse(history.body)["samples"].size() >= 3;
+  }));
+  std::string where =
+      "serve's history at http://127.0.0.1:" + std::to_string(serve.port()) + "/api/v1/history";
+  std::string at = " --serve 127.0.0.1:" + std::to_string(serve.port());
+  test::Run found = job_without_log("4321" + at, none);
+  INFO(found.err);
+  REQUIRE(found.exit_code == 0);
+  CHECK_THAT(found.out, Catch::StartsWith("job 4321 of alice: 2 GPUs (0, 1)"));
+  CHECK_THAT(found.err, Catch::Contains("nvsmi-agent: job 4321: from " + where +
+                                        ", which keeps the last 3600 s"));
+  CHECK(test::non_empty_lines_of(found.err).size() == 1);
+  json document = json::parse(job_without_log("4321 --format json" + at, none).out);
+  CHECK(document["job"]["job_id"] == "4321");
+
+  // Not in the serve's history, and no log: exit 6, both places named.
+  test::Run other = job_without_log("999" + at, none);
+  CHECK(other.exit_code == 6);
+  CHECK_THAT(other.err,
+             Catch::Contains("job 999 not found: " + where +
+                             ", which keeps the last 3600 s: no sample of it; the log " + none +
+                             ": No such file or directory. Name its log with "
+                             "--log FILE"));
+  CHECK(test::non_empty_lines_of(other.err).size() == 1);
+
+  REQUIRE(serve.stop() == 0);
+  test::Run neither = job_without_log("4321" + at, none);
+  CHECK(neither.exit_code == 7);
+  CHECK_THAT(neither.err, Catch::Contains("job 4321 not found: " + where + ": no serve answered"));
+  CHECK_THAT(neither.err, Catch::Contains("the log " + none + ": No such file or directory"));
+  CHECK(test::non_empty_lines_of(neither.err).size() == 1);
+  CHECK(neither.out.empty());
+}
+
+TEST_CASE("job without --log reads the default log and its rotated files where no serve answers") {
+  std::string dir = test::temporary_folder();
+  record(dir, 2, "4321", "bob", 30s);
+  std::string log = dir + "/gpu-log.jsonl.gz";
+  std::string watch = "FAKE_NVSMI_MODE=demo " + quote(AGENT_BIN) +
+                      " watch --count 3 --interval 0.5 --source csv " +
+                      "--kernel-log none --nvidia-smi " + fake + " --job-mapping-dir " +
+                      quote(dir) + " --json-log " + quote(log);
+  REQUIRE(test::run_shell(watch).exit_code == 0);
+  REQUIRE(::rename(log.c_str(), (log + ".1").c_str()) == 0);
+  REQUIRE(test::run_shell(watch).exit_code == 0);
+  std::string nobody = " --serve 127.0.0.1:" + std::to_string(test::free_port());
+  test::Run found = job_without_log("4321 --format json" + nobody, log);
+  INFO(found.err);
+  REQUIRE(found.exit_code == 0);
+  CHECK_THAT(found.err, Catch::Contains("job 4321: from the log " + log + " and 1 rotated file"));
+  json job = json::parse(found.out)["job"];
+  CHECK(job["user"] == "bob");
+  CHECK(job["gpus"].size() == 1);
+}
+
+TEST_CASE("job reads only a serve on loopback, follows no redirect and checks what it answers") {
+  std::string none = test::temporary_folder() + "/none.jsonl.gz";
+  for (const char *address : {"10.0.0.1:9437", "localhost:9437", "gpu7:9437",
+                              "https://127.0.0.1:9437", "[2001:db8::1]:9437"}) {
+    INFO(address);
+    test::Run refused = job_without_log("4321 --serve " + quote(address), none);
+    CHECK(refused.exit_code == 2);
+    CHECK_THAT(refused.err, Catch::Contains("is not a loopback address"));
+  }
+  // Whatever listens there is another process: a redirect off the machine is not followed.
+  FakeServe redirect(301, "Location: http://192.0.2.1:9437/api/v1/history", "");
+  test::Run moved =
+      job_without_log("4321 --serve 127.0.0.1:" + std::to_string(redirect.port), none);
+  CHECK(moved.exit_code == 7);
+  CHECK_THAT(moved.err, Catch::Contains("the serve answered HTTP 301"));
+  // A history whose sample is no snapshot, and one of hostile bytes, are said and passed over.
+  for (const std::string &body :
+       {std::string(R"({"schema":"nvsmi-agent.history/1","samples":[{"received":1,"snapshot":)"
+                    R"({"schema":"x"}}]})"),
+        std::string("{\"schema\":\"\x1b[31mevil\"}"), std::string(100000, '[')}) {
+    FakeServe hostile(200, "Content-Type: application/json", body);
+    test::Run run = job_without_log("4321 --serve 127.0.0.1:" + std::to_string(hostile.port), none);
+    INFO(run.err);
+    CHECK(run.exit_code == 7);
+    CHECK_THAT(run.err, Catch::Contains("answered what is not serve's history"));
+    CHECK(run.err.find('\x1b') == std::string::npos);
+    CHECK(test::non_empty_lines_of(run.err).size() == 1);
+  }
 }

@@ -9,6 +9,8 @@ import json
 import math
 import os
 import pwd
+import pty
+import select
 import signal
 import subprocess
 import sys
@@ -221,6 +223,70 @@ class Demo(unittest.TestCase):
         finally:
             os.killpg(short.pid, signal.SIGTERM)
             short.wait(PATIENCE)
+
+    def shell_session(self, shell):
+        """scripts/demo with no COMMAND under SHELL=shell on a pseudo-terminal: what it showed
+        before its first prompt, the line `nvidia-smi -L | wc -l` gave, and the exit code of the
+        demo after `exit 7`."""
+        home = os.path.join(self.dir.name, "home")  # no ~/.bashrc: the shell's own prompt
+        os.makedirs(home, exist_ok=True)
+        env = clean_env(SHELL=shell, HOME=home)
+        env.pop("PS1", None)
+        env.pop("ENV", None)
+        pid, fd = pty.fork()
+        if pid == 0:
+            try:
+                os.execve(os.path.join(ROOT, "scripts", "demo"), ["scripts/demo"], env)
+            finally:
+                os._exit(127)
+        screen = bytearray()
+
+        def read_until(text):
+            deadline = time.monotonic() + PATIENCE
+            while text.encode() not in screen:
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"not within {PATIENCE} s: {text!r} in {bytes(screen)!r}")
+                ready, _, _ = select.select([fd], [], [], 0.1)
+                if ready:
+                    try:
+                        screen.extend(os.read(fd, 65536))
+                    except OSError:  # the demo ended: its terminal is gone
+                        raise AssertionError(f"ended before {text!r}: {bytes(screen)!r}")
+
+        try:
+            read_until("(nvsmi demo) ")
+            before_prompt = screen.decode(errors="replace")
+            os.write(fd, b"echo gpus=$(nvidia-smi -L | wc -l)\n")
+            read_until("gpus=8")
+            os.write(fd, b"exit 7\n")
+            _, status = os.waitpid(pid, 0)
+        except BaseException:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise
+        finally:
+            os.close(fd)
+        return before_prompt, os.waitstatus_to_exitcode(status)
+
+    def test_the_shell_says_what_it_is_and_marks_its_prompt(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+        for shell in ("/bin/bash", "/bin/sh"):
+            with self.subTest(shell=shell):
+                shown, code = self.shell_session(shell)
+                # The banner, before the first prompt: what this is, and how to leave it.
+                self.assertIn("stand-in of 8 H100s", shown)
+                self.assertIn("not this machine's GPUs", shown)
+                self.assertIn("`exit` ends the demo", shown)
+                self.assertLess(shown.index("`exit` ends"), shown.index("(nvsmi demo) "))
+                self.assertEqual(code, 7)
+
+    def test_a_command_gets_no_banner(self):
+        done = subprocess.run([os.path.join(ROOT, "scripts", "demo"), "sh", "-c", "echo $PS1"],
+                              env=clean_env(), capture_output=True, text=True, timeout=PATIENCE)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stderr, "")
+        self.assertNotIn("nvsmi demo", done.stdout)
 
     def test_a_bad_deadline_is_refused_in_one_line(self):
         done = subprocess.run([os.path.join(ROOT, "scripts", "demo"), "true"],

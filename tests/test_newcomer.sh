@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# A newcomer's path through the README, from its first line: the quick start's commands, then each
-# command of "Try it without a GPU" (the table, watch, top, serve's dashboard and /metrics, pick,
-# run, report), each checked for a sensible result, and nothing of the demo left running at the
-# end. Each command is looked up in the README first, so that the README cannot show a command
+# A newcomer's path through the README, from its first line: the quick start's commands (the
+# install into a staging root, after which the README's bare `nvsmi-agent` examples run as
+# printed), then each command of "Try it without a GPU" (the table, watch, top, serve's dashboard
+# and /metrics, pick, run, report), each checked for a sensible result, and nothing of the demo
+# left running at the end. Each command is looked up in the README first, so that the README cannot show a command
 # this script does not run. It runs the agent under test: the quick start's build is CI's own.
 #
 # Usage: tests/test_newcomer.sh AGENT_BIN SOURCE_DIR
@@ -58,7 +59,7 @@ if [ "$(id -u)" = 0 ]; then users="nobody daemon root"; else users=$(id -un); fi
 
 step "the first line, and the quick start"
 [ "$(head -1 "$readme")" = "# nvsmi-agent" ] || fail "the README's first line is not its title"
-for command in scripts/snapshot scripts/test scripts/demo; do
+for command in scripts/snapshot scripts/install scripts/test scripts/demo; do
   documented "$command"
   [ -x "$command" ] || fail "$command is not there to run"
 done
@@ -68,6 +69,44 @@ env PATH=/usr/bin:/bin NVSMI_SNAPSHOT_AGENT="$agent" scripts/snapshot >"$work/sn
   fail "scripts/snapshot failed: $(cat "$work/snapshot.err")"
 [ "$(grep -c '^\[[0-7]\] H100 80GB' "$work/snapshot")" = 8 ] || fail "scripts/snapshot: not 8 GPUs: $(cat "$work/snapshot")"
 grep -q 'no nvidia-smi on this machine' "$work/snapshot.err" || fail "scripts/snapshot did not say it shows a recording"
+
+step "the install: nvsmi-agent on PATH"
+documented "scripts/install"
+[ -x scripts/install ] || fail "scripts/install is not there to run"
+# Into a staging root rather than /usr/local; from the build under test, built already.
+build_dir=$(dirname "$(dirname "$agent")")
+DESTDIR="$work/root" NVSMI_INSTALL_BUILD="$build_dir" scripts/install >"$work/install.out" 2>"$work/install.err" ||
+  fail "scripts/install failed: $(cat "$work/install.err")"
+installed="$work/root/usr/local/bin/nvsmi-agent"
+[ -x "$installed" ] || fail "scripts/install did not install $installed: $(cat "$work/install.err")"
+grep -q 'installed /usr/local/bin/nvsmi-agent' "$work/install.err" || fail "scripts/install did not say what it installed"
+[ -s "$work/root/usr/local/share/man/man1/nvsmi-agent.1.gz" ] || fail "scripts/install installed no man page"
+grep -qx 'ExecStart=/usr/local/bin/nvsmi-agent serve --listen 127.0.0.1:9437 --interval 5' \
+  "$work/root/usr/local/lib/systemd/system/nvsmi-agent.service" || fail "the unit does not run the installed program"
+export PATH="$work/root/usr/local/bin:$PATH"
+[ "$(command -v nvsmi-agent)" = "$installed" ] || fail "nvsmi-agent on PATH is not the installed one"
+
+step "the README's examples, as printed"
+# Each `<!-- example: nvsmi-agent ... -->` runs from the repository root as a reader types it,
+# through the nvsmi-agent on PATH, and prints the first line the README shows under it.
+examples=0
+while IFS= read -r command; do
+  examples=$((examples + 1))
+  shown=$(awk -v marker="<!-- example: $command -->" '
+    $0 == marker { found = 1; next }
+    found && /^```/ { if (open) exit; open = 1; next }
+    found && open { print; exit }' "$readme")
+  status=0
+  printed=$(env -u NVIDIA_SMI sh -c "$command" 2>"$work/example.err") || status=$?
+  # check exits with its plugin status (0 to 3); every other command with 0.
+  case "$command" in
+  "nvsmi-agent check "*) [ "$status" -le 3 ] || fail "'$command' exited with $status: $(cat "$work/example.err")" ;;
+  *) [ "$status" = 0 ] || fail "'$command' exited with $status: $(cat "$work/example.err")" ;;
+  esac
+  [ "${printed%%$'\n'*}" = "$shown" ] || [ "${printed:0:24}" = "${shown:0:24}" ] ||
+    fail "'$command' printed '${printed%%$'\n'*}', where the README shows '$shown'"
+done < <(sed -n 's/^<!-- example: \(nvsmi-agent [^>]*\) -->$/\1/p' "$readme")
+[ "$examples" -ge 3 ] || fail "the README has only $examples examples of a bare nvsmi-agent"
 
 step "the table"
 documented '`scripts/demo nvsmi-agent snapshot`'
@@ -166,11 +205,12 @@ grep -q '^Job  sh -c' "$work/run.err" "$work/run" || fail "run gave no report of
 
 step "report"
 # The README's minute is 60 samples; 5 say as much here.
-documented '`scripts/demo nvsmi-agent watch --count 60 --json-log /tmp/gpus.jsonl`, then `scripts/demo nvsmi-agent report /tmp/gpus.jsonl`'
-scripts/demo nvsmi-agent watch --count 5 --json-log "$work/gpus.jsonl" 2>"$work/log.err" ||
+documented '`scripts/demo nvsmi-agent watch --count 60 --json-log /tmp/gpus.jsonl.gz`, then `scripts/demo nvsmi-agent report /tmp/gpus.jsonl.gz`'
+scripts/demo nvsmi-agent watch --count 5 --json-log "$work/gpus.jsonl.gz" 2>"$work/log.err" ||
   fail "watch --json-log failed: $(cat "$work/log.err")"
+gzip -dc "$work/gpus.jsonl.gz" >"$work/gpus.jsonl" || fail "the JSON log is not whole gzip"
 note_pids <"$work/gpus.jsonl"
-scripts/demo nvsmi-agent report "$work/gpus.jsonl" >"$work/report" 2>"$work/report.err" ||
+scripts/demo nvsmi-agent report "$work/gpus.jsonl.gz" >"$work/report" 2>"$work/report.err" ||
   fail "report failed: $(cat "$work/report.err")"
 [ "$(grep -c '^GPU [0-7]  NVIDIA H100' "$work/report")" = 8 ] || fail "the report has not 8 GPUs: $(cat "$work/report")"
 grep -q 'finding      ' "$work/report" || fail "the report has no finding"

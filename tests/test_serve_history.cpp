@@ -106,6 +106,41 @@ TEST_CASE("compact history samples share process texts and the host's name too")
   CHECK(format_json(expand(c)) == format_json(snapshot));
 }
 
+TEST_CASE("compact history samples keep each GPU's batch job, shared while the same record holds "
+          "it") {
+  Snapshot snapshot = fixture("xml/h100-8gpu-v12.xml");
+  snapshot.allocations_read = true;
+  Allocation held;
+  held.job_id = "4321";
+  held.user = "alice";
+  held.account = "physics";
+  held.since_epoch_s = 1700000000;
+  held.held_s = 60;
+  snapshot.gpus[0].allocation = held;
+  snapshot.gpus[1].allocation = held;
+  std::size_t first = 0, second = 0;
+  CompactSnapshot a = compact(snapshot, nullptr, first);
+  CHECK(format_json(expand(a)) == format_json(snapshot));
+  CHECK(expand(a).allocations_read);
+  snapshot.gpus[0].allocation->held_s = 61; // a second later: the same record
+  snapshot.gpus[1].allocation->held_s = 61;
+  CompactSnapshot b = compact(snapshot, &a, second);
+  CHECK(second == 0);
+  REQUIRE(b.allocations.size() == 2);
+  CHECK(b.allocations[0].record.get() == a.allocations[0].record.get());
+  CHECK(format_json(expand(b)) == format_json(snapshot));
+  // Another job on GPU 1: a record of its own, counted.
+  snapshot.gpus[1].allocation->job_id = "9999";
+  std::size_t third = 0;
+  CompactSnapshot c = compact(snapshot, &b, third);
+  CHECK(third > 0);
+  nlohmann::json gpus = nlohmann::json::parse(format_json(expand(c)))["gpus"];
+  CHECK(gpus[0]["allocation"]["job_id"] == "4321");
+  CHECK(gpus[0]["allocation"]["held_s"] == 61);
+  CHECK(gpus[1]["allocation"]["job_id"] == "9999");
+  CHECK(gpus[2]["allocation"].is_null());
+}
+
 TEST_CASE("serve history: counts what it really holds, and lets go of it") {
   Snapshot snapshot = fixture("xml/h100-8gpu-v12.xml");
   auto owner = std::make_shared<ServeHistory>(100, 256u << 20); // stream() shares it

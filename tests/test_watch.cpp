@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <functional>
 #include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using test::lines_of;
@@ -274,6 +275,147 @@ TEST_CASE("watch: --json-log appends a typed snapshot per sample, processes and 
   CHECK(json_lines(log).size() == 5);
 }
 
+TEST_CASE("watch: a JSON log named .gz is a gzip member per sample, whole after every write, "
+          "at a seventh of the bytes") {
+  Setup setup;
+  std::string plain = setup.folder + "/gpus.jsonl", packed = setup.folder + "/gpus.jsonl.gz";
+  REQUIRE(test::run_shell(json_watch(plain, "--count 3")).exit_code == 0);
+  Run run = test::run_shell(json_watch(packed, "--count 3"));
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  std::string bytes = test::read_file(packed);
+  REQUIRE(bytes.size() > 2);
+  CHECK(static_cast<unsigned char>(bytes[0]) == 0x1f);
+  CHECK(static_cast<unsigned char>(bytes[1]) == 0x8b);
+  // gzip itself reads every member: the same lines as the plain log's, but for the time.
+  Run unpacked = test::run_shell("gzip -dc " + quote(packed));
+  REQUIRE(unpacked.exit_code == 0);
+  std::vector<std::string> lines = lines_of(unpacked.out),
+                           plain_lines = lines_of(test::read_file(plain));
+  REQUIRE(lines.size() == 3);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    nlohmann::json line = nlohmann::json::parse(lines[i]),
+                   same = nlohmann::json::parse(plain_lines[i]);
+    CHECK(line["schema"] == "nvsmi-agent.snapshot/1");
+    line.erase("timestamp");
+    same.erase("timestamp");
+    CHECK(line == same);
+  }
+  CHECK(bytes.size() * 5 < test::read_file(plain).size());
+  // Appending: more members after the first three.
+  REQUIRE(test::run_shell(json_watch(packed, "--count 2")).exit_code == 0);
+  CHECK(lines_of(test::run_shell("gzip -dc " + quote(packed)).out).size() == 5);
+  // report reads it as it reads the plain one.
+  Run report = test::run_shell(quote(AGENT_BIN) + " report --format json " + quote(packed));
+  INFO(report.err);
+  REQUIRE(report.exit_code == 0);
+  CHECK(nlohmann::json::parse(report.out)["rows"]["read"] == 40);
+  // A plain log at a .gz name, or a compressed one at a plain name, is not mixed into.
+  std::string wrong = setup.folder + "/wrong.jsonl.gz";
+  test::write_file(wrong, test::read_file(plain));
+  Run refused = test::run_shell(json_watch(wrong, "--count 1"));
+  CHECK(refused.exit_code == 7);
+  CHECK_THAT(refused.err, Catch::Contains("holds something other than gzip-compressed "
+                                          "nvsmi-agent snapshots"));
+  CHECK(test::read_file(wrong) == test::read_file(plain));
+  std::string other = setup.folder + "/other.jsonl";
+  test::write_file(other, bytes);
+  CHECK(test::run_shell(json_watch(other, "--count 1")).exit_code == 7);
+  CHECK(test::read_file(other) == bytes);
+}
+
+TEST_CASE("report reads a JSON log of plain lines (as every agent wrote before) and the same log "
+          "compressed alike; broken gzip is a bad row, not the end") {
+  Setup setup;
+  std::string plain = test::fixture_path("logs/shared-3users.jsonl");
+  std::string packed = setup.folder + "/shared.jsonl.gz";
+  REQUIRE(test::run_shell("gzip -c " + quote(plain) + " >" + quote(packed)).exit_code == 0);
+  auto report = [](const std::string &log) {
+    Run run = test::run_shell(quote(AGENT_BIN) + " report --format json " + quote(log));
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    nlohmann::json document = nlohmann::json::parse(run.out);
+    document.erase("files");
+    return document;
+  };
+  nlohmann::json from_plain = report(plain);
+  CHECK(from_plain["rows"]["read"] == 76);
+  CHECK(report(packed) == from_plain);
+  // Whole members, then garbage: what came before is read, the break is said.
+  std::string broken = setup.folder + "/broken.jsonl.gz";
+  REQUIRE(test::run_shell("head -10 " + quote(plain) + " | gzip -c >" + quote(broken) +
+                          " && head -c 64 /dev/zero | tr '\\0' x >>" + quote(broken))
+              .exit_code == 0);
+  Run run = test::run_shell(quote(AGENT_BIN) + " report --format json " + quote(broken));
+  INFO(run.out << run.err);
+  REQUIRE(run.exit_code == 0);
+  nlohmann::json document = nlohmann::json::parse(run.out);
+  CHECK(document["rows"]["read"] == 41);
+  CHECK_THAT(document.dump(), Catch::Contains("gzip data broken at byte"));
+  // A bomb (2 MB of one line in 2 KB) meets the line cap as it is decompressed, as a plain file.
+  std::string bomb = setup.folder + "/bomb.jsonl.gz";
+  REQUIRE(test::run_shell("head -c 2000000 /dev/zero | gzip -c >" + quote(bomb)).exit_code == 0);
+  CHECK(std::filesystem::file_size(bomb) < 10000);
+  Run bombed = test::run_shell(quote(AGENT_BIN) + " report " + quote(bomb));
+  CHECK(bombed.exit_code == 6);
+  CHECK_THAT(bombed.err, Catch::Contains("line longer than"));
+}
+
+TEST_CASE("watch: both logs rotate at 100 MB by default, five kept") {
+  Setup setup;
+  // A log a few bytes short of the default size (sparse: no disk is written for it) rotates at
+  // the next sample, without --csv-max-bytes or --json-max-bytes.
+  std::string json = setup.folder + "/gpus.jsonl", csv = setup.log;
+  REQUIRE(test::run_shell(json_watch(json, "--count 1")).exit_code == 0);
+  Run first = setup.watch("", "--interval 0.1 --count 1 --csv-log " + quote(csv));
+  REQUIRE(first.exit_code == 0);
+  for (const std::string &path : {json, csv})
+    REQUIRE(test::run_shell("truncate -s 99999000 " + quote(path)).exit_code == 0);
+  REQUIRE(test::run_shell(json_watch(json, "--count 1")).exit_code == 0);
+  Run second = setup.watch("", "--interval 0.1 --count 1 --csv-log " + quote(csv));
+  INFO(second.err);
+  REQUIRE(second.exit_code == 0);
+  for (const std::string &path : {json, csv}) {
+    INFO(path);
+    CHECK(std::filesystem::file_size(path + ".1") == 99999000);
+    CHECK(std::filesystem::file_size(path) < 100000);
+  }
+  CHECK(json_lines(json).size() == 1);
+  Run help = test::run_shell(quote(AGENT_BIN) + " watch --help");
+  CHECK_THAT(help.out, Catch::Contains("100000000"));
+}
+
+TEST_CASE("watch: a log path that is a symbolic link or a FIFO is refused; rotation renames over "
+          "a planted link without following it") {
+  Setup setup;
+  // In a folder others may write, a link at the path would send the log where it points.
+  std::string target = setup.folder + "/target", link = setup.folder + "/gpus.jsonl";
+  test::write_file(target, "");
+  REQUIRE(::symlink(target.c_str(), link.c_str()) == 0);
+  Run linked = test::run_shell(json_watch(link, "--count 1"));
+  CHECK(linked.exit_code == 7);
+  CHECK_THAT(linked.err, Catch::Contains("JSON log " + link + " is a symbolic link"));
+  std::string dangling = setup.folder + "/dangling.csv";
+  REQUIRE(::symlink((setup.folder + "/made-elsewhere").c_str(), dangling.c_str()) == 0);
+  Run csv = setup.watch("", "--interval 0.1 --count 1 --csv-log " + quote(dangling));
+  CHECK(csv.exit_code == 7);
+  CHECK_THAT(csv.err, Catch::Contains("CSV log " + dangling + " is a symbolic link"));
+  CHECK_FALSE(std::filesystem::exists(setup.folder + "/made-elsewhere"));
+  std::string fifo = setup.folder + "/fifo.jsonl";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  Run piped = test::run_shell("timeout 60 " + json_watch(fifo, "--count 1"));
+  CHECK(piped.exit_code == 7);
+  CHECK_THAT(piped.err, Catch::Contains("is not a regular file"));
+  // A link planted where the rotated file goes is replaced, never written through.
+  std::string log = setup.folder + "/rotated.jsonl";
+  REQUIRE(test::run_shell(json_watch(log, "--count 1")).exit_code == 0);
+  REQUIRE(::symlink(target.c_str(), (log + ".1").c_str()) == 0);
+  REQUIRE(test::run_shell(json_watch(log, "--count 1 --json-max-bytes 100")).exit_code == 0);
+  CHECK(test::read_file(target).empty());
+  CHECK_FALSE(std::filesystem::is_symlink(log + ".1"));
+  CHECK(json_lines(log + ".1").size() == 1);
+}
+
 TEST_CASE("watch: --json-max-bytes rotates the JSON log into whole lines") {
   Setup setup;
   std::string log = setup.folder + "/gpu-log.jsonl";
@@ -379,6 +521,34 @@ TEST_CASE("watch at a terminal says once what it watches, where and how to stop;
   CHECK(screen.find(line) == screen.rfind(line));
   tmux.key("C-c");
   CHECK(tmux.wait_for("watch-exit=0"));
+}
+
+TEST_CASE("watch with a log and no stdout says at a terminal what it logs, how often, for how "
+          "long and how to stop, and at its end what reads the log") {
+  Setup setup;
+  std::string log = setup.folder + "/gpus.jsonl.gz";
+  if (!test::installed("tmux")) {
+    WARN("tmux is not installed (scripts/install-deps installs it): not tested");
+    return;
+  }
+  test::Tmux tmux(200, 24);
+  // stdout away: nothing reads it, as with `watch --count 60 --json-log F > /dev/null`.
+  tmux.run("timeout --foreground 120 " + quote(AGENT_BIN) + " watch --interval 0.5 --fixture " +
+           quote(test::fixture_path("xml/h100-8gpu-v12.xml")) + " --count 4 --json-log " +
+           quote(log) + " >/dev/null; echo watch-exit=$?");
+  REQUIRE(tmux.wait_for("watch-exit=0"));
+  std::string screen = tmux.screen();
+  INFO(screen);
+  CHECK(screen.find("watch-exit=0") != std::string::npos);
+  CHECK(screen.find("watching 8 GPUs every 0.5 s for 4 samples (about 2 s), writing JSON to " +
+                    log + "; Ctrl-C stops") != std::string::npos);
+  CHECK(screen.find("wrote 4 samples; `nvsmi-agent report " + log + "` sums them up") !=
+        std::string::npos);
+  // A pipe gets neither: a script's stderr stays its own.
+  Run piped = test::run_shell(json_watch(setup.folder + "/piped.jsonl", "--count 2"));
+  CHECK(piped.exit_code == 0);
+  CHECK(piped.err.find("watching") == std::string::npos);
+  CHECK(piped.err.find("wrote") == std::string::npos);
 }
 
 TEST_CASE("watch: a child that exits is restarted with backoff; the log keeps whole rows") {

@@ -1,4 +1,5 @@
 #include "cli/cli.hpp"
+#include "commands/job_command.hpp"
 #include "core/exit_codes.hpp"
 #include "files/file_io.hpp"
 #include "report/report.hpp"
@@ -107,12 +108,14 @@ SubcommandRun report_options(CLI::App *command) {
 
 SubcommandRun job_options(CLI::App *command) {
   struct Settings {
-    ReportOptions options;
-    std::string job_id, from, to, format = "text";
+    JobOptions options;
+    std::string from, to, format = "text";
   };
   auto settings = std::make_shared<Settings>();
   // The value is not repeated back: it may be any bytes, and this message reaches a terminal.
-  command->add_option("JOBID", settings->job_id, "The batch job's id, as the scheduler numbers it")
+  command
+      ->add_option("JOBID", settings->options.job_id,
+                   "The batch job's id, as the scheduler numbers it")
       ->required()
       ->check(CLI::Validator(
           [](std::string &text) {
@@ -120,12 +123,17 @@ SubcommandRun job_options(CLI::App *command) {
           },
           "JOBID", "job id"));
   command
-      ->add_option("--log", settings->options.files,
+      ->add_option("--log", settings->options.logs.files,
                    "JSON logs of watch --json-log (with --job-mapping-dir); rotated ones together, "
-                   "in any order; repeatable")
-      ->required()
+                   "in any order; repeatable. Without it: the local serve's history, else " +
+                       std::string(default_job_log) + "* ($NVSMI_JOB_LOG)")
       ->type_name("FILE")
       ->check(caller_path());
+  command
+      ->add_option("--serve", settings->options.serve,
+                   "The local serve asked without --log (a loopback address)")
+      ->type_name("HOST:PORT")
+      ->capture_default_str();
   command->add_option("--from", settings->from, "Leave out rows before this time")
       ->check(time_validator);
   command->add_option("--to", settings->to, "Leave out rows after this time")
@@ -134,23 +142,13 @@ SubcommandRun job_options(CLI::App *command) {
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   return {[settings] {
-    ReportOptions &options = settings->options;
+    JobOptions &options = settings->options;
     if (!settings->from.empty())
-      options.from = parse_time(settings->from);
+      options.logs.from = parse_time(settings->from);
     if (!settings->to.empty())
-      options.to = parse_time(settings->to);
-    options.by_job = true;
-    Report report = make_report(options);
-    for (const BatchJob &job : report.jobs.jobs)
-      if (job.job_id == settings->job_id) {
-        write_output(settings->format == "json" ? format_job_json(job) : format_job_text(job),
-                     std::nullopt);
-        return exit_ok;
-      }
-    throw AgentError(exit_bad_output, "job " + settings->job_id + ": no sample of it in " +
-                                          std::to_string(report.rows_read) + " rows of " +
-                                          std::to_string(report.files.size()) +
-                                          " file(s) (is --job-mapping-dir given to watch?)");
+      options.logs.to = parse_time(settings->to);
+    options.json = settings->format == "json";
+    return run_job(options);
   }};
 }
 
@@ -158,7 +156,8 @@ SubcommandRun job_options(CLI::App *command) {
 
 Subcommand add_job_command(CLI::App &app) {
   return add_subcommand(app, "job",
-                        "What one batch job did with the GPUs it held, from the JSON logs: GPUs, "
+                        "What one batch job did with the GPUs it held, from the JSON logs or the "
+                        "local serve's history: GPUs, "
                         "time, utilization, idle and allocated-but-unused time, peak memory, "
                         "energy, and a finding with advice.",
                         job_options);

@@ -33,18 +33,21 @@ SubcommandRun watch_options(CLI::App *command) {
   command
       ->add_option("--csv-max-bytes", options.csv_rotation.max_bytes,
                    "Rotate the CSV log before it passes this size (0: never)")
-      ->type_name("BYTES");
+      ->type_name("BYTES")
+      ->capture_default_str();
   command->add_option("--csv-keep", options.csv_rotation.keep, "Rotated CSV logs kept (FILE.1 ...)")
       ->check(whole_range(0, 1000))
       ->capture_default_str();
   command
       ->add_option("--json-log", options.json_log,
-                   "Append each sample's typed snapshot to this file, one JSON line each")
+                   "Append each sample's typed snapshot to this file, one JSON line each; "
+                   "gzip-compressed, a member per line, where the name ends in .gz")
       ->check(caller_path());
   command
       ->add_option("--json-max-bytes", options.json_rotation.max_bytes,
                    "Rotate the JSON log before it passes this size (0: never)")
-      ->type_name("BYTES");
+      ->type_name("BYTES")
+      ->capture_default_str();
   command
       ->add_option("--json-keep", options.json_rotation.keep, "Rotated JSON logs kept (FILE.1 ...)")
       ->check(whole_range(0, 1000))

@@ -88,8 +88,11 @@ private:
       stop(error.code());
       return;
     }
-    if (!announced_ && ::isatty(STDERR_FILENO) == 1)
+    ++written_;
+    if (!announced_ && ::isatty(STDERR_FILENO) == 1) {
       announce(snapshot);
+      announced_at_terminal_ = true;
+    }
     announced_ = true;
     if (options_.count && ++delivered_ >= *options_.count)
       stop(exit_ok);
@@ -110,9 +113,42 @@ private:
     for (const std::string &output : outputs)
       writing += (writing.empty() ? "" : ", ") + output;
     std::size_t gpus = first.gpus.size();
+    std::string how_long;
+    if (options_.count) // how long a person waits for the end, said at its start
+      how_long = " for " + std::to_string(*options_.count) +
+                 (*options_.count == 1 ? " sample" : " samples") + " (about " +
+                 seconds_text(to_ms(options_.sampling.interval_seconds *
+                                    static_cast<double>(*options_.count))) +
+                 " s)";
     log_line("watching " + std::to_string(gpus) + (gpus == 1 ? " GPU" : " GPUs") + " every " +
-             seconds_text(to_ms(options_.sampling.interval_seconds)) + " s, writing " + writing +
-             "; Ctrl-C stops");
+             seconds_text(to_ms(options_.sampling.interval_seconds)) + " s" + how_long +
+             ", writing " + writing + "; Ctrl-C stops");
+  }
+
+public:
+  // At a terminal, the end of a run that wrote a log says what it holds and what reads it.
+  void say_end() const {
+    if (!announced_at_terminal_ || (!options_.csv_log && !options_.json_log))
+      return;
+    std::string logs;
+    for (const auto *log : {&options_.json_log, &options_.csv_log})
+      if (*log)
+        logs += (logs.empty() ? "" : " ") + shell_word(**log);
+    log_line("wrote " + std::to_string(written_) + (written_ == 1 ? " sample" : " samples") +
+             "; `nvsmi-agent report " + logs + "` sums them up");
+  }
+
+private:
+  // `path` as a shell word a person can paste, printable.
+  static std::string shell_word(const std::string &path) {
+    std::string text = printable_text(path);
+    if (text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                               "/._-+,:@%") == std::string::npos)
+      return text;
+    std::string quoted = "'";
+    for (char c : text)
+      quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return quoted + "'";
   }
 
   void write_stdout(const Snapshot &snapshot) {
@@ -153,6 +189,8 @@ private:
   long delivered_ = 0;
   bool wrote_csv_header_ = false;
   bool announced_ = false; // the first sample was delivered
+  bool announced_at_terminal_ = false;
+  long written_ = 0; // samples delivered to every output
 };
 
 } // namespace
@@ -161,6 +199,7 @@ int run_watch(const WatchOptions &options) {
   ignore_write_signals();
   Watch watch(options);
   int code = watch.run();
+  watch.say_end();
   finish_log();
   return code;
 }

@@ -15,7 +15,7 @@ struct WatchOptions {
   SamplerOptions sampling;
   std::optional<Format> format; // stdout stream; default legacy unless a log is given
   std::optional<std::string> csv_log, json_log;
-  RotationSettings csv_rotation, json_rotation;
+  RotationSettings csv_rotation = default_log_rotation, json_rotation = default_log_rotation;
   std::optional<long> count;
 };
 

@@ -38,10 +38,22 @@ void RotatingLog::open() {
   bool moved = false;
   while (true) {
     // Read and write: what the file holds is checked through the descriptor that holds the lock.
-    fd_ = ::open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    // Never through a symbolic link: in a folder others may write, one planted at the path (or
+    // put there between a rotation's rename and this open) would send the log anywhere it points,
+    // creating the file it names.
+    fd_ = ::open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd_ < 0 && errno == ELOOP)
+      throw AgentError(exit_io, what_ + " " + path_ +
+                                    " is a symbolic link; refusing to follow it (name the file "
+                                    "itself)");
     if (fd_ < 0)
       io_failure("cannot open " + what_, path_);
     try {
+      struct stat info {};
+      if (::fstat(fd_, &info) != 0)
+        io_failure("cannot stat " + what_, path_);
+      if (!S_ISREG(info.st_mode)) // a FIFO would block the sampling as soon as it filled
+        throw AgentError(exit_io, what_ + " " + path_ + " is not a regular file");
       lock_exclusively(fd_, path_, what_);
       if (size() == 0 || !found_)
         return;

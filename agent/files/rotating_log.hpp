@@ -15,6 +15,10 @@ struct RotationSettings {
   int keep = 5;                // rotated files kept: path.1 (newest) .. path.keep
 };
 
+// What `watch` rotates each of its logs at unless told otherwise (--csv-max-bytes, --json-keep
+// ...): 100 MB, five rotated files kept, so that a log left running cannot fill the disk.
+inline constexpr RotationSettings default_log_rotation{100'000'000, 5};
+
 class RotatingLog {
 public:
   // Where a file found at the path goes instead of being appended to: path + suffix (or

@@ -6,6 +6,7 @@
 #include "nvsmi/timestamp.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -174,14 +175,20 @@ Gpu read_gpu(const Json &value, const std::string &where) {
   return gpu;
 }
 
-Json parse(std::string_view line) {
+// `text` parsed, each value shown to `keep` as it ends (false: left out of the result); nothing
+// nested deeper than `depth_limit`.
+Json parse(std::string_view text, int depth_limit = max_depth,
+           const std::function<bool(int depth, Json &value)> &keep = {}) {
   try {
-    return Json::parse(line.begin(), line.end(), [](int depth, Json::parse_event_t, Json &) {
-      if (depth > max_depth)
-        throw ParseError("nested deeper than " + std::to_string(max_depth) +
-                         " levels: not a snapshot");
-      return true;
-    });
+    return Json::parse(text.begin(), text.end(),
+                       [&](int depth, Json::parse_event_t event, Json &value) {
+                         if (depth > depth_limit)
+                           throw ParseError("nested deeper than " + std::to_string(depth_limit) +
+                                            " levels: not a snapshot");
+                         if (keep && event == Json::parse_event_t::object_end)
+                           return keep(depth, value);
+                         return true;
+                       });
   } catch (const Json::parse_error &error) {
     // The library's message quotes the bytes it read, which may be anything: only say where.
     throw ParseError("not JSON: syntax error at byte " + std::to_string(error.byte));
@@ -190,16 +197,51 @@ Json parse(std::string_view line) {
   }
 }
 
+Snapshot read_snapshot(const Json &root, const std::string &where);
+
 } // namespace
 
-Snapshot read_json_log_line(std::string_view line) {
-  Json root = parse(line);
+Snapshot read_json_log_line(std::string_view line) { return read_snapshot(parse(line), ""); }
+
+ServeHistoryRead read_serve_history(std::string_view body,
+                                    const std::function<void(Snapshot)> &take) {
+  // {"schema":..,"interval_seconds":..,"history_seconds":..,"samples":[{"received":T,
+  // "snapshot":{..}},..]}: each sample (depth 2) read and let go of as it ends, so that an hour
+  // of samples is never held as one tree.
+  ServeHistoryRead read;
+  Json root = parse(body, max_depth + 2, [&](int depth, Json &value) {
+    if (depth != 2)
+      return true;
+    std::string where = "samples[" + std::to_string(read.samples) + "]";
+    Members in(object_at(value, where), where + ".");
+    const Json *snapshot = in.find("snapshot");
+    if (!snapshot)
+      throw ParseError(where + ".snapshot: expected a snapshot");
+    take(read_snapshot(*snapshot, where + ".snapshot."));
+    ++read.samples;
+    return false;
+  });
   if (!root.is_object())
     throw ParseError("not a JSON object");
   Members in(root, "");
   const Json *schema = in.find("schema");
+  if (!schema || !schema->is_string() || *schema != "nvsmi-agent.history/1")
+    throw ParseError("not an nvsmi-agent.history/1 document (schema)");
+  if (RealReading seconds = in.real("history_seconds"))
+    read.history_seconds = *seconds;
+  return read;
+}
+
+namespace {
+
+Snapshot read_snapshot(const Json &root, const std::string &where) {
+  if (!root.is_object())
+    throw ParseError(where.empty() ? "not a JSON object" : where + " expected an object");
+  Members in(root, where);
+  const Json *schema = in.find("schema");
   if (!schema || !schema->is_string() || *schema != "nvsmi-agent.snapshot/1")
-    throw ParseError("not an nvsmi-agent.snapshot/1 line (schema)");
+    throw ParseError(where + (where.empty() ? "" : "schema: ") +
+                     "not an nvsmi-agent.snapshot/1 line (schema)");
 
   Snapshot snapshot;
   if (Text stamp = in.text("timestamp"))
@@ -210,12 +252,12 @@ Snapshot read_json_log_line(std::string_view line) {
   if (!gpus)
     throw ParseError("gpus: expected a list");
   for (std::size_t i = 0; i < gpus->size(); ++i)
-    snapshot.gpus.push_back(read_gpu((*gpus)[i], "gpus[" + std::to_string(i) + "]"));
+    snapshot.gpus.push_back(read_gpu((*gpus)[i], where + "gpus[" + std::to_string(i) + "]"));
   for (const Json &gpu : *gpus)
     if (gpu.is_object() && gpu.contains("allocation"))
       snapshot.allocations_read = true;
   if (const Json *host = in.find("host")) {
-    Members host_in(object_at(*host, "host"), "host.");
+    Members host_in(object_at(*host, where + "host"), where + "host.");
     snapshot.host.emplace();
     snapshot.host->hostname = host_in.text("hostname");
     snapshot.host->cpu_count = host_in.whole("cpu_count");
@@ -231,5 +273,7 @@ Snapshot read_json_log_line(std::string_view line) {
   }
   return snapshot;
 }
+
+} // namespace
 
 } // namespace nvsmi

@@ -4,6 +4,10 @@
 
 #include "nvsmi/snapshot.hpp"
 
+#include <optional>
+
+#include <cstddef>
+#include <functional>
 #include <string_view>
 
 namespace nvsmi {
@@ -15,5 +19,17 @@ namespace nvsmi {
 // CSV log. Throws ParseError, naming the field, for what is not such a line: not JSON, nested
 // deeper than any snapshot, another schema, no `gpus` list, or a field of the wrong type or sign.
 Snapshot read_json_log_line(std::string_view line);
+
+struct ServeHistoryRead {
+  std::size_t samples = 0;
+  std::optional<double> history_seconds; // how far back the serve keeps samples
+};
+
+// serve's /api/v1/history document ("nvsmi-agent.history/1"): each sample's snapshot, read as
+// read_json_log_line reads a line, handed to `take` oldest first and let go of, so that memory
+// holds one sample's tree at a time beside the body. Throws ParseError, naming the sample and
+// field, for what is not such a document (after `take` has seen the samples before it).
+ServeHistoryRead read_serve_history(std::string_view body,
+                                    const std::function<void(Snapshot)> &take);
 
 } // namespace nvsmi

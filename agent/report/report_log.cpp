@@ -2,6 +2,7 @@
 
 #include "core/exit_codes.hpp"
 #include "files/file_io.hpp"
+#include "files/gzip_text.hpp"
 #include "report/report_json_log.hpp"
 
 #include "nvsmi/gpu_fields.hpp"
@@ -79,7 +80,8 @@ struct LogInput {
   std::string path;
   Descriptor fd;
   bool regular = false;
-  std::string peeked; // bytes already taken from a stream that cannot seek
+  std::string peeked;       // bytes already taken from a stream that cannot seek
+  std::optional<bool> gzip; // whether its first bytes are gzip's, once read
 
   explicit LogInput(const std::string &name)
       : path(name), fd(::open(name.c_str(), O_RDONLY | O_CLOEXEC)) {
@@ -91,22 +93,53 @@ struct LogInput {
     regular = S_ISREG(info.st_mode);
   }
 
-  // Up to `count` bytes from the start, without losing them for the reading after.
+  // Up to `count` bytes from the start, without losing them for the reading after: of what the
+  // log holds, decompressed where it is gzip (a JSON log named .gz, or any log gzip made).
   std::string peek(std::size_t count) {
     std::string bytes;
     if (!read_up_to(fd.get(), count, regular ? std::optional<off_t>(0) : std::nullopt, bytes))
       io_failure("cannot read", path);
     if (!regular)
       peeked = bytes;
-    return bytes;
+    gzip = starts_as_gzip(bytes);
+    if (!*gzip)
+      return bytes;
+    std::string text;
+    try {
+      GzipReader reader;
+      reader.feed(bytes, [&](std::string_view part) {
+        text.append(part.substr(0, count - text.size()));
+        return text.size() < count;
+      });
+    } catch (const ParseError &) { // said when the log is read
+    }
+    return text;
   }
 
-  // Calls `line` for each whole line: the peeked bytes, then the rest of the stream. Returns what
-  // follows the last newline, when the reading was not ended early.
-  template <typename OnLine, typename OnTooLong>
-  std::string for_each_line(OnLine line, OnTooLong too_long) {
+  // Calls `line` for each whole line: the peeked bytes, then the rest of the stream, through
+  // gzip where the log is compressed. Returns what follows the last newline, when the reading was
+  // not ended early; `broken(why)` where compressed data breaks, and the rest is not read.
+  template <typename OnLine, typename OnTooLong, typename OnBroken>
+  std::string for_each_line(OnLine line, OnTooLong too_long, OnBroken broken) {
     LogLineSplitter lines;
-    if (!lines.feed(peeked, line, too_long))
+    std::optional<GzipReader> reader;
+    // False once the reading is to end.
+    auto feed = [&](std::string_view raw) {
+      if (!gzip)
+        gzip = starts_as_gzip(raw);
+      if (!*gzip)
+        return lines.feed(raw, line, too_long);
+      if (!reader)
+        reader.emplace();
+      try {
+        return reader->feed(
+            raw, [&](std::string_view text) { return lines.feed(text, line, too_long); });
+      } catch (const ParseError &error) {
+        broken(error.what());
+        return false;
+      }
+    };
+    if (!peeked.empty() && !feed(peeked))
       return {};
     std::string().swap(peeked);
     std::unique_ptr<char[]> chunk(new char[chunk_bytes]);
@@ -118,7 +151,7 @@ struct LogInput {
         io_failure("cannot read", path);
       if (n == 0)
         return lines.rest();
-      if (!lines.feed(std::string_view(chunk.get(), static_cast<std::size_t>(n)), line, too_long))
+      if (!feed(std::string_view(chunk.get(), static_cast<std::size_t>(n))))
         return {};
     }
   }
@@ -355,6 +388,11 @@ LogTotals read_logs(const std::vector<std::string> &paths, BadRows &bad,
           bad.add(BadRows::too_long, where(),
                   "line longer than " + std::to_string(cap) +
                       " bytes; the rest of the file is not read");
+        },
+        [&](const std::string &why) {
+          ++number;
+          ++totals.rows;
+          bad.add(BadRows::unparsable, where(), why + "; the rest of the file is not read");
         });
     if (!trim(unfinished).empty()) {
       ++number;

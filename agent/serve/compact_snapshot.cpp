@@ -37,6 +37,8 @@ public:
 
   std::shared_ptr<const CompactHealth> health(const Gpu &gpu,
                                               const std::shared_ptr<const CompactHealth> *before);
+  std::shared_ptr<const Allocation> allocation(const Allocation &held,
+                                               const CompactSnapshot *previous, std::size_t gpu);
 
 private:
   std::size_t &new_text_bytes_;
@@ -81,6 +83,35 @@ Packer::health(const Gpu &gpu, const std::shared_ptr<const CompactHealth> *befor
     new_text_bytes_ += health_cost(*last_health_);
   }
   return last_health_;
+}
+
+std::size_t allocation_cost(const Allocation &held) {
+  std::size_t cost = allocation(sizeof(Allocation) + 16);
+  for (const std::string *text : {&held.scheduler, &held.job_id})
+    if (text->size() > 15)
+      cost += allocation(text->capacity() + 1);
+  for (const Text *text : {&held.user, &held.account})
+    if (*text && (*text)->size() > 15)
+      cost += allocation((*text)->capacity() + 1);
+  return cost;
+}
+
+bool same_record(const Allocation &a, const Allocation &b) {
+  return a.scheduler == b.scheduler && a.job_id == b.job_id && a.user == b.user &&
+         a.account == b.account && a.since_epoch_s == b.since_epoch_s;
+}
+
+std::shared_ptr<const Allocation>
+Packer::allocation(const Allocation &held, const CompactSnapshot *previous, std::size_t gpu) {
+  if (previous)
+    for (const CompactAllocation &was : previous->allocations)
+      if (was.gpu == gpu && same_record(*was.record, held))
+        return was.record;
+  Allocation record = held;
+  record.held_s.reset();
+  auto shared = std::make_shared<const Allocation>(std::move(record));
+  new_text_bytes_ += allocation_cost(*shared);
+  return shared;
 }
 
 template <std::size_t N> PackedReadings<N> pack(const std::array<const Reading *, N> &readings) {
@@ -344,6 +375,10 @@ CompactSnapshot compact(const Snapshot &snapshot, const CompactSnapshot *previou
   if (snapshot.host)
     out.host =
         pack_host(*snapshot.host, previous && previous->host ? &*previous->host : nullptr, packer);
+  for (std::size_t i = 0; i < snapshot.gpus.size(); ++i)
+    if (const std::optional<Allocation> &held = snapshot.gpus[i].allocation)
+      out.allocations.push_back({i, packer.allocation(*held, previous, i), held->held_s});
+  out.allocations_read = snapshot.allocations_read;
   return out;
 }
 
@@ -358,11 +393,17 @@ Snapshot expand(const CompactSnapshot &compact) {
     snapshot.gpus.push_back(unpack_gpu(gpu));
   if (compact.host)
     snapshot.host = unpack_host(*compact.host);
+  for (const CompactAllocation &held : compact.allocations)
+    if (held.gpu < snapshot.gpus.size()) {
+      snapshot.gpus[held.gpu].allocation = *held.record;
+      snapshot.gpus[held.gpu].allocation->held_s = held.held_s;
+    }
+  snapshot.allocations_read = compact.allocations_read;
   return snapshot;
 }
 
 std::size_t own_bytes(const CompactSnapshot &sample) {
-  std::size_t bytes = vector_bytes(sample.gpus);
+  std::size_t bytes = vector_bytes(sample.gpus) + vector_bytes(sample.allocations);
   for (const CompactGpu &gpu : sample.gpus)
     bytes += vector_bytes(gpu.mig_devices) + vector_bytes(gpu.processes) +
              vector_bytes(gpu.clock_event_reasons_active) + vector_bytes(gpu.extras);
@@ -390,6 +431,9 @@ std::size_t text_bytes_freed_by(const CompactSnapshot &sample) {
     for (const auto &[name, value] : gpu.extras)
       bytes += freed(name) + freed(value);
   }
+  for (const CompactAllocation &held : sample.allocations)
+    if (held.record.use_count() == 1)
+      bytes += allocation_cost(*held.record);
   return bytes;
 }
 

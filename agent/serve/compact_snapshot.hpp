@@ -90,6 +90,15 @@ struct CompactGpu {
   std::vector<std::pair<SharedText, SharedText>> extras; // name, value
 };
 
+// The batch job that holds a GPU: the record shared with the sample before while the same one
+// holds it, its held_s (which grows every sample) aside. Kept beside the GPUs, not in each, so
+// that a sample with no job held costs nothing for them.
+struct CompactAllocation {
+  std::size_t gpu = 0; // its position in CompactSnapshot::gpus
+  std::shared_ptr<const Allocation> record;
+  Reading held_s;
+};
+
 struct CompactHost {
   SharedText hostname;
   PackedReadings<3> numbers; // CPU count, memory total and used
@@ -104,6 +113,8 @@ struct CompactSnapshot {
   SharedText driver_version, cuda_version;
   std::vector<CompactGpu> gpus;
   std::optional<CompactHost> host;
+  std::vector<CompactAllocation> allocations; // the GPUs a job holds, in their order
+  bool allocations_read = false;              // Snapshot::allocations_read
 };
 
 // `snapshot` packed, sharing each text that equals the one in the same place of `previous`.
