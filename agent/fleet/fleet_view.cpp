@@ -59,7 +59,7 @@ std::string fleet_host_line(const HostReading &reading, std::chrono::system_cloc
 
 std::string format_fleet_text(const std::vector<HostReading> &hosts,
                               std::chrono::system_clock::time_point now, const TableStyle &style) {
-  std::string out = dotted_lines(fleet_summary_text(fleet_summary_of(hosts)), style);
+  std::string out = dotted_lines(fleet_summary_text(fleet_summary_of(hosts)), style, Tone::heading);
   for (const HostReading &reading : hosts) {
     out += "\n" + dotted_lines(fleet_host_line(reading, now), style);
     if (reading.last_good)
