@@ -484,7 +484,7 @@ TEST_CASE("health table: a lost GPU says why, a failing one what, before its pro
   INFO(table);
   CHECK(lines[0] == "3 GPUs: 1 free \u00b7 1 failing \u00b7 1 lost");
   CHECK(has(lines[2], "  free"));
-  CHECK(has(lines[3], "  failing  row remap pending  alice:pyt"));
+  CHECK(has(lines[3], "  failing  row remap pending  alice:train.py\u00d72(41000MiB)"));
   CHECK(lines[4].rfind("[2] -", 0) == 0);
   CHECK(has(lines[4], "  lost  GPU is lost"));
   CHECK_FALSE(has(lines[4], "0%"));

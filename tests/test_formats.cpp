@@ -123,14 +123,15 @@ TEST_CASE("json: who runs each process, where, and the host; null where unknown"
   CHECK(keys_of(process) ==
         std::vector<std::string>{"pid", "type", "name", "used_memory_mib", "gpu_instance_id",
                                  "compute_instance_id", "sm_utilization_percent",
-                                 "memory_utilization_percent", "user", "uid", "command", "started",
-                                 "cpu_percent", "host_memory_mib", "container", "pod_uid",
-                                 "slurm_job_id", "systemd_unit"});
+                                 "memory_utilization_percent", "user", "uid", "command", "program",
+                                 "started", "cpu_percent", "host_memory_mib", "container",
+                                 "pod_uid", "slurm_job_id", "systemd_unit"});
   CHECK(process["sm_utilization_percent"] == 87);
   CHECK(process["memory_utilization_percent"] == 35);
   CHECK(process["user"] == "alice");
   CHECK(process["uid"] == 1000 + 4242 % 7);
   CHECK(process["command"] == "python3 train.py");
+  CHECK(process["program"] == "train.py"); // the name every screen gives it
   CHECK(process["started"] == "2026-11-23T09:14:02+01:00");
   CHECK(process["cpu_percent"] == Approx(101.25));
   CHECK(process["host_memory_mib"] == 5120);
@@ -140,9 +141,9 @@ TEST_CASE("json: who runs each process, where, and the host; null where unknown"
   CHECK(process["systemd_unit"] == "docker-aaaa.scope");
   const auto &unknown = document["gpus"][0]["processes"][1];
   CHECK(unknown.size() == process.size());
-  for (const char *key :
-       {"sm_utilization_percent", "memory_utilization_percent", "user", "uid", "command", "started",
-        "cpu_percent", "host_memory_mib", "container", "pod_uid", "slurm_job_id", "systemd_unit"}) {
+  for (const char *key : {"sm_utilization_percent", "memory_utilization_percent", "user", "uid",
+                          "command", "program", "started", "cpu_percent", "host_memory_mib",
+                          "container", "pod_uid", "slurm_job_id", "systemd_unit"}) {
     INFO(key);
     CHECK(unknown[key].is_null());
   }

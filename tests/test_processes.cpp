@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <unistd.h>
@@ -770,4 +771,74 @@ TEST_CASE(
   test::Run bad = run_agent("watch --gpm sometimes --count 1 --nvidia-smi " + fake);
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Catch::Contains("--gpm"));
+}
+
+// Issue 39, item 6: one name for the work. Real processes whose command lines read as real jobs'
+// do (a real python3 running a script; others with the job's words as their argv[0], as
+// scripts/demo starts them), named in the JSON's `program` by what a person launched.
+TEST_CASE("snapshot names each process by the script or program launched: printable and never "
+          "another's") {
+  std::string folder = test::temporary_folder();
+  test::write_file(folder + "/train.py", "import time\ntime.sleep(300)\n");
+  // argv[0] as given, then "300": the job's words as /proc gives them, joined by spaces.
+  auto as = [](const std::string &argv0) {
+    return "exec bash -c 'exec -a \"$0\" sleep \"$1\"' " + quote(argv0) + " 300";
+  };
+  const std::string hostile = "/tmp/\x1b[2J\x1b]0;owned\x07x\ny\xff\xe2\x80\xae.py";
+  test::write_file(folder + "/hostile", hostile);
+  std::vector<std::pair<std::string, std::string>> jobs = {
+      {"exec /usr/bin/python3 -u " + quote(folder + "/train.py") + " --model x", "train.py"},
+      {as("python3 -m vllm.entrypoints.openai.api_server --port 8000"), "vllm"},
+      {as("torchrun --nproc-per-node 8 finetune.py --lr 1"), "finetune.py"},
+      {as("/usr/bin/python3 /usr/local/bin/accelerate launch --num_processes 8 sft.py"), "sft.py"},
+      {as("deepspeed --num_gpus 8 pretrain.py --deepspeed ds.json"), "pretrain.py"},
+      {as("bash /srv/run.sh --fast"), "run.sh"},
+      {as("python3 -c import time; time.sleep(300) --db-password=hunter2"), "python3"},
+      {"exec sleep 300", "sleep"},
+      {"exec bash -c 'exec -a \"$(cat " + quote(folder + "/hostile") + ")\" sleep 300'", ""},
+  };
+  std::vector<std::unique_ptr<Background>> running;
+  std::ostringstream apps;
+  for (const auto &job : jobs) {
+    running.push_back(std::make_unique<Background>(job.first));
+    int pid = running.back()->pid();
+    // Its command line is the job's once the shells before it have exec'd it.
+    REQUIRE(test::wait_until([&] {
+      std::string cmdline = test::read_file("/proc/" + std::to_string(pid) + "/cmdline");
+      return !cmdline.empty() && cmdline.find("exec ") == std::string::npos;
+    }));
+    apps << gpu0 << ", " << pid << ", 100 MiB, python3\n";
+  }
+  // Ended: nvidia-smi's name for it where it gave one, else unknown; never another's.
+  int gone = vanished_pid(), gone_unnamed = vanished_pid();
+  apps << gpu1 << ", " << gone << ", 100 MiB, /usr/bin/torchrun\n"
+       << gpu1 << ", " << gone_unnamed << ", 100 MiB, [N/A]\n";
+  test::write_file(folder + "/apps", apps.str());
+  test::Run run =
+      run_shell("FAKE_NVSMI_APPS=" + quote(folder + "/apps") +
+                " " AGENT_BIN " snapshot --format json --source csv --nvidia-smi " + fake);
+  INFO(run.out << run.err);
+  REQUIRE(run.exit_code == 0);
+  json snapshot = json::parse(run.out);
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const json *process = process_with_pid(snapshot, 0, running[i]->pid());
+    REQUIRE(process);
+    INFO((*process)["command"]);
+    REQUIRE((*process)["program"].is_string());
+    std::string program = (*process)["program"];
+    if (!jobs[i].second.empty()) {
+      CHECK(program == jobs[i].second);
+      continue;
+    }
+    // The hostile one: printable, one word, each control marked; the command line kept whole.
+    CHECK(program == "\uFFFD[2J\uFFFD]0;owned\uFFFDx\uFFFDy\uFFFD\uFFFD.py");
+    CHECK((*process)["command"].get<std::string>().find("owned") != std::string::npos);
+  }
+  const json *named = process_with_pid(snapshot, 1, gone);
+  REQUIRE(named);
+  CHECK((*named)["command"].is_null());
+  CHECK((*named)["program"] == "torchrun");
+  const json *unnamed = process_with_pid(snapshot, 1, gone_unnamed);
+  REQUIRE(unnamed);
+  CHECK((*unnamed)["program"].is_null());
 }

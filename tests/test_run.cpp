@@ -523,8 +523,15 @@ TEST_CASE("run --gpu-ids 0 -- sh -c CMD runs the job, as the README writes it") 
 TEST_CASE("a stranger's process name and the job's words reach the report without their escapes") {
   std::string folder = test::temporary_folder();
   std::string apps = folder + "/apps";
-  Background stranger("exec setpriv --reuid=nobody --regid=nogroup --clear-groups sleep 300");
-  // A title change, a clear screen and a C1 CSI (U+009B) in the name nvidia-smi lists.
+  // A title change, a clear screen and a C1 CSI (U+009B) in the command line (argv[0]) that
+  // names it, and in the name nvidia-smi lists.
+  Background stranger("exec setpriv --reuid=nobody --regid=nogroup --clear-groups bash -c "
+                      "'exec -a \"$(printf \"\\033]0;owned\\007\\033[2Jevil\\302\\23331m\")\" "
+                      "sleep 300'");
+  REQUIRE(test::wait_until([&] {
+    return test::read_file("/proc/" + std::to_string(stranger.pid()) + "/cmdline")
+               .rfind("\x1b]0;owned", 0) == 0;
+  }));
   test::write_file(apps, gpu0 + ", " + std::to_string(stranger.pid()) +
                              ", 2048 MiB, \x1b]0;owned\x07\x1b[2Jevil\xc2\x9b"
                              "31m\n");
@@ -537,7 +544,9 @@ TEST_CASE("a stranger's process name and the job's words reach the report withou
                                          " -- " + job + quote("\x1b[2Jword")));
   CHECK(run.exit_code == 0);
   INFO(run.err);
-  CHECK(run.err.find("was shared with nobody's ]0;owned[2Jevil31m for ") != std::string::npos);
+  // Named as every screen names it: each control marked U+FFFD, none obeyed.
+  CHECK(run.err.find("was shared with nobody's \uFFFD]0;owned\uFFFD\uFFFD[2Jevil\uFFFD31m for ") !=
+        std::string::npos);
   CHECK(run.err.find("; sleep 0.1; done [2Jword\n") != std::string::npos);
   CHECK(run.err.find('\x1b') == std::string::npos);
   CHECK(run.err.find('\x07') == std::string::npos);
@@ -673,7 +682,8 @@ TEST_CASE("no batch advice while a GPU process that may be the job's cannot be t
   CHECK(text.find("how much larger a batch might fit: unknown (the peak may miss") !=
         std::string::npos);
   CHECK(text.find("GPU 0 also had ") != std::string::npos);
-  CHECK(text.find("'s worker for ") != std::string::npos);
+  CHECK(text.find("'s sleep for ") !=
+        std::string::npos); // its command line's name, not nvidia-smi's
   CHECK(text.find("shared with") == std::string::npos);
 }
 

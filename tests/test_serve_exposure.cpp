@@ -57,7 +57,8 @@ TEST_CASE("serve gives a process's program name, not its command line, unless as
   SecretJob work;
   test::Server server("--source csv --interval 0.2 --nvidia-smi " + fake, work.environment());
   json process = job_process(server, work.job.pid());
-  CHECK(process["command"] == "python3");
+  CHECK(process["command"] == "python3"); // code, not a script: the interpreter
+  CHECK(process["program"] == "python3");
   CHECK(process["user"] == "root"); // loopback: user names stay
   CHECK_THAT(summary(server), Catch::Contains("1 idle but held (root)"));
   for (const char *path :
@@ -74,6 +75,30 @@ TEST_CASE("serve --expose command-lines serves them in the API, never in /metric
   CHECK(process["command"].get<std::string>().find(secret) != std::string::npos);
   CHECK(server.get("/api/v1/series").body.find(secret) != std::string::npos);
   CHECK(server.get("/metrics").body.find("hunter2") == std::string::npos);
+  CHECK(server.stop() == 0);
+}
+
+// Issue 39, item 6: the name every screen gives the work leaves with the sample, its arguments
+// do not: `fleet` and the dashboard name a python3 job by its script.
+TEST_CASE("serve gives a script's name for a python3 job, never its arguments") {
+  std::string folder = test::temporary_folder();
+  test::write_file(folder + "/train.py", "import time\ntime.sleep(300)\n");
+  test::Background job("exec /usr/bin/python3 -u " + test::quote(folder + "/train.py") + " " +
+                       secret);
+  test::write_file(folder + "/apps", "GPU-00000000-0000-0000-0000-000000000000, " +
+                                         std::to_string(job.pid()) + ", 1024 MiB, python3\n");
+  REQUIRE(test::wait_until([&] {
+    return test::read_file("/proc/" + std::to_string(job.pid()) + "/cmdline")
+               .rfind("/usr/bin/python3", 0) == 0;
+  }));
+  test::Server server("--source csv --interval 0.2 --nvidia-smi " + fake,
+                      "FAKE_NVSMI_APPS=" + test::quote(folder + "/apps") + " ");
+  json process = job_process(server, job.pid());
+  CHECK(process["command"] == "train.py");
+  CHECK(process["program"] == "train.py");
+  for (const char *path :
+       {"/api/v1/snapshot", "/api/v1/history", "/api/v1/series", "/api/v1/legacy", "/metrics"})
+    CHECK(server.get(path).body.find("hunter2") == std::string::npos);
   CHECK(server.stop() == 0);
 }
 

@@ -85,16 +85,16 @@ TEST_CASE("snapshot on a terminal prints the table, coloured unless NO_COLOR", "
   INFO(run.out << run.err);
   REQUIRE(run.exit_code == 0);
   std::vector<std::string> lines = lines_of(run.out);
-  REQUIRE(lines.size() == 10);
-  CHECK_THAT(lines[0], Catch::StartsWith("8 GPUs: 3 free"));
+  REQUIRE(lines.size() == 11); // GPU 3's holders on the line under its row
+  CHECK_THAT(lines[0], Catch::Contains("8 GPUs: 3 free"));
   CHECK_THAT(lines[1], Catch::Contains("recording"));
   CHECK_THAT(lines[4], Catch::Contains("\x1b[31mhot\x1b[0m"));
-  CHECK_THAT(lines[7], Catch::Contains("at power limit"));
+  CHECK_THAT(lines[8], Catch::Contains("at power limit"));
   check_width(run.out, 80); // `script` gives its terminal no size: 80
 
   Run no_colour = on_terminal("NO_COLOR=1 " AGENT_BIN " snapshot --fixture " + states);
   CHECK(no_colour.out.find('\x1b') == std::string::npos);
-  CHECK(lines_of(no_colour.out).size() == 10);
+  CHECK(lines_of(no_colour.out).size() == 11);
   // NO_COLOR set but empty asks for nothing (https://no-color.org).
   Run empty = on_terminal("NO_COLOR= " AGENT_BIN " snapshot --fixture " + states);
   CHECK(empty.out.find("\x1b[31m") != std::string::npos);
@@ -141,7 +141,7 @@ TEST_CASE("snapshot --format table on a pipe: the table, no colour, 80 columns",
   REQUIRE(run.exit_code == 0);
   CHECK(run.out.find('\x1b') == std::string::npos);
   std::vector<std::string> lines = lines_of(run.out);
-  REQUIRE(lines.size() == 10);
+  REQUIRE(lines.size() == 11);
   CHECK(lines[1] == "recording  2024-03-12 14:03:27  driver 550.54.15  CUDA 12.4");
   check_width(run.out, 80);
   Run unknown = run_agent("snapshot --format table --fixture " +
@@ -239,7 +239,7 @@ TEST_CASE(
   Run recording =
       run_agent("snapshot --format table --fixture " + quote(folder + "/long-name.xml"));
   REQUIRE(recording.exit_code == 0);
-  REQUIRE(lines_of(recording.out).size() == 10);
+  REQUIRE(lines_of(recording.out).size() == 11); // GPU 3's holders under its row
   check_width(recording.out, 80);
   CHECK_THAT(recording.out, Catch::Contains("[5] LLLLLLLLLLL\u2026"));
 
@@ -316,7 +316,8 @@ TEST_CASE("snapshot's table: the fleet's summary and each state's reason at 80, 
   CHECK_THAT(wide.out, Catch::Contains("at power limit  99.6% \u2265 95%"));
 }
 
-TEST_CASE("snapshot's table names every holder of every GPU at 80, 120 and 40 columns", "[table]") {
+TEST_CASE("snapshot's table names what holds every GPU and whose at 80, 120 and 40 columns",
+          "[table]") {
   if (!terminal_available())
     return;
   // Three users: this one with two processes, nobody with two, daemon with one; five GPUs held.
@@ -366,12 +367,111 @@ TEST_CASE("snapshot's table names every holder of every GPU at 80, 120 and 40 co
           *row +
           (row + 1 != lines.end() && (row + 1)->rfind("    ", 0) == 0 ? "\n" + *(row + 1) : "");
       INFO(shown);
-      for (const std::string &user : holders[gpu])
-        CHECK_THAT(shown, Catch::Contains(user));
+      CHECK_THAT(shown, Catch::Contains("sleep")); // the program, at every width
+      // The users too from 80 columns; at 40 they give way before the program's name does.
+      if (width >= 80)
+        for (const std::string &user : holders[gpu])
+          CHECK_THAT(shown, Catch::Contains(user + ":sleep"));
     }
-    if (width == 80) { // two processes of one user and program: said once, counted
-      CHECK_THAT(run.out, Catch::Contains("nobody:sle\u2026\u00d72"));
-      CHECK_THAT(run.out, Catch::Contains(std::string(me->pw_name) + ":sleep\u00d72"));
+  }
+}
+
+namespace {
+
+// GPU `index`'s row of `table`, and the line under it where that holds the rest of the row.
+std::string row_of(const std::string &table, int index) {
+  std::vector<std::string> lines = lines_of(table);
+  std::string prefix = "[" + std::to_string(index) + "] ";
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    if (lines[i].rfind(prefix, 0) == 0)
+      return lines[i] + (i + 1 < lines.size() && lines[i + 1].rfind("    ", 0) == 0 &&
+                                 lines[i + 1].rfind("    MIG", 0) != 0
+                             ? "\n" + lines[i + 1]
+                             : "");
+  return {};
+}
+
+// `name` as the table must keep it at least: whole, or its first 8 columns then `…`.
+std::string kept(const std::string &name) { return name.size() <= 8 ? name : name.substr(0, 8); }
+
+} // namespace
+
+TEST_CASE("snapshot's table at 80 columns keeps at least 8 columns of every process's name",
+          "[table]") {
+  // A recording: nvidia-smi's names (`/usr/bin/torchrun`, `vllm serve`) by their programs.
+  Run fixture = run_agent("snapshot --format table --fixture " + states);
+  INFO(fixture.out << fixture.err);
+  REQUIRE(fixture.exit_code == 0);
+  check_width(fixture.out, 80);
+  CHECK_THAT(row_of(fixture.out, 2), Catch::Contains("python3"));
+  CHECK_THAT(row_of(fixture.out, 3), Catch::Contains("torchrun") && Catch::Contains("python3"));
+  CHECK_THAT(row_of(fixture.out, 6), Catch::Contains("vllm"));
+
+  // The demo stand-in with its five jobs (as root: run as nobody, daemon and root).
+  std::string agent_dir = AGENT_BIN;
+  agent_dir.erase(agent_dir.rfind('/'));
+  const std::vector<std::pair<int, std::vector<std::string>>> jobs = {
+      {1, {"train.py"}}, {2, {"vllm"}}, {3, {"finetune.py", "eval.py"}}, {5, {"infer.py"}}};
+  for (int width : {80, 160}) {
+    Run demo =
+        on_terminal("NO_COLOR=1 NVSMI_DEMO_SECONDS=120 NVSMI_DEMO_AGENT=" + quote(agent_dir) +
+                        " " SCRIPTS_DIR "/demo nvsmi-agent snapshot",
+                    width);
+    INFO("width " << width << "\n" << demo.out << demo.err);
+    REQUIRE(demo.exit_code == 0);
+    keep_artifact("table-demo-" + std::to_string(width) + ".txt", demo.out);
+    check_width(demo.out, static_cast<std::size_t>(width));
+    for (const auto &[gpu, names] : jobs)
+      for (const std::string &name : names)
+        CHECK_THAT(row_of(demo.out, gpu), Catch::Contains(width == 80 ? kept(name) : name));
+    if (width == 160 && ::getuid() == 0) { // room for each in full, with its user and memory
+      CHECK_THAT(row_of(demo.out, 1), Catch::Contains("nobody:train.py(30000MiB)"));
+      CHECK_THAT(row_of(demo.out, 2), Catch::Contains("daemon:vllm(20000MiB)"));
+      CHECK_THAT(row_of(demo.out, 3), Catch::Contains("root:finetune.py(40000MiB)  "
+                                                      "nobody:eval.py(2000MiB)"));
     }
+  }
+}
+
+TEST_CASE("snapshot's table: the summary line is the bold thing; in use cyan and a full memory red",
+          "[table]") {
+  if (!terminal_available())
+    return;
+  Run run = on_terminal(AGENT_BIN " snapshot --fixture " + states);
+  INFO(run.out << run.err);
+  REQUIRE(run.exit_code == 0);
+  std::vector<std::string> lines = lines_of(run.out);
+  REQUIRE(lines.size() > 2);
+  // The summary bold to its end, in one run; nothing after it bold, a GPU's name least of all.
+  CHECK(lines[0] == "\x1b[1m8 GPUs: 3 free \u00b7 2 in use \u00b7 1 idle but held \u00b7 1 at "
+                    "power limit \u00b7 1 hot\x1b[0m");
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    INFO(lines[i]);
+    CHECK(lines[i].find("\x1b[1m") == std::string::npos);
+  }
+  CHECK_THAT(row_of(run.out, 0), Catch::StartsWith("[0] H100 80GB  "));
+  // Each state in the palette of every screen (core/tone): in use cyan, as in top.
+  CHECK_THAT(row_of(run.out, 1), Catch::Contains("\x1b[36min use\x1b[0m"));
+  CHECK_THAT(row_of(run.out, 0), Catch::Contains("\x1b[32mfree\x1b[0m"));
+  CHECK_THAT(row_of(run.out, 3), Catch::Contains("\x1b[33midle but held\x1b[0m"));
+  CHECK_THAT(row_of(run.out, 2), Catch::Contains("\x1b[31mhot"));
+  // GPU 3 holds 81000 of 81559 MiB (99.3 %): red.
+  CHECK_THAT(row_of(run.out, 3), Catch::Contains("\x1b[31m81000/81559MiB\x1b[0m"));
+
+  // At the threshold (thresholds.hpp's memory full, 95 %) red, as in top; just under it not,
+  // though the JSON's two decimals round 77481 of 81559 MiB (94.9999 %) to 95.00.
+  std::string xml = test::read_file(test::fixture_path("xml/h100-8gpu-states-v12.xml"));
+  std::string folder = test::temporary_folder();
+  for (const char *used : {"77481", "77482"}) {
+    std::string changed = xml;
+    changed.replace(changed.find("<used>81000 MiB</used>"), 22,
+                    std::string("<used>") + used + " MiB</used>");
+    test::write_file(folder + "/memory.xml", changed);
+    Run edge = on_terminal(AGENT_BIN " snapshot --fixture " + quote(folder + "/memory.xml"));
+    INFO(edge.out);
+    bool red =
+        row_of(edge.out, 3).find(std::string("\x1b[31m") + used + "/81559MiB") != std::string::npos;
+    CHECK(red == (std::string(used) == "77482"));
+    CHECK_THAT(row_of(edge.out, 3), Catch::Contains(std::string(used) + "/81559MiB"));
   }
 }

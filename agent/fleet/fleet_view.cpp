@@ -97,7 +97,7 @@ std::string fleet_host_line(const HostReading &reading, std::chrono::system_cloc
 
 std::string format_fleet_text(const std::vector<HostReading> &hosts,
                               std::chrono::system_clock::time_point now, const TableStyle &style) {
-  std::string out = dotted_lines(fleet_summary_text(fleet_summary_of(hosts)), style);
+  std::string out = dotted_lines(fleet_summary_text(fleet_summary_of(hosts)), style, Tone::heading);
   // Every host's rows in the same columns: each as wide as the widest host needs.
   TableColumns widest;
   for (const HostReading &reading : hosts)

@@ -1,5 +1,7 @@
 #include "formats/formats.hpp"
 
+#include "core/command_text.hpp"
+
 #include "nvsmi/gpu_fields.hpp"
 #include "nvsmi/gpu_state.hpp"
 #include "nvsmi/timestamp.hpp"
@@ -184,6 +186,9 @@ void write_gpu(JsonWriter &json, const Snapshot &snapshot, std::size_t position)
     field(json, "user", process.user);
     field(json, "uid", process.uid);
     field(json, "command", process.command);
+    // The name every screen gives it (`train.py` for `python3 -u train.py`), from the command
+    // line, else nvidia-smi's name.
+    field(json, "program", process_name(process));
     field(json, "started", process.started);
     field(json, "cpu_percent", process.cpu_percent);
     field(json, "host_memory_mib", process.host_memory_mib);

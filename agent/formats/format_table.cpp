@@ -1,6 +1,7 @@
 #include "formats/format_table.hpp"
 #include "formats/dotted_lines.hpp"
 
+#include "core/command_text.hpp"
 #include "core/number_text.hpp"
 #include "core/screen_text.hpp"
 #include "core/tone.hpp"
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <vector>
 
 namespace nvsmi {
@@ -21,12 +23,14 @@ namespace {
 const GpuStateThresholds state_thresholds;
 constexpr std::int64_t temperature_yellow_c = 70;
 constexpr std::int64_t utilization_high_percent = 50;
-// Memory turns red where the table says a GPU is full (as in `top`), yellow from three quarters.
+// Memory turns red where a GPU is full (nvsmi/thresholds.hpp, as in `top`, `check` and the
+// dashboard), yellow from three quarters.
 constexpr double memory_red_percent = gpu_thresholds::memory_full_fraction * 100;
 constexpr double memory_yellow_percent = 75;
 constexpr double power_yellow_fraction = 0.80;
-// Longest shown parts of a process entry, so that one long name leaves room for the others.
-constexpr std::size_t user_columns = 12, program_columns = 20;
+// Longest shown parts of a process entry, so that one long name leaves room for the others; a
+// name keeps at least 8 characters and its `…` before its user gives way (holders_text).
+constexpr std::size_t user_columns = 12, program_columns = 20, least_program_columns = 9;
 // A GPU name is not cut shorter than this to make room: "H100 80GB", "GTX 1080 Ti" fit.
 constexpr std::size_t least_name_columns = 12;
 // A lost or failing GPU's reason counts up to this against the names' room, and is shown only
@@ -47,8 +51,8 @@ const char *sgr(Tone tone) {
     return "\x1b[33m";
   case Tone::good:
     return "\x1b[32m";
-  case Tone::busy: // in use is the table's plain text: its readings carry the colours
-    break;
+  case Tone::busy: // in use, as in `top`
+    return "\x1b[36m";
   }
   return "";
 }
@@ -85,19 +89,25 @@ public:
     }
     std::string out;
     std::size_t used = 0;
+    std::optional<Tone> open; // the tone whose escape is in effect: one per run of pieces
     for (const Piece &piece : pieces) {
       std::size_t left = style.width > used ? style.width - used : 0;
       std::string text = cut_to_columns(piece.text, left);
       used += text_columns(text);
-      std::string escape = sgr(piece.tone);
-      if (style.colour && !escape.empty() && !text.empty())
-        out += escape + text + "\x1b[0m";
-      else
-        out += text;
+      std::string escape = style.colour ? sgr(piece.tone) : "";
+      if (open && *open != piece.tone && !text.empty()) {
+        out += "\x1b[0m";
+        open.reset();
+      }
+      if (!open && !escape.empty() && !text.empty()) {
+        out += escape;
+        open = piece.tone;
+      }
+      out += text;
       if (text.size() < piece.text.size())
         break;
     }
-    return out + "\n";
+    return out + (open ? "\x1b[0m\n" : "\n");
   }
 
 private:
@@ -149,8 +159,8 @@ Tone temperature_tone(const Reading &celsius) {
 Tone utilization_tone(const Reading &percent) {
   if (!percent)
     return Tone::normal;
-  if (*percent >= utilization_high_percent)
-    return Tone::good;
+  if (*percent >= utilization_high_percent) // busy as `in use` is, not green as `free` is
+    return Tone::busy;
   return static_cast<double>(*percent) < state_thresholds.idle_below_percent ? Tone::dim
                                                                              : Tone::normal;
 }
@@ -172,27 +182,24 @@ Tone power_tone(const Gpu &gpu) {
   return fraction >= power_yellow_fraction ? Tone::warning : Tone::normal;
 }
 
-// nvidia-smi on Windows names a process by its path with backslashes.
-std::string_view basename_of(std::string_view path) {
-  std::size_t slash = path.find_last_of("/\\");
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
-// A process entry's parts, `user:program(MiB)`: the user, else the uid, else `?`; the program the
-// command's first word names, else nvidia-smi's name for the process.
-// Several processes of one user and program may be one entry, `user:program×N(MiB)`, with their
-// memory summed.
+// A process entry's parts, `user:name(MiB)`: the user, else the uid, else `?`; the name every
+// screen gives the process (core/command_text's process_name: `train.py` for `python3 -u
+// train.py`), else `?`. Several processes of one user and name may be one entry,
+// `user:name×N(MiB)`, with their memory summed; where the users give way, every process of one
+// name is one entry, `name×N`.
 struct ProcessEntry {
   std::string user, program;
   Reading memory_mib;
   std::size_t count = 1;
 
-  std::string text(std::size_t program_room = program_columns) const {
-    return without_memory(program_room) + "(" + or_dash(memory_mib, "MiB") + ")";
-  }
-  std::string without_memory(std::size_t program_room = program_columns) const {
-    return user + ":" + cut_to_columns(program, program_room) +
-           (count > 1 ? "\u00d7" + std::to_string(count) : "");
+  std::string text(std::size_t program_room, bool with_user, bool with_memory) const {
+    std::string out = with_user ? user + ":" : std::string();
+    out += cut_to_columns(program, program_room);
+    if (count > 1)
+      out += "\u00d7" + std::to_string(count);
+    if (with_memory)
+      out += "(" + or_dash(memory_mib, "MiB") + ")";
+    return out;
   }
 };
 
@@ -200,30 +207,24 @@ ProcessEntry process_entry(const Process &process) {
   std::string user = process.user  ? printable_text(*process.user)
                      : process.uid ? std::to_string(*process.uid)
                                    : "";
-  std::string program;
-  if (process.command) {
-    std::string_view command = *process.command;
-    program = printable_text(basename_of(command.substr(0, command.find(' '))));
-  }
-  if (program.empty() && process.name)
-    program = printable_text(basename_of(*process.name));
-  return {cut_to_columns(user.empty() ? "?" : user, user_columns), program.empty() ? "?" : program,
+  std::string program = process_name(process).value_or("?"); // printable already
+  return {cut_to_columns(user.empty() ? "?" : user, user_columns), program,
           process.used_memory_mib};
 }
 
-// The entries with each user's processes of one program as one, in the order of the first (the
-// biggest); their memory summed where each is known.
-std::vector<ProcessEntry> grouped_entries(const std::vector<ProcessEntry> &entries) {
+// The entries with the processes of one program (and, `by_user`, one user) as one, in the order
+// of the first (the biggest); their memory summed where each is known.
+std::vector<ProcessEntry> grouped_entries(const std::vector<ProcessEntry> &entries, bool by_user) {
   std::vector<ProcessEntry> grouped;
   for (const ProcessEntry &entry : entries) {
     auto same = std::find_if(grouped.begin(), grouped.end(), [&](const ProcessEntry &group) {
-      return group.user == entry.user && group.program == entry.program;
+      return (!by_user || group.user == entry.user) && group.program == entry.program;
     });
     if (same == grouped.end()) {
       grouped.push_back(entry);
       continue;
     }
-    ++same->count;
+    same->count += entry.count;
     same->memory_mib = same->memory_mib && entry.memory_mib
                            ? Reading(*same->memory_mib + *entry.memory_mib)
                            : std::nullopt;
@@ -248,72 +249,58 @@ std::string joined(const std::vector<std::string> &texts) {
   return out;
 }
 
-// Each user once, in the order of their biggest process, `alice×2` for two processes of alice's.
-std::vector<std::string> grouped_users(const std::vector<ProcessEntry> &entries) {
-  std::vector<std::pair<std::string, std::size_t>> users;
-  for (const ProcessEntry &entry : entries) {
-    auto found = std::find_if(users.begin(), users.end(),
-                              [&](const auto &user) { return user.first == entry.user; });
-    if (found == users.end())
-      users.emplace_back(entry.user, 1);
-    else
-      ++found->second;
-  }
+std::string said(const std::vector<ProcessEntry> &entries, std::size_t program, bool with_user,
+                 bool with_memory) {
   std::vector<std::string> texts;
-  for (const auto &[user, count] : users)
-    texts.push_back(count == 1 ? user : user + "×" + std::to_string(count));
-  return texts;
+  for (const ProcessEntry &entry : entries)
+    texts.push_back(entry.text(program, with_user, with_memory));
+  return joined(texts);
 }
 
-// Who holds a GPU, said in at most `room` columns, naming every holder while any way does: each
-// process as `user:program(MiB)`; then a user's processes of one program as one
-// (`alice:python3×4(40960MiB)`), the program cut to no fewer than four columns; then the same
-// without the MiB; then each user once (`alice×2`). Only when even that does not fit, as many
-// users as fit and `+N more` for the users not named. Empty for no processes.
+// Who holds a GPU, said in at most `room` columns, naming every process's program while any way
+// does. What gives way, in order: each process on its own (`alice:train.py(30000MiB)`) for a
+// user's processes of one program as one (`alice:train.py×4(40960MiB)`); the memory in
+// parentheses (the row has the GPU's own); the name, cut to no fewer than least_program_columns;
+// then the users (`train.py×4  eval.py`), the names again from their full length down to
+// least_program_columns (format_table first gives them the line under the row). Only when even
+// that does not fit, as many names as fit and `+N more` for those not named. Empty for none.
 std::string holders_text(const std::vector<ProcessEntry> &entries, std::size_t room) {
   if (entries.empty())
     return {};
-  constexpr std::size_t least_program_columns = 4;
-  std::vector<ProcessEntry> grouped = grouped_entries(entries);
-  for (bool with_memory : {true, false}) {
-    auto said = [&](const std::vector<ProcessEntry> &each, std::size_t program) {
-      std::vector<std::string> texts;
-      for (const ProcessEntry &entry : each)
-        texts.push_back(with_memory ? entry.text(program) : entry.without_memory(program));
-      return joined(texts);
-    };
-    if (std::string text = said(entries, program_columns); text_columns(text) <= room)
-      return text;
+  if (std::string text = said(entries, program_columns, true, true); text_columns(text) <= room)
+    return text;
+  std::vector<ProcessEntry> grouped = grouped_entries(entries, true);
+  for (bool with_memory : {true, false})
     for (std::size_t program = program_columns; program >= least_program_columns; --program)
-      if (std::string text = said(grouped, program); text_columns(text) <= room)
+      if (std::string text = said(grouped, program, true, with_memory); text_columns(text) <= room)
         return text;
-  }
-  std::vector<std::string> users = grouped_users(entries);
-  std::string all = joined(users);
-  if (text_columns(all) <= room)
-    return all;
-  for (std::size_t shown = users.size() - 1; shown > 0; --shown) {
+  std::vector<ProcessEntry> names = grouped_entries(entries, false);
+  for (std::size_t program = program_columns; program >= least_program_columns; --program)
+    if (std::string text = said(names, program, false, false); text_columns(text) <= room)
+      return text;
+  for (std::size_t shown = names.size() - 1; shown > 0; --shown) {
+    std::vector<ProcessEntry> first(names.begin(), names.begin() + static_cast<long>(shown));
     std::string text =
-        joined(std::vector<std::string>(users.begin(), users.begin() + static_cast<long>(shown))) +
-        "  " + more_text(users.size() - shown);
+        said(first, least_program_columns, false, false) + "  " + more_text(names.size() - shown);
     if (text_columns(text) <= room)
       return text;
   }
-  return cut_to_columns(more_text(users.size()), room);
+  return cut_to_columns(more_text(names.size()), room);
 }
 
 // The holders in full (each process's user, program and MiB), the room the GPU names give way to:
 // a vendor's prefix is worth less than who holds the GPU and with what.
 std::size_t full_holders_columns(const std::vector<ProcessEntry> &entries) {
-  std::vector<std::string> texts;
-  for (const ProcessEntry &entry : entries)
-    texts.push_back(entry.text(program_columns));
-  return text_columns(joined(texts));
+  return text_columns(said(entries, program_columns, true, true));
 }
 
-// The shortest text that still names every holder: each user once.
-std::size_t least_holders_columns(const std::vector<ProcessEntry> &entries) {
-  return text_columns(joined(grouped_users(entries)));
+// The shortest text that names every holder with its program: each user's processes of one
+// program once, the name cut to least_program_columns, without the memory (`with_users`); else
+// each program once. Where the first does not fit beside the state, the holders take the line
+// under the row, before a user gives way.
+std::size_t least_holders_columns(const std::vector<ProcessEntry> &entries, bool with_users) {
+  return text_columns(
+      said(grouped_entries(entries, with_users), least_program_columns, with_users, false));
 }
 
 std::vector<ProcessEntry> process_entries(const std::vector<const Process *> &processes) {
@@ -427,10 +414,9 @@ std::string shown_name(const std::string &name, std::size_t columns) {
 std::string header(const Snapshot &snapshot, const TableStyle &style) {
   Line line;
   if (snapshot.host)
-    line.add(cut_to_columns(printable_text(snapshot.host->hostname.value_or("-")), 24),
-             Tone::heading);
+    line.add(cut_to_columns(printable_text(snapshot.host->hostname.value_or("-")), 24));
   else
-    line.add("recording", Tone::heading); // another machine's output: no host readings to show
+    line.add("recording"); // another machine's output: no host readings to show
   line.gap(2);
   line.add(time_text(snapshot.timestamp));
   std::vector<std::pair<std::string, Tone>> rest = {
@@ -487,7 +473,7 @@ void add_mig_lines(std::string &out, const Gpu &gpu, std::size_t indent, const T
 
 } // namespace
 
-std::string dotted_lines(const std::string &raw, const TableStyle &style) {
+std::string dotted_lines(const std::string &raw, const TableStyle &style, Tone tone) {
   std::string text = printable_text(raw);
   const std::string separator = " \u00b7 ";
   std::string out;
@@ -501,9 +487,9 @@ std::string dotted_lines(const std::string &raw, const TableStyle &style) {
       line = Line();
       line.gap(2);
     } else if (!fresh) {
-      line.add(separator);
+      line.add(separator, tone);
     }
-    line.add(part);
+    line.add(part, tone);
     fresh = false;
     if (end == std::string::npos)
       break;
@@ -516,7 +502,8 @@ namespace {
 
 // fleet_summary's line, broken between its states where it is wider than the screen.
 std::string summary_lines(const Snapshot &snapshot, const TableStyle &style) {
-  return dotted_lines(fleet_summary_text(fleet_summary(snapshot, state_thresholds)), style);
+  return dotted_lines(fleet_summary_text(fleet_summary(snapshot, state_thresholds)), style,
+                      Tone::heading);
 }
 
 } // namespace
@@ -547,7 +534,7 @@ TableColumns measure(const Snapshot &snapshot, const TableStyle &style,
   }
   // The readings and the state always, then each GPU's reason and its holders in full: the names
   // give way to them (shown_name), down to least_name_columns; the holders then drop their
-  // details in what is left (holders_text), never their users.
+  // details in what is left (holders_text), never a program's first least_program_columns.
   std::size_t readings_w =
       w.index + 1 + 2 + w.temperature + 1 + w.utilization + 2 + w.memory + 2 + w.power;
   std::size_t taken = readings_w + 2 + w.state + after_state_w;
@@ -585,14 +572,16 @@ std::string format_table(const Snapshot &snapshot, const TableStyle &style,
     Line line;
     line.add_left_aligned(row.index, index_w, Tone::normal);
     line.gap(1);
-    line.add_left_aligned(row.name, name_w, Tone::heading);
+    line.add_left_aligned(row.name, name_w, Tone::normal); // the summary line is the bold one
     line.gap(2);
     line.add_right_aligned(row.temperature, temperature_w, temperature_tone(gpu.temperature_c));
     line.gap(1);
     line.add_right_aligned(row.utilization, utilization_w,
                            utilization_tone(gpu.utilization_gpu_percent));
     line.gap(2);
-    line.add_right_aligned(row.memory, memory_w, memory_tone(gpu.memory_used_percent()));
+    // Unrounded, as `top` reads it: the JSON's two-decimal 95.00 is red in neither below 95 %.
+    line.add_right_aligned(row.memory, memory_w,
+                           memory_tone(used_percent(gpu.memory_used_mib, gpu.memory_total_mib)));
     line.gap(2);
     line.add_right_aligned(row.power, power_w, power_tone(gpu));
     // Where the readings leave no room for the state's word, it starts a line of its own under
@@ -606,11 +595,17 @@ std::string format_table(const Snapshot &snapshot, const TableStyle &style,
     if (state_here)
       at.gap(2);
     at.add(state, state_tone(row.state));
-    // Who holds it comes before how much detail: when even each user once does not fit beside
-    // the state, the holders take the line under the row rather than `+N more`.
+    // Who holds it and with what come before how much detail: when even each user's programs,
+    // cut, do not fit beside the state, the holders take the line under the row, where the users
+    // give way only if they do not fit there either.
     std::size_t left = style.width > at.columns() ? style.width - at.columns() : 0;
-    std::size_t least_holders = row.holders.empty() ? 0 : 2 + least_holders_columns(row.holders);
+    std::size_t least_holders =
+        row.holders.empty() ? 0 : 2 + least_holders_columns(row.holders, true);
     bool holders_here = least_holders <= left || !state_here;
+    // Where even that does not fit (the line under the row, on a narrow screen), the programs
+    // alone are what the holders keep.
+    if (least_holders > left)
+      least_holders = std::min(left, 2 + least_holders_columns(row.holders, false));
     // The reason takes what the holders' names leave, then the holders what the reason leaves.
     std::size_t note_room = !holders_here ? left : left > least_holders ? left - least_holders : 0;
     // A lost or failing GPU's reason is worth its first words; a hot one's or one at its power

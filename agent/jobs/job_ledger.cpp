@@ -1,5 +1,7 @@
 #include "jobs/job_ledger.hpp"
 
+#include "core/command_text.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -7,16 +9,10 @@
 namespace nvsmi {
 namespace {
 
-std::string base_name(const std::string &path) {
-  std::size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
+// The name every screen gives the process (core/command_text), else its pid.
 std::string program_of(const Process &process) {
-  if (process.name && !process.name->empty())
-    return base_name(*process.name);
-  if (process.command && !process.command->empty())
-    return base_name(process.command->substr(0, process.command->find(' ')));
+  if (std::optional<std::string> name = process_name(process))
+    return *name;
   return process.pid ? "pid " + std::to_string(*process.pid) : "an unknown program";
 }
 

@@ -40,8 +40,8 @@ private:
   RealReading peak_cpu_;
 };
 
-// "bob's python": the process's user (else "someone") and its program's base name (from
-// nvidia-smi's name, else the command line, else "pid N").
+// "bob's train.py": the process's user (else "someone") and the name every screen gives it
+// (core/command_text's process_name), else "pid N".
 std::string stranger_label(const Process &process);
 
 } // namespace nvsmi

@@ -1,16 +1,10 @@
 #include "serve/serve_exposure.hpp"
 
+#include "core/command_text.hpp"
+
 namespace nvsmi {
 
 Exposure default_exposure(bool loopback_only) { return {false, loopback_only}; }
-
-std::string program_name(std::string_view command) {
-  std::string_view first = command.substr(0, command.find(' '));
-  std::size_t slash = first.rfind('/');
-  if (slash != std::string_view::npos)
-    first.remove_prefix(slash + 1);
-  return std::string(first);
-}
 
 void limit_exposure(Snapshot &snapshot, const Exposure &exposure) {
   for (Gpu &gpu : snapshot.gpus) {
@@ -24,7 +18,7 @@ void limit_exposure(Snapshot &snapshot, const Exposure &exposure) {
       continue;
     for (Process &process : *gpu.processes) {
       if (!exposure.command_lines && process.command)
-        process.command = program_name(*process.command);
+        process.command = launched_name(*process.command).value_or(std::string());
       if (!exposure.users) {
         process.user.reset();
         process.uid.reset();

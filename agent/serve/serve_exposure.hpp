@@ -6,13 +6,10 @@
 
 #include "nvsmi/snapshot.hpp"
 
-#include <string>
-#include <string_view>
-
 namespace nvsmi {
 
 struct Exposure {
-  bool command_lines = false; // else each process's program name only
+  bool command_lines = false; // else each process's name only (core/command_text's)
   bool users = false;         // user name, uid and systemd unit (user@UID.service names a uid)
 };
 
@@ -20,14 +17,10 @@ struct Exposure {
 // reach them (as they can in `ps`); nothing beyond program names elsewhere.
 Exposure default_exposure(bool loopback_only);
 
-// `snapshot` with what `exposure` withholds taken out: each command line cut to its program name
-// (program_name), and the user fields (of the processes and of the GPUs' allocations) made
-// unknown.
+// `snapshot` with what `exposure` withholds taken out: each command line cut to the name every
+// screen gives it, the script or program launched (launched_name: "/usr/bin/python3 train.py
+// --key=x" is "train.py", "python3 -c ... --key=x" is "python3"; never an option or its value),
+// and the user fields (of the processes and of the GPUs' allocations) made unknown.
 void limit_exposure(Snapshot &snapshot, const Exposure &exposure);
-
-// The base name of a command line's first word ("/usr/bin/python3 train.py --key=x" is
-// "python3"), cut at the first space: less than the program's name where that holds a space,
-// never more.
-std::string program_name(std::string_view command);
 
 } // namespace nvsmi
