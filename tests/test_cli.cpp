@@ -206,7 +206,7 @@ TEST_CASE("usage errors exit 2; --help and --version exit 0") {
 
 TEST_CASE("a misspelt command is named, with the one meant") {
   check_failure(run_agent("snap"), 2,
-                "unknown command 'snap'; did you mean 'snapshot'? (see nvsmi-agent --help)");
+                "unknown command 'snap'; did you mean 'snapshot'? The commands: snapshot, watch, ");
   check_failure(run_agent("wach --count 1"), 2, "did you mean 'watch'?");
   Run far = run_agent("frobnicate");
   check_failure(far, 2, "unknown command 'frobnicate'; the commands: snapshot, watch, ");
