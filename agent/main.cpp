@@ -91,6 +91,11 @@ int main(int argc, char **argv) {
     const Subcommand *chosen = subcommands.chosen();
     if (chosen && chosen->chosen->parse_failed)
       return chosen->chosen->parse_failed(message);
+    // A misspelt command is refused as the one meant refuses a bad command line (check: UNKNOWN,
+    // exit 3): a typo in a monitor's config is the plugin's failure, not a CRITICAL GPU.
+    if (const Subcommand *meant = chosen ? nullptr : meant_subcommand(subcommands, arguments))
+      if (SubcommandRun run = meant->add_options(meant->command); run.parse_failed)
+        return run.parse_failed(message);
     // One line, as every other failure: CLI11's own adds a second.
     report(message);
     return exit_usage;

@@ -219,7 +219,8 @@ TEST_CASE("check cli: nan and inf are bad options, UNKNOWN, never a judgement") 
     for (const std::string value : {"nan", "inf", "-inf", "1e999"}) {
       INFO(option << " " << value);
       Run run = check_fake("ok", option + " " + value);
-      check_one_line(run, 3, "GPU UNKNOWN - nvsmi-agent: " + option + ": not a finite number");
+      check_one_line(run, 3,
+                     "GPU UNKNOWN - nvsmi-agent: " + option + ": '" + value + "' is not a number");
     }
 }
 

@@ -206,10 +206,10 @@ TEST_CASE("usage errors exit 2; --help and --version exit 0") {
 
 TEST_CASE("a misspelt command is named, with the one meant") {
   check_failure(run_agent("snap"), 2,
-                "unknown command 'snap'; did you mean 'snapshot'? (see nvsmi-agent --help)");
+                "unknown command 'snap'; did you mean 'snapshot'? The commands: snapshot, watch, ");
   check_failure(run_agent("wach --count 1"), 2, "did you mean 'watch'?");
   Run far = run_agent("frobnicate");
-  check_failure(far, 2, "unknown command 'frobnicate' (see nvsmi-agent --help)");
+  check_failure(far, 2, "unknown command 'frobnicate'; the commands: snapshot, watch, ");
   check_failure(run_agent(""), 2, "a command is required: snapshot, watch,");
 }
 
@@ -221,20 +221,19 @@ TEST_CASE("a misspelt option is named, with the close option of that command") {
                 "pick: unknown option '--fixtur'; did you mean '--fixture'?");
   // watch has --count, snapshot has not: no suggestion from another command's options.
   Run other = run_agent("snapshot --cont 3");
-  check_failure(other, 2, "snapshot: unknown option '--cont' (see nvsmi-agent snapshot --help)");
+  check_failure(other, 2, "snapshot: unknown option '--cont'; snapshot's options: --source, ");
   CHECK_THAT(other.err, !Catch::Contains("did you mean"));
-  check_failure(run_agent("watch --zzzzzz"), 2, "unknown option '--zzzzzz' (see");
+  check_failure(run_agent("watch --zzzzzz"), 2, "unknown option '--zzzzzz'; watch's options: ");
 }
 
 TEST_CASE("a whole-number option that is not one says so in words, under its name") {
-  check_failure(
-      run_agent("pick two"), 2,
-      "nvsmi-agent: N: must be a whole number from 1 to 4096: \"two\" (see nvsmi-agent pick "
-      "--help)");
-  check_failure(run_agent("pick 1.5"), 2, "must be a whole number from 1 to 4096: \"1.5\"");
-  check_failure(run_agent("pick 5000"), 2, "must be a whole number from 1 to 4096");
+  check_failure(run_agent("pick two"), 2,
+                "nvsmi-agent: N: 'two' is not a whole number from 1 to 4096 (see nvsmi-agent pick "
+                "--help)");
+  check_failure(run_agent("pick 1.5"), 2, "N: '1.5' is not a whole number from 1 to 4096");
+  check_failure(run_agent("pick 5000"), 2, "N: '5000' is not a whole number from 1 to 4096");
   check_failure(run_agent("serve --max-connections 0"), 2,
-                "--max-connections: must be a whole number from 1 to 100000");
+                "--max-connections: '0' is not a whole number from 1 to 100,000");
 }
 
 TEST_CASE("--help shows a plain word for each value and the default and range in words") {
@@ -261,7 +260,7 @@ TEST_CASE("--help shows a plain word for each value and the default and range in
   Run watch = run_agent("watch --help");
   CHECK(std::regex_search(watch.out,
                           std::regex("--interval SECONDS +Seconds between samples \\(default 1; "
-                                     "0\\.01 to 86400\\)\n")));
+                                     "0\\.01 to 86,400 seconds\\)\n")));
   CHECK_THAT(watch.out, Catch::Contains("--source xml|csv") && Catch::Contains("--fixture PATH"));
   CHECK_THAT(run_agent("pick --help").out, Catch::Contains("(default 1; 1 to 4096)"));
 }
@@ -535,7 +534,7 @@ TEST_CASE("every floating-point option refuses nan and inf: usage exit 2, one li
       INFO(line);
       Run run = test::run_shell("timeout 20 " + quote(AGENT_BIN) + " " + line);
       INFO("stdout: " << run.out);
-      check_failure(run, 2, c.option + ": not a finite number from ");
+      check_failure(run, 2, c.option + ": '" + value + "' is not a number from ");
     }
 }
 

@@ -110,3 +110,39 @@ TEST_CASE("each subcommand alone is the one of its name, with the options it has
     CHECK(own_options(alone.all().front().command) > 0);
   }
 }
+
+TEST_CASE(
+    "a number on the command line: decimal digits, handed on as written in decimal, its range "
+    "in words") {
+  nvsmi::NumberRule whole{true, 0, 10000000, "MiB", {}};
+  CHECK(whole.accept("010") == "10"); // CLI11 alone reads octal 8
+  CHECK(whole.accept("08") == "8");   // which it refused
+  CHECK(whole.accept("+7") == "7");
+  CHECK(whole.accept("-0") == "0");
+  CHECK(whole.accept(std::string(400, '0') + "5") == "5");
+  for (const char *refused : {"", "-1", "1.5", "1e3", "0x10", " 5", "5 ", "lots", "10000001", "+",
+                              "--5", "99999999999999999999999"})
+    CHECK_FALSE(whole.accept(refused));
+  CHECK(whole.refusal("lots") == "'lots' is not a whole number from 0 to 10,000,000 MiB");
+
+  nvsmi::NumberRule real{false, 0.01, 86400, "seconds", {}};
+  CHECK(real.accept("0.5") == "0.5");
+  CHECK(real.accept("1e-2") == "1e-2");
+  CHECK(real.accept(".5") == ".5");
+  for (const char *refused :
+       {"nan", "inf", "-inf", "1e400", "0x1p3", "0.001", "86401", "1,5", "1e", "e5", "."})
+    CHECK_FALSE(real.accept(refused));
+  CHECK(real.range() == "0.01 to 86,400 seconds");
+
+  nvsmi::NumberRule threshold{false, 0, 100, "%", {"slowdown", "none"}};
+  CHECK(threshold.accept("none") == "none");
+  CHECK(threshold.accept("-0") == "0"); // never a zero with a sign
+  CHECK(threshold.range() == "0 to 100%, slowdown or none");
+
+  CHECK(nvsmi::range_number(4096) == "4096");
+  CHECK(nvsmi::range_number(1e12) == "1,000,000,000,000");
+  CHECK(nvsmi::range_number(0.001) == "0.001");
+  CHECK(nvsmi::shown_value("a\x1b[2Jb") == "'a\xEF\xBF\xBD[2Jb'");
+  CHECK(nvsmi::shown_value(std::string(10000, '9')) ==
+        "'" + std::string(23, '9') + "\xE2\x80\xA6' (10,000 bytes)");
+}

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace nvsmi {
@@ -59,6 +60,8 @@ private:
 // --help in plain words: SECONDS, N, PATH for an option's value, its default and range after its
 // line. Set on the app before its subcommands, which take it from the app.
 void use_plain_help(CLI::App &app);
+// What --help says an option's value is: its word and range, "SECONDS (0.01 to 86,400 seconds)".
+std::string value_words(const CLI::Option *option);
 
 // Every subcommand on `app`, or the one named `only` alone (main's parse of a command line that
 // names one subcommand and no other: the nine others' CLI::Apps cost a snapshot 0.17 M of its
@@ -75,6 +78,11 @@ std::optional<std::string> lone_subcommand(const std::vector<std::string> &argum
 std::string usage_error(const CLI::App &app, const Subcommands &subcommands,
                         const CLI::ParseError &error, const std::vector<std::string> &arguments);
 
+// The subcommand a command line that names none most likely meant (`chek` for check), else null:
+// a misspelt check answers as check does (UNKNOWN, exit 3), since a monitor runs it.
+const Subcommand *meant_subcommand(const Subcommands &subcommands,
+                                   const std::vector<std::string> &arguments);
+
 Subcommand add_snapshot_command(CLI::App &app);
 Subcommand add_watch_command(CLI::App &app);
 Subcommand add_report_command(CLI::App &app);
@@ -86,14 +94,45 @@ Subcommand add_run_command(CLI::App &app);
 Subcommand add_check_command(CLI::App &app);
 Subcommand add_fleet_command(CLI::App &app);
 
-// The check of every floating-point option: a finite number from `min` to `max`. CLI::Range alone
-// lets nan through (every comparison with it is false) and inf where max is not finite.
-CLI::Validator finite_range(double min, double max);
-// The check of every whole-number option, whose refusal says so in words (CLI::Range's names
-// neither the rule nor that "two" is not a number).
-CLI::Validator whole_range(long long min, long long max);
-// Whether `text` reads as such a number, for a check that also takes words (check's thresholds).
+// What a numeric option takes: a whole number or any finite one, in decimal digits, from `min`
+// to `max`, or one of `words` ("none"). Every numeric option of every subcommand is checked by
+// number_check (through finite_range and whole_range), so that its refusal says the option, the
+// value and the range in words: "--min-free-mib: 'lots' is not a whole number from 0 to
+// 10,000,000 MiB".
+struct NumberRule {
+  bool whole = false;
+  double min = 0, max = 0;
+  std::string unit;               // after the range: "seconds", "MiB", "%"; empty for a count
+  std::vector<std::string> words; // also taken as they are
+  // `text` as CLI11 is to convert it ("010" as "10", "-0" as "0"), or nullopt where the rule
+  // refuses it: not decimal digits (hex, inf, nan, spaces), a fraction where whole, out of range.
+  std::optional<std::string> accept(const std::string &text) const;
+  std::string range() const; // "0.01 to 86,400 seconds", "0 to 100% or none"
+  // "'lots' is not a whole number from 0 to 10,000,000 MiB"
+  std::string refusal(const std::string &text) const;
+};
+CLI::Validator number_check(NumberRule rule);
+// Lets every number_check of `command`'s options hand CLI11 the text it converts ("10" for "010",
+// which CLI11 reads as octal 8): Option::check makes a validator non-modifying. Run once a
+// command's options are added (add_subcommands), so that an option added later is covered.
+void read_numbers_as_checked(CLI::App *command);
+// The check of every floating-point option: a finite number from `min` to `max` (CLI::Range alone
+// let nan through, every comparison with it being false, and inf where max was not finite).
+CLI::Validator finite_range(double min, double max, std::string unit = "");
+// The check of every whole-number option.
+CLI::Validator whole_range(long long min, long long max, std::string unit = "");
+// Whether `text` reads as a finite number from `min` to `max`, as finite_range takes it.
 bool is_finite_in(const std::string &text, double min, double max);
+// The check of every option that takes one of a few words (--format, --source): "--format: 'yaml'
+// is not table, legacy, json or csv". Its description, "{table,legacy,json,csv}", is what --help
+// shows as table|legacy|json|csv.
+CLI::Validator one_of(std::vector<std::string> words);
+// A number as a range says it: 0.01, 4096, 86,400, 1,000,000,000.
+std::string range_number(double value);
+// A value from the command line as a message repeats it: quoted, printable (a control or a
+// byte that is no UTF-8 as U+FFFD), and cut where long, with its length: '99999999…' (10,000
+// bytes).
+std::string shown_value(std::string_view text);
 
 // The check of every option that names a program, a file or a folder: under sudo or setuid
 // (core/privilege.hpp) it is refused, with why and what to do instead, since the caller would

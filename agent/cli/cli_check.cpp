@@ -19,16 +19,21 @@ std::optional<double> limit_value(const std::string &text) {
   return std::strtod(text.c_str(), nullptr);
 }
 
-CLI::Validator threshold_validator(bool slowdown_allowed) {
-  return CLI::Validator(
-      [slowdown_allowed](std::string &text) -> std::string {
-        if (text == "none" || (slowdown_allowed && text == "slowdown") ||
-            is_finite_in(text, 0, 1e12))
-          return {};
-        return "not a finite number of 0 or more" +
-               std::string(slowdown_allowed ? ", slowdown" : "") + " or none: \"" + text + "\"";
-      },
-      "", "threshold");
+// What a threshold in `unit` (its word in --help: CELSIUS, PERCENT, N, SECONDS) takes: a number
+// at or over which the level applies, none, and slowdown where `slowdown_allowed`. The text is kept
+// as the rule gives it back, which limit_value reads.
+NumberRule threshold_rule(const std::string &unit, bool slowdown_allowed) {
+  NumberRule rule{false, 0, 1e12, "", {}};
+  if (unit == "CELSIUS")
+    rule.max = 1000, rule.unit = "C";
+  else if (unit == "PERCENT")
+    rule.max = 100, rule.unit = "%";
+  else if (unit == "SECONDS")
+    rule.max = 1e9, rule.unit = "seconds";
+  if (slowdown_allowed)
+    rule.words.push_back("slowdown");
+  rule.words.push_back("none");
+  return rule;
 }
 
 // One threshold option, its text kept in `texts` under its name until the run reads it.
@@ -39,7 +44,7 @@ void add_threshold(CLI::App *command, std::map<std::string, std::string> &texts,
   texts[name] = fallback;
   command->add_option(name, texts[name], help)
       ->type_name(unit + (slowdown_allowed ? "|slowdown|none" : "|none"))
-      ->check(threshold_validator(slowdown_allowed))
+      ->check(number_check(threshold_rule(unit, slowdown_allowed)))
       ->default_str(fallback);
 }
 
@@ -132,7 +137,7 @@ SubcommandRun check_options(CLI::App *command) {
       ->add_option("--kernel-log-unreadable", settings->unreadable_log,
                    "When the kernel log cannot be read, its Xids are unknown: warning, or ok (a "
                    "note in the summary only)")
-      ->check(CLI::IsMember({"warning", "ok"}))
+      ->check(one_of({"warning", "ok"}))
       ->capture_default_str();
   settings->stale_warning = command
                                 ->add_option("--stale-warning", texts["--stale-warning"],
@@ -140,14 +145,14 @@ SubcommandRun check_options(CLI::App *command) {
                                              "Default: 300 with --fixture, else none (nvidia-smi "
                                              "has just been run)")
                                 ->type_name("SECONDS|none")
-                                ->check(threshold_validator(false));
+                                ->check(number_check(threshold_rule("SECONDS", false)));
   settings->stale_critical =
       command
           ->add_option("--stale-critical", texts["--stale-critical"],
                        "CRITICAL when the sample is this many seconds old. Default: 900 with "
                        "--fixture, else none")
           ->type_name("SECONDS|none")
-          ->check(threshold_validator(false));
+          ->check(number_check(threshold_rule("SECONDS", false)));
 
   SubcommandRun subcommand{[settings] {
     CheckOptions &run_options = settings->options;

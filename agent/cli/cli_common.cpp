@@ -12,8 +12,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <iomanip>
-#include <sstream>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -36,13 +34,6 @@ bool is_field_name(const std::string &name) {
                                                  "0123456789._") == std::string::npos;
 }
 
-// 0.01, 86400 and 2678400 as written, not 2.6784e+06.
-std::string plain_number(double value) {
-  std::ostringstream text;
-  text << std::setprecision(15) << value;
-  return text.str();
-}
-
 } // namespace
 
 TableStyle table_style(bool to_terminal) {
@@ -55,43 +46,16 @@ TableStyle table_style(bool to_terminal) {
   return style;
 }
 
-bool is_finite_in(const std::string &text, double min, double max) {
-  double value = 0;
-  return CLI::detail::lexical_cast(text, value) && std::isfinite(value) && value >= min &&
-         value <= max;
-}
-
-CLI::Validator finite_range(double min, double max) {
-  std::string range = plain_number(min) + " to " + plain_number(max);
-  return CLI::Validator(
-      [min, max, range](std::string &text) -> std::string {
-        if (!is_finite_in(text, min, max))
-          return "not a finite number from " + range + ": \"" + text + "\"";
-        return {};
-      },
-      "NUMBER in " + range, "finite range");
-}
-
-CLI::Validator whole_range(long long min, long long max) {
-  std::string range = std::to_string(min) + " to " + std::to_string(max);
-  return CLI::Validator(
-      [min, max, range](std::string &text) -> std::string {
-        long long value = 0;
-        if (!CLI::detail::lexical_cast(text, value) || value < min || value > max)
-          return "must be a whole number from " + range + ": \"" + text + "\"";
-        return {};
-      },
-      "N in " + range, "whole range");
-}
-
 CLI::Option *add_gpu_option(CLI::App *command, std::vector<std::string> &target,
                             const std::string &help, const std::string &name) {
-  // The value is not repeated back: it may be any bytes, and this message reaches a terminal.
+  // Refused before anything is sampled (check would otherwise judge "1.5" CRITICAL as a GPU not
+  // listed); the value repeated printable and cut, since it may be any bytes.
   CLI::Validator selector(
       [](std::string &text) -> std::string {
-        return valid_gpu_selector(text) ? std::string()
-                                        : "must be a GPU's index, UUID or PCI bus id (letters, "
-                                          "digits, ':', '.' and '-')";
+        return valid_gpu_selector(text)
+                   ? std::string()
+                   : shown_value(text) + " is not a GPU's index (0), UUID (GPU-5c1a...) "
+                                         "or PCI bus id (00000000:19:00.0)";
       },
       "", "GPU selector");
   return command
@@ -130,13 +94,13 @@ void add_nvidia_smi_option(CLI::App *command, std::optional<std::string> &target
 void add_timeout_option(CLI::App *command, double &target, const std::string &help) {
   command->add_option("--timeout", target, help)
       ->type_name("SECONDS")
-      ->check(finite_range(0.001, 86400.0))
+      ->check(finite_range(0.001, 86400.0, "seconds"))
       ->default_str("10");
 }
 
 void add_source_option(CLI::App *command, std::string &target, const std::string &help) {
   command->add_option("--source", target, help)
-      ->check(CLI::IsMember({"xml", "csv"}))
+      ->check(one_of({"xml", "csv"}))
       ->capture_default_str();
 }
 
@@ -208,8 +172,8 @@ void SamplingCli::finish() {
   if (options.nvlink_counters_seconds)
     if (double minimum = nvlink_counters_minimum(); *options.nvlink_counters_seconds < minimum)
       throw AgentError(exit_usage, "--nvlink-counters " +
-                                       plain_number(*options.nvlink_counters_seconds) +
-                                       ": at least " + plain_number(minimum) +
+                                       range_number(*options.nvlink_counters_seconds) +
+                                       ": at least " + range_number(minimum) +
                                        " seconds (each reading starts nvidia-smi once)");
   options.source = source == "xml" ? Source::xml : Source::csv;
   options.gpm = gpm == "on" ? Gpm::on : gpm == "off" ? Gpm::off : Gpm::automatic;
@@ -236,7 +200,7 @@ void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
   add_job_mapping_option(command, sampling.job_mapping);
   command->add_option("--interval", options.interval_seconds, "Seconds between samples")
       ->type_name("SECONDS")
-      ->check(finite_range(0.01, 86400.0))
+      ->check(finite_range(0.01, 86400.0, "seconds"))
       ->capture_default_str();
   add_source_option(command, sampling.source, "csv (--query-gpu, cheap) or xml (-q -x, complete)");
   command
@@ -260,7 +224,7 @@ void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
                    "Kill and restart nvidia-smi after this many seconds without a whole sample "
                    "(default: max(3 x interval, 10))")
       ->type_name("SECONDS")
-      ->check(finite_range(0.01, 86400.0));
+      ->check(finite_range(0.01, 86400.0, "seconds"));
   CLI::Option *no_processes = command->add_flag(
       "--no-processes", [&options](std::int64_t) { options.processes = false; },
       "Do not run --query-compute-apps and pmon beside the GPU query (the csv source then has "
@@ -270,14 +234,14 @@ void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
                    "Seconds between nvidia-smi's listings of the processes, in its own loop "
                    "(default: max(interval, 1)); pmon's interval is this, rounded to 1..10 s")
       ->type_name("SECONDS")
-      ->check(finite_range(0.1, 86400.0))
+      ->check(finite_range(0.1, 86400.0, "seconds"))
       ->excludes(no_processes);
   command
       ->add_option("--gpm", sampling.gpm,
                    "Ask dmon for the GPU's SM, tensor and DRAM activity (GPM, Hopper and newer): "
                    "auto leaves it off where DCGM's nv-hostengine runs, since both read the same "
                    "counters. dmon runs beside the GPU query for these and PCIe traffic either way")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->check(one_of({"auto", "on", "off"}))
       ->type_name("auto|on|off")
       ->capture_default_str();
   command
@@ -287,7 +251,7 @@ void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
                    "10), only while a GPU with an active link lacks dmon's figures. Each reading "
                    "starts nvidia-smi once, so it is off by default. See docs/ACTIVITY.md")
       ->type_name("SECONDS")
-      ->check(finite_range(0.01, 86400.0));
+      ->check(finite_range(0.01, 86400.0, "seconds"));
   CLI::Option *hook =
       command
           ->add_option("--on-unhealthy", sampling.on_unhealthy,
@@ -303,7 +267,7 @@ void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
                    "Kill a run of the --on-unhealthy command (and what it started) after this "
                    "many seconds")
       ->type_name("SECONDS")
-      ->check(finite_range(0.1, 3600.0))
+      ->check(finite_range(0.1, 3600.0, "seconds"))
       ->capture_default_str()
       ->needs(hook);
   command
@@ -329,20 +293,20 @@ void add_pick_options(CLI::App *command, PickCli &pick) {
       ->add_option("--min-free-mib", pick.criteria.min_free_mib,
                    "Only GPUs with at least this much memory free")
       ->type_name("MIB")
-      ->check(CLI::NonNegativeNumber)
+      ->check(whole_range(0, 10000000, "MiB"))
       ->capture_default_str();
   command
       ->add_option("--max-utilization", pick.criteria.max_utilization_percent,
                    "Only GPUs whose utilization is under this percentage (and no compute process)")
       ->type_name("PERCENT")
-      ->check(finite_range(0.0, 100.0))
+      ->check(finite_range(0.0, 100.0, "%"))
       ->capture_default_str();
   command
       ->add_option("--wait", pick.wait_seconds,
                    "Sample until enough GPUs are free, at most this many seconds (default: decide "
                    "on one sample)")
       ->type_name("SECONDS")
-      ->check(finite_range(0.0, 31.0 * 86400));
+      ->check(finite_range(0.0, 31.0 * 86400, "seconds"));
   command->add_flag("--uuid", pick.uuid,
                     "Name GPUs by UUID (they survive a reordering) instead of by index");
   command

@@ -67,7 +67,7 @@ void add_fleet_client_options(CLI::App *command, FleetClientCli &target,
                    "Seconds each host has to answer, connection and TLS included; a host that "
                    "takes longer is shown as unreachable")
       ->type_name("SECONDS")
-      ->check(finite_range(0.1, 600.0))
+      ->check(finite_range(0.1, 600.0, "seconds"))
       ->default_str("3");
   command
       ->add_option("--fleet-ca", target.ca_file,
@@ -111,7 +111,7 @@ SubcommandRun fleet_options(CLI::App *command) {
   settings->client.hosts_option->excludes(prometheus);
   settings->client.hosts_file_option->excludes(prometheus);
   command->add_option("--format", settings->format, "text (for people) or json")
-      ->check(CLI::IsMember({"text", "json"}))
+      ->check(one_of({"text", "json"}))
       ->capture_default_str();
   return {[settings] {
     FleetOptions &options = settings->options;

@@ -40,7 +40,7 @@ std::string metavar(const CLI::Option *option) {
   if (!is_cli11_type(name.type))
     return name.type; // one this agent named (PATH|none)
   const std::string &checks = name.checks;
-  if (!checks.empty() && checks.front() == '{') { // CLI::IsMember: the words themselves
+  if (!checks.empty() && checks.front() == '{') { // one_of: the words themselves
     std::string words = checks.substr(1, checks.find('}') - 1);
     for (char &c : words)
       if (c == ',')
@@ -92,6 +92,13 @@ public:
 };
 
 } // namespace
+
+std::string value_words(const CLI::Option *option) {
+  std::string word = metavar(option);
+  const std::string &checks = type_name(option).checks;
+  std::size_t in = checks.find(" in ");
+  return in == std::string::npos ? word : word + " (" + checks.substr(in + 4) + ")";
+}
 
 void use_plain_help(CLI::App &app) { app.formatter(std::make_shared<HelpFormatter>()); }
 

@@ -25,13 +25,13 @@ SubcommandRun pick_options(CLI::App *command) {
   add_pick_options(command, settings->pick);
   command->add_option("--interval", options.interval_seconds, "Seconds between samples with --wait")
       ->type_name("SECONDS")
-      ->check(finite_range(0.01, 86400.0))
+      ->check(finite_range(0.01, 86400.0, "seconds"))
       ->capture_default_str();
   command
       ->add_option("--format", settings->format,
                    "list (0,3), env (export CUDA_DEVICE_ORDER=PCI_BUS_ID "
                    "CUDA_VISIBLE_DEVICES=0,3, for eval) or json")
-      ->check(CLI::IsMember({"list", "env", "json"}))
+      ->check(one_of({"list", "env", "json"}))
       ->capture_default_str();
   add_source_option(command, settings->source,
                     "What to ask nvidia-smi for: xml (-q -x) or csv (--query-gpu, then "

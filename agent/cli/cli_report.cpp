@@ -65,7 +65,7 @@ SubcommandRun report_options(CLI::App *command) {
       ->add_option("--format", settings->format,
                    "text, json (one line), html (one page), or csv with --by-job (a row per job: "
                    "GPU-hours held, used, idle, unused, energy) or --by-account")
-      ->check(CLI::IsMember({"text", "json", "html", "csv"}))
+      ->check(one_of({"text", "json", "html", "csv"}))
       ->capture_default_str();
   command
       ->add_option("--output", settings->output, "Replace this file atomically instead of printing")
@@ -81,7 +81,7 @@ SubcommandRun report_options(CLI::App *command) {
       ->add_option("--interval", options.interval,
                    "Seconds between samples (default: the median spacing of the first samples)")
       ->type_name("SECONDS")
-      ->check(finite_range(0.001, 86400.0));
+      ->check(finite_range(0.001, 86400.0, "seconds"));
 
   return {[settings] {
     if (!settings->from.empty())
@@ -119,7 +119,8 @@ SubcommandRun job_options(CLI::App *command) {
       ->required()
       ->check(CLI::Validator(
           [](std::string &text) {
-            return is_job_id(text) ? std::string() : "must be a job id: 1 to 20 digits";
+            return is_job_id(text) ? std::string()
+                                   : shown_value(text) + " is not a job id (1 to 20 digits)";
           },
           "JOBID", "job id"));
   command
@@ -139,7 +140,7 @@ SubcommandRun job_options(CLI::App *command) {
   command->add_option("--to", settings->to, "Leave out rows after this time")
       ->check(time_validator);
   command->add_option("--format", settings->format, "text or json (one line)")
-      ->check(CLI::IsMember({"text", "json"}))
+      ->check(one_of({"text", "json"}))
       ->capture_default_str();
   return {[settings] {
     JobOptions &options = settings->options;

@@ -31,13 +31,17 @@ SubcommandRun run_options(CLI::App *command) {
       ->excludes(count);
   // --gpu's name before it was one across commands: scripts that use it keep working, the help
   // shows --gpu alone.
-  add_gpu_option(command, settings->gpu_ids_alias, "", "--gpu-ids")->group("")->excludes(count);
+  // Not with --gpu: a message about the GPUs named repeats the one spelling the user typed.
+  add_gpu_option(command, settings->gpu_ids_alias, "", "--gpu-ids")
+      ->group("")
+      ->excludes(count)
+      ->excludes("--gpu");
   command
       ->add_option("--report", options.report_file,
                    "Replace this file atomically with the end-of-run report (default: stderr)")
       ->check(caller_path());
   command->add_option("--format", options.format, "Of the end-of-run report: text, json or html")
-      ->check(CLI::IsMember({"text", "json", "html"}))
+      ->check(one_of({"text", "json", "html"}))
       ->capture_default_str();
   command
       ->add_option("--log", options.log_file,
@@ -61,8 +65,10 @@ SubcommandRun run_options(CLI::App *command) {
     o.wait_seconds = settings->pick.wait_seconds;
     o.uuid = settings->pick.uuid;
     o.lock_dir = settings->pick.lock_dir;
-    o.gpu_ids.insert(o.gpu_ids.end(), settings->gpu_ids_alias.begin(),
-                     settings->gpu_ids_alias.end());
+    if (!settings->gpu_ids_alias.empty()) {
+      o.gpu_ids = settings->gpu_ids_alias;
+      o.gpu_option = "--gpu-ids";
+    }
     // The report is written at the end: a device, a FIFO or a folder that takes no file is
     // refused before the job runs, not after hours of it.
     if (o.report_file)

@@ -32,14 +32,14 @@ SubcommandRun serve_options(CLI::App *command) {
                    "Serve more than each GPU process's program name: command-lines (full "
                    "command lines, never in /metrics), users (user names; served by default "
                    "on a loopback --listen). See docs/SERVE.md, Security")
-      ->check(CLI::IsMember({"command-lines", "users"}))
+      ->check(one_of({"command-lines", "users"}))
       ->delimiter(',');
   command
       ->add_option("--metric-names", settings->metric_names,
                    "Names of the GPU families in /metrics: nvsmi (the agent's own) or dcgm (the "
                    "DCGM exporter's names, units and labels, for dashboards and alerts written for "
                    "it). See docs/DCGM.md")
-      ->check(CLI::IsMember({"nvsmi", "dcgm"}))
+      ->check(one_of({"nvsmi", "dcgm"}))
       ->capture_default_str();
   command->add_flag("--metrics-processes", options.metrics.processes,
                     "Per-process series in /metrics (nvsmi_gpu_process_*, labelled pid): a new "
@@ -68,13 +68,13 @@ SubcommandRun serve_options(CLI::App *command) {
       ->add_option("--history", options.history_seconds,
                    "Seconds of samples kept for /api/v1/history and the dashboard")
       ->type_name("SECONDS")
-      ->check(finite_range(0.0, 7 * 86400.0))
+      ->check(finite_range(0.0, 7 * 86400.0, "seconds"))
       ->capture_default_str();
   command
       ->add_option("--history-max-mib", options.history_max_mib,
                    "MiB of memory the history may hold; the oldest samples go first")
       ->type_name("MIB")
-      ->check(whole_range(1, 65536))
+      ->check(whole_range(1, 65536, "MiB"))
       ->capture_default_str();
   command
       ->add_option("--max-connections", options.limits.max_connections,
@@ -85,7 +85,7 @@ SubcommandRun serve_options(CLI::App *command) {
       ->add_option("--request-timeout", settings->request_timeout_seconds,
                    "Seconds a client has to send a whole request, idle time included")
       ->type_name("SECONDS")
-      ->check(finite_range(0.1, 3600.0))
+      ->check(finite_range(0.1, 3600.0, "seconds"))
       ->capture_default_str();
   add_fleet_client_options(command, settings->fleet, "--fleet-");
   return {[settings] {

@@ -29,7 +29,7 @@ SubcommandRun snapshot_options(CLI::App *command) {
                    "table (one screen for people: a line per GPU, coloured on a terminal unless "
                    "NO_COLOR is set), legacy (the UI's document), json or csv. Default: table "
                    "when stdout is a terminal and there is no --output, else legacy")
-      ->check(CLI::IsMember({"table", "legacy", "json", "csv"}));
+      ->check(one_of({"table", "legacy", "json", "csv"}));
   CLI::Option *fixture = command
                              ->add_option("--fixture", options.fixture,
                                           "Read this recorded nvidia-smi output (XML or CSV) "

@@ -46,6 +46,7 @@ Subcommands::Subcommands(std::vector<Subcommand> all) : all_(std::move(all)) {
   for (const Subcommand &subcommand : all_)
     subcommand.command->preparse_callback([&subcommand, chosen = chosen_](std::size_t) {
       *subcommand.chosen = subcommand.add_options(subcommand.command);
+      read_numbers_as_checked(subcommand.command);
       *chosen = &subcommand;
     });
 }

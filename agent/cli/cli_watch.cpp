@@ -8,6 +8,9 @@ namespace nvsmi {
 
 namespace {
 
+// The largest --csv-max-bytes and --json-max-bytes: a terabyte.
+constexpr long long max_log_bytes = 1000LL * 1000 * 1000 * 1000;
+
 SubcommandRun watch_options(CLI::App *command) {
   struct Settings {
     WatchOptions options;
@@ -25,7 +28,7 @@ SubcommandRun watch_options(CLI::App *command) {
                    "What stdout gets per sample: legacy, json (one line each) or csv. Default: "
                    "legacy, or nothing when --csv-log or --json-log is given. (table is refused: "
                    "`nvsmi-agent top` is the table that refreshes)")
-      ->check(CLI::IsMember({"legacy", "json", "csv", "table"}));
+      ->check(one_of({"legacy", "json", "csv", "table"}));
   command
       ->add_option("--csv-log", options.csv_log,
                    "Append each sample's rows to this CSV file (header when new)")
@@ -34,6 +37,7 @@ SubcommandRun watch_options(CLI::App *command) {
       ->add_option("--csv-max-bytes", options.csv_rotation.max_bytes,
                    "Rotate the CSV log before it passes this size (0: never)")
       ->type_name("BYTES")
+      ->check(whole_range(0, max_log_bytes, "bytes"))
       ->capture_default_str();
   command->add_option("--csv-keep", options.csv_rotation.keep, "Rotated CSV logs kept (FILE.1 ...)")
       ->check(whole_range(0, 1000))
@@ -47,13 +51,14 @@ SubcommandRun watch_options(CLI::App *command) {
       ->add_option("--json-max-bytes", options.json_rotation.max_bytes,
                    "Rotate the JSON log before it passes this size (0: never)")
       ->type_name("BYTES")
+      ->check(whole_range(0, max_log_bytes, "bytes"))
       ->capture_default_str();
   command
       ->add_option("--json-keep", options.json_rotation.keep, "Rotated JSON logs kept (FILE.1 ...)")
       ->check(whole_range(0, 1000))
       ->capture_default_str();
   command->add_option("--count", options.count, "Stop after this many samples")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_range(1, 1000000000));
   return {[settings] {
     settings->sampling.finish();
     settings->sampling.options.kernel_log = settings->kernel_log.resolve(

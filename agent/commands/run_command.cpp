@@ -214,11 +214,11 @@ private:
     for (const std::string &name : options_.gpu_ids) {
       const Gpu *gpu = named_gpu(snapshot, name);
       if (!gpu) {
-        fail(exit_usage, "--gpu: nvidia-smi lists no GPU " + name);
+        fail(exit_usage, options_.gpu_option + ": nvidia-smi lists no GPU " + name);
         return "";
       }
       if (!gpu->uuid || !plain_uuid(*gpu->uuid)) {
-        fail(exit_usage, "--gpu: GPU " + name + " has no UUID to claim it by");
+        fail(exit_usage, options_.gpu_option + ": GPU " + name + " has no UUID to claim it by");
         return "";
       }
       if (std::any_of(gpus.begin(), gpus.end(),

@@ -17,6 +17,7 @@ struct RunOptions {
   PickCriteria criteria;
   std::size_t gpu_count = 1;          // --gpus, when no --gpu
   std::vector<std::string> gpu_ids;   // --gpu: these GPUs (nvsmi/gpu_selector.hpp)
+  std::string gpu_option = "--gpu";   // as the command line spelt it, for its messages
   std::optional<double> wait_seconds; // keep sampling until enough are free, at most this long
   bool uuid = false;                  // CUDA_VISIBLE_DEVICES holds UUIDs
   std::optional<std::string> lock_dir;

@@ -1,12 +1,15 @@
 #include "report/report_log.hpp"
 
 #include "core/exit_codes.hpp"
+#include "core/screen_text.hpp"
 #include "files/file_io.hpp"
 #include "files/gzip_text.hpp"
 #include "report/report_json_log.hpp"
 
 #include "nvsmi/gpu_fields.hpp"
 #include "nvsmi/quantity.hpp"
+#include "nvsmi/timestamp.hpp"
+#include "nvsmi/utf8.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -168,13 +171,13 @@ bool has_column(const CsvLayout &layout, std::string_view name) {
   return false;
 }
 
-// The timestamp of the log's first row that has one, from its first 64 KiB.
-std::optional<Timestamp> first_timestamp(LogInput &input) {
+// The timestamp of the log's first row that has one, from its first bytes (`start`).
+std::optional<Timestamp> first_timestamp(std::string_view start) {
   CsvLayout layout = CsvLayout::from_fields(query_fields());
   std::optional<Timestamp> found;
   LogLineSplitter lines;
   lines.feed(
-      input.peek(peek_bytes),
+      start,
       [&](std::string_view line) {
         line = trim(line);
         if (line.empty())
@@ -195,6 +198,82 @@ std::optional<Timestamp> first_timestamp(LogInput &input) {
       [](std::size_t) {});
   return found;
 }
+
+// What a file's first bytes say it is. A log of watch or serve, or nvidia-smi's --query-gpu -l
+// output, starts with a JSON object on one line, a CSV header with a timestamp column, or (no
+// header) a CSV row that starts with its timestamp; anything else (README.md, a binary, another
+// program's CSV) would only be counted row by row as bad ("CSV row 1 has 1 values, but there are
+// 41 columns"), which does not say that the file is not a log at all.
+enum class LogStart { log, empty, not_text, other };
+
+LogStart log_start(std::string_view start, std::string &first_line) {
+  if (start.find('\0') != std::string_view::npos)
+    return LogStart::not_text;
+  std::string_view rest = start;
+  while (!rest.empty()) {
+    std::size_t newline = rest.find('\n');
+    std::string_view line = trim(rest.substr(0, newline));
+    rest = newline == std::string_view::npos ? std::string_view() : rest.substr(newline + 1);
+    if (line.empty())
+      continue;
+    if (!is_valid_utf8(line))
+      return LogStart::not_text;
+    first_line = std::string(line);
+    if (line.front() == '{')
+      return line.back() == '}' || newline == std::string_view::npos ? LogStart::log
+                                                                     : LogStart::other;
+    std::string_view first_cell = trim(line.substr(0, line.find(',')));
+    if (parse_csv_timestamp(first_cell) || parse_iso8601_timestamp(first_cell))
+      return LogStart::log;
+    for (std::string_view cells = line; !cells.empty();) {
+      std::size_t comma = cells.find(',');
+      if (trim(cells.substr(0, comma)) == "timestamp")
+        return LogStart::log;
+      cells = comma == std::string_view::npos ? std::string_view() : cells.substr(comma + 1);
+    }
+    return LogStart::other;
+  }
+  return LogStart::empty;
+}
+
+// Refuses, in one line, a file that is not a log: before any row is read, so that the answer is
+// what the file is and what a log looks like. An empty file is refused only where every file is
+// (a log just rotated or not yet written to is empty beside the others).
+class LogGate {
+public:
+  void admit(const std::string &path, std::string_view start) {
+    std::string first_line;
+    LogStart what = log_start(start, first_line);
+    if (what == LogStart::not_text)
+      throw AgentError(exit_bad_output, shown(path) +
+                                            " is not a log of watch or serve: it is not "
+                                            "text" +
+                                            expected);
+    if (what == LogStart::other)
+      throw AgentError(exit_bad_output,
+                       shown(path) + " is not a log of watch or serve: its first line is '" +
+                           cut_to_columns(marked_text(first_line), 40) + "'" + expected);
+    if (first_path_.empty())
+      first_path_ = path;
+    all_empty_ = all_empty_ && what == LogStart::empty;
+  }
+  void finish() const {
+    if (all_empty_ && !first_path_.empty())
+      throw AgentError(exit_bad_output,
+                       shown(first_path_) + " is empty: no sample in it yet" + expected);
+  }
+
+private:
+  static std::string shown(const std::string &path) {
+    return cut_to_columns(marked_text(path), 200);
+  }
+  // What a log looks like, after each refusal.
+  static inline const std::string expected =
+      " (a CSV log starts with a header such as 'timestamp,index,...'; a JSON log has one JSON "
+      "object per line)";
+  bool all_empty_ = true;
+  std::string first_path_;
+};
 
 // The host's real readings (CPU, disk, network: report reads no other) from the agent's own host
 // columns (nvsmi/gpu_fields.hpp host_log_columns), kept as extras by the layout; unknown where the
@@ -323,9 +402,14 @@ LogTotals read_logs(const std::vector<std::string> &paths, BadRows &bad,
   std::vector<std::unique_ptr<LogInput>> inputs;
   for (const std::string &path : paths)
     inputs.push_back(std::make_unique<LogInput>(path));
+  LogGate gate;
   std::vector<std::optional<Timestamp>> starts;
-  for (const auto &input : inputs)
-    starts.push_back(first_timestamp(*input));
+  for (const auto &input : inputs) {
+    std::string start = input->peek(peek_bytes);
+    gate.admit(input->path, start);
+    starts.push_back(first_timestamp(start));
+  }
+  gate.finish();
   std::vector<std::size_t> order(paths.size());
   for (std::size_t i = 0; i < order.size(); ++i)
     order[i] = i;

@@ -8,8 +8,9 @@
 
 namespace nvsmi {
 
-// Whether `selector` can name a GPU at all: 1 to 96 letters, digits, ':', '.' and '-' (an index,
-// "GPU-5c1a...", "00000000:19:00.0", "19:00.0"). What is refused here never reaches a message.
+// Whether `selector` is one of the three ways to name a GPU, at most 96 bytes: an index (up to 9
+// digits), a PCI bus id ("00000000:19:00.0", "19:00.0") or a UUID ("GPU-" or "MIG-" and hex digits
+// with dashes). "1.5", "gpu0" and "all" are none of them: a command refuses them before it samples.
 bool valid_gpu_selector(std::string_view selector);
 
 // Whether `selector` names `gpu`: digits alone are its index; an address ([domain:]bus:device
