@@ -819,3 +819,30 @@ TEST_CASE("run: a job busy on two GPUs whose peer traffic goes over PCIe is told
   for (const json &gpu : one_busy["gpus"])
     CHECK(gpu["finding"].get<std::string>().find("NVLink") == std::string::npos);
 }
+
+// Issue 39, item 4: a 5 s job said "3 s covered by 4 samples": the sample the GPU was chosen by
+// and one after the job's end were not the report's.
+TEST_CASE(
+    "run: the report covers the job's time, from a sample at its start to one after its end") {
+  std::string folder = test::temporary_folder();
+  std::string report = folder + "/report.json";
+  test::Run run =
+      run_shell("FAKE_NVSMI_STAMP_NOW=1 " + std::string(AGENT_BIN) + " run --nvidia-smi " +
+                quote(fake) + " --interval 1 --lock-dir " + quote(folder + "/locks") +
+                " --gpus 1 --format json --report " + quote(report) + " -- sleep 4");
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  json document = json::parse(test::read_file(report));
+  double seconds = document["job"]["seconds"].get<double>();
+  REQUIRE(document["gpus"].size() == 1);
+  const json &time = document["gpus"][0]["time"];
+  INFO(time.dump() << ", job " << seconds << " s");
+  CHECK(seconds >= 4);
+  double covered = time["covered_s"].get<double>();
+  // The first sample is at most an interval before the start, the last the first after the end
+  // (read a moment after it, it may have been printed a moment before); a busy machine may make
+  // either later by a little.
+  CHECK(covered >= seconds - 0.1);
+  CHECK(covered <= seconds + 3);
+  CHECK(time["gaps"] == 0);
+}
