@@ -342,7 +342,7 @@ void Sampler::wait_for_processes() {
   }
   if (now >= held_deadline_) {
     release_held("nvidia-smi --query-compute-apps gave no process list within " +
-                 seconds_text(first_sample_wait(options_)));
+                 seconds_text(first_sample_wait(options_)) + " s");
     return;
   }
   // settle() takes an iteration a tenth of its interval after its rows: a look this often keeps
