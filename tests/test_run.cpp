@@ -829,7 +829,7 @@ TEST_CASE(
   test::Run run =
       run_shell("FAKE_NVSMI_STAMP_NOW=1 " + std::string(AGENT_BIN) + " run --nvidia-smi " +
                 quote(fake) + " --interval 1 --lock-dir " + quote(folder + "/locks") +
-                " --gpus 1 --format json --report " + quote(report) + " -- sleep 4");
+                " --gpu-ids 0 --format json --report " + quote(report) + " -- sleep 4");
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
   json document = json::parse(test::read_file(report));
