@@ -416,7 +416,6 @@ TEST_CASE("serve: the first sample it answers with already lists the processes")
   // (under the threshold, who holds it unknown).
   Http metrics =
       wait_for(server, "/metrics", [](const Http &h) { return has(h.body, "\nnvsmi_up 1\n"); });
-  INFO(metrics.body);
   CHECK(has(metrics.body, R"(nvsmi_gpu_state{gpu="0",)"));
   for (const std::string &line : test::lines_of(metrics.body)) {
     if (line.rfind("nvsmi_gpu_state{", 0) != 0 || line.substr(line.size() - 2) != " 1")
