@@ -26,7 +26,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <set>
 #include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -170,11 +169,11 @@ private:
       choose(snapshot);
       // The sample the GPUs were chosen by is the job's first: its report covers it from its start.
       if (phase_ == Phase::running)
-        record(std::move(snapshot));
+        record(std::move(snapshot), true);
     } else if (phase_ == Phase::running) {
       record(std::move(snapshot));
     } else if (phase_ == Phase::finishing && end_sample_due_) {
-      record(std::move(snapshot)); // the first after the job's end: it covers the job to its end
+      record(std::move(snapshot), true); // the first after the job's end: it covers it to its end
       stop_after_job();
     }
   }
@@ -395,10 +394,6 @@ private:
     if (!process.pid)
       return Owner::unknown;
     pid_t pid = static_cast<pid_t>(*process.pid);
-    // In the end sample: the job's processes of the last sample before are the job's still, reaped
-    // or not.
-    if (phase_ == Phase::finishing && job_pids_.count(*process.pid))
-      return Owner::job;
     // Ours are the job's: the job, what it started, and what left its chain for us (the
     // subreaper); nvidia-smi, our only other child, is never a GPU process.
     if (descends_from(pid, ::getpid()))
@@ -442,19 +437,16 @@ private:
     return running;
   }
 
-  void record(Snapshot snapshot) {
-    if (attribute_)
-      if (std::optional<std::string> cgroup = process_cgroup(job_pid_))
-        job_cgroup_ = cgroup; // the job may have moved itself
-    std::set<std::int64_t> job_pids;
-    ledger_->add(snapshot, [&](const Process &process) {
-      Owner owner = owner_of(process);
-      if (owner == Owner::job && process.pid)
-        job_pids.insert(*process.pid);
-      return owner;
-    });
-    if (phase_ == Phase::running)
-      job_pids_ = std::move(job_pids);
+  // `boundary`: the sample the GPUs were chosen by, or the first after the job's end. They make the
+  // report's time the job's, but the job cannot be on the one and may be gone from the other: only
+  // the samples taken while it ran tell what it did (the ledger).
+  void record(Snapshot snapshot, bool boundary = false) {
+    if (!boundary) {
+      if (attribute_)
+        if (std::optional<std::string> cgroup = process_cgroup(job_pid_))
+          job_cgroup_ = cgroup; // the job may have moved itself
+      ledger_->add(snapshot, [this](const Process &process) { return owner_of(process); });
+    }
     reap_adopted();
     report_->add(snapshot);
     if (!json_log_)
@@ -534,7 +526,6 @@ private:
   std::optional<std::uint64_t> job_start_ticks_;
   std::optional<std::string> own_cgroup_, job_cgroup_;
   std::optional<JobLedger> ledger_;
-  std::set<std::int64_t> job_pids_; // the job's GPU processes in the last sample while it ran
   std::optional<ReportBuilder> report_;
   std::optional<JsonLog> json_log_;
   std::vector<std::string> notes_;
