@@ -310,3 +310,26 @@ TEST_CASE("compute-apps loop: the real H200 loop, re-asked with timestamps, and 
   CHECK_FALSE(next.sample.has_value()); // the dropped iteration gives no sample
   REQUIRE(reader.flush().has_value());
 }
+
+TEST_CASE("compute-apps loop: a header alone is told from a header and any other line") {
+  ComputeAppsLoopReader reader;
+  CHECK_FALSE(reader.header_alone()); // nothing yet: not even the header
+  reader.add_line("");
+  CHECK_FALSE(reader.header_alone());
+  reader.add_line("timestamp, gpu_uuid, pid, used_gpu_memory [MiB], process_name");
+  reader.add_line("");
+  CHECK(reader.header_alone()); // the first iteration listed no process, once quiet
+
+  // A row, a line that is not one, or an overlong line: no longer the header alone.
+  for (const std::string &line :
+       {std::string("2026/11/26 02:31:30.012, GPU-00000000-0000-0000-0000-000000000000, 4, 1, p"),
+        std::string("No devices were found"), std::string(5000, 'a')}) {
+    INFO(line.substr(0, 40));
+    ComputeAppsLoopReader other;
+    other.add_line("timestamp, gpu_uuid, pid, used_gpu_memory [MiB], process_name");
+    other.add_line(line);
+    CHECK_FALSE(other.header_alone());
+    other.flush();
+    CHECK_FALSE(other.header_alone());
+  }
+}

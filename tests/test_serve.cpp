@@ -405,3 +405,35 @@ TEST_CASE("serve: nvidia-smi replaced right after the GPU query started: process
   CHECK(server.stop() == 0);
   CHECK_FALSE(fake_left());
 }
+
+// Issue 39, item 1: the first sample served had no process lists, so the free GPUs said "idle".
+TEST_CASE("serve: the first sample it answers with already lists the processes") {
+  std::string folder = test::temporary_folder();
+  test::write_file(folder + "/processes", "1 " + std::to_string(::getpid()) + " 30000 python3\n");
+  Server server("--interval 1 --nvidia-smi " + fake_nvidia_smi(),
+                "FAKE_NVSMI_MODE=demo FAKE_NVSMI_DEMO_PROCESSES=" + quote(folder + "/processes"));
+  // The first /metrics with readings: GPU 0, which has no process, is free, and no GPU is "idle"
+  // (under the threshold, who holds it unknown).
+  Http metrics =
+      wait_for(server, "/metrics", [](const Http &h) { return has(h.body, "\nnvsmi_up 1\n"); });
+  CHECK(has(metrics.body, R"(nvsmi_gpu_state{gpu="0",)"));
+  for (const std::string &line : test::lines_of(metrics.body)) {
+    if (line.rfind("nvsmi_gpu_state{", 0) != 0 || line.substr(line.size() - 2) != " 1")
+      continue;
+    INFO(line);
+    CHECK_FALSE(has(line, R"(state="idle")"));
+    if (has(line, R"(gpu="0",)"))
+      CHECK(has(line, R"(state="free")"));
+  }
+  Http snapshot = server.get("/api/v1/snapshot");
+  REQUIRE(snapshot.status == 200);
+  nlohmann::json sample = nlohmann::json::parse(snapshot.body);
+  CHECK_FALSE(sample.contains("processes_unknown_reason"));
+  for (const nlohmann::json &gpu : sample["gpus"]) {
+    INFO("GPU " << gpu["index"]);
+    REQUIRE(gpu["processes"].is_array());
+    CHECK(gpu["processes"].size() == (gpu["index"] == 1 ? 1u : 0u));
+  }
+  CHECK(server.stop() == 0);
+  CHECK_FALSE(fake_left());
+}

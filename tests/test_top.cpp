@@ -618,3 +618,37 @@ TEST_CASE("top refuses to start without a terminal, with one line and the usage 
   CHECK(tmux.shows("TERM=no-such-terminal"));
   CHECK(tmux.shows("terminfo"));
 }
+
+// Issue 39, item 1: the first frame said "8 GPUs: 4 in use · 4 idle", and "4 free" a second later:
+// its sample had no process lists yet.
+TEST_CASE("top's first frame already says which GPUs are free") {
+  if (!have_tmux())
+    return;
+  std::string folder = test::temporary_folder();
+  // The stand-in's demo mode with this test program on GPUs 1 and 3: six GPUs hold no process.
+  std::string me = std::to_string(::getpid());
+  test::write_file(folder + "/processes",
+                   "1 " + me + " 30000 python3\n3 " + me + " 2000 python3\n");
+  test::Tmux tmux(120, 40);
+  tmux.run(top_command(
+      "--interval 1 --nvidia-smi " + fake,
+      "FAKE_NVSMI_MODE=demo FAKE_NVSMI_DEMO_PROCESSES=" + quote(folder + "/processes") + " "));
+  // Looked at as often as tmux answers: the first frame with the GPUs on it.
+  std::string first;
+  REQUIRE(tmux.wait_for([&](const std::string &screen) {
+    first = screen;
+    return screen.find("8 GPUs: ") != std::string::npos;
+  }));
+  save_artifact("top-first-frame.txt", first);
+  INFO(first);
+  std::string summary;
+  for (const std::string &line : lines_of(first))
+    if (line.find("8 GPUs: ") != std::string::npos)
+      summary = line;
+  CHECK(summary.find("6 free") != std::string::npos);
+  // "idle" alone is a GPU under the threshold whose holder is unknown ("idle but held" is known).
+  std::size_t idle = summary.find(" idle");
+  CHECK((idle == std::string::npos || summary.compare(idle, 14, " idle but held") == 0));
+  tmux.keys("q");
+  CHECK(tmux.wait_for("top-exit=0"));
+}

@@ -128,6 +128,8 @@ private:
     }
     if (phase_ == Phase::running && !sent_by_our_terminal(signal))
       ::kill(job_pid_, signal); // the job decides what the signal means
+    if (phase_ == Phase::finishing)
+      stop_after_job(); // the job has ended: its end sample is not worth a wait then
   }
 
   // Ctrl-C at the terminal where run is in the foreground reaches the whole foreground process
@@ -158,14 +160,22 @@ private:
                        "what was sampled before";
     log_line(note + "; the job goes on");
     notes_.push_back(note);
+    sampling_ = false;
     loop_.stop_sampling([] {});
   }
 
   void deliver(Snapshot snapshot) {
-    if (phase_ == Phase::choosing)
+    if (phase_ == Phase::choosing) {
       choose(snapshot);
-    else if (phase_ == Phase::running)
+      // The sample the GPUs were chosen by is the job's first: its report covers it from its start.
+      if (phase_ == Phase::running)
+        record(std::move(snapshot), true);
+    } else if (phase_ == Phase::running) {
       record(std::move(snapshot));
+    } else if (phase_ == Phase::finishing && end_sample_due_) {
+      record(std::move(snapshot), true); // the first after the job's end: it covers it to its end
+      stop_after_job();
+    }
   }
 
   void choose(const Snapshot &snapshot) {
@@ -352,8 +362,30 @@ private:
     }
     phase_ = Phase::finishing;
     job_end_.reset();
-    loop_.stop_sampling([this] { loop_.end(); });
+    // One sample more, taken after the end, so that the report covers the job to its end: the
+    // next of the stream's own loop, waited for an interval (at most 10 s) and a second.
+    if (!sampling_) {
+      stop_after_job();
+      return true;
+    }
+    end_sample_due_ = true;
+    wait_deadline_.expires_after(std::min(loop_.sampler().interval(), milliseconds(10000)) +
+                                 milliseconds(1000));
+    wait_deadline_.async_wait([this](boost::system::error_code error) {
+      if (!error)
+        stop_after_job();
+    });
     return true;
+  }
+
+  // Once: sampling ends after the job (and after its end sample, where one is waited for).
+  void stop_after_job() {
+    if (stopped_after_job_)
+      return;
+    stopped_after_job_ = true;
+    end_sample_due_ = false;
+    wait_deadline_.cancel();
+    loop_.stop_sampling([this] { loop_.end(); });
   }
 
   Owner owner_of(const Process &process) const {
@@ -405,11 +437,16 @@ private:
     return running;
   }
 
-  void record(Snapshot snapshot) {
-    if (attribute_)
-      if (std::optional<std::string> cgroup = process_cgroup(job_pid_))
-        job_cgroup_ = cgroup; // the job may have moved itself
-    ledger_->add(snapshot, [this](const Process &process) { return owner_of(process); });
+  // `boundary`: the sample the GPUs were chosen by, or the first after the job's end. They make the
+  // report's time the job's, but the job cannot be on the one and may be gone from the other: only
+  // the samples taken while it ran tell what it did (the ledger).
+  void record(Snapshot snapshot, bool boundary = false) {
+    if (!boundary) {
+      if (attribute_)
+        if (std::optional<std::string> cgroup = process_cgroup(job_pid_))
+          job_cgroup_ = cgroup; // the job may have moved itself
+      ledger_->add(snapshot, [this](const Process &process) { return owner_of(process); });
+    }
     reap_adopted();
     report_->add(snapshot);
     if (!json_log_)
@@ -478,6 +515,8 @@ private:
   asio::steady_timer wait_deadline_, job_poll_;
   bool attribute_ = true;
   Phase phase_ = Phase::choosing;
+  bool sampling_ = true; // false once nvidia-smi failed while the job ran
+  bool end_sample_due_ = false, stopped_after_job_ = false;
   steady_clock::time_point started_choosing_, job_started_;
   std::string not_enough_;
   std::optional<std::pair<ExitCode, std::string>> failure_;

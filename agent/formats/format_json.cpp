@@ -277,6 +277,9 @@ std::string format_json(const Snapshot &snapshot) {
     json.null();
   field(json, "driver_version", snapshot.driver_version);
   field(json, "cuda_version", snapshot.cuda_version);
+  // Only on a first sample that went out without its process lists (docs/WATCH.md).
+  if (snapshot.processes_unknown_reason)
+    field(json, "processes_unknown_reason", snapshot.processes_unknown_reason);
   json.key("gpus");
   json.begin_array();
   for (std::size_t i = 0; i < snapshot.gpus.size(); ++i) {

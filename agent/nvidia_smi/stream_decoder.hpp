@@ -60,10 +60,12 @@ public:
   static std::unique_ptr<StreamDecoder> decoder(std::shared_ptr<ComputeAppsLoop> loop);
 
   // The processes as of `now`: the last whole iteration; the one whose rows came last once
-  // nvidia-smi has been quiet for a tenth of the interval (it writes an iteration at once); and
-  // none once it has printed no row for two intervals and a second (an iteration with no process
-  // prints nothing). nullopt while no run has printed its header, and after a run ended, until
-  // the next one's header: then the processes are unknown.
+  // nvidia-smi has been quiet for a tenth of the interval (it writes an iteration at once); none
+  // once the run printed its header alone and was then quiet for that long, and at least 500 ms
+  // (its first iteration, written at once, listed no process); and none once it has printed no
+  // row for two intervals and a second (an iteration with no process prints nothing). nullopt while
+  // no run has printed its header, and after a run ended, until the next one's header: then the
+  // processes are unknown.
   std::optional<std::vector<ComputeApp>> settle(Clock::time_point now);
 
 private:

@@ -77,6 +77,10 @@ std::vector<NvlinkCapacity> read_nvlink_capacity(std::vector<std::string> argv,
 
 } // namespace
 
+milliseconds first_sample_wait(const SamplerOptions &options) {
+  return std::max(at_least_1ms(options.interval_seconds), milliseconds(2000));
+}
+
 milliseconds process_interval(const SamplerOptions &options) {
   return options.process_interval_seconds
              ? at_least_1ms(*options.process_interval_seconds)
@@ -87,7 +91,7 @@ Sampler::Sampler(boost::asio::io_context &context, const SamplerOptions &options
                  SampleHandler on_sample, FatalHandler on_fatal, LogHandler log)
     : options_(options), context_(context), on_sample_(std::move(on_sample)),
       on_fatal_(std::move(on_fatal)), log_(std::move(log)), replay_(context),
-      query_(options.fields) {
+      query_(options.fields), held_check_(context) {
   if (options.fixture)
     fixture_ = fixture_samples(*options.fixture, options.fields);
   // Through the command's own handler (top keeps messages while its screen is up), as notices: a
@@ -274,7 +278,11 @@ void Sampler::start_process_streams(const StreamSettings &secondary) {
     apps.silence_is_an_answer = true;
     apps_loop_ = std::make_shared<ComputeAppsLoop>(every);
     apps_stream_ = std::make_unique<NvidiaSmiStream>(
-        context_, apps, ComputeAppsLoop::decoder(apps_loop_), log, give_up("processes"));
+        context_, apps, ComputeAppsLoop::decoder(apps_loop_), log,
+        [this, said = give_up("processes")](const std::string &message) {
+          said(message);
+          apps_refused_ = true; // a first sample waiting for it goes out at its next look
+        });
     apps_stream_->start();
   }
 
@@ -304,6 +312,59 @@ void Sampler::deliver(Snapshot snapshot) {
     });
     process_settings_.reset();
   }
+  if (first_out_) {
+    complete(std::move(snapshot));
+    return;
+  }
+  // The first sample is the one people act on: it waits for the process list, the newest GPU
+  // reading taking the place of an older one meanwhile, so that what goes out is fresh.
+  bool waiting = held_.has_value();
+  held_ = std::move(snapshot);
+  if (!waiting) {
+    held_deadline_ = steady_clock::now() + first_sample_wait(options_);
+    wait_for_processes();
+  }
+}
+
+bool Sampler::processes_pending(steady_clock::time_point now) {
+  // The XML lists the processes itself; pmon only adds to a list.
+  if (!options_.processes || options_.source != Source::csv || apps_refused_)
+    return false;
+  // Its stream starts with the first GPU sample, just posted.
+  return !apps_loop_ || !apps_loop_->settle(now);
+}
+
+void Sampler::wait_for_processes() {
+  auto now = steady_clock::now();
+  if (!processes_pending(now)) {
+    release_held(apps_refused_ ? "nvidia-smi refused the compute-apps query" : "");
+    return;
+  }
+  if (now >= held_deadline_) {
+    release_held("nvidia-smi --query-compute-apps gave no process list within " +
+                 seconds_text(first_sample_wait(options_)) + " s");
+    return;
+  }
+  // settle() takes an iteration a tenth of its interval after its rows: a look this often keeps
+  // the wait within a few tens of milliseconds of it.
+  held_check_.expires_after(
+      std::min(milliseconds(40),
+               std::chrono::duration_cast<milliseconds>(held_deadline_ - now) + milliseconds(1)));
+  held_check_.async_wait([this](boost::system::error_code error) {
+    if (!error && !stopped_ && held_)
+      wait_for_processes();
+  });
+}
+
+void Sampler::release_held(const std::string &reason) {
+  first_out_ = true;
+  held_check_.cancel();
+  Snapshot snapshot = std::move(*held_);
+  held_.reset();
+  complete(std::move(snapshot), reason);
+}
+
+void Sampler::complete(Snapshot snapshot, const std::string &processes_unknown_reason) {
   auto now = steady_clock::now();
   if (apps_loop_)
     if (std::optional<std::vector<ComputeApp>> apps = apps_loop_->settle(now))
@@ -320,6 +381,14 @@ void Sampler::deliver(Snapshot snapshot) {
     nvlink_counters_->observe(snapshot);
   if (host_)
     host_->observe(snapshot);
+  // Said only where a list is still unknown (pmon may have given one), once: on the first sample.
+  if (!processes_unknown_reason.empty() &&
+      std::any_of(snapshot.gpus.begin(), snapshot.gpus.end(),
+                  [](const Gpu &gpu) { return !gpu.processes && !gpu.lost_reason; })) {
+    snapshot.processes_unknown_reason = processes_unknown_reason;
+    if (!apps_refused_) // a refusal was said as it came
+      log_(LogKind::notice, "first sample without its process list: " + processes_unknown_reason);
+  }
   hand_on(std::move(snapshot));
 }
 
@@ -371,6 +440,7 @@ void Sampler::replay_next() {
 void Sampler::stop(std::function<void()> done) {
   stopped_ = true;
   replay_.cancel();
+  held_check_.cancel(); // a first sample still waiting is dropped: sampling ends before it
   // `done` once every child is reaped.
   auto pending = std::make_shared<int>(1);
   auto one_done = [pending, done = std::move(done)] {

@@ -58,6 +58,11 @@ struct SamplerOptions {
 // How often processes are asked for: --process-interval, else max(interval, 1 s).
 std::chrono::milliseconds process_interval(const SamplerOptions &options);
 
+// How long the first live sample waits for the process list: max(interval, 2 s). No sample goes
+// out with its processes unknown only because their stream has not answered yet; past this the
+// first goes out without them, saying why (Snapshot::processes_unknown_reason, and a notice).
+std::chrono::milliseconds first_sample_wait(const SamplerOptions &options);
+
 class Sampler {
 public:
   using SampleHandler = std::function<void(Snapshot)>;
@@ -91,6 +96,15 @@ private:
   // dmon refused what it was asked: again without GPM, else going on without it.
   void dmon_refused(const std::string &message);
   void deliver(Snapshot snapshot);
+  // Whether the process list is still to come for the first sample: the compute-apps loop (the
+  // CSV source's) has not answered, and has not been refused.
+  bool processes_pending(std::chrono::steady_clock::time_point now);
+  // Looks again, every few tens of milliseconds, whether the held first sample may go out.
+  void wait_for_processes();
+  // The held first sample goes out: `reason` says why its processes are unknown, if they are.
+  void release_held(const std::string &reason);
+  // What the other streams and the host add to a GPU sample, then hand_on.
+  void complete(Snapshot snapshot, const std::string &processes_unknown_reason = {});
   void attach_kernel_log(Snapshot &snapshot);
   void attach_allocations(Snapshot &snapshot);
   // What every sample gets, live or replayed, before it is handed on.
@@ -117,6 +131,13 @@ private:
   std::optional<StreamSettings> process_settings_;
   std::shared_ptr<ComputeAppsLoop> apps_loop_; // shared with the decoder that fills it
   std::unique_ptr<NvidiaSmiStream> apps_stream_, pmon_stream_, dmon_stream_;
+  bool apps_refused_ = false; // nvidia-smi refused the compute-apps query: it will not answer
+  // The first live sample waits for the process list (first_sample_wait): the newest GPU sample
+  // is held here until the list is in or the deadline passes; then every sample goes straight on.
+  bool first_out_ = false;
+  std::optional<Snapshot> held_;
+  std::chrono::steady_clock::time_point held_deadline_;
+  boost::asio::steady_timer held_check_;
   Latest<std::vector<PmonRow>> pmon_;
   std::chrono::milliseconds pmon_fresh_for_{0};
   // dmon's latest row of each GPU, by index, and how long one stays fresh.

@@ -195,10 +195,17 @@ ComputeAppsLoopReader::Outcome ComputeAppsLoopReader::add_line(std::string_view 
   Outcome outcome;
   if (!line.empty() && line.back() == '\r')
     line.remove_suffix(1);
-  if ((outcome.error = overlong_line("compute-apps", line, max_line_bytes)))
+  if ((outcome.error = overlong_line("compute-apps", line, max_line_bytes))) {
+    other_seen_ = true;
     return outcome;
-  if (trim(line).empty() || is_header(line))
+  }
+  if (trim(line).empty())
     return outcome;
+  if (is_header(line)) {
+    header_seen_ = true;
+    return outcome;
+  }
+  other_seen_ = true;
   static const Layout layout = layout_from_fields(compute_apps_loop_fields());
   ComputeApp app;
   try {

@@ -50,12 +50,17 @@ public:
   Outcome add_line(std::string_view line);
   // The iteration whose rows came last, if any, which it forgets.
   std::optional<Sample> flush();
+  // Whether the run has printed its header and nothing else (blank lines aside): nvidia-smi writes
+  // its first iteration at once after the header, so once it is quiet, that iteration listed no
+  // process. A line that is not a row (garbage) ends this as a row does: it says nothing.
+  bool header_alone() const { return header_seen_ && !other_seen_; }
 
 private:
   std::optional<Sample> pending_;
   // The iteration last completed or dropped: a row of it that comes after is skipped rather than
   // made a second, partial sample of that moment.
   std::string done_;
+  bool header_seen_ = false, other_seen_ = false;
 };
 
 // timestamp, then compute_apps_fields(): what the loop asks for, in the order the reader expects

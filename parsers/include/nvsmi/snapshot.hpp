@@ -224,6 +224,9 @@ struct Snapshot {
   // Whether the scheduler's job mapping folder was read for this sample (--job-mapping-dir): only
   // then does a GPU without an allocation have none, rather than one nobody knows.
   bool allocations_read = false;
+  // Why the GPUs' process lists are unknown (null), where a long-running command's first sample
+  // went out without them: their stream had not answered within its wait (sampling/sampler.hpp).
+  Text processes_unknown_reason;
 };
 
 } // namespace nvsmi
