@@ -1312,6 +1312,7 @@ TEST_CASE("report: a job is a section of the report model that every format rend
   REQUIRE(job != std::string::npos);
   CHECK(html.find("<section class=\"job\"", job + 1) == std::string::npos);
   CHECK(job > html.find("<h1>GPU report</h1>"));
+  CHECK(job < html.find("<p class=\"glance\">")); // the answer first, its evidence after
   CHECK(job < html.find("<h2>All GPUs</h2>"));
   CHECK(html.find("</body></html>\n") == html.size() - 15);
   CHECK_THAT(html, Catch::Contains("<h2>Job <code>train [2Jx</code></h2>"));

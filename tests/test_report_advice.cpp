@@ -302,3 +302,23 @@ TEST_CASE("report: the text leads with the summary, then the findings ranked, th
   CHECK(details.find("\nGPU 0  NVIDIA") > details.find("\nUsers ("));
   CHECK(has(details, "  utilization  mean 90.0%"));
 }
+
+TEST_CASE("report: a name from the log in a finding is printable and bounded, however long") {
+  // Any local user names their processes, and a log handed over may hold anything: here the user
+  // who holds the CPUs from GPU 1 is a terminal escape followed by 5000 letters.
+  std::string hostile = "\x1b[2J" + std::string(5000, 'x');
+  std::string log =
+      json_log("hostile.jsonl", 11, 60, [&](int k, std::vector<GpuReading> &gpus, json &host) {
+        gpus.push_back({8, 30 * 1024, json::array({process(8101, "dave", 30 * 1024, 101.5)})});
+        gpus.push_back({97, 40 * 1024, json::array({process(8201, hostile, 40 * 1024, 5500.0)})});
+        host = k == 0 ? json() : json(96.0);
+      });
+  std::string finding = report_json(log)["gpus"][0]["finding"];
+  CHECK_THAT(finding, Catch::Contains("mostly \xEF\xBF\xBD[2Jxxx"));
+  CHECK(finding.find('\x1b') == std::string::npos);
+  CHECK(finding.size() < 400);
+  std::string text = report_text(quote(log), "report-hostile-names.txt");
+  CHECK(text.find('\x1b') == std::string::npos);
+  for (const std::string &line : lines_of(text))
+    CHECK(line.size() < 400); // the users table cuts the name too
+}

@@ -435,6 +435,9 @@ table{border-collapse:collapse;margin:6px 0 10px}th{text-align:left;padding:2px 
     out += "</body></html>\n";
     return out;
   }
+  // `run`'s job first: it is what the page is about; the fleet line and the rows are its evidence.
+  if (report.job)
+    job_section(out, report);
   std::string files;
   for (std::size_t i = 0; i < report.files.size(); ++i)
     files += (i ? ", " : "") + report.files[i];
@@ -458,8 +461,6 @@ table{border-collapse:collapse;margin:6px 0 10px}th{text-align:left;padding:2px 
          (report.files.empty() ? "nvidia-smi stamped the samples (" : "the log gives them (") +
          utc_offset_name(scales.time.offset_minutes) +
          "). Every GPU's charts share their axes.</p>\n";
-  if (report.job)
-    job_section(out, report);
   // The findings, then who held what, before the GPUs' charts (a page of many screens).
   findings_section(out, report.gpus);
   summary_table(out, report.gpus);

@@ -139,7 +139,7 @@ void users_section(std::string &out, const Report &report) {
     out += cell(user.idle_percent(), "%.1f%%", user.idle_partly_unknown(), 9, starred);
     out += cell(user.memory_gib_hours(), "%.2f", user.memory_partly_unknown(), 15, starred);
     out += cell(user.energy_wh(), "%.2f", user.energy_partly_unknown(), 13, starred);
-    out += " " + marked_text(user_label(user.user)) + "\n";
+    out += " " + cut_to_columns(marked_text(user_label(user.user)), 64) + "\n";
     out += std::string(10, ' ') + "held " + user_gpus_text(report, user) + "\n";
   }
   if (ledger.users.empty())
