@@ -212,8 +212,11 @@ gzip -dc "$work/gpus.jsonl.gz" >"$work/gpus.jsonl" || fail "the JSON log is not 
 note_pids <"$work/gpus.jsonl"
 scripts/demo nvsmi-agent report "$work/gpus.jsonl.gz" >"$work/report" 2>"$work/report.err" ||
   fail "report failed: $(cat "$work/report.err")"
-[ "$(grep -c '^GPU [0-7]  NVIDIA H100' "$work/report")" = 8 ] || fail "the report has not 8 GPUs: $(cat "$work/report")"
-grep -q 'finding      ' "$work/report" || fail "the report has no finding"
+# The answer first: the summary line of 8 GPUs, the log too short for advice, the findings.
+[[ "$(head -n 1 "$work/report")" == "8 GPUs: "* ]] || fail "the report does not open with its summary: $(cat "$work/report")"
+grep -q '^advice needs 5 min of samples; this log covers ' "$work/report" ||
+  fail "the report does not say its log is too short for advice: $(cat "$work/report")"
+grep -q '^Findings, most serious first$' "$work/report" || fail "the report has no findings: $(cat "$work/report")"
 for user in $users; do
   grep -q "$user" "$work/report" || fail "the report's ledger does not name $user: $(cat "$work/report")"
 done

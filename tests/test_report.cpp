@@ -153,8 +153,9 @@ TEST_CASE("report: a gap is neither busy nor idle, and draws no energy") {
 }
 
 TEST_CASE("report: starved is memory held with utilization under 30 %") {
-  // 30 GiB held throughout; 10 % for the first 10 covered seconds, 90 % for the last 10.
+  // 30 GiB held throughout; 10 % for the first 10 covered half minutes, 90 % for the last 10.
   std::vector<Row> rows = every_second(21, [](Row &row, int i) {
+    row.seconds *= 30;
     row.used = "30720";
     row.utilization = i <= 10 ? "10" : "90";
   });
@@ -162,7 +163,7 @@ TEST_CASE("report: starved is memory held with utilization under 30 %") {
   CHECK(*gpu.starved.percent() == Approx(50));
   CHECK(*gpu.starved_memory_mean_mib == Approx(30720));
   CHECK(*gpu.idle.percent() == Approx(0));
-  CHECK(gpu.finding == "starved 50% of the time while holding 30 GiB (host CPUs, disk reads and "
+  CHECK(gpu.finding == "starved 50% of 10 min while holding 30 GiB (host CPUs, disk reads and "
                        "network receive unknown): check the data loader");
 
   // The same utilization with no memory held is an idle-ish GPU, not a starved job.
@@ -209,14 +210,14 @@ TEST_CASE("report: memory peak and headroom; a slow pstate while busy") {
   CHECK(*gpu.slow_pstate.percent() == Approx(50));
   CHECK_FALSE(gpu.power_capped.percent()); // no power.limit in a watch log
   CHECK(gpu.finding ==
-        "busy in a slow pstate (P3 or lower) 50% of the time: check clocks and thermal throttling");
+        "busy in a slow pstate (P3 or lower) 50% of 10 s: check clocks and thermal throttling");
 
   std::vector<Row> full = every_second(11, [](Row &row, int) {
     row.used = "80000";
     row.utilization = "60";
   });
   CHECK(report_of(log_of(full)).gpus.at(0).finding ==
-        "memory peaked at 78.1 of 79.6 GiB (1.9% headroom): close to out of memory");
+        "memory peaked at 78.1 of 79.6 GiB (1.9% headroom) in 10 s: close to out of memory");
 }
 
 TEST_CASE("report: --from, --to and --gpu") {
@@ -264,12 +265,19 @@ TEST_CASE("report: --gpu takes several GPUs, by index or UUID; one with no row i
 TEST_CASE("report: the README example") {
   Run run = test::run_agent("report " + fixture("training-2gpu.csv"));
   CHECK(run.exit_code == 0);
-  CHECK_THAT(run.out, Catch::Contains("8 min 30 s covered by 53 samples, every 10 s; 1 gap"));
   CHECK_THAT(run.out,
-             Catch::Contains("finding      warning: starved 41% of the time while holding 30 GiB "
+             Catch::Contains("\n  warning   GPU 0: starved 41% of 8 min 30 s while holding "
+                             "30 GiB (host CPUs, disk reads and network receive "
+                             "unknown): check the data loader\n"));
+  CHECK_THAT(run.out, Catch::Contains("\n  info      GPU 1: idle 100% of 8 min 30 s"));
+  // Each GPU's figures with --details.
+  Run details = test::run_agent("report --details " + fixture("training-2gpu.csv"));
+  CHECK_THAT(details.out, Catch::Contains("8 min 30 s covered by 53 samples, every 10 s; 1 gap"));
+  CHECK_THAT(details.out,
+             Catch::Contains("finding      warning: starved 41% of 8 min 30 s while holding 30 GiB "
                              "(host CPUs, disk reads and network receive unknown): "
                              "check the data loader"));
-  CHECK_THAT(run.out, Catch::Contains("finding      info: idle 100% of the time"));
+  CHECK_THAT(details.out, Catch::Contains("finding      info: idle 100% of 8 min 30 s"));
 }
 
 TEST_CASE("report: rotated logs, given in any order") {
@@ -356,7 +364,7 @@ TEST_CASE("report: --output writes the file; html is self-contained") {
   CHECK_THAT(html, Catch::StartsWith("<!DOCTYPE html>"));
   CHECK(std::count(html.begin(), html.end(), '\n') > 5);
   CHECK_THAT(html, Catch::Contains("<svg"));
-  CHECK_THAT(html, Catch::Contains("starved 41% of the time while holding 30 GiB"));
+  CHECK_THAT(html, Catch::Contains("starved 41% of 8 min 30 s while holding 30 GiB"));
   for (const char *remote : {"http:", "https:", "src=", "<script", "<link", "@import"})
     CHECK(html.find(remote) == std::string::npos);
   // Links only within the page: the summary's rows to the GPUs' sections.
@@ -451,10 +459,11 @@ struct JsonSample {
   json disk_read = nullptr, network_receive = nullptr; // bytes a second
 };
 
-json process_of(const json &user, const json &used_memory_mib) {
-  return {
-      {"pid", 100},   {"type", "C"},    {"name", "python"},  {"used_memory_mib", used_memory_mib},
-      {"user", user}, {"uid", nullptr}, {"command", nullptr}};
+// A process; `cpu` its share of one core (null: unknown).
+json process_of(const json &user, const json &used_memory_mib, const json &cpu = nullptr) {
+  return {{"pid", 100},         {"type", "C"},       {"name", "python"},
+          {"user", user},       {"uid", nullptr},    {"used_memory_mib", used_memory_mib},
+          {"command", nullptr}, {"cpu_percent", cpu}};
 }
 
 std::string json_line(const JsonSample &sample) {
@@ -471,6 +480,7 @@ std::string json_line(const JsonSample &sample) {
   if (!sample.host_cpu.is_null() || !sample.disk_read.is_null() ||
       !sample.network_receive.is_null())
     host = {{"hostname", "gpu7"},
+            {"cpu_count", 64},
             {"cpu_percent", sample.host_cpu},
             {"disk_read_bytes_per_second", sample.disk_read},
             {"network_receive_bytes_per_second", sample.network_receive}};
@@ -618,9 +628,8 @@ TEST_CASE("report: the Users table in the text report") {
   CHECK_THAT(run.out, Catch::Contains("  process lists for 12.00 of 12.00 GPU-hours covered; 70.00 "
                                       "Wh of shared GPUs not split (a share unknown); 30.00 Wh "
                                       "drawn with no process\n"));
-  CHECK_THAT(run.out,
-             Catch::Contains("  finding      warning: alice held 3 GPUs for 9.0 GPU-hours, "
-                             "33% of it idle: 3.0 idle GPU-hours\n"));
+  CHECK_THAT(run.out, Catch::Contains("\n  warning   alice held 3 GPUs for 9.0 GPU-hours, "
+                                      "33% of it idle: 3.0 idle GPU-hours\n"));
   CHECK(run.out.find("* counts only") == std::string::npos); // no figure is partly known
 
   // A CSV log has no process lists: no Users section, and the JSON's list is empty.
@@ -683,10 +692,12 @@ TEST_CASE("report: starved while the host CPUs are busy is CPU-bound; while they
   CHECK(gpu["starved_host_cpu"]["busy_percent"] == 100.0);
   CHECK(gpu["starved_host_cpu"]["idle_percent"] == 0.0);
   CHECK(gpu["starved_host_cpu"]["known_percent"] == 100.0);
-  CHECK(gpu["finding"] == "starved 40% of the time (host CPUs 96% busy; disk reads and "
-                          "network receive unknown): the input pipeline is CPU-bound; add "
-                          "data-loader workers or move preprocessing to the GPU");
-  Run text = test::run_agent("report " + fixture("cpu-bound.jsonl"));
+  // dave's own process used 58 of the 61.4 busy cores: his input pipeline.
+  CHECK(gpu["finding"] == "starved 40% of 10 min (host CPUs 96% busy, this GPU's processes 58.0 "
+                          "of 61.4 busy cores; disk reads and network receive unknown): the "
+                          "input pipeline is CPU-bound; add data-loader workers or move "
+                          "preprocessing to the GPU");
+  Run text = test::run_agent("report --details " + fixture("cpu-bound.jsonl"));
   CHECK_THAT(text.out, Catch::Contains("  host CPUs    while starved: 96.0% busy on average; at "
                                        "least 90% busy for 100.0% of that time, under 50% for "
                                        "0.0%, not logged for 0.0%\n"));
@@ -694,26 +705,26 @@ TEST_CASE("report: starved while the host CPUs are busy is CPU-bound; while they
   // The same GPU with the host CPUs 10 % busy while it waits.
   json io = report_json(fixture("io-bound.jsonl"));
   CHECK(io["gpus"][0]["finding"] ==
-        "starved 40% of the time (host CPUs 10% busy; disk reads and network receive "
-        "unknown): waiting on I/O or synchronisation, not on the CPU; check storage and network "
+        "starved 40% of 10 min (host CPUs 10% busy; disk reads and network receive unknown): "
+        "waiting on I/O or synchronisation, not on the CPU; check storage and network "
         "reads and waits between processes");
 
   // Neither where the host CPUs were 60 % busy, nor without a host CPU reading
   // (training-2gpu.csv): the starved finding as before.
   std::vector<JsonSample> middling;
   for (int i = 0; i <= 10; ++i)
-    middling.push_back({10.0 * i, 10, 30720, 150, nullptr, 60.0});
+    middling.push_back({60.0 * i, 10, 30720, 150, nullptr, 60.0});
   CHECK(report_json(json_log(middling))["gpus"][0]["finding"] ==
-        "starved 100% of the time while holding 30 GiB (host CPUs 60% busy; disk reads and "
+        "starved 100% of 10 min while holding 30 GiB (host CPUs 60% busy; disk reads and "
         "network receive unknown): check the data loader");
   // shared-3users.jsonl's GPU 1, held at 0 % by alice with the host CPUs 60 % busy, waits for
   // nothing: idle but held, not starved.
   json between = report_json(fixture("shared-3users.jsonl"));
   CHECK(between["gpus"][1]["finding"] ==
-        "idle but held by alice for 3 h (100% of the time), holding 20 GiB: nobody else can "
+        "idle but held by alice for 3 h (100% of 3 h), holding 20 GiB: nobody else can "
         "use it; end the idle job or free the GPU");
   CHECK(report_json(fixture("training-2gpu.csv"))["gpus"][0]["finding"] ==
-        "starved 41% of the time while holding 30 GiB (host CPUs, disk reads and "
+        "starved 41% of 8 min 30 s while holding 30 GiB (host CPUs, disk reads and "
         "network receive unknown): check the data loader");
 
   // Host CPUs busy but the GPU never starved: nothing about the CPU.
@@ -721,17 +732,17 @@ TEST_CASE("report: starved while the host CPUs are busy is CPU-bound; while they
   for (int i = 0; i <= 10; ++i)
     busy.push_back({10.0 * i, 97, 30720, 600, nullptr, 99.0});
   CHECK_THAT(report_json(json_log(busy))["gpus"][0]["finding"].get<std::string>(),
-             Catch::StartsWith("busy: mean utilization 97%"));
+             Catch::StartsWith("busy over 1 min 40 s: mean utilization 97%"));
 
   // "Most of that time" is of all the starved time: 96 % busy in 4 of its 10 stretches, unknown in
   // the other 6, is not enough to call it CPU-bound.
   std::vector<JsonSample> sparse;
   for (int i = 0; i <= 10; ++i)
-    sparse.push_back({10.0 * i, 8, 30720, 150, nullptr, i >= 1 && i <= 4 ? json(96.0) : json()});
+    sparse.push_back({60.0 * i, 8, 30720, 150, nullptr, i >= 1 && i <= 4 ? json(96.0) : json()});
   json partly = report_json(json_log(sparse));
   CHECK(partly["gpus"][0]["starved_host_cpu"]["known_percent"] == 40.0);
   CHECK(partly["gpus"][0]["finding"] ==
-        "starved 100% of the time while holding 30 GiB (host CPUs 96% busy; disk reads and "
+        "starved 100% of 10 min while holding 30 GiB (host CPUs 96% busy; disk reads and "
         "network receive unknown): check the data loader");
 }
 
@@ -758,7 +769,7 @@ TEST_CASE("report: a GPU held at 0 % is idle but held by its users, never starve
   json alice = json::array({process_of("alice", 80896)});
   json report = held_gpu_report([](int) { return 0; }, alice);
   const json &gpu = report["gpus"][0];
-  CHECK(gpu["finding"] == "idle but held by alice for 30 min (100% of the time), holding 79 "
+  CHECK(gpu["finding"] == "idle but held by alice for 30 min (100% of 30 min), holding 79 "
                           "GiB: nobody else can use it; end the idle job or free the GPU");
   CHECK(gpu["severity"] == "warning");
   for (const char *wrong : {"starved", "data loader", "storage", "CPU-bound"})
@@ -773,7 +784,7 @@ TEST_CASE("report: a GPU held at 0 % is idle but held by its users, never starve
     samples.push_back(sample);
   }
   CHECK(report_json(json_log(samples))["gpus"][0]["finding"] ==
-        "idle but held by alice and bob for 30 min (100% of the time), holding 79 GiB; by "
+        "idle but held by alice and bob for 30 min (100% of 30 min), holding 79 GiB; by "
         "whom is not logged for 10 min of it: nobody else can use it; end the idle job or "
         "free the GPU");
 
@@ -783,7 +794,7 @@ TEST_CASE("report: a GPU held at 0 % is idle but held by its users, never starve
     row.utilization = "0";
   });
   CHECK(report_of(log_of(rows)).gpus.at(0).finding ==
-        "idle but held for 1 min (100% of the time), holding 79 GiB; the log does not say by "
+        "idle but held for 1 min (100% of 1 min), holding 79 GiB; the log does not say by "
         "whom (no process list): nobody else can use it; end the idle job or free the GPU");
 
   // The text and HTML reports say the same, and nothing of starving.
@@ -791,7 +802,8 @@ TEST_CASE("report: a GPU held at 0 % is idle but held by its users, never starve
                              json_log(std::vector<JsonSample>{{0, 0, 80896, 90, alice, 97.0},
                                                               {60, 0, 80896, 90, alice, 97.0},
                                                               {120, 0, 80896, 90, alice, 97.0}}));
-  CHECK_THAT(text.out, Catch::Contains("warning: idle but held by alice for 2 min"));
+  CHECK_THAT(text.out,
+             Catch::Contains("  warning   GPU 0 (alice): idle but held by alice for 2 min"));
   CHECK_THAT(text.out, !Catch::Contains("data loader"));
 }
 
@@ -807,7 +819,7 @@ TEST_CASE("report: who holds an idle GPU is a name from the log: printable, and 
   REQUIRE(text.exit_code == 0);
   CHECK(text.out.find('\x1b') == std::string::npos);
   CHECK(text.out.find('\x07') == std::string::npos);
-  CHECK_THAT(text.out, Catch::Contains("warning: idle but held by \xEF\xBF\xBD]0;owned"));
+  CHECK_THAT(text.out, Catch::Contains(": idle but held by \xEF\xBF\xBD]0;owned"));
   CHECK_THAT(text.out, !Catch::Contains("\nroot held it"));
 
   // 1100 users on one GPU: three named, the rest counted, memory bounded by report_max_users.
@@ -823,32 +835,33 @@ TEST_CASE("report: who holds an idle GPU is a name from the log: printable, and 
 }
 
 TEST_CASE("report: a job that alternates between work and waiting is still starved") {
-  json alice = json::array({process_of("alice", 80896)});
+  // alice's process keeps 60 of the 64 CPUs busy.
+  json alice = json::array({process_of("alice", 80896, 6000.0)});
   // 100 % one minute, 0 % the next, the host's CPUs busy: starved half the time, CPU-bound.
   json report = held_gpu_report([](int i) { return i % 2 ? 100 : 0; }, alice);
   CHECK(report["gpus"][0]["finding"] ==
-        "starved 50% of the time (host CPUs 97% busy; disk reads and network receive "
-        "unknown): the input pipeline is CPU-bound; add data-loader workers or move "
-        "preprocessing to the GPU");
+        "starved 50% of 30 min (host CPUs 97% busy, this GPU's processes 60.0 of 62.1 busy "
+        "cores; disk reads and network receive unknown): the input pipeline is CPU-bound; add "
+        "data-loader workers or move preprocessing to the GPU");
   // Working a little all the time (10 %) is waiting most of it.
   CHECK_THAT(
       held_gpu_report([](int) { return 10; }, alice)["gpus"][0]["finding"].get<std::string>(),
-      Catch::StartsWith("starved 100% of the time"));
+      Catch::StartsWith("starved 100% of 30 min"));
   // Idle while held for most of the time, with hardly any work (1 minute in 30) between: idle but
   // held is what explains it.
   CHECK_THAT(held_gpu_report([](int i) { return i == 15 ? 100 : 0; }, alice)["gpus"][0]["finding"]
                  .get<std::string>(),
-             Catch::StartsWith("idle but held by alice for 29 min (97% of the time)"));
+             Catch::StartsWith("idle but held by alice for 29 min (97% of 30 min)"));
 }
 
 TEST_CASE("report: a starved GPU says what it waited on, with figures, unknown where unlogged") {
   // A JSON log: the host CPUs 20 % busy, the disks reading 250 MB/s, the network not logged.
   std::vector<JsonSample> samples;
   for (int i = 0; i <= 10; ++i)
-    samples.push_back({10.0 * i, 10, 30720, 150, nullptr, 20.0, 250e6, nullptr});
+    samples.push_back({60.0 * i, 10, 30720, 150, nullptr, 20.0, 250e6, nullptr});
   json report = report_json(json_log(samples));
   const json &gpu = report["gpus"][0];
-  CHECK(gpu["finding"] == "starved 100% of the time (host CPUs 20% busy, disk reads 250.0 MB/s; "
+  CHECK(gpu["finding"] == "starved 100% of 10 min (host CPUs 20% busy, disk reads 250.0 MB/s; "
                           "network receive unknown): waiting on I/O or synchronisation, not on "
                           "the CPU; check storage and network reads and waits between processes");
   CHECK(gpu["starved_host_io"]["disk_read_bytes_per_second"] == 250e6);
@@ -873,7 +886,7 @@ TEST_CASE("report: a starved GPU says what it waited on, with figures, unknown w
   json csv = report_json(quote(path));
   CHECK(csv["rows"]["bad"]["total"] == 0);
   CHECK(csv["gpus"][0]["finding"] ==
-        "starved 100% of the time (host CPUs 20% busy, disk reads 250.0 MB/s, network receive "
+        "starved 100% of 10 min (host CPUs 20% busy, disk reads 250.0 MB/s, network receive "
         "4.0 MB/s): waiting on I/O or synchronisation, not on the CPU; check storage and network "
         "reads and waits between processes");
   CHECK(csv["gpus"][0]["starved_host_io"]["network_receive_bytes_per_second"] == 4e6);
@@ -897,9 +910,10 @@ TEST_CASE("report: the CSV log's power.limit, fan.speed, host.cpu and host.memor
   const json &gpu = report["gpus"][0];
   CHECK(gpu["power_limit_percent"] == 60.0);
   CHECK(gpu["starved_host_cpu"]["mean_busy_percent"] == 95.0);
-  CHECK_THAT(gpu["finding"].get<std::string>(),
-             Catch::StartsWith("starved 40% of the time (host CPUs 95% busy; disk reads and "
-                               "network receive unknown): the input pipeline is CPU-bound"));
+  // A CSV log does not say whose processes kept the CPUs busy: no verdict on the job's pipeline.
+  CHECK(gpu["finding"] == "starved 40% of 5 min (host CPUs 95% busy; disk reads and network "
+                          "receive unknown): whose processes kept the CPUs busy is not in the "
+                          "log; check the data loader and what else runs on the host");
   CHECK(report["users"] == json::array()); // a CSV log lists no processes
 
   // A host.cpu that is not a percentage, or over 100 %, makes its row bad.
@@ -950,8 +964,12 @@ TEST_CASE("report: bad JSON lines are counted and skipped, never fatal") {
 
   Run text = test::run_agent("report " + fixture("bad-lines.jsonl"));
   CHECK(text.exit_code == 0);
-  CHECK_THAT(text.out, Catch::Contains("rows: 16 read, 6 used, 10 bad (7 unparsable, 1 "
-                                       "no_timestamp, 1 out_of_order, 1 unfinished)"));
+  // The bad rows leave figures out: said by default, the rest of the rows with --details.
+  CHECK_THAT(text.out, Catch::Contains("\nrows: 10 of 16 bad (7 unparsable, 1 no_timestamp, 1 "
+                                       "out_of_order, 1 unfinished)\n  "));
+  Run details = test::run_agent("report --details " + fixture("bad-lines.jsonl"));
+  CHECK_THAT(details.out, Catch::Contains("rows: 16 read, 6 used, 10 bad (7 unparsable, 1 "
+                                          "no_timestamp, 1 out_of_order, 1 unfinished)"));
 }
 
 TEST_CASE("report: a JSON line may be long; past 1 MiB it ends that file's reading") {
@@ -1023,7 +1041,7 @@ TEST_CASE("report: names from a log are escaped in HTML and cannot break a text 
   line.replace(line.find("NVIDIA H100"), 11, "H100\\nGPU 9\\u009b2J\\u202eevil");
   std::string path = test::temporary_folder() + "/gpu-log.jsonl";
   test::write_file(path, line + json_line({10}));
-  Run named = test::run_agent("report " + quote(path));
+  Run named = test::run_agent("report --details " + quote(path));
   CHECK_THAT(named.out, Catch::Contains("GPU 0  H100\xEF\xBF\xBDGPU 9\xEF\xBF\xBD"
                                         "2J\xEF\xBF\xBD"
                                         "evil  GPU-0"));
@@ -1167,7 +1185,7 @@ TEST_CASE("report: findings carry their severity in HTML, JSON and text") {
   json report = report_json(fixture("two-limits-midnight.csv"));
   CHECK(report["gpus"][0]["severity"] == "warning");
   CHECK(report["gpus"][1]["severity"] == "critical");
-  CHECK(report["gpus"][1]["finding"] == "reached 93 \u00b0C: check cooling");
+  CHECK(report["gpus"][1]["finding"] == "reached 93 \u00b0C in 40 min: check cooling");
   json users = report_json(fixture("shared-3users.jsonl"));
   for (const json &user : users["users"]) {
     if (user["user"] == "alice") // a third of her GPU time idle
@@ -1176,10 +1194,11 @@ TEST_CASE("report: findings carry their severity in HTML, JSON and text") {
       CHECK(user["severity"] == "info");
   }
 
+  // The text: the word before each finding, the most serious first.
   Run text = test::run_agent("report " + fixture("two-limits-midnight.csv"));
-  CHECK_THAT(text.out, Catch::Contains("  finding      warning: at its power limit 100%"));
-  CHECK_THAT(text.out,
-             Catch::Contains("  finding      critical: reached 93 \u00b0C: check cooling"));
+  CHECK_THAT(text.out, Catch::Contains("\n  critical  GPU 1: reached 93 \u00b0C in 40 min: check "
+                                       "cooling\n  warning   GPU 0: at its power limit 100% of "
+                                       "40 min"));
 }
 
 // Issue 24, item 5: run's report is a section of report, its samples fed in memory.
@@ -1261,16 +1280,20 @@ TEST_CASE("report: a job is a section of the report model that every format rend
   CHECK(report.job->command[0] == "train");
   CHECK(report.rows_used == 10);
 
+  // The job first: what ran, how it ended, its GPU; the report's figures only with --details.
   std::string text = nvsmi::format_report_text(report);
-  CHECK_THAT(text,
-             Catch::StartsWith("At the last sample (2024-03-14T10:00:09.000+01:00): 1 GPU: "));
-  CHECK_THAT(text, Catch::Contains("\n\nsamples: taken while the job ran\n"));
-  CHECK_THAT(text, Catch::Contains("\nGPU 0  NVIDIA H100"));
-  CHECK_THAT(text, Catch::Contains("\nJob  train [2Jx\n  ended        exit code 3 after 9.0 s\n"));
+  CHECK_THAT(text, Catch::StartsWith("Job  train [2Jx\n  ended        exit code 3 after 9.0 s\n"
+                                     "  GPU 0        NVIDIA H100: peak memory 4096 MiB"));
   CHECK_THAT(text, Catch::Contains("GPU 0 was shared with bob's ]0;ownedsleep for 50% of the run"));
+  CHECK(text.find("samples: taken while the job ran") == std::string::npos);
   CHECK(text.find('\x1b') == std::string::npos);
   CHECK(text.find('\x07') == std::string::npos);
-  CHECK(text.find("Job ") > text.find("GPU 0 ")); // after the figures it is judged by
+  report.options.details = true;
+  std::string details = nvsmi::format_report_text(report);
+  CHECK_THAT(details, Catch::StartsWith("Job  train [2Jx\n"));
+  CHECK_THAT(details, Catch::Contains("\nsamples: taken while the job ran\nrows: "));
+  CHECK_THAT(details, Catch::Contains("\n\n1 GPU: "));
+  CHECK(details.find("\nGPU 0  NVIDIA H100") > details.find("Job ")); // its evidence after it
 
   json document = json::parse(nvsmi::format_report_json(report));
   CHECK(document["schema"] == "nvsmi-agent.report/1");
@@ -1289,6 +1312,7 @@ TEST_CASE("report: a job is a section of the report model that every format rend
   REQUIRE(job != std::string::npos);
   CHECK(html.find("<section class=\"job\"", job + 1) == std::string::npos);
   CHECK(job > html.find("<h1>GPU report</h1>"));
+  CHECK(job < html.find("<p class=\"glance\">")); // the answer first, its evidence after
   CHECK(job < html.find("<h2>All GPUs</h2>"));
   CHECK(html.find("</body></html>\n") == html.size() - 15);
   CHECK_THAT(html, Catch::Contains("<h2>Job <code>train [2Jx</code></h2>"));
@@ -1309,7 +1333,7 @@ TEST_CASE("report: a job without a usable sample is the job's section alone, in 
   json document = json::parse(nvsmi::format_report_json(report));
   CHECK(document.size() == 2); // schema and job
   CHECK(document["job"]["notes"].back() == "no sample of the job's GPUs was taken while it ran");
-  CHECK_THAT(nvsmi::format_report_text(report), Catch::StartsWith("\nJob  train [2Jx\n"));
+  CHECK_THAT(nvsmi::format_report_text(report), Catch::StartsWith("Job  train [2Jx\n"));
   std::string html = nvsmi::format_report_html(report);
   CHECK_THAT(html, Catch::Contains("<meta charset=\"utf-8\">")); // a page, styled as report's
   CHECK_THAT(html, Catch::Contains("<style>"));
@@ -1318,13 +1342,15 @@ TEST_CASE("report: a job without a usable sample is the job's section alone, in 
 
 TEST_CASE("report: the text report says the fleet at its last sample first, then who held what, "
           "then each GPU with its holders") {
-  Run run = test::run_agent("report " + fixture("shared-3users.jsonl"));
+  Run run = test::run_agent("report --details " + fixture("shared-3users.jsonl"));
   INFO(run.out << run.err);
   REQUIRE(run.exit_code == 0);
   // The GPUs as the log's last sample had them, by fleet_summary, and how much there is to act on.
-  CHECK_THAT(run.out, Catch::StartsWith("At the last sample (2026-11-23T13:00:00.000+01:00): 4 "
-                                        "GPUs: 2 in use \u00b7 2 idle but held (alice, carol)\n"
-                                        "findings: 5 warning, 3 info\n\nfiles: "));
+  CHECK_THAT(run.out, Catch::StartsWith("4 GPUs: 2 in use \u00b7 2 idle but held (alice, carol), "
+                                        "at the last sample (2026-11-23T13:00:00.000+01:00)\n"
+                                        "3 h of samples, 2026-11-23T10:00:00.000+01:00 to "
+                                        "2026-11-23T13:00:00.000+01:00; findings: 5 warning, 3 "
+                                        "info\nfiles: "));
   std::size_t users = run.out.find("\nUsers ");
   REQUIRE(users != std::string::npos);
   CHECK(users < run.out.find("\nGPU 0 "));
@@ -1335,17 +1361,17 @@ TEST_CASE("report: the text report says the fleet at its last sample first, then
              Catch::Contains("  holders      bob 1.50 h, carol 1.00 h, (unknown user) 1.00 h\n"));
 
   // A CSV log has no process lists: who held the GPUs is unknown, never "nobody".
-  Run csv = test::run_agent("report " + fixture("training-2gpu.csv"));
+  Run csv = test::run_agent("report --details " + fixture("training-2gpu.csv"));
   REQUIRE(csv.exit_code == 0);
   CHECK(occurrences(csv.out, "  holders      unknown (no process lists)\n") == 2);
-  CHECK_THAT(csv.out, Catch::StartsWith("At the last sample ("));
+  CHECK_THAT(csv.out, Catch::StartsWith("2 GPUs: 1 in use \u00b7 1 idle, at the last sample ("));
 }
 
 TEST_CASE("report: a GPU with process lists and no process is held by none; part-listed time "
           "says so") {
   // Empty process lists: the log says nobody's process was there.
   std::string empty = json_log({{0, 0, 0, 60, json::array()}, {600, 0, 0, 60, json::array()}});
-  Run none = test::run_agent("report " + empty);
+  Run none = test::run_agent("report --details " + empty);
   INFO(none.out);
   CHECK_THAT(none.out, Catch::Contains("  holders      no process in the lists (0.17 h)\n"));
   CHECK(report_json(empty)["gpus"][0]["holders"] == json::array());
@@ -1353,7 +1379,7 @@ TEST_CASE("report: a GPU with process lists and no process is held by none; part
   std::string part = json_log({{0, 50, 30720, 360, json::array({process_of("eve", 1024)})},
                                {600, 50, 30720, 360, json::array({process_of("eve", 1024)})},
                                {1200, 50, 30720, 360, nullptr}});
-  Run partly = test::run_agent("report " + part);
+  Run partly = test::run_agent("report --details " + part);
   INFO(partly.out);
   CHECK_THAT(partly.out,
              Catch::Contains("  holders      eve 0.17 h; process lists for 0.17 of 0.33 h\n"));
@@ -1409,27 +1435,30 @@ TEST_CASE("report: activity findings on an H100's own logs, each with its figure
   // Recorded by `watch --json-log` on an H100 (driver 580) under one PyTorch load each
   // (fixtures/logs/README.md); dmon's GPM figures in every line but the first three.
   CHECK(report_json(fixture("h100-tiny.jsonl"))["gpus"][0]["finding"] ==
-        "utilization 34% but SMs active 0%: small kernels or launch-bound; larger batches, fused "
+        "utilization 34% but SMs active 0% over 12 s: small kernels or launch-bound; larger "
+        "batches, fused "
         "kernels or CUDA graphs");
   CHECK(report_json(fixture("h100-pcie.jsonl"))["gpus"][0]["finding"] ==
-        "utilization 99% but SMs active 0% while PCIe received 59.7 GB/s: the GPU waits for "
+        "utilization 99% but SMs active 0% over 12 s while PCIe received 59.7 GB/s: the GPU waits "
+        "for "
         "input over PCIe; overlap the copies with compute (pinned memory, prefetch the next "
         "batch), keep the data on the GPU, or move less of it");
   CHECK(report_json(fixture("h100-memory.jsonl"))["gpus"][0]["finding"] ==
-        "DRAM bandwidth 89% in use while kernels ran: memory-bound; fewer passes over memory "
+        "DRAM bandwidth 89% in use while kernels ran over 12 s: memory-bound; fewer passes over "
+        "memory "
         "(fused kernels) or lower precision");
   // At its power limit too: the FP32 math explains it.
   CHECK(report_json(fixture("h100-fp32.jsonl"))["gpus"][0]["finding"] ==
-        "SMs active 96%, tensor pipes 0%, FP32 pipes 77%: FP32 math; mixed precision (bf16/fp16) "
-        "or TF32 would use the tensor cores");
+        "SMs active 96%, tensor pipes 0%, FP32 pipes 77% over 12 s: FP32 math; mixed precision "
+        "(bf16/fp16) or TF32 would use the tensor cores");
   // bf16 on the tensor cores: no activity finding; the power limit is what is left to say.
   CHECK(report_json(fixture("h100-tensor.jsonl"))["gpus"][0]["finding"] ==
-        "at its power limit 93% of the time: power-bound; check the power cap and cooling");
+        "at its power limit 93% of 14 s: power-bound; check the power cap and cooling");
   Run text = test::run_agent("report " + fixture("h100-fp32.jsonl"));
   CHECK_THAT(text.out, Catch::Contains("FP32 math"));
 
   // Without dmon's figures the same utilization says nothing of the SMs: the tiny kernels' log
-  // with its activity removed is "room for more work", never launch-bound.
+  // with its activity removed is never launch-bound (and, 14 s long, too short for advice).
   std::string stripped;
   std::istringstream lines(test::read_file(test::fixture_path("logs/h100-tiny.jsonl")));
   for (std::string line; std::getline(lines, line);) {
@@ -1444,7 +1473,7 @@ TEST_CASE("report: activity findings on an H100's own logs, each with its figure
   std::string path = test::temporary_folder() + "/tiny-without-activity.jsonl";
   test::write_file(path, stripped);
   CHECK(report_json(quote(path))["gpus"][0]["finding"] ==
-        "mean utilization 34%, idle 0% of the time: room for more work");
+        "advice needs 5 min of samples; these cover 14 s");
 }
 
 namespace {
@@ -1473,7 +1502,8 @@ TEST_CASE("report: a job across GPUs whose NVLink is idle while PCIe carries the
   // Hand-made (fixtures/logs/README.md): GPUs 0 and 1 busy with one job, NVLink at 2.2 MB/s,
   // PCIe at 12.2 GB/s; GPU 2 free.
   const std::string nvlink_idle =
-      "NVLink idle: SMs active 82% here and on 1 other GPU(s) of the job, but NVLink carried "
+      "NVLink idle over 2 min: SMs active 82% here and on 1 other GPU(s) of the job, but NVLink "
+      "carried "
       "2.2 MB/s while PCIe carried 12.2 GB/s: the GPUs exchange data over PCIe and the host; "
       "check that NCCL may use NVLink (NCCL_P2P_DISABLE, NCCL_P2P_LEVEL), that the job's GPUs "
       "share NVLink (nvidia-smi topo -m), and that peer copies are not staged through host memory";
@@ -1482,7 +1512,7 @@ TEST_CASE("report: a job across GPUs whose NVLink is idle while PCIe carries the
   CHECK(report["gpus"][1]["finding"] == nvlink_idle);
   CHECK(report["gpus"][2]["finding"].get<std::string>().find("NVLink") == std::string::npos);
   CHECK_THAT(test::run_agent("report " + fixture("handmade-nvlink-idle.jsonl")).out,
-             Catch::Contains("NVLink idle: SMs active 82%"));
+             Catch::Contains("NVLink idle over 2 min: SMs active 82%"));
 
   // One busy GPU is no job across GPUs: its NVLink has no peer to carry.
   json one = report_json("--gpu 0 " + fixture("handmade-nvlink-idle.jsonl"));
@@ -1524,7 +1554,8 @@ TEST_CASE("report: a job across GPUs whose NVLink is nearly full, and never wher
   // Hand-made (fixtures/logs/README.md): GPUs 0 and 1 busy with one job, NVLink receive 410 GB/s
   // and transmit 395 GB/s of 478.116 GB/s each way; GPU 2 free.
   const std::string saturated =
-      "NVLink saturated: SMs active 82% here and on 1 other GPU(s) of the job, and NVLink carried "
+      "NVLink saturated over 2 min: SMs active 82% here and on 1 other GPU(s) of the job, and "
+      "NVLink carried "
       "410.0 GB/s each way, 86% of its links' 478.1 GB/s: the GPUs wait on each other's data; "
       "fewer, larger collective operations (bucket the gradients), overlap communication with "
       "compute, compress the gradients, or a topology with more NVLink links between the job's "
@@ -1534,7 +1565,7 @@ TEST_CASE("report: a job across GPUs whose NVLink is nearly full, and never wher
   CHECK(report["gpus"][1]["finding"] == saturated);
   CHECK(report["gpus"][2]["finding"].get<std::string>().find("NVLink") == std::string::npos);
   CHECK_THAT(test::run_agent("report " + fixture("handmade-nvlink-saturated.jsonl")).out,
-             Catch::Contains("NVLink saturated: SMs active 82%"));
+             Catch::Contains("NVLink saturated over 2 min: SMs active 82%"));
 
   // One busy GPU is no job across GPUs.
   json one = report_json("--gpu 0 " + fixture("handmade-nvlink-saturated.jsonl"));

@@ -283,15 +283,18 @@ TEST_CASE("run tells the job's GPU processes from a stranger's, and reports what
                                          quote(report) + " --log " + quote(log) + " -- " + job));
   INFO(run.err);
   CHECK(run.exit_code == 0);
-  CHECK(said(run.err).empty()); // the report went to its file
+  // The report went to its file: stderr has the line that said which GPU the job got.
+  std::string err = said(run.err);
+  CHECK(err.find('\n') == err.size() - 1);
   std::string text = test::read_file(report);
   INFO(text);
   CHECK(text.find("peak memory 20480 MiB of 81559 MiB (25.1%)") != std::string::npos);
-  CHECK(text.find("a batch about 3.9 times as large might fit (an estimate") != std::string::npos);
+  // A job of seconds: no batch advice (the test below has a job of minutes).
+  CHECK(text.find("how much larger a batch might fit: advice needs 5 min of samples") !=
+        std::string::npos);
   CHECK(text.find("GPU 0 was shared with nobody's sleep for ") != std::string::npos);
   CHECK(text.find("shared with root's python") == std::string::npos); // the job's child
-  CHECK(text.find("energy ") != std::string::npos);
-  CHECK(text.find(" Wh") != std::string::npos);
+  CHECK(text.find("  GPU 0        NVIDIA H100 80GB HBM3: peak memory ") != std::string::npos);
   CHECK(text.find("ended        exit code 0") != std::string::npos);
   // Only the job's GPU.
   CHECK(text.find("GPU-00000000-0000-0000-0000-000000000001") == std::string::npos);
@@ -609,10 +612,11 @@ TEST_CASE("run without --log writes no file for its samples") {
   std::string temporary = folder + "/tmp", listing = folder + "/listing";
   REQUIRE(run_shell("mkdir " + quote(temporary)).exit_code == 0);
   // The job looks into TMPDIR while samples are being taken: the report's samples are not there.
-  test::Run run = run_shell(
-      "FAKE_NVSMI_STAMP_NOW=1 TMPDIR=" + quote(temporary) + " " +
-      run_command(folder + "/locks",
-                  "--gpu-ids 0 -- sh -c 'sleep 1; ls -A \"$TMPDIR\" >" + quote(listing) + "'"));
+  test::Run run =
+      run_shell("FAKE_NVSMI_STAMP_NOW=1 TMPDIR=" + quote(temporary) + " " +
+                run_command(folder + "/locks",
+                            "--gpu-ids 0 --details -- sh -c 'sleep 1; ls -A \"$TMPDIR\" >" +
+                                quote(listing) + "'"));
   INFO(run.err);
   CHECK(run.exit_code == 0);
   CHECK(test::read_file(listing).empty());
@@ -659,7 +663,9 @@ TEST_CASE("a double-forked worker is the job's, and named when the job leaves it
   INFO(run.err << text);
   CHECK(text.find("peak memory 20480 MiB of 81559 MiB (25.1%)") != std::string::npos);
   CHECK(text.find("shared with") == std::string::npos);
-  CHECK(text.find("a batch about 3.9 times as large might fit") != std::string::npos);
+  // A job of seconds: its batch is not judged (a job of minutes is, below).
+  CHECK(text.find("how much larger a batch might fit: advice needs 5 min of samples") !=
+        std::string::npos);
   CHECK(text.find("left running pid " + pid + " (sleep)") != std::string::npos);
   CHECK(run.err.find(" left running by the job: pid " + pid + " (sleep)\n") != std::string::npos);
   CHECK(!test::process_ended(std::stoi(pid))); // named, not killed
@@ -823,16 +829,17 @@ TEST_CASE("run: a job busy on two GPUs whose peer traffic goes over PCIe is told
   REQUIRE(idle["gpus"].size() == 2);
   for (const json &gpu : idle["gpus"])
     CHECK_THAT(gpu["finding"].get<std::string>(),
-               Catch::StartsWith("NVLink idle: SMs active 82% here and on 1 other GPU(s) of the "
-                                 "job, but NVLink carried 2.1 MB/s while PCIe carried"));
+               Catch::StartsWith("NVLink idle over ") &&
+                   Catch::Contains(" s: SMs active 82% here and on 1 other GPU(s) of the job, but "
+                                   "NVLink carried 2.1 MB/s while PCIe carried"));
   // The stand-in's nvlink-saturated: SMs 82 % on both, NVLink 391,000 MiB/s each way, 86 % of the
   // 18 links' 478 GB/s that `nvlink -s` gave at the start.
   json saturated = run_job("nvlink-saturated", "82");
   REQUIRE(saturated["gpus"].size() == 2);
   for (const json &gpu : saturated["gpus"])
     CHECK_THAT(gpu["finding"].get<std::string>(),
-               Catch::StartsWith("NVLink saturated: SMs active 82% here and on 1 other GPU(s) of "
-                                 "the job") &&
+               Catch::StartsWith("NVLink saturated over ") &&
+                   Catch::Contains(" s: SMs active 82% here and on 1 other GPU(s) of the job") &&
                    Catch::Contains("410.0 GB/s each way, 86%"));
   // Its usual figures: SMs 27 % on GPU 1 and 55 % on GPU 5, so only one GPU is busy.
   json one_busy = run_job("ok", "27");
@@ -868,4 +875,100 @@ TEST_CASE(
   CHECK(covered >= seconds - 0.1);
   CHECK(covered <= seconds + std::max(every, 2.0) + every + 1);
   CHECK(time["gaps"] == 0);
+}
+
+// Issue 39, item 4: run says which GPU it took before the job's first word, and its end report
+// opens with the job in a screen's corner; the internals only with --details.
+namespace {
+
+std::vector<std::string> text_lines(const std::string &text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    out.push_back(line);
+  return out;
+}
+
+void keep_artifact(const std::string &name, const std::string &text) {
+  test::run_shell("mkdir -p " + quote(ARTIFACTS_DIR));
+  test::write_file(std::string(ARTIFACTS_DIR) + "/" + name, text);
+}
+
+} // namespace
+
+TEST_CASE("run: its first line on stderr names the GPU it took and the claim") {
+  std::string folder = test::temporary_folder();
+  test::Run run = run_shell(run_command(folder + "/locks",
+                                        "--gpu 4 -- sh -c 'echo job on $CUDA_VISIBLE_DEVICES "
+                                        ">&2'"));
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  std::vector<std::string> lines = text_lines(said(run.err));
+  REQUIRE(lines.size() >= 2);
+  CHECK(lines[0] == "nvsmi-agent run: GPU 4 (NVIDIA H100 80GB HBM3, 00000000:59:00.0) claimed "
+                    "for this job; CUDA_VISIBLE_DEVICES=4");
+  CHECK(lines[1] == "job on 4"); // before the job's own output
+
+  test::Run two = run_shell(run_command(folder + "/locks", "--gpu 0,4 --uuid -- true"));
+  CHECK(text_lines(said(two.err)).at(0) ==
+        "nvsmi-agent run: GPUs 0 (NVIDIA H100 80GB HBM3, 00000000:19:00.0), 4 (NVIDIA H100 80GB "
+        "HBM3, 00000000:59:00.0) claimed for this job; CUDA_VISIBLE_DEVICES=" +
+            gpu0 + ",GPU-00000000-0000-0000-0000-000000000004");
+}
+
+TEST_CASE("run: the end report opens with the job in at most 15 lines; --details adds the "
+          "internals") {
+  std::string folder = test::temporary_folder();
+  std::string job = " -- sh -c 'echo on GPU $CUDA_VISIBLE_DEVICES; sleep 2; exit 3'";
+  test::Run run =
+      run_shell("FAKE_NVSMI_STAMP_NOW=1 " + run_command(folder + "/locks", "--gpu 0" + job));
+  keep_artifact("run-report.txt", run.err);
+  INFO(run.err);
+  CHECK(run.exit_code == 3);
+  std::vector<std::string> lines = text_lines(said(run.err));
+  REQUIRE(lines.size() >= 3);
+  CHECK_THAT(lines[0], Catch::StartsWith("nvsmi-agent run: GPU 0 "));
+  // The report: the job first, and short.
+  CHECK(lines[1] == "Job  sh -c echo on GPU $CUDA_VISIBLE_DEVICES; sleep 2; exit 3");
+  CHECK_THAT(lines[2], Catch::StartsWith("  ended        exit code 3 after "));
+  CHECK(lines.size() - 1 <= 15);
+  CHECK_THAT(run.err, Catch::Contains("  GPU 0        NVIDIA H100 80GB HBM3: peak memory "));
+  // A job of seconds gets no batch advice: too short a window.
+  CHECK_THAT(run.err, Catch::Contains("how much larger a batch might fit: advice needs 5 min of "
+                                      "samples; these cover "));
+  CHECK_THAT(run.err, Catch::Contains("info: idle 100% of "));
+  for (const char *internal : {"rows:", "GPU-hours covered", "1 GPU: 1 ", "samples: taken",
+                               "At the last sample", "utilization  mean", "of 0.00"})
+    CHECK(run.err.find(internal) == std::string::npos);
+
+  test::Run details = run_shell("FAKE_NVSMI_STAMP_NOW=1 " +
+                                run_command(folder + "/locks", "--gpu 0 --details" + job));
+  keep_artifact("run-report-details.txt", details.err);
+  INFO(details.err);
+  CHECK(text_lines(said(details.err)).at(1) == lines[1]);
+  CHECK_THAT(details.err, Catch::Contains("               the job's processes were on it in "));
+  CHECK_THAT(details.err, Catch::Contains("\nsamples: taken while the job ran\nrows: "));
+  CHECK_THAT(details.err, Catch::Contains("\n1 GPU: "));
+  CHECK_THAT(details.err, Catch::Contains("\nGPU 0  NVIDIA H100 80GB HBM3  " + gpu0));
+}
+
+TEST_CASE("run: batch advice from 5 minutes of samples of the job, not less") {
+  // The stand-in stamps its rows 100 times as fast: a job of 5 s covers minutes of samples.
+  std::string folder = test::temporary_folder();
+  std::string apps = folder + "/apps";
+  test::write_file(apps, "");
+  KillAtEnd child{folder + "/child.pid"};
+  std::string job = "sh -c 'sleep 300 & echo $! >" + child.pid_file + "; echo \"" + gpu0 +
+                    ", $!, 20480 MiB, python\" >>" + apps +
+                    "; sleep 5; kill $!; { wait $!; } 2>/dev/null || true'";
+  test::Run run = run_shell(
+      "FAKE_NVSMI_STAMP_NOW=1 FAKE_NVSMI_STAMP_SCALE=100 FAKE_NVSMI_STAMP_ORIGIN=$(date +%s) "
+      "FAKE_NVSMI_APPS=" +
+      quote(apps) + " " +
+      run_command(folder + "/locks", "--gpu 0 --process-interval 0.2 -- " + job));
+  keep_artifact("run-report-batch.txt", run.err);
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  CHECK_THAT(run.err, Catch::Contains("peak memory 20480 MiB of 81559 MiB (25.1%)"));
+  CHECK_THAT(run.err, Catch::Contains("a batch about 3.9 times as large might fit (an estimate"));
 }

@@ -144,7 +144,7 @@ TEST_CASE("thresholds: every screen's hot is the table's") {
 
   // `report`: a warning from hot on, critical where check is.
   Finding reached = report_at(hot);
-  CHECK(reached.text == "reached " + std::to_string(hot) + " \u00b0C: check cooling");
+  CHECK(reached.text == "reached " + std::to_string(hot) + " \u00b0C in 4 s: check cooling");
   CHECK(reached.severity == Severity::warning);
   CHECK(report_at(gpu_thresholds::too_hot_c).severity == Severity::critical);
   // Issue 24, item 4: one severity scale, so the same temperature is the same severity in both.

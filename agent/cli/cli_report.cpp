@@ -77,6 +77,10 @@ SubcommandRun report_options(CLI::App *command) {
   command->add_flag("--by-account", settings->by_account,
                     "The per-job ledger rolled up per Slurm account (GPU-hours held, used, idle, "
                     "unused); with --format csv a row per account instead of per job");
+  command->add_flag("--details", options.details,
+                    "Text: after the findings and the users, the files and rows read and each "
+                    "GPU's figures (time covered, utilization, memory, power, temperature, "
+                    "throttling)");
   command
       ->add_option("--interval", options.interval,
                    "Seconds between samples (default: the median spacing of the first samples)")

@@ -43,6 +43,9 @@ SubcommandRun run_options(CLI::App *command) {
   command->add_option("--format", options.format, "Of the end-of-run report: text, json or html")
       ->check(one_of({"text", "json", "html"}))
       ->capture_default_str();
+  command->add_flag("--details", options.details,
+                    "Text report: the job's samples per GPU, then the report's figures for its "
+                    "GPUs (the fleet line, rows, users, each GPU's figures)");
   command
       ->add_option("--log", options.log_file,
                    "Keep the job's samples in this JSON log (watch --json-log's format), for "

@@ -202,7 +202,26 @@ private:
         fail(exit_not_enough, shortage);
       return;
     }
+    claimed_ = claimed_gpus_text(snapshot, gpus);
     start_job(std::move(gpus));
+  }
+
+  // "GPU 4 (NVIDIA H100 80GB HBM3, 00000000:1B:00.0)": what the job got, as the sample that
+  // chose them names them (printable: a recording may hold anything).
+  static std::string claimed_gpus_text(const Snapshot &snapshot, const std::vector<JobGpu> &gpus) {
+    std::string out = gpus.size() == 1 ? "GPU " : "GPUs ";
+    for (std::size_t i = 0; i < gpus.size(); ++i) {
+      out += (i ? ", " : "") + std::to_string(gpus[i].index);
+      const Gpu *gpu = named_gpu(snapshot, gpus[i].uuid);
+      std::vector<std::string> about;
+      if (gpu && gpu->name)
+        about.push_back(printable_text(*gpu->name));
+      if (gpu && gpu->pci_bus_id)
+        about.push_back(printable_text(*gpu->pci_bus_id));
+      if (!about.empty())
+        out += " (" + joined(about, ", ") + ")";
+    }
+    return out;
   }
 
   std::string claim_free(const Snapshot &snapshot, std::vector<JobGpu> &gpus) {
@@ -278,6 +297,12 @@ private:
 
     // The job starts as if from a shell: no signal blocked, and SIGPIPE and SIGXFSZ (which this
     // process ignores, and an ignored signal stays ignored through exec) back to their default.
+    // One line before the job's own output: which GPUs it got, and how it is told.
+    for (const std::string &variable : environment)
+      if (variable.rfind("CUDA_VISIBLE_DEVICES=", 0) == 0)
+        std::fprintf(stderr, "nvsmi-agent run: %s claimed for this job; %s\n", claimed_.c_str(),
+                     printable_text(variable).c_str());
+    std::fflush(stderr);
     posix_spawnattr_t attributes;
     posix_spawnattr_init(&attributes);
     sigset_t none, defaults;
@@ -306,6 +331,7 @@ private:
     job_started_ = steady_clock::now();
     // The report is made of the samples as they come, in memory: only the job's GPUs.
     ReportOptions report_options;
+    report_options.details = options_.details;
     for (const JobGpu &gpu : gpus)
       report_options.gpus.push_back(gpu.uuid);
     report_.emplace(report_options);
@@ -519,6 +545,7 @@ private:
   bool end_sample_due_ = false, stopped_after_job_ = false;
   steady_clock::time_point started_choosing_, job_started_;
   std::string not_enough_;
+  std::string claimed_; // the GPUs the job got, named for the line said as it starts
   std::optional<std::pair<ExitCode, std::string>> failure_;
   std::vector<GpuClaim> claims_;
   pid_t job_pid_ = 0;

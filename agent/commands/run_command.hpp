@@ -23,6 +23,7 @@ struct RunOptions {
   std::optional<std::string> lock_dir;
   std::optional<std::string> report_file, log_file;
   std::string format = "text"; // of the end-of-run report: text, json or html
+  bool details = false;        // --details: the text report's figures behind the job's section
   std::vector<std::string> command;
 };
 

@@ -5,8 +5,10 @@
 #include "nvsmi/gpu_selector.hpp"
 #include "nvsmi/gpu_state.hpp"
 
+#include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
 
 namespace nvsmi {
 namespace {
@@ -34,6 +36,13 @@ std::string gpu_key(const Gpu &gpu) {
   return "index " + std::to_string(gpu.index);
 }
 
+// The cores a process used: its share of one core, as the host observer writes it, over 100.
+std::optional<double> cores_of(const Process &process) {
+  if (!process.pid || !process.cpu_percent)
+    return std::nullopt;
+  return *process.cpu_percent / 100;
+}
+
 std::string describe_filters(const ReportOptions &options) {
   std::string out;
   for (std::size_t i = 0; i < options.gpus.size(); ++i)
@@ -53,6 +62,73 @@ ReportBuilder::ReportBuilder(const ReportOptions &options) {
 }
 
 ReportBuilder::~ReportBuilder() = default;
+
+// The cores every GPU process of the sample used, each pid once, in all and by user (the first
+// 64 users): read once
+// for the sample, not once for each of its GPUs. Unknown where a process has no CPU share (the
+// first sample, a pid from another namespace, an older log) or a GPU no process list.
+void ReportBuilder::read_sample_cpus(const LogRow &log) {
+  if (sample_cpus_.gpus == log.sample_gpus && sample_cpus_.file == &log.file &&
+      sample_cpus_.line == log.line)
+    return;
+  sample_cpus_ = {log.sample_gpus, &log.file, log.line, 0.0, {}};
+  std::set<std::int64_t> counted;
+  for (const Gpu &gpu : *log.sample_gpus) {
+    if (!gpu.processes) {
+      sample_cpus_.cores.reset();
+      return;
+    }
+    for (const Process &process : *gpu.processes) {
+      std::optional<double> cores = cores_of(process);
+      if (!cores) {
+        sample_cpus_.cores.reset();
+        return;
+      }
+      if (counted.insert(*process.pid).second) {
+        *sample_cpus_.cores += *cores;
+        // Named for at most this many users, so that each GPU's row of a sample of thousands of
+        // users costs the same: the others' cores still count in all.
+        constexpr std::size_t users_named = 64;
+        auto user = sample_cpus_.by_user.find(process.user);
+        if (user != sample_cpus_.by_user.end())
+          user->second += *cores;
+        else if (sample_cpus_.by_user.size() < users_named)
+          sample_cpus_.by_user.emplace(process.user, *cores);
+      }
+    }
+  }
+}
+
+// Whose processes kept the host's CPUs busy in the row's sample (Sample::host_busy_cores and
+// after): all of them, this GPU's, and the other GPUs' by user.
+void ReportBuilder::attribute_host_cpus(const LogRow &log, Sample &sample) {
+  if (!log.host.cpu_percent || !log.host.cpu_count || !log.sample_gpus || !log.gpu.processes)
+    return;
+  sample.host_busy_cores = *log.host.cpu_percent / 100 * static_cast<double>(*log.host.cpu_count);
+  std::set<std::int64_t> counted;
+  std::map<Text, double> own_by_user;
+  double own = 0;
+  for (const Process &process : *log.gpu.processes) {
+    std::optional<double> cores = cores_of(process);
+    if (!cores)
+      return;
+    if (counted.insert(*process.pid).second) {
+      own += *cores;
+      own_by_user[process.user] += *cores;
+    }
+  }
+  sample.own_cpu_cores = own;
+  read_sample_cpus(log);
+  if (!sample_cpus_.cores)
+    return;
+  sample.other_gpus_cpu_cores = std::max(0.0, *sample_cpus_.cores - own);
+  for (const auto &[user, cores] : sample_cpus_.by_user) {
+    auto mine = own_by_user.find(user);
+    double others = cores - (mine == own_by_user.end() ? 0 : mine->second);
+    if (others > 1e-9)
+      sample.other_gpus_cpu_by_user.emplace_back(user, others);
+  }
+}
 
 void ReportBuilder::add(const LogRow &log) {
   const ReportOptions &options = report_.options;
@@ -106,6 +182,7 @@ void ReportBuilder::add(const LogRow &log) {
   sample.power_limit = gpu.power_limit_w;
   sample.pstate = pstate_number(gpu.pstate);
   sample.host_cpu = log.host.cpu_percent;
+  attribute_host_cpus(log, sample);
   sample.host_disk_read = log.host.disk_read_bytes_per_second;
   sample.host_network_receive = log.host.network_receive_bytes_per_second;
   sample.users = gpu_users(gpu);

@@ -24,6 +24,7 @@ struct ReportOptions {
   std::vector<std::string> gpus;     // only these (nvsmi/gpu_selector.hpp); empty: every GPU
   std::optional<double> interval;    // seconds between samples; inferred when not given
   bool by_job = false;               // --by-job: the jobs' section in every format
+  bool details = false; // --details: the text report's files, rows and each GPU's figures
 };
 
 // The GPUs as each was in its latest usable row, by fleet_summary: what the report says first.
@@ -72,7 +73,19 @@ public:
   Report finish(std::optional<JobSummary> job = std::nullopt);
 
 private:
+  void read_sample_cpus(const LogRow &log);
+  void attribute_host_cpus(const LogRow &log, Sample &sample);
+
   Report report_;
+  // The cores the processes of the sample being read used, in all (nullopt: not known) and by
+  // user, and which sample that is (LogRow::sample_gpus, file and line).
+  struct SampleCpus {
+    const std::vector<Gpu> *gpus = nullptr;
+    const std::string *file = nullptr;
+    std::int64_t line = -1;
+    std::optional<double> cores;
+    std::map<Text, double> by_user;
+  } sample_cpus_;
   std::vector<std::unique_ptr<GpuStats>> stats_;
   std::map<std::string, std::size_t> by_key_;
   UserLedger ledger_;
@@ -92,6 +105,14 @@ std::size_t nvlink_busy_gpus(const std::vector<GpuSummary> &gpus);
 // The one-line plain-language finding for a GPU (`busy_gpus`: nvlink_busy_gpus of its report),
 // and for a user of the ledger (README "report" and docs/ACTIVITY.md have the rules).
 Finding report_finding(const GpuSummary &gpu, std::size_t busy_gpus);
+// Whether `covered_seconds` of samples are enough for advice on how a GPU is used (starved,
+// CPU-bound, room for more work, a larger batch): gpu_thresholds::advice_min_window_s.
+bool enough_for_advice(double covered_seconds);
+// What a GPU's finding says instead of that advice from less: "advice needs 5 min of samples;
+// these cover 1 min"; and what a report says once when its whole log is that short: "advice
+// needs 5 min of samples; this log covers 1 min".
+std::string short_window_finding(double covered_seconds);
+std::string short_log_text(double covered_seconds);
 Finding report_user_finding(const UserSummary &user);
 // What the host's CPUs did while the GPU was starved, the figures behind the CPU-bound rule, in
 // words; empty when the log has no host CPU reading for that time.
@@ -116,6 +137,9 @@ std::string user_gpus_text(const Report &report, const UserSummary &user);
 std::string gpu_hours_text(std::optional<double> seconds);
 // A length of time as the report writes it: "42 s", "30 min 0 s", "2 h 5 min", "3 d 1 h 0 min".
 std::string describe_duration(double seconds);
+// The time a finding's figures cover, as its window: describe_duration's words, in whole seconds
+// from 10 s ("12 s", not "12.04 s"; "2.5 s").
+std::string describe_window(double seconds);
 
 // The report as text, as one line of JSON ("nvsmi-agent.report/1"), or as a self-contained HTML
 // page with the series drawn in inline SVG.

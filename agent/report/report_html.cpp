@@ -371,14 +371,19 @@ void findings_section(std::string &out, const std::vector<GpuSummary> &gpus) {
 }
 
 // The job `run` ran, first: it is what the page is about, the GPUs' figures are its evidence.
-void job_section(std::string &out, const JobSummary &job) {
+void job_section(std::string &out, const Report &report) {
+  const JobSummary &job = *report.job;
   out += "<section class=\"job\" id=\"job\"><h2>Job <code>" + html_escape(job_command_line(job)) +
          "</code></h2>\n<p class=\"meta\">" + html_escape(job_ending(job)) + " after " +
          fixed_text(job.seconds, 1) + " s</p>\n";
   for (const JobGpuTally &gpu : job.gpus) {
     out += "<h3>GPU " + std::to_string(gpu.gpu.index) + " <small>" +
            html_escape(job_shown(gpu.gpu.uuid)) + "</small></h3>\n<ul>\n";
-    for (const std::string &line : job_gpu_lines(gpu))
+    double covered = 0;
+    for (const GpuSummary &summary : report.gpus)
+      if (summary.uuid && *summary.uuid == gpu.gpu.uuid)
+        covered = summary.covered_seconds;
+    for (const std::string &line : job_gpu_lines(gpu, covered, true))
       out += "<li>" + html_escape(line) + "</li>\n";
     out += "</ul>\n";
   }
@@ -426,10 +431,13 @@ table{border-collapse:collapse;margin:6px 0 10px}th{text-align:left;padding:2px 
 <h1>GPU report</h1>
 )";
   if (report.job && report.rows_used == 0) { // no sample of the job's GPUs: the job alone
-    job_section(out, *report.job);
+    job_section(out, report);
     out += "</body></html>\n";
     return out;
   }
+  // `run`'s job first: it is what the page is about; the fleet line and the rows are its evidence.
+  if (report.job)
+    job_section(out, report);
   std::string files;
   for (std::size_t i = 0; i < report.files.size(); ++i)
     files += (i ? ", " : "") + report.files[i];
@@ -440,6 +448,11 @@ table{border-collapse:collapse;margin:6px 0 10px}th{text-align:left;padding:2px 
     out += "<p class=\"glance\">" + html_escape(valid_utf8(last_sample_text(*report.last_sample))) +
            "</p>\n";
   out += "<p class=\"glance\">" + html_escape(findings_count_text(report)) + "</p>\n";
+  double longest = 0;
+  for (const GpuSummary &gpu : report.gpus)
+    longest = std::max(longest, gpu.covered_seconds);
+  if (longest > 0 && !enough_for_advice(longest))
+    out += "<p class=\"glance\">" + html_escape(short_log_text(longest)) + "</p>\n";
   out += "<p class=\"meta\">" + html_escape(files) + "</p>\n<p class=\"meta\">" +
          std::to_string(report.rows_read) + " rows read, " + std::to_string(report.rows_used) +
          " used, " + std::to_string(report.bad.total()) + " bad</p>\n";
@@ -448,8 +461,6 @@ table{border-collapse:collapse;margin:6px 0 10px}th{text-align:left;padding:2px 
          (report.files.empty() ? "nvidia-smi stamped the samples (" : "the log gives them (") +
          utc_offset_name(scales.time.offset_minutes) +
          "). Every GPU's charts share their axes.</p>\n";
-  if (report.job)
-    job_section(out, *report.job);
   // The findings, then who held what, before the GPUs' charts (a page of many screens).
   findings_section(out, report.gpus);
   summary_table(out, report.gpus);

@@ -2,6 +2,7 @@
 
 #include "core/number_text.hpp"
 #include "core/screen_text.hpp"
+#include "report/report.hpp"
 
 #include <cmath>
 
@@ -34,7 +35,8 @@ long job_percent_of(long part, long whole) {
                    : 0;
 }
 
-std::vector<std::string> job_gpu_lines(const JobGpuTally &gpu) {
+std::vector<std::string> job_gpu_lines(const JobGpuTally &gpu, double covered_seconds,
+                                       bool details) {
   std::vector<std::string> lines;
   std::string memory = "peak memory ";
   if (gpu.peak_job_memory_mib) {
@@ -51,7 +53,10 @@ std::vector<std::string> job_gpu_lines(const JobGpuTally &gpu) {
   if (peak_incomplete(gpu))
     memory += ", perhaps incomplete: it counts only the processes known to be the job's";
   lines.push_back(memory);
-  if (RealReading growth = batch_growth_estimate(gpu))
+  // A peak that may miss the job's own processes is no ground for advice however long the job ran.
+  if (!peak_incomplete(gpu) && !enough_for_advice(covered_seconds))
+    lines.push_back("how much larger a batch might fit: " + short_window_finding(covered_seconds));
+  else if (RealReading growth = batch_growth_estimate(gpu))
     lines.push_back("a batch about " + fixed_text(*growth, 1) + " times as large might fit (" +
                     estimate_caveat + ")");
   else if (peak_incomplete(gpu))
@@ -59,8 +64,9 @@ std::vector<std::string> job_gpu_lines(const JobGpuTally &gpu) {
                     "processes)");
   else
     lines.push_back("how much larger a batch might fit: unknown");
-  lines.push_back("the job's processes were on it in " + std::to_string(gpu.samples_with_job) +
-                  " of " + std::to_string(gpu.samples) + " samples");
+  if (details)
+    lines.push_back("the job's processes were on it in " + std::to_string(gpu.samples_with_job) +
+                    " of " + std::to_string(gpu.samples) + " samples");
   for (const StrangerTally &stranger : gpu.strangers)
     lines.push_back("GPU " + std::to_string(gpu.gpu.index) + " was shared with " +
                     job_shown(stranger.label) + " for " +

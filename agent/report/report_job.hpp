@@ -18,8 +18,10 @@ std::string job_command_line(const JobSummary &job);
 std::string job_ending(const JobSummary &job);
 // How much of a GPU's samples `part` is, in whole percent; 0 for a GPU without samples.
 long job_percent_of(long part, long whole);
-// A GPU's lines: its peak memory, the batch advice, how often the job was on it, who shared it.
-std::vector<std::string> job_gpu_lines(const JobGpuTally &gpu);
+// A GPU's lines: its peak memory, the batch advice (only from `covered_seconds` of samples enough
+// for advice: enough_for_advice), how often the job was on it (with `details`), who shared it.
+std::vector<std::string> job_gpu_lines(const JobGpuTally &gpu, double covered_seconds,
+                                       bool details);
 // The job's CPU, and its GPU processes'.
 std::string job_cpu_line(const JobSummary &job);
 // What it left running, printable, joined by ", ".

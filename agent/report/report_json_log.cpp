@@ -102,6 +102,7 @@ Process read_process(const Json &value, const std::string &where) {
   process.name = in.text("name");
   process.used_memory_mib = in.whole("used_memory_mib");
   process.user = in.text("user");
+  process.cpu_percent = in.real("cpu_percent"); // whose processes kept the host's CPUs busy
   return process;
 }
 

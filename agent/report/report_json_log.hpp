@@ -14,7 +14,7 @@ namespace nvsmi {
 
 // Reads the timestamp; of each GPU its identity (index, uuid, name, pci_bus_id), pstate,
 // temperature, memory, utilization, power draw and limit, fan speed and processes (pid, type,
-// name, used memory, user); and the host's figures. Other fields are skipped, and
+// name, used memory, user, CPU share); and the host's figures. Other fields are skipped, and
 // `null` or a missing field is unknown. A timestamp that cannot be read is unknown too, as in the
 // CSV log. Throws ParseError, naming the field, for what is not such a line: not JSON, nested
 // deeper than any snapshot, another schema, no `gpus` list, or a field of the wrong type or sign.

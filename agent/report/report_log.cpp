@@ -341,7 +341,7 @@ void take_sample(const Snapshot &snapshot, const std::string &path, std::int64_t
   }
   Host host = snapshot.host.value_or(Host{});
   for (const Gpu &gpu : snapshot.gpus)
-    take(LogRow{path, number, gpu, *snapshot.timestamp, host});
+    take(LogRow{path, number, gpu, *snapshot.timestamp, host, &snapshot.gpus});
 }
 
 void BadRows::add(Kind kind, const std::string &where, const std::string &why) {

@@ -44,6 +44,9 @@ struct LogRow {
   // The host's readings of the sample: the CSV log's host columns (host.cpu, host.disk.read ...),
   // the JSON log's host object; all unknown where the log has none.
   Host host;
+  // Every GPU of the row's sample, this one among them, for a JSON log's line or a sample taken
+  // in memory (whose processes kept the host's CPUs busy); nullptr for a CSV row.
+  const std::vector<Gpu> *sample_gpus = nullptr;
 };
 
 struct LogTotals {

@@ -135,8 +135,10 @@ void GpuStats::take(const Sample &x) {
             if (x.host_cpu) {
               s_.starved_host_known_seconds += d;
               starved_host_cpu_sum_ += *x.host_cpu * d;
-              if (*x.host_cpu >= host_busy_percent)
+              if (*x.host_cpu >= host_busy_percent) {
                 s_.starved_host_busy_seconds += d;
+                take_busy_host(x, d);
+              }
               if (*x.host_cpu < host_idle_below_percent)
                 s_.starved_host_idle_seconds += d;
             }
@@ -204,6 +206,25 @@ void GpuStats::take(const Sample &x) {
       after_gap);
 }
 
+// Whose processes kept the host's CPUs busy while the GPU starved: its own, the other GPUs' (by
+// user, in memory bounded by other_users_kept), or processes on no GPU (the rest).
+void GpuStats::take_busy_host(const Sample &x, double seconds) {
+  if (!x.host_busy_cores || !x.own_cpu_cores)
+    return;
+  s_.starved_busy_attributed_seconds += seconds;
+  starved_busy_cores_.add(x.host_busy_cores, seconds);
+  starved_own_cores_.add(x.own_cpu_cores, seconds);
+  starved_other_gpus_cores_.add(x.other_gpus_cpu_cores, seconds);
+  constexpr std::size_t other_users_kept = 16;
+  for (const auto &[user, cores] : x.other_gpus_cpu_by_user) {
+    auto found = starved_other_users_.find(user);
+    if (found != starved_other_users_.end())
+      found->second += cores * seconds;
+    else if (starved_other_users_.size() < other_users_kept)
+      starved_other_users_.emplace(user, cores * seconds);
+  }
+}
+
 // Who holds it is counted per user, in memory bounded by report_max_users: users past that many
 // are only said to be there.
 void GpuStats::take_idle_held(const Sample &x, double seconds) {
@@ -243,6 +264,13 @@ GpuSummary GpuStats::finish() {
                    [](const auto &a, const auto &b) { return a.second > b.second; });
   if (s_.starved_host_known_seconds > 0)
     out.starved_host_cpu_mean = starved_host_cpu_sum_ / s_.starved_host_known_seconds;
+  out.starved_busy_cores_mean = starved_busy_cores_.mean();
+  out.starved_own_cores_mean = starved_own_cores_.mean();
+  out.starved_other_gpus_cores_mean = starved_other_gpus_cores_.mean();
+  auto most = std::max_element(starved_other_users_.begin(), starved_other_users_.end(),
+                               [](const auto &a, const auto &b) { return a.second < b.second; });
+  if (most != starved_other_users_.end())
+    out.starved_other_gpus_user = most->first;
   out.starved_disk_read_mean = starved_disk_read_.mean();
   out.starved_network_receive_mean = starved_network_receive_.mean();
   if (s_.power_known_seconds > 0) {

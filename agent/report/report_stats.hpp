@@ -26,8 +26,14 @@ struct Sample {
   Reading utilization; // 0..100
   Reading memory_used, memory_total, temperature;
   RealReading power, power_limit;
-  std::optional<int> pstate;                        // 0 for P0 ... 15 for P15
-  RealReading host_cpu;                             // the host's CPUs busy, 0..100
+  std::optional<int> pstate; // 0 for P0 ... 15 for P15
+  RealReading host_cpu;      // the host's CPUs busy, 0..100
+  // Whose processes kept the host's CPUs busy, in cores (a core fully busy is 1): all of them
+  // (host_cpu x the CPU count), this GPU's own processes, and the processes of the sample's other
+  // GPUs (each pid once), and those by user. nullopt where the log does not say: a CSV log, a
+  // process whose CPU share is unknown, an unknown CPU count.
+  RealReading host_busy_cores, own_cpu_cores, other_gpus_cpu_cores;
+  std::vector<std::pair<Text, double>> other_gpus_cpu_by_user;
   RealReading host_disk_read, host_network_receive; // bytes a second
   std::optional<GpuUsers> users;                    // nullopt: no process list
   // The GPU's allocation where the sample found it allocated but idle (nvsmi/gpu_state.hpp).
@@ -146,6 +152,14 @@ struct GpuSummary {
   double starved_host_known_seconds = 0, starved_host_busy_seconds = 0,
          starved_host_idle_seconds = 0;
   std::optional<double> starved_host_cpu_mean;
+  // Of the starved time with the host's CPUs at least 90 % busy, where the log says whose
+  // processes used them: its seconds, the mean busy cores, and the mean cores of this GPU's own
+  // processes and of the other GPUs' (nullopt: never said), with the user whose processes on the
+  // other GPUs used the most (nullopt: none, or not named).
+  double starved_busy_attributed_seconds = 0;
+  std::optional<double> starved_busy_cores_mean, starved_own_cores_mean,
+      starved_other_gpus_cores_mean;
+  Text starved_other_gpus_user;
   // Of the starved time, the host's disk reads and network receives in bytes a second: the mean
   // over the seconds that have the reading (nullopt without readings).
   std::optional<double> starved_disk_read_mean, starved_network_receive_mean;
@@ -195,6 +209,7 @@ private:
   void settle_interval();
   void take(const Sample &sample);
   void take_idle_held(const Sample &sample, double seconds);
+  void take_busy_host(const Sample &sample, double seconds);
 
   GpuSummary s_;
   UserLedger &ledger_;
@@ -212,7 +227,10 @@ private:
   std::map<Text, double> idle_holder_seconds_; // at most report_max_users users
   // A reading's mean weighted by time, over the time it was known.
   TimeMean starved_disk_read_, starved_network_receive_;
-  ActivityMeans activity_; // the activity findings' figures
+  // While starved with the host's CPUs busy, where it is said whose processes used them.
+  TimeMean starved_busy_cores_, starved_own_cores_, starved_other_gpus_cores_;
+  std::map<Text, double> starved_other_users_; // core-seconds, at most other_users_kept users
+  ActivityMeans activity_;                     // the activity findings' figures
 };
 
 } // namespace nvsmi

@@ -139,13 +139,18 @@ void users_section(std::string &out, const Report &report) {
     out += cell(user.idle_percent(), "%.1f%%", user.idle_partly_unknown(), 9, starred);
     out += cell(user.memory_gib_hours(), "%.2f", user.memory_partly_unknown(), 15, starred);
     out += cell(user.energy_wh(), "%.2f", user.energy_partly_unknown(), 13, starred);
-    out += " " + marked_text(user_label(user.user)) + "\n";
+    out += " " + cut_to_columns(marked_text(user_label(user.user)), 64) + "\n";
     out += std::string(10, ' ') + "held " + user_gpus_text(report, user) + "\n";
   }
   if (ledger.users.empty())
     out += "  no processes on any GPU\n";
   if (starred)
     out += "  * counts only the time when it was known (--format json has the unknown hours)\n";
+  // What the figures leave out; with nothing left out, a line for --details alone.
+  bool partial =
+      ledger.unlisted_seconds > 0 || ledger.unsplit_joules > 0 || ledger.left_out_seconds > 0;
+  if (!partial && !report.options.details)
+    return;
   double covered = ledger.listed_seconds + ledger.unlisted_seconds;
   out += number(ledger.listed_seconds / 3600, "  process lists for %.2f") +
          number(covered / 3600, " of %.2f GPU-hours covered");
@@ -158,8 +163,6 @@ void users_section(std::string &out, const Report &report) {
     out += number(ledger.left_out_seconds / 3600, "; %.2f GPU-hours of users past the first ") +
            std::to_string(report_max_users) + " left out";
   out += '\n';
-  for (const UserSummary &user : ledger.users)
-    line(out, "finding", std::string(severity_name(user.finding_severity)) + ": " + user.finding);
 }
 
 void jobs_section(std::string &out, const Report &report) {
@@ -184,21 +187,157 @@ void jobs_section(std::string &out, const Report &report) {
            gpu_hours_text(account.unused_seconds) + "\n";
 }
 
-void job_section(std::string &out, const JobSummary &job) {
-  out += "\nJob  " + job_command_line(job) + "\n";
+// The GPU of the report that the job's `gpu` is, by UUID; nullptr where no sample of it was used.
+const GpuSummary *report_gpu(const Report &report, const JobGpuTally &gpu) {
+  for (const GpuSummary &summary : report.gpus)
+    if (summary.uuid && *summary.uuid == gpu.gpu.uuid)
+      return &summary;
+  return nullptr;
+}
+
+// `run`'s job first: what it ran, how it ended, and per GPU its peak memory, the batch advice
+// and the GPU's finding; with --details each GPU's UUID and the samples it was seen in too.
+void job_section(std::string &out, const Report &report) {
+  const JobSummary &job = *report.job;
+  bool details = report.options.details;
+  out += "Job  " + job_command_line(job) + "\n";
   out += "  ended        " + job_ending(job) + " after " + fixed_text(job.seconds, 1) + " s\n";
   for (const JobGpuTally &gpu : job.gpus) {
+    const GpuSummary *summary = report_gpu(report, gpu);
     std::string head = "GPU " + std::to_string(gpu.gpu.index);
     head.resize(std::max<std::size_t>(head.size() + 1, 13), ' ');
-    out += "  " + head + job_shown(gpu.gpu.uuid) + "\n";
-    for (const std::string &gpu_line : job_gpu_lines(gpu))
-      out += std::string(15, ' ') + gpu_line + "\n";
+    std::string name = summary && summary->name ? marked_text(*summary->name) : "";
+    if (details)
+      name += (name.empty() ? "" : "  ") + job_shown(gpu.gpu.uuid);
+    std::vector<std::string> lines =
+        job_gpu_lines(gpu, summary ? summary->covered_seconds : 0, details);
+    if (summary)
+      lines.push_back(std::string(severity_name(summary->finding_severity)) + ": " +
+                      marked_text(summary->finding));
+    out += "  " + head + (name.empty() ? lines.front() : name + ": " + lines.front()) + "\n";
+    for (std::size_t i = 1; i < lines.size(); ++i)
+      out += std::string(15, ' ') + lines[i] + "\n";
   }
   out += "  CPU          " + job_cpu_line(job) + "\n";
   if (!job.left_running.empty())
     out += "  left running " + job_left_running_line(job) + "\n";
   for (const std::string &note : job.notes)
     out += "  note         " + job_shown(note) + "\n";
+}
+
+// "GPU 3", "GPUs 0-3, 6": indices in ascending order, runs of three or more as a range.
+std::string gpus_text(std::vector<int> indices) {
+  std::sort(indices.begin(), indices.end());
+  std::string out = indices.size() == 1 ? "GPU " : "GPUs ";
+  for (std::size_t i = 0; i < indices.size();) {
+    std::size_t j = i;
+    while (j + 1 < indices.size() && indices[j + 1] == indices[j] + 1)
+      ++j;
+    out += (i ? ", " : "") + std::to_string(indices[i]);
+    if (j >= i + 2)
+      out += "-" + std::to_string(indices[j]);
+    else if (j == i + 1)
+      out += ", " + std::to_string(indices[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+// Who held the GPU at `position` most, for a finding's line: "alice", "alice, bob +2"; empty
+// where the log has no process list or no process was on it. Names bounded and printable.
+std::string holders_label(const Report &report, std::size_t position) {
+  constexpr std::size_t named = 2, name_columns = 24;
+  std::vector<std::pair<Text, double>> holders = gpu_holders(report.users, position);
+  std::string out;
+  for (std::size_t i = 0; i < holders.size() && i < named; ++i)
+    out +=
+        (i ? ", " : "") + cut_to_columns(marked_text(user_label(holders[i].first)), name_columns);
+  if (holders.size() > named)
+    out += " +" + std::to_string(holders.size() - named);
+  return out;
+}
+
+// The findings of every GPU and user, the most serious first: each names its GPU (and who held
+// it) or its user, then what was found with its figures and window. GPUs with the same finding
+// and holders share a line. `skip`: a finding the report has said once for all (a short log).
+void findings_list(std::string &out, const Report &report, const std::string &skip) {
+  struct Group {
+    Severity severity;
+    std::string holders, text;
+    std::vector<int> indices;
+  };
+  std::vector<Group> groups;
+  for (std::size_t i = 0; i < report.gpus.size(); ++i) {
+    const GpuSummary &gpu = report.gpus[i];
+    if (gpu.finding == skip)
+      continue;
+    std::string holders = holders_label(report, i);
+    auto same = std::find_if(groups.begin(), groups.end(), [&](const Group &group) {
+      return group.severity == gpu.finding_severity && group.text == gpu.finding &&
+             group.holders == holders;
+    });
+    if (same != groups.end())
+      same->indices.push_back(gpu.index);
+    else
+      groups.push_back({gpu.finding_severity, holders, gpu.finding, {gpu.index}});
+  }
+  std::vector<std::pair<Severity, std::string>> lines; // GPUs first, then users, at a severity
+  for (const Group &group : groups)
+    lines.emplace_back(group.severity,
+                       gpus_text(group.indices) +
+                           (group.holders.empty() ? "" : " (" + group.holders + ")") + ": " +
+                           marked_text(group.text));
+  for (const UserSummary &user : report.users.users)
+    lines.emplace_back(user.finding_severity, marked_text(user.finding));
+  if (lines.empty())
+    return;
+  std::stable_sort(lines.begin(), lines.end(),
+                   [](const auto &a, const auto &b) { return a.first > b.first; });
+  out += "\nFindings, most serious first\n";
+  for (const auto &[severity, text] : lines) {
+    std::string word = severity_name(severity);
+    word.resize(std::max<std::size_t>(word.size() + 1, 10), ' ');
+    out += "  " + word + text + "\n";
+  }
+}
+
+// The files read and their rows: all of it with --details; the bad rows always, as they leave
+// figures out.
+void rows_lines(std::string &out, const Report &report) {
+  std::int64_t bad = report.bad.total();
+  if (!report.options.details && bad == 0)
+    return;
+  if (report.options.details) {
+    if (report.files.empty()) {
+      out += "samples: taken while the job ran";
+    } else {
+      out += "files: ";
+      for (std::size_t i = 0; i < report.files.size(); ++i)
+        out += (i ? ", " : "") + marked_text(report.files[i]);
+      if (report.files.size() > 1)
+        out += " (read in this order)";
+    }
+    out += "\nrows: " + std::to_string(report.rows_read) + " read, " +
+           std::to_string(report.rows_used) + " used";
+    if (report.rows_outside_time)
+      out += ", " + std::to_string(report.rows_outside_time) + " outside --from/--to";
+    if (report.rows_other_gpus)
+      out += ", " + std::to_string(report.rows_other_gpus) + " of other GPUs";
+    out += ", " + std::to_string(bad) + " bad";
+  } else {
+    out += "rows: " + std::to_string(bad) + " of " + std::to_string(report.rows_read) + " bad";
+  }
+  if (bad > 0) {
+    std::string kinds;
+    for (int k = 0; k < BadRows::kind_count; ++k)
+      if (std::int64_t count = report.bad.counts[static_cast<std::size_t>(k)])
+        kinds += std::string(kinds.empty() ? "" : ", ") + std::to_string(count) + " " +
+                 BadRows::name(static_cast<BadRows::Kind>(k));
+    out += " (" + kinds + ")";
+  }
+  out += '\n';
+  for (const std::string &example : report.bad.examples)
+    out += "  " + marked_text(example) + '\n';
 }
 
 } // namespace
@@ -292,53 +431,63 @@ std::string describe_duration(double seconds) {
   return say(minutes, "min", whole % 60, "s");
 }
 
+std::string describe_window(double seconds) {
+  if (seconds < 10)
+    return number(seconds, "%.2g s");
+  return describe_duration(seconds < 60 ? std::round(seconds) : seconds);
+}
+
 std::string format_report_text(const Report &report) {
   std::string out;
-  if (report.job && report.rows_used == 0) { // no sample of the job's GPUs: the job alone
-    job_section(out, *report.job);
-    return out;
+  bool details = report.options.details;
+  if (report.job) { // `run`: the job first, the report's figures its evidence (with --details)
+    job_section(out, report);
+    if (!details || report.rows_used == 0)
+      return out;
+    out += "\n";
   }
-  // At a glance first: the fleet as it was last, and how much there is to act on.
+  // The answer first: the GPUs as the last sample had them (the line every view opens with),
+  // the time the figures cover, and how much there is to act on.
   if (report.last_sample)
-    out += marked_text(last_sample_text(*report.last_sample)) + "\n";
-  out += findings_count_text(report) + "\n\n";
-  if (report.files.empty()) {
-    out += "samples: taken while the job ran";
-  } else {
-    out += "files: ";
-    for (std::size_t i = 0; i < report.files.size(); ++i)
-      out += (i ? ", " : "") + marked_text(report.files[i]);
-    if (report.files.size() > 1)
-      out += " (read in this order)";
+    out += marked_text(fleet_summary_text(report.last_sample->fleet)) + ", at the last sample (" +
+           to_iso8601(report.last_sample->time) + ")\n";
+  double longest = 0;
+  for (const GpuSummary &gpu : report.gpus)
+    longest = std::max(longest, gpu.covered_seconds);
+  if (!report.gpus.empty()) {
+    const GpuSummary &first = *std::min_element(
+        report.gpus.begin(), report.gpus.end(),
+        [](const GpuSummary &a, const GpuSummary &b) { return earlier(a.first, b.first); });
+    const GpuSummary &last = *std::max_element(
+        report.gpus.begin(), report.gpus.end(),
+        [](const GpuSummary &a, const GpuSummary &b) { return earlier(a.last, b.last); });
+    out += describe_window(longest) + " of samples, " + to_iso8601(first.first) + " to " +
+           to_iso8601(last.last) + "; ";
   }
-  out += "\nrows: " + std::to_string(report.rows_read) + " read, " +
-         std::to_string(report.rows_used) + " used";
-  if (report.rows_outside_time)
-    out += ", " + std::to_string(report.rows_outside_time) + " outside --from/--to";
-  if (report.rows_other_gpus)
-    out += ", " + std::to_string(report.rows_other_gpus) + " of other GPUs";
-  std::int64_t bad = report.bad.total();
-  out += ", " + std::to_string(bad) + " bad";
-  if (bad > 0) {
-    std::string kinds;
-    for (int k = 0; k < BadRows::kind_count; ++k)
-      if (std::int64_t count = report.bad.counts[static_cast<std::size_t>(k)])
-        kinds += std::string(kinds.empty() ? "" : ", ") + std::to_string(count) + " " +
-                 BadRows::name(static_cast<BadRows::Kind>(k));
-    out += " (" + kinds + ")";
+  out += findings_count_text(report) + "\n";
+  rows_lines(out, report);
+  // A log too short for advice says so once, rather than once for each GPU.
+  std::string skip;
+  if (!report.gpus.empty() && longest > 0 && !enough_for_advice(longest)) {
+    skip = short_window_finding(longest);
+    std::vector<int> withheld; // the GPUs whose only finding that is, named where others had one
+    for (const GpuSummary &gpu : report.gpus)
+      if (gpu.finding == skip)
+        withheld.push_back(gpu.index);
+    out += short_log_text(longest);
+    if (!withheld.empty() && withheld.size() < report.gpus.size())
+      out += " (none for " + gpus_text(withheld) + ")";
+    out += "\n";
   }
-  out += '\n';
-  for (const std::string &example : report.bad.examples)
-    out += "  " + marked_text(example) + '\n';
-  // The ledger before the GPUs' sections: who held what is the question most readers come with.
+  findings_list(out, report, skip);
+  // Then who held what, the question most readers come with.
   if (report.users.listed_seconds > 0)
     users_section(out, report);
   if (report.options.by_job)
     jobs_section(out, report);
-  for (std::size_t i = 0; i < report.gpus.size(); ++i)
-    gpu_section(out, report, i);
-  if (report.job)
-    job_section(out, *report.job);
+  if (details)
+    for (std::size_t i = 0; i < report.gpus.size(); ++i)
+      gpu_section(out, report, i);
   return out;
 }
 

@@ -28,6 +28,16 @@ inline constexpr std::int64_t memory_held_mib = 1024;
 // ...which waits while utilization is under this percentage: starved when it also works between
 // those waits, idle but held when it does not.
 inline constexpr double starved_below_percent = 30;
+// Advice on how a GPU is used (starved, CPU-bound, room for more work, a larger batch) is given
+// only from at least this much sampled time of it: a few minutes of a job average out its start,
+// its checkpoints and a passing burst of someone else's work; seconds do not.
+inline constexpr double advice_min_window_s = 5 * 60;
+// A GPU at this mean utilization or more is busy most of the time: well used, never "room for
+// more work" (a job at 70 % has bursts to smooth out, not a free GPU's worth of time).
+inline constexpr double well_used_mean_percent = 70;
+// A starved GPU's input pipeline is CPU-bound only when its own processes used at least this
+// share of the host's busy CPUs; less, and other work kept the CPUs busy.
+inline constexpr double own_cpu_share_percent = 50;
 // A GPU that a batch job has held this long with no compute process on it is allocated but idle:
 // long enough for a job to load its data and start, short enough to be seen within the hour.
 inline constexpr std::int64_t allocated_idle_after_s = 10 * 60;
