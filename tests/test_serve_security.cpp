@@ -8,6 +8,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <unistd.h>
+
 using test::quote;
 using test::Server;
 
@@ -184,6 +187,91 @@ TEST_CASE("a flood of wrong passwords neither stops serve nor keeps out the righ
     CHECK((status == "401" || status == "503"));
   CHECK(seen["wrong"].value("503", 0) > 0);
   CHECK(server.get("/metrics", "-u prometheus:s3cret").status == 200);
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("serve refuses a web config, certificate or key that is no regular file or that "
+          "another user could change: exit 2, one line") {
+  std::string folder = certificate_folder();
+  std::string tls = "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n";
+  auto start = [&](const std::string &config) {
+    // A FIFO once hung serve before it listened: bounded here, so that such a fault fails.
+    return test::run_shell("timeout 20 " + quote(AGENT_BIN) +
+                           " serve --listen 127.0.0.1:0 --fixture " + recording +
+                           " --web.config.file " + quote(config));
+  };
+  auto refused = [&](const std::string &config, const std::string &says) {
+    test::Run run = start(config);
+    INFO(config << "\n" << run.err);
+    CHECK(run.exit_code == 2);
+    CHECK_THAT(run.err, Catch::StartsWith("nvsmi-agent: --web.config.file " + config + ": "));
+    CHECK_THAT(run.err, Catch::Contains(says));
+    CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+  };
+  auto shell = [](const std::string &command) {
+    test::Run run = test::run_shell(command);
+    INFO(command << "\n" << run.err);
+    REQUIRE(run.exit_code == 0);
+  };
+  refused(folder, "is a folder, not a regular file"); // was exit 1, "basic_filebuf::underflow"
+  std::string fifo = folder + "/fifo.yml";
+  shell("mkfifo " + quote(fifo));
+  refused(fifo, "is a FIFO, not a regular file"); // hung
+  // A FIFO as each file the config names, a file anyone (or the group) may write.
+  std::string config = web_config(tls, folder);
+  for (std::string key : {"cert_file", "key_file"}) {
+    std::string other = test::temporary_folder();
+    shell("cp " + quote(folder) + "/*.pem " + quote(other) + " && rm " +
+          quote(other + (key == "cert_file" ? "/cert.pem" : "/key.pem")) + " && mkfifo " +
+          quote(other + (key == "cert_file" ? "/cert.pem" : "/key.pem")));
+    std::string in_other = web_config(tls, other);
+    refused(in_other, key + " " + other + (key == "cert_file" ? "/cert.pem" : "/key.pem") +
+                          " is a FIFO, not a regular file");
+  }
+  shell("chmod 666 " + quote(config));
+  refused(config, "can be written by every user (mode 0666): chmod go-w it");
+  shell("chmod 664 " + quote(config));
+  refused(config, "can be written by its group (mode 0664)");
+  shell("chmod 644 " + quote(config) + " && chmod 620 " + quote(folder + "/key.pem"));
+  refused(config, "key_file " + folder + "/key.pem can be written by its group (mode 0620)");
+  shell("chmod 600 " + quote(folder + "/key.pem") + " && chmod 646 " + quote(folder + "/cert.pem"));
+  refused(config, "cert_file " + folder + "/cert.pem can be written by every user");
+  shell("chmod 644 " + quote(folder + "/cert.pem"));
+  std::string with_ca = web_config(tls + "  client_ca_file: ca.pem\n"
+                                         "  client_auth_type: RequireAndVerifyClientCert\n",
+                                   test::temporary_folder());
+  std::string ca_folder = with_ca.substr(0, with_ca.rfind('/'));
+  shell("cp " + quote(folder) + "/*.pem " + quote(ca_folder) + " && cp " +
+        quote(folder + "/cert.pem") + " " + quote(ca_folder + "/ca.pem") + " && chmod 666 " +
+        quote(ca_folder + "/ca.pem"));
+  refused(with_ca, "client_ca_file " + ca_folder + "/ca.pem can be written by every user");
+  if (::geteuid() != 0) {
+    WARN("not checked: files another user owns (chown needs root)");
+    return;
+  }
+  // Neither root nor the user serve runs as (root here): nobody.
+  shell("chown nobody " + quote(config));
+  refused(config, "is owned by uid 65534 (nobody), neither root nor the user serve runs as (uid "
+                  "0 (root))");
+  shell("chown root " + quote(config) + " && chown nobody " + quote(folder + "/key.pem"));
+  refused(config, "key_file " + folder + "/key.pem is owned by uid 65534 (nobody)");
+}
+
+TEST_CASE("serve warns once of a private key that every user can read, and serves") {
+  std::string folder = certificate_folder();
+  REQUIRE(test::run_shell("chmod 644 " + quote(folder + "/key.pem")).exit_code == 0);
+  Server server("--fixture " + recording + " --web.config.file " +
+                quote(web_config("tls_server_config:\n  cert_file: cert.pem\n  key_file: "
+                                 "key.pem\n",
+                                 folder)));
+  std::string warning = "key_file " + folder +
+                        "/key.pem can be read by every user (mode 0644): "
+                        "chmod o-r it";
+  std::string log = server.log();
+  INFO(log);
+  CHECK_THAT(log, Catch::Contains("warning: --web.config.file " + folder + "/web.yml: " + warning));
+  CHECK(log.find(warning) == log.rfind(warning));
+  CHECK(server.get("/metrics", "--cacert " + quote(folder + "/cert.pem")).status == 200);
   CHECK(server.stop() == 0);
 }
 
