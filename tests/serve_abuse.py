@@ -13,10 +13,10 @@
   serve_abuse.py PORT stall N PATH  N connections that ask for PATH and read only the status
                                     line; then reports those statuses and the server's own
                                     nvsmi_serve_pending_body_bytes while they are held
-  serve_abuse.py PORT hold N SECS READY
-                                    N idle connections held open for SECS (or until killed),
-                                    each one the server closes opened again at once; writes
-                                    READY (a file) once all N have been asked for
+  serve_abuse.py PORT hold N SECS READY [HOST]
+                                    N idle connections to HOST (127.0.0.1) held open for SECS
+                                    (or until killed), each one the server closes opened again
+                                    at once; writes READY (a file) once all N have been asked for
   serve_abuse.py PORT stallmetrics N PATH TRIES
                                     N connections that ask for PATH and never read, then
                                     TRIES requests for /metrics while they are held; reports
@@ -119,6 +119,7 @@ elif mode == "cap":
     print(json.dumps({"while_held": while_held, "after": after}))
 elif mode == "hold":
     n, seconds, ready = int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+    host = sys.argv[6] if len(sys.argv) > 6 else "127.0.0.1"
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, n + 64)), hard))
     selector = selectors.DefaultSelector()
@@ -128,7 +129,7 @@ elif mode == "hold":
         global opened
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.setblocking(False)
-        s.connect_ex(("127.0.0.1", port))
+        s.connect_ex((host, port))
         selector.register(s, selectors.EVENT_READ)  # data, the end, or an error: never while idle
         opened += 1
 

@@ -7,9 +7,13 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <arpa/inet.h>
 #include <csignal>
 #include <filesystem>
+#include <ifaddrs.h>
 #include <iterator>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <sstream>
 #include <unistd.h>
 
@@ -56,6 +60,26 @@ std::string tls_config() {
   test::write_file(folder + "/web.yml", "tls_server_config:\n  cert_file: cert.pem\n"
                                         "  key_file: key.pem\n");
   return folder;
+}
+
+// An IPv4 address of this machine that is not loopback, or "" where it has none: connections to
+// it from here come from it, as a remote host's would.
+std::string address_not_loopback() {
+  ifaddrs *all = nullptr;
+  if (::getifaddrs(&all) != 0)
+    return "";
+  std::string found;
+  for (ifaddrs *entry = all; entry && found.empty(); entry = entry->ifa_next) {
+    if (!entry->ifa_addr || entry->ifa_addr->sa_family != AF_INET ||
+        (entry->ifa_flags & IFF_LOOPBACK) || !(entry->ifa_flags & IFF_UP))
+      continue;
+    char text[INET_ADDRSTRLEN] = {};
+    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in *>(entry->ifa_addr)->sin_addr, text,
+                sizeof text);
+    found = text;
+  }
+  ::freeifaddrs(all);
+  return found;
 }
 
 // How many descriptors process `pid` has open.
@@ -118,5 +142,39 @@ TEST_CASE("serve under attack: /metrics is answered in time while 500 clients as
     CHECK(one[0] == 200);
     CHECK((one[1].is_number() && one[1].get<double>() < scrape_bound_seconds));
   }
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("serve: a remote address holds at most --max-connections-per-address; loopback's "
+          "clients are not counted with it") {
+  std::string address = address_not_loopback();
+  if (address.empty()) {
+    WARN("skipped: this machine has no address but loopback");
+    return;
+  }
+  // The held connections stay (a long request timeout): the address's slots stay full.
+  Server server("--listen 0.0.0.0:0 --max-connections-per-address 5 --request-timeout 600 "
+                "--fixture " +
+                recording);
+  std::string ready = test::temporary_folder() + "/ready";
+  test::Background holder("exec /usr/bin/python3 " + abuse_script + " " +
+                          std::to_string(server.port()) + " hold 20 300 " + quote(ready) + " " +
+                          address);
+  REQUIRE(test::wait_until([&] { return ::access(ready.c_str(), F_OK) == 0; }));
+  std::string said =
+      "refused a connection from " + address + ": it holds 5 (--max-connections-per-address)";
+  REQUIRE(test::wait_until([&] { return server.log().find(said) != std::string::npos; }));
+  // A sixth from that address goes at once; a client on loopback is served.
+  test::Run from_there = test::run_shell(
+      "curl -s -o /dev/null --max-time 30 -w '%{http_code}' " +
+      quote("http://" + address + ":" + std::to_string(server.port()) + "/metrics"));
+  CHECK(from_there.out == "000");
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    Scrape seen = scrape(server);
+    INFO("attempt " << attempt << ": " << seen.status << " in " << seen.seconds << " s");
+    CHECK(seen.status == 200);
+    CHECK(seen.seconds < scrape_bound_seconds);
+  }
+  ::kill(holder.pid(), SIGTERM);
   CHECK(server.stop() == 0);
 }
