@@ -78,7 +78,13 @@ SubcommandRun serve_options(CLI::App *command) {
       ->capture_default_str();
   command
       ->add_option("--max-connections", options.limits.max_connections,
-                   "Clients served at once; more are closed at once")
+                   "Clients served at once; a new one past it closes the one idle longest")
+      ->check(whole_range(1, 100000))
+      ->capture_default_str();
+  command
+      ->add_option("--max-connections-per-address", options.limits.max_connections_per_address,
+                   "Connections one remote address (IPv6: its /64) may hold; more are closed at "
+                   "once. Loopback's are bounded by --max-connections alone")
       ->check(whole_range(1, 100000))
       ->capture_default_str();
   command

@@ -1,9 +1,12 @@
 #include "serve/http_server.hpp"
 
+#include "core/log_line.hpp"
 #include "serve/basic_auth.hpp"
+#include "serve/client_identity.hpp"
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -11,9 +14,13 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 
+#include <array>
 #include <cctype>
 #include <charconv>
+#include <deque>
+#include <list>
 #include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace nvsmi {
@@ -22,29 +29,144 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
+using SteadyTime = std::chrono::steady_clock::time_point;
 
 namespace {
 
-// A connection, plain or TLS, as the server holds it to close it.
+// Where a connection is, which says whether it may be closed for a newer one and in which order:
+// first those that have sent nothing since they opened or were last answered (an idle client's,
+// or one of many held open by someone to fill the server), then those still sending their
+// request or TLS handshake, then those whose answer waits for them to read it; never one whose
+// request is being judged or answered.
+enum class Phase { silent, receiving, sending, held, closed };
+constexpr std::size_t evictable_phases = 3; // silent, receiving, sending
+
+// A connection, plain or TLS, as the server holds it to close it and count it.
 class Connection {
 public:
   virtual ~Connection() = default;
   virtual void close() = 0;
+  virtual void respond(HttpResponse response) = 0; // an answer made later is ready
+  Phase phase = Phase::held;
+  std::list<Connection *>::iterator place; // in Shared::evictable while in such a phase
+  SteadyTime deadline;                     // when its request must have come whole
+};
+
+// An answer to make later (HttpResponse::later), for the connection waiting for it.
+struct Deferred {
+  std::shared_ptr<Connection> client;
+  std::function<HttpResponse()> make;
 };
 
 } // namespace
 
-struct HttpServer::Shared {
+struct HttpServer::Shared : std::enable_shared_from_this<HttpServer::Shared> {
   Shared(asio::io_context &context, HttpLimits l, HttpHandler h, HttpSecurity s)
-      : acceptor(context), pause(context), limits(l), handler(std::move(h)),
-        security(std::move(s)) {}
+      : acceptor(context), pause(context), sweep(context), breather(context), limits(l),
+        handler(std::move(h)), security(std::move(s)) {}
   tcp::acceptor acceptor;
-  asio::steady_timer pause; // after a failed accept
+  asio::steady_timer pause;    // after a failed accept
+  asio::steady_timer sweep;    // closes silent connections at their deadline
+  asio::steady_timer breather; // between answers made later
+  bool sweep_armed = false;
   HttpLimits limits;
   HttpHandler handler;
   HttpSecurity security;
-  std::unordered_set<Connection *> sessions;
+  std::unordered_set<Connection *> sessions; // every one not yet destroyed, for stop()
+  std::size_t open = 0;                      // of them, those not closed
+  // The connections that may be closed for a newer one, by phase, each longest in it first.
+  std::array<std::list<Connection *>, evictable_phases> evictable;
+  std::unordered_map<std::string, std::size_t> per_address; // open connections by remote group
+  std::deque<Deferred> deferred;
+  bool deferring = false;
   bool stopped = false;
+
+  void enter(Connection &connection, Phase phase) {
+    if (connection.phase < Phase::held)
+      evictable[static_cast<std::size_t>(connection.phase)].erase(connection.place);
+    connection.phase = phase;
+    if (phase < Phase::held) {
+      auto &list = evictable[static_cast<std::size_t>(phase)];
+      connection.place = list.insert(list.end(), &connection);
+    }
+  }
+
+  // Closes connections for a new one until there is a slot: the first of the first phase that
+  // has any. False where every connection waits for a password check or an answer made later
+  // (both queues bounded).
+  bool make_room() {
+    while (open >= limits.max_connections) {
+      auto list = std::find_if(evictable.begin(), evictable.end(),
+                               [](const auto &phase) { return !phase.empty(); });
+      if (list == evictable.end())
+        return false;
+      bool idle = list == evictable.begin();
+      list->front()->close();
+      log_line("all " + std::to_string(limits.max_connections) + " connections in use: closed " +
+                   (idle ? std::string("the one idle longest") : "the slowest one") +
+                   " for a new client (--max-connections)",
+               LogRate::repeating);
+    }
+    return true;
+  }
+
+  // The silent connections go at their deadline, oldest first: one timer for all of them.
+  void arm_sweep() {
+    auto &silent = evictable[static_cast<std::size_t>(Phase::silent)];
+    if (sweep_armed || silent.empty() || stopped)
+      return;
+    sweep_armed = true;
+    sweep.expires_at(silent.front()->deadline);
+    sweep.async_wait([self = shared_from_this()](beast::error_code error) {
+      self->sweep_armed = false;
+      if (error || self->stopped)
+        return;
+      auto &waiting = self->evictable[static_cast<std::size_t>(Phase::silent)];
+      SteadyTime now = std::chrono::steady_clock::now();
+      while (!waiting.empty() && waiting.front()->deadline <= now)
+        waiting.front()->close();
+      self->arm_sweep();
+    });
+  }
+
+  void defer(std::shared_ptr<Connection> client, std::function<HttpResponse()> make) {
+    if (deferred.size() >= limits.max_deferred) {
+      HttpResponse busy{503,
+                        "text/plain; charset=utf-8",
+                        std::make_shared<const std::string>("busy: too many answers being made\n"),
+                        {{"Retry-After", "1"}},
+                        {},
+                        {}};
+      return client->respond(std::move(busy));
+    }
+    deferred.push_back({std::move(client), std::move(make)});
+    if (!deferring) {
+      deferring = true;
+      asio::post(acceptor.get_executor(), [self = shared_from_this()] { self->make_one(); });
+    }
+  }
+
+  // One answer, then a pause as long as it took making it, so that answers made later take at
+  // most half the server's time: in the other half the requests read meanwhile are answered, and
+  // more connections accepted (one each time round the event loop).
+  void make_one() {
+    if (stopped || deferred.empty()) {
+      deferring = false;
+      return;
+    }
+    Deferred next = std::move(deferred.front());
+    deferred.pop_front();
+    auto started = std::chrono::steady_clock::now();
+    if (next.client->phase != Phase::closed)
+      next.client->respond(next.make());
+    breather.expires_after(std::chrono::steady_clock::now() - started);
+    breather.async_wait([self = shared_from_this()](beast::error_code error) {
+      if (error)
+        self->deferring = false;
+      else
+        self->make_one();
+    });
+  }
 };
 
 namespace {
@@ -55,41 +177,96 @@ using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 template <typename Stream>
 class Session : public Connection, public std::enable_shared_from_this<Session<Stream>> {
 public:
-  template <typename... Context>
-  Session(tcp::socket socket, std::shared_ptr<HttpServer::Shared> shared, Context &...context)
-      : stream_(std::move(socket), context...), shared_(std::move(shared)) {
-    shared_->sessions.insert(this);
-  }
-  ~Session() override { shared_->sessions.erase(this); }
+  static constexpr bool tls = std::is_same_v<Stream, TlsStream>;
 
-  void start() {
-    if constexpr (std::is_same_v<Stream, TlsStream>) {
-      // The handshake is part of the request: its time counts against the same timeout.
-      lowest().expires_after(shared_->limits.request_timeout);
-      stream_.async_handshake(asio::ssl::stream_base::server,
-                              [self = this->shared_from_this()](beast::error_code error) {
-                                if (error)
-                                  return self->close();
-                                self->read_request();
-                              });
-    } else {
-      read_request();
-    }
+  template <typename... Context>
+  Session(tcp::socket socket, std::shared_ptr<HttpServer::Shared> shared,
+          std::optional<std::string> address, Context &...context)
+      : stream_(std::move(socket), context...), shared_(std::move(shared)),
+        address_(std::move(address)) {
+    shared_->sessions.insert(this);
+    ++shared_->open;
+    if (address_)
+      ++shared_->per_address[*address_];
   }
+  ~Session() override {
+    forget();
+    shared_->sessions.erase(this);
+  }
+
+  void start() { await_request(); }
+
   void close() override {
+    if (phase == Phase::closed)
+      return;
+    forget();
     beast::error_code ignored;
     lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
     lowest().close();
   }
 
+  void respond(HttpResponse response) override { send(std::move(response)); }
+
 private:
   beast::tcp_stream &lowest() { return beast::get_lowest_layer(stream_); }
+
+  // Leaves every count at once: a closed connection holds no slot, though its handlers have yet
+  // to run.
+  void forget() {
+    if (phase == Phase::closed)
+      return;
+    shared_->enter(*this, Phase::closed);
+    --shared_->open;
+    if (address_) {
+      auto at = shared_->per_address.find(*address_);
+      if (at != shared_->per_address.end() && --at->second == 0)
+        shared_->per_address.erase(at);
+    }
+  }
+
+  // The client has `request_timeout` from here for its whole request (and TLS handshake). Until
+  // its first byte comes the connection is silent: the first to go when the server is full.
+  void await_request() {
+    deadline = std::chrono::steady_clock::now() + shared_->limits.request_timeout;
+    // Bytes of the next request may already be read: beast's buffer, or TLS's own, which the
+    // socket's readiness does not show.
+    if (buffer_.size() > 0 || (tls && handshaken_))
+      return receive();
+    shared_->enter(*this, Phase::silent);
+    shared_->arm_sweep();
+    lowest().socket().async_wait(tcp::socket::wait_read,
+                                 [self = this->shared_from_this()](beast::error_code error) {
+                                   if (self->phase == Phase::closed)
+                                     return;
+                                   if (error)
+                                     return self->close();
+                                   self->receive();
+                                 });
+  }
+
+  void receive() {
+    shared_->enter(*this, Phase::receiving);
+    if constexpr (tls) {
+      if (!handshaken_) {
+        lowest().expires_at(deadline);
+        stream_.async_handshake(asio::ssl::stream_base::server,
+                                [self = this->shared_from_this()](beast::error_code error) {
+                                  if (error)
+                                    return self->close();
+                                  self->handshaken_ = true;
+                                  self->read_request();
+                                });
+        return;
+      }
+    }
+    read_request();
+  }
 
   void read_request() {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(shared_->limits.header_bytes));
     parser_->body_limit(shared_->limits.body_bytes);
-    lowest().expires_after(shared_->limits.request_timeout);
+    lowest().expires_at(deadline);
     http::async_read(stream_, buffer_, *parser_,
                      [self = this->shared_from_this()](beast::error_code error, std::size_t) {
                        self->on_request(error);
@@ -104,6 +281,7 @@ private:
     if (error) // the client left, timed out or sent something that is not HTTP
       return close();
 
+    shared_->enter(*this, Phase::held);
     const auto &request = parser_->get();
     keep_alive_ = request.keep_alive();
     head_ = request.method() == http::verb::head;
@@ -125,8 +303,9 @@ private:
             : std::string_view(authorization->value().data(), authorization->value().size());
     // The parser, and so `given`, stays as it is until the verdict: nothing reads meanwhile.
     shared_->security.auth->check(
-        given, [self = this->shared_from_this()](BasicAuth::Verdict verdict) {
-          if (self->shared_->stopped)
+        given, [this] { return client(); },
+        [self = this->shared_from_this()](BasicAuth::Verdict verdict, unsigned retry_after) {
+          if (self->shared_->stopped || self->phase == Phase::closed)
             return self->close();
           if (verdict == BasicAuth::Verdict::allowed)
             return self->answer_request();
@@ -135,10 +314,25 @@ private:
             response.headers.push_back({"Retry-After", "1"});
             return self->send(std::move(response));
           }
+          if (verdict == BasicAuth::Verdict::limited) {
+            auto response = text_response(429, "too many wrong passwords: try again later\n");
+            response.headers.push_back({"Retry-After", std::to_string(retry_after)});
+            return self->send(std::move(response));
+          }
           auto response = text_response(401, "unauthorized\n");
           response.headers.push_back({"WWW-Authenticate", "Basic realm=\"nvsmi-agent\""});
           self->send(std::move(response));
         });
+  }
+
+  // Who is asking, for the password checks' limits (client_identity.hpp).
+  std::string client() {
+    beast::error_code peer_error, local_error;
+    tcp::endpoint peer = lowest().socket().remote_endpoint(peer_error);
+    tcp::endpoint local = lowest().socket().local_endpoint(local_error);
+    if (peer_error || local_error)
+      return "a client that has gone";
+    return client_identity(peer, local);
   }
 
   void answer_request() {
@@ -153,11 +347,15 @@ private:
     std::size_t mark = target.find('?');
     std::string_view path = target.substr(0, mark);
     std::string_view query = mark == std::string_view::npos ? "" : target.substr(mark + 1);
-    send(shared_->handler(path, query));
+    HttpResponse response = shared_->handler(path, query);
+    if (response.later)
+      return shared_->defer(this->shared_from_this(), std::move(response.later));
+    send(std::move(response));
   }
 
   static HttpResponse text_response(unsigned status, const char *text) {
-    return {status, "text/plain; charset=utf-8", std::make_shared<const std::string>(text), {}, {}};
+    return {status, "text/plain; charset=utf-8", std::make_shared<const std::string>(text), {}, {},
+            {}};
   }
 
   void reply_error(unsigned status, const char *text) {
@@ -180,7 +378,16 @@ private:
     message.keep_alive(keep_alive_);
   }
 
+  // Each write moves the connection to the end of the sending ones: the first of them is the
+  // one whose client has taken nothing for longest.
+  void sending() {
+    shared_->enter(*this, Phase::sending);
+    lowest().expires_after(shared_->limits.write_timeout);
+  }
+
   void send(HttpResponse response) {
+    if (phase == Phase::closed)
+      return;
     if (response.stream)
       return send_stream(std::move(response));
     body_ = response.body ? response.body : std::make_shared<const std::string>();
@@ -189,7 +396,7 @@ private:
     response_->content_length(body_->size());
     if (!head_)
       response_->body() = {body_->data(), body_->size()};
-    lowest().expires_after(shared_->limits.write_timeout);
+    sending();
     http::async_write(stream_, *response_,
                       [self = this->shared_from_this()](beast::error_code error, std::size_t) {
                         // Sent: the body is not held while the connection waits for more.
@@ -197,7 +404,7 @@ private:
                         self->body_.reset();
                         if (error || !self->keep_alive_ || self->shared_->stopped)
                           return self->close();
-                        self->read_request();
+                        self->await_request();
                       });
   }
 
@@ -212,7 +419,7 @@ private:
     if (!http10_)
       header_->chunked(true);
     serializer_.emplace(*header_);
-    lowest().expires_after(shared_->limits.write_timeout);
+    sending();
     http::async_write_header(
         stream_, *serializer_,
         [self = this->shared_from_this()](beast::error_code error, std::size_t) {
@@ -234,7 +441,7 @@ private:
         return self->write_part();
       self->write_last();
     };
-    lowest().expires_after(shared_->limits.write_timeout);
+    sending();
     if (http10_)
       asio::async_write(stream_, asio::buffer(part_), std::move(next));
     else
@@ -244,7 +451,7 @@ private:
   void write_last() {
     if (http10_)
       return close();
-    lowest().expires_after(shared_->limits.write_timeout);
+    sending();
     asio::async_write(stream_, http::make_chunk_last(),
                       [self = this->shared_from_this()](beast::error_code error, std::size_t) {
                         if (error || self->shared_->stopped)
@@ -260,11 +467,12 @@ private:
     header_.reset();
     if (!keep_alive_)
       return close();
-    read_request();
+    await_request();
   }
 
   Stream stream_;
   std::shared_ptr<HttpServer::Shared> shared_;
+  std::optional<std::string> address_; // the remote group it counts under; none on loopback
   beast::flat_buffer buffer_{16384};
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<Response> response_;
@@ -273,8 +481,47 @@ private:
   std::optional<http::response_serializer<http::empty_body>> serializer_;
   std::function<bool(std::string &)> producer_;
   std::string part_;
-  bool keep_alive_ = false, head_ = false, http10_ = false;
+  bool keep_alive_ = false, head_ = false, http10_ = false, handshaken_ = false;
 };
+
+void refuse(tcp::socket &socket) {
+  beast::error_code ignored;
+  socket.close(ignored);
+}
+
+// A connection accepted: refused, let in by closing another, or let in.
+void admit(const std::shared_ptr<HttpServer::Shared> &shared, tcp::socket socket) {
+  beast::error_code gone;
+  tcp::endpoint peer = socket.remote_endpoint(gone);
+  if (gone)
+    return refuse(socket);
+  std::optional<std::string> address = remote_address_group(peer.address());
+  if (auto held = address ? shared->per_address.find(*address) : shared->per_address.end();
+      held != shared->per_address.end() &&
+      held->second >= shared->limits.max_connections_per_address) {
+    refuse(socket);
+    log_line("refused a connection from " + *address + ": it holds " +
+                 std::to_string(held->second) + " (--max-connections-per-address)",
+             LogRate::repeating);
+  } else if (!shared->make_room()) {
+    refuse(socket);
+    log_line("refused a connection: all " + std::to_string(shared->limits.max_connections) +
+                 " connections are being answered (--max-connections)",
+             LogRate::repeating);
+  } else if (shared->security.tls) {
+    std::make_shared<Session<TlsStream>>(std::move(socket), shared, std::move(address),
+                                         *shared->security.tls)
+        ->start();
+  } else {
+    std::make_shared<Session<beast::tcp_stream>>(std::move(socket), shared, std::move(address))
+        ->start();
+  }
+}
+
+// Connections accepted this many at a time, every one waiting: one a turn of the event loop
+// would leave a prompt client behind hundreds of others' connections while costly answers
+// take turns too.
+constexpr int accepts_at_once = 64;
 
 void accept_next(const std::shared_ptr<HttpServer::Shared> &shared) {
   shared->acceptor.async_accept([shared](beast::error_code error, tcp::socket socket) {
@@ -290,14 +537,13 @@ void accept_next(const std::shared_ptr<HttpServer::Shared> &shared) {
       });
       return;
     }
-    if (shared->sessions.size() >= shared->limits.max_connections) {
-      beast::error_code ignored;
-      socket.close(ignored);
-    } else if (shared->security.tls) {
-      std::make_shared<Session<TlsStream>>(std::move(socket), shared, *shared->security.tls)
-          ->start();
-    } else {
-      std::make_shared<Session<beast::tcp_stream>>(std::move(socket), shared)->start();
+    admit(shared, std::move(socket));
+    for (int more = 1; more < accepts_at_once && !shared->stopped; ++more) {
+      beast::error_code none;
+      tcp::socket next = shared->acceptor.accept(none); // non-blocking: none left is an error
+      if (none)
+        break;
+      admit(shared, std::move(next));
     }
     accept_next(shared);
   });
@@ -315,6 +561,7 @@ HttpServer::HttpServer(asio::io_context &context, const tcp::endpoint &endpoint,
     acceptor.set_option(asio::ip::v6_only(false));
   acceptor.bind(endpoint);
   acceptor.listen(asio::socket_base::max_listen_connections);
+  acceptor.non_blocking(true);
 }
 
 HttpServer::~HttpServer() { stop(); }
@@ -332,6 +579,9 @@ void HttpServer::stop() {
   beast::error_code ignored;
   shared_->acceptor.close(ignored);
   shared_->pause.cancel();
+  shared_->sweep.cancel();
+  shared_->breather.cancel();
+  shared_->deferred.clear();
   if (shared_->security.auth)
     shared_->security.auth->stop();
   std::vector<Connection *> open(shared_->sessions.begin(), shared_->sessions.end());

@@ -1,6 +1,10 @@
 // A small HTTP/1.1 server on Boost.Beast for the agent's few read-only endpoints: GET and HEAD
 // only, and limits on what a client may send, how long it may take, and how many may connect, so
-// that slow or many clients cannot exhaust it.
+// that slow or many clients cannot exhaust it. When every connection is taken, a new one closes
+// the one that has waited longest without sending a byte (then the slowest to send its request,
+// then the slowest to take its answer), so that a client that sends its request at once is
+// served however many idle connections another holds; a remote address (an IPv6 one by /64) may
+// hold only so many.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -31,9 +35,13 @@ struct HttpSecurity {
 };
 
 struct HttpLimits {
-  std::size_t max_connections = 2048;               // more are accepted and closed at once
-  std::size_t header_bytes = 8192;                  // request line and headers
-  std::size_t body_bytes = 1024;                    // GET and HEAD need none
+  std::size_t max_connections = 2048; // past it the longest idle one goes, or the new one
+  // Connections from one remote address (loopback's are bounded only by max_connections: every
+  // local user shares it, and the order above protects a prompt client there).
+  std::size_t max_connections_per_address = 64;
+  std::size_t max_deferred = 64;   // answers made later (HttpResponse::later) waiting their turn
+  std::size_t header_bytes = 8192; // request line and headers
+  std::size_t body_bytes = 1024;   // GET and HEAD need none
   std::chrono::milliseconds request_timeout{10000}; // a whole request, idle time included
   std::chrono::milliseconds write_timeout{10000};   // a response, or each part of a streamed one
   // Answer only requests whose Host names loopback (421 otherwise), so that a web page the
@@ -49,6 +57,11 @@ struct HttpResponse {
   // Instead of `body`: a body made part by part as the client reads it (chunked; HTTP/1.0
   // clients get it until the connection closes). Appends a part, returns false after the last.
   std::function<bool(std::string &out)> stream;
+  // Instead of all the above: a costly answer, made later on the server's thread, one such at a
+  // time between other clients' requests, so that a burst of them (hundreds of /api/v1/series)
+  // does not keep a cheap one (/metrics) waiting behind all of them. Past
+  // HttpLimits::max_deferred waiting, the request gets 503 with Retry-After: 1.
+  std::function<HttpResponse()> later = {};
 };
 
 // Called for GET and HEAD with the request target's path and query ("seconds=60").

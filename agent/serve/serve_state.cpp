@@ -135,22 +135,43 @@ HttpResponse ServeState::series(std::string_view query, const ServeClock &at) co
   if (!latest_)
     return unavailable(at);
   bool is_fresh = fresh(at);
-  HttpResponse response =
-      series_response(query, *history_,
-                      {at.unix_seconds, duration<double>(interval_).count(), hostname_,
-                       latest_->json, latest_->unix_seconds, is_fresh,
-                       is_fresh ? std::string() : stale_reason(at), latest_->summary, fleet_page_});
+  SeriesContext context{at.unix_seconds,
+                        duration<double>(interval_).count(),
+                        hostname_,
+                        latest_->json,
+                        latest_->unix_seconds,
+                        is_fresh,
+                        is_fresh ? std::string() : stale_reason(at),
+                        latest_->summary,
+                        fleet_page_};
+  // Made later, in turn (HttpResponse::later): hundreds of them at once must not keep /metrics
+  // waiting behind them all.
+  HttpResponse later;
+  later.later = [this, query = std::string(query), context = std::move(context)] {
+    return counted_series(query, context);
+  };
+  return later;
+}
+
+HttpResponse ServeState::counted_series(const std::string &query,
+                                        const SeriesContext &context) const {
+  auto busy = [&] {
+    HttpResponse response = json_error(503, "busy: " + std::to_string(*pending_ >> 10) +
+                                                " KiB of answers wait for clients to read them");
+    response.headers.push_back({"Retry-After", "1"});
+    return response;
+  };
+  // Full already: not made at all, so that clients that do not read cost no work either.
+  if (*pending_ >= pending_max_bytes_)
+    return busy();
+  HttpResponse response = series_response(query, *history_, context);
   if (response.status != 200 || !response.body)
     return response;
   // A body is made whole (its buckets are known only at the end), then counted until it is
   // sent: one over the bound is dropped at once, so what waits stays under the bound.
   std::size_t size = response.body->size();
-  if (*pending_ + size > pending_max_bytes_) {
-    HttpResponse busy = json_error(503, "busy: " + std::to_string(*pending_ >> 10) +
-                                            " KiB of answers wait for clients to read them");
-    busy.headers.push_back({"Retry-After", "1"});
-    return busy;
-  }
+  if (*pending_ + size > pending_max_bytes_)
+    return busy();
   *pending_ += size;
   std::shared_ptr<const std::string> made = std::move(response.body);
   const std::string *text = made.get();

@@ -6,6 +6,7 @@
 #include "formats/prometheus_metrics.hpp"
 #include "serve/http_server.hpp"
 #include "serve/serve_history.hpp"
+#include "serve/serve_series.hpp"
 
 #include "nvsmi/snapshot.hpp"
 
@@ -60,6 +61,7 @@ private:
   HttpResponse history(std::string_view query, const ServeClock &at) const;
   HttpResponse unavailable(const ServeClock &at) const;
   HttpResponse series(std::string_view query, const ServeClock &at) const;
+  HttpResponse counted_series(const std::string &query, const SeriesContext &context) const;
 
   std::chrono::milliseconds interval_;
   double history_seconds_;

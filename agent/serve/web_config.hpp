@@ -3,7 +3,9 @@
 // from `basic_auth_users` (user: bcrypt hash), client certificates from `client_ca_file` and
 // `client_auth_type` (the verifying kinds). Anything else in it, a bad hash or a file that
 // cannot be read stops serve before it starts: a config that is not what it seems must not
-// leave the server open.
+// leave the server open. So does, for the config and each file it names, what sshd's
+// StrictModes refuses: not a regular file, owned by a user neither root nor serve's, writable by
+// its group or everyone (a key everyone can read is only said).
 #pragma once
 
 #include <map>
