@@ -47,10 +47,11 @@ struct KillAtEnd {
 };
 
 // A shell loop, for a job's sh -c '...', that ends once `log` (run's --log) lists `pid` (a number,
-// or shell text that prints one) as a GPU process, or after a minute.
+// or shell text that prints one) as a GPU process in two samples, or after a minute: the first
+// sample in the log is the one the GPU was chosen by, taken before the job started.
 std::string until_logged(const std::string &pid, const std::string &log) {
-  return "for i in $(seq 600); do grep -qs \"\\\"pid\\\":" + pid + ",\" " + log +
-         " && break; sleep 0.1; done";
+  return "for i in $(seq 600); do [ \"$(grep -cs \"\\\"pid\\\":" + pid + ",\" " + log +
+         ")\" -ge 2 ] && break; sleep 0.1; done";
 }
 
 // What run said on stderr less the sampler's notice that its first sample went out without the

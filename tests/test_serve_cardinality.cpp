@@ -141,8 +141,12 @@ TEST_CASE("serve --metrics-include refuses a family it does not have, in one lin
     CHECK(run.out.empty());
     CHECK(test::non_empty_lines_of(run.err).size() == 1);
     CHECK_THAT(run.err, Catch::StartsWith("nvsmi-agent: ") && Catch::Contains("--metrics-include"));
-    if (std::string(wrong) != "nvsmi up")
-      CHECK_THAT(run.err, Catch::Contains("nvsmi_gpu_temperature_celsius, "));
+    // A slip gets the family meant; a name like none gets the families that begin as it does.
+    if (std::string(wrong) == "nvsmi_gpu_temprature_celsius")
+      CHECK_THAT(run.err, Catch::Contains("did you mean 'nvsmi_gpu_temperature_celsius'?"));
+    if (std::string(wrong) == "nvsmi_nothing_*")
+      CHECK_THAT(run.err, Catch::Contains("(the families that start with \"nvsmi_\": ") &&
+                              Catch::Contains("nvsmi_up"));
   }
   test::Run run = test::run_agent("serve --listen 127.0.0.1:0 --metrics-users 1001 --fixture " +
                                   quote(test::fixture_path("xml/h100-8gpu-v12.xml")));

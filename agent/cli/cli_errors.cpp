@@ -2,6 +2,7 @@
 // likely meant, or the names there are, instead of CLI11's own ("A subcommand is required" for a
 // misspelt command, a far guess for an option the command lacks).
 #include "cli/cli.hpp"
+#include "core/closest_name.hpp"
 #include "core/screen_text.hpp"
 
 #include <algorithm>
@@ -19,51 +20,6 @@ constexpr std::size_t max_message_columns = 1000;
 // (`top --gpu` is not `--gpm`).
 const std::vector<std::string> gpu_spellings = {"gpu", "gpus", "gpu-id", "gpu-ids", "gpuid",
                                                 "id",  "i",    "device", "devices"};
-
-// The optimal string alignment distance: the edits (insert, delete, replace, swap two
-// neighbours) from `a` to `b`, so that `tpo` is one slip from `top`, as `wach` is from `watch`.
-std::size_t edit_distance(const std::string &a, const std::string &b) {
-  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-  for (std::size_t i = 0; i <= a.size(); ++i)
-    d[i][0] = i;
-  for (std::size_t j = 0; j <= b.size(); ++j)
-    d[0][j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i)
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t replace = d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, replace});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  return d[a.size()][b.size()];
-}
-
-std::string bare(const std::string &name) {
-  std::size_t start = name.find_first_not_of('-');
-  return start == std::string::npos ? std::string() : name.substr(start);
-}
-
-// The candidate closest to `typed`: one it begins (snap, snapshot) or one a slip or two away
-// (--formt, --format; tpo, top), compared without their dashes. Empty when none is that close,
-// since a far guess misleads. Typed text past 64 bytes resembles nothing (and costs nothing).
-std::string closest(const std::string &typed, const std::vector<std::string> &candidates) {
-  std::string word = bare(typed);
-  if (word.empty() || word.size() > 64)
-    return "";
-  std::size_t allowed = word.size() <= 4 ? 1 : word.size() <= 8 ? 2 : 3;
-  std::string best;
-  std::size_t best_distance = std::numeric_limits<std::size_t>::max();
-  for (const std::string &candidate : candidates) {
-    std::string name = bare(candidate);
-    std::size_t distance = edit_distance(word, name);
-    bool begins = word.size() >= 2 && name.compare(0, word.size(), word) == 0;
-    if ((begins || distance <= allowed) && distance < best_distance) {
-      best = candidate;
-      best_distance = distance;
-    }
-  }
-  return best;
-}
 
 std::string joined(const std::vector<std::string> &names) {
   std::string list;
@@ -108,23 +64,24 @@ std::string unknown_option(const CLI::App *command, const std::string &name) {
   std::string label = command->get_name().empty() ? "nvsmi-agent" : command->get_name();
   std::vector<std::string> names = option_names(command);
   std::string said = "unknown option " + shown_value(name);
-  if (std::find(gpu_spellings.begin(), gpu_spellings.end(), bare(name)) != gpu_spellings.end()) {
+  if (std::find(gpu_spellings.begin(), gpu_spellings.end(), without_dashes(name)) !=
+      gpu_spellings.end()) {
     std::vector<std::string> choosers;
     for (const std::string &option : names)
-      if (std::find(gpu_spellings.begin(), gpu_spellings.end(), bare(option)) !=
+      if (std::find(gpu_spellings.begin(), gpu_spellings.end(), without_dashes(option)) !=
           gpu_spellings.end())
         choosers.push_back(option);
     if (choosers.empty())
       return said + ": " + label + " has no option that chooses GPUs; " + label +
              "'s options: " + joined(names);
     // --gpu chooses which GPUs; --gpus (run) how many, meant only where that was typed.
-    std::string wanted = bare(name) == "gpus" ? "--gpus" : "--gpu";
+    std::string wanted = without_dashes(name) == "gpus" ? "--gpus" : "--gpu";
     std::string meant = std::find(choosers.begin(), choosers.end(), wanted) != choosers.end()
                             ? wanted
                             : choosers.front();
     return said + "; did you mean '" + meant + "'?";
   }
-  std::string meant = closest(name, names);
+  std::string meant = closest_name(name, names);
   if (!meant.empty())
     return said + "; did you mean '" + meant + "'?";
   return said + "; " + label + "'s options: " + joined(names);
@@ -194,7 +151,7 @@ const Subcommand *meant_subcommand(const Subcommands &subcommands,
   std::optional<std::string> word = command_word(arguments);
   if (!word)
     return nullptr;
-  std::string meant = closest(*word, command_names(subcommands));
+  std::string meant = closest_name(*word, command_names(subcommands));
   for (const Subcommand &subcommand : subcommands.all())
     if (subcommand.command->get_name() == meant)
       return &subcommand;

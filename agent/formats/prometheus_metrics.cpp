@@ -1,5 +1,7 @@
 #include "formats/prometheus_metrics.hpp"
 
+#include "core/closest_name.hpp"
+
 #include "formats/prometheus_dcgm.hpp"
 #include "formats/prometheus_health.hpp"
 #include "formats/prometheus_text.hpp"
@@ -306,11 +308,30 @@ std::string metrics_include_problem(const std::string &pattern) {
   if (std::any_of(known.begin(), known.end(),
                   [&](const std::string &family) { return family_matches(pattern, family); }))
     return {};
+  std::string said = std::string("no metric family ") +
+                     (prefix ? "starts with \"" + stem : "is \"" + pattern) + "\"";
+  std::string meant = prefix ? std::string() : closest_name(pattern, known);
+  if (!meant.empty())
+    return said + "; did you mean '" + meant + "'? (docs/METRICS.md lists every family)";
+  // The families whose names begin with the most of its words ("nvsmi_" of "nvsmi_nothing_*"):
+  // all of them would not fit a line.
+  auto shared_words = [&](const std::string &family) {
+    std::size_t words = 0;
+    for (std::size_t i = 0; i < stem.size() && i < family.size() && stem[i] == family[i]; ++i)
+      if (stem[i] == '_')
+        words = i + 1;
+    return words;
+  };
+  std::size_t most = 0;
+  for (const std::string &family : known)
+    most = std::max(most, shared_words(family));
   std::string list;
   for (const std::string &family : known)
-    list += (list.empty() ? "" : ", ") + family;
-  return std::string("no metric family ") + (prefix ? "starts with \"" + stem : "is \"" + pattern) +
-         "\" (the families: " + list + ")";
+    if (shared_words(family) == most)
+      list += (list.empty() ? "" : ", ") + family;
+  return said + " (the families" +
+         (most ? " that start with \"" + stem.substr(0, most) + "\"" : std::string()) + ": " +
+         list + ")";
 }
 
 } // namespace nvsmi
