@@ -18,16 +18,6 @@ namespace bp = boost::process::v2;
 
 namespace {
 
-// What names a GPU across samples: its UUID, else its bus id, else its index (a lost GPU may have
-// only the last two).
-std::string gpu_identity(const Gpu &gpu) {
-  if (gpu.uuid)
-    return *gpu.uuid;
-  if (gpu.pci_bus_id)
-    return *gpu.pci_bus_id;
-  return "index " + std::to_string(gpu.index);
-}
-
 // Values from nvidia-smi or the kernel log reach a site's script: no control character, no line
 // break, valid UTF-8, and short enough for a node's reason.
 std::string variable(const std::string &name, const std::string &value) {
