@@ -212,3 +212,33 @@ TEST_CASE("hook contained: a hook that cannot be executed is one line per fault,
                                       "cannot run " +
                                       hook + ": No such file or directory"));
 }
+
+TEST_CASE("hook contained: nvidia-smi, which serve keeps running, holds none of serve's sockets") {
+  std::string dir = test::temporary_folder();
+  // A wrapper that notes each start's pid, then becomes the stand-in.
+  std::string wrapper = dir + "/nvidia-smi";
+  test::write_file(dir + "/pids", "");
+  test::write_file(wrapper, "#!/bin/sh\necho $$ >>" + quote(dir + "/pids") + "\nexec " +
+                                quote(SCRIPTS_DIR "/fake-nvidia-smi") + " \"$@\"\n");
+  REQUIRE(::chmod(wrapper.c_str(), 0755) == 0);
+  test::Server serve("--interval 0.1 --kernel-log none --source xml --nvidia-smi " +
+                     quote(wrapper));
+  std::vector<std::string> seen;
+  // The stream's nvidia-smi runs as long as serve: at least one listed pid is alive, with its
+  // descriptors readable.
+  bool found = test::wait_until([&] {
+    seen.clear();
+    for (const std::string &pid : test::non_empty_lines_of(test::read_file(dir + "/pids"))) {
+      std::vector<std::string> descriptors = descriptors_of(std::stoi(pid));
+      seen.insert(seen.end(), descriptors.begin(), descriptors.end());
+    }
+    return !seen.empty();
+  });
+  INFO(serve.log());
+  REQUIRE(found);
+  for (const std::string &entry : seen) {
+    INFO(entry);
+    CHECK(entry.find("socket:") == std::string::npos);
+  }
+  CHECK(serve.stop() == 0);
+}
