@@ -350,7 +350,8 @@ TEST_CASE("health metrics: a snapshot that fills every family passes promtool", 
   CHECK(check.err.empty());
 }
 
-TEST_CASE("health json: each GPU's health, xid, lost_reason and failure after its state",
+TEST_CASE("health json: each GPU's health, xid, lost_reason, failure and failure_as_of after its "
+          "state",
           "[health]") {
   Snapshot s = fleet();
   s.gpus[0].extras = {{"serial", std::string("1650")}};
@@ -367,7 +368,8 @@ TEST_CASE("health json: each GPU's health, xid, lost_reason and failure after it
   auto state = std::find(keys.begin(), keys.end(), "state");
   REQUIRE(state != keys.end());
   CHECK(std::vector<std::string>(state, keys.end()) ==
-        std::vector<std::string>{"state", "lost_reason", "failure", "health", "xid", "serial"});
+        std::vector<std::string>{"state", "lost_reason", "failure", "failure_as_of", "health",
+                                 "xid", "serial"});
 
   CHECK(g0["lost_reason"].is_null());
   CHECK(g0["failure"].is_null());

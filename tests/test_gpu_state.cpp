@@ -1,4 +1,5 @@
 #include "nvsmi/gpu_state.hpp"
+#include "nvsmi/health_memory.hpp"
 #include "nvsmi/xml_reader.hpp"
 #include "snapshot_builders.hpp"
 #include "support.hpp"
@@ -148,4 +149,86 @@ TEST_CASE("the fleet summary of several hosts says how many and which of them ar
   FleetSummary none_answering;
   none_answering.hosts = none_answering.silent_hosts = 1;
   CHECK(fleet_summary_text(none_answering) == "0 GPUs on 1 host: 1 host without a fresh sample");
+}
+
+TEST_CASE("free needs the health that decides failing known: ECC on with its count unknown is "
+          "unknown, ECC off or not known is not judged on it") {
+  Gpu gpu = gpu_with(0, std::vector<Process>{});
+  gpu.health.ecc_enabled = true;
+  CHECK(gpu_state(gpu) == GpuState::unknown);
+  CHECK(undecided_health(gpu) == std::string("uncorrectable ECC count unknown"));
+  gpu.health.ecc_volatile.uncorrected = 0;
+  CHECK(gpu_state(gpu) == GpuState::free);
+  CHECK_FALSE(undecided_health(gpu));
+  gpu.health.ecc_volatile.uncorrected.reset();
+  gpu.health.ecc_enabled = false; // a GeForce: no ECC, nothing to know
+  CHECK(gpu_state(gpu) == GpuState::free);
+  gpu.health.ecc_enabled.reset();
+  CHECK(gpu_state(gpu) == GpuState::free);
+  // Only free is in question: a busy GPU stays in use.
+  Gpu busy = gpu_with(90, std::vector<Process>{process_of_type("C")});
+  busy.health.ecc_enabled = true;
+  CHECK(gpu_state(busy) == GpuState::in_use);
+}
+
+TEST_CASE("health memory: a failing GPU stays failing as of its last reading while the reading is "
+          "unknown, until a known reading clears it") {
+  auto sample = [](Reading uncorrected, int second) {
+    Snapshot snapshot;
+    snapshot.timestamp = Timestamp{2024, 3, 12, 14, 3, second, std::nullopt, 60};
+    Gpu gpu = gpu_with(0, std::vector<Process>{});
+    gpu.uuid = "GPU-0";
+    gpu.health.ecc_enabled = true;
+    gpu.health.ecc_volatile.uncorrected = uncorrected;
+    snapshot.gpus.push_back(gpu);
+    return snapshot;
+  };
+  HealthMemory memory;
+  Snapshot counted = sample(2, 27);
+  memory.carry(counted);
+  CHECK(counted.gpus[0].health.earlier_faults.empty());
+  CHECK(gpu_state(counted.gpus[0]) == GpuState::failing);
+
+  for (int second : {28, 29}) { // unknown twice: still as of :27
+    Snapshot unknown = sample(std::nullopt, second);
+    memory.carry(unknown);
+    const Gpu &gpu = unknown.gpus[0];
+    CHECK(gpu_state(gpu) == GpuState::failing);
+    CHECK(gpu_failure(gpu) == std::string("2 uncorrectable ECC errors as of 2024-03-12 14:03:27"));
+    REQUIRE(gpu_failure_as_of(gpu));
+    CHECK(gpu_failure_as_of(gpu)->second == 27);
+    std::vector<GpuFault> faults = gpu_faults(unknown, 0);
+    REQUIRE(faults.size() == 1);
+    CHECK(faults[0].key == "ecc_uncorrected"); // the hook's key: the same fault
+  }
+
+  // A lost GPU's readings say nothing: the fault is kept for when it is read again.
+  Snapshot lost = sample(std::nullopt, 30);
+  lost.gpus[0].lost_reason = "GPU is lost";
+  memory.carry(lost);
+  CHECK(lost.gpus[0].health.earlier_faults.empty());
+  Snapshot back = sample(std::nullopt, 31);
+  memory.carry(back);
+  CHECK(gpu_state(back.gpus[0]) == GpuState::failing);
+
+  Snapshot cleared = sample(0, 32); // a known 0 (after a reset): clear
+  memory.carry(cleared);
+  CHECK(gpu_state(cleared.gpus[0]) == GpuState::free);
+  Snapshot unknown_again = sample(std::nullopt, 33);
+  memory.carry(unknown_again);
+  CHECK(gpu_state(unknown_again.gpus[0]) == GpuState::unknown); // not failing, not free
+  CHECK(memory.gpus() == 0);
+}
+
+TEST_CASE("health memory: bounded, whatever GPUs an nvidia-smi makes up") {
+  HealthMemory memory;
+  for (int i = 0; i < 1000; ++i) {
+    Snapshot snapshot;
+    Gpu gpu;
+    gpu.uuid = "GPU-" + std::to_string(i);
+    gpu.health.remapped_rows_pending = true;
+    snapshot.gpus.push_back(gpu);
+    memory.carry(snapshot);
+  }
+  CHECK(memory.gpus() == HealthMemory::max_gpus);
 }

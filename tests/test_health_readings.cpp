@@ -495,9 +495,32 @@ TEST_CASE("health: layout C sums parity, SEC-DED and DRAM, never the threshold o
                        "</aggregate_uncorrectable_sram_sources></ecc_errors>"))
           .gpus.at(0)
           .health;
-  CHECK(health.ecc_aggregate.corrected == 4); // DRAM N/A: the known part
+  // DRAM N/A: the count is unknown, never the known part (4) as if DRAM had none.
+  CHECK_FALSE(health.ecc_aggregate.corrected);
   CHECK(health.ecc_aggregate.uncorrected == 6);
   CHECK_FALSE(health.ecc_volatile.corrected); // no volatile element at all
+}
+
+TEST_CASE("health: an uncorrectable count with one part N/A is unknown, whatever the others say; "
+          "a part this driver does not print is no part") {
+  auto uncorrected = [](const std::string &parts) {
+    return read_xml(one_gpu("<ecc_errors><volatile>" + parts + "</volatile></ecc_errors>"))
+        .gpus.at(0)
+        .health.ecc_volatile.uncorrected;
+  };
+  CHECK_FALSE(uncorrected("<sram_uncorrectable>0</sram_uncorrectable>"
+                          "<dram_uncorrectable>N/A</dram_uncorrectable>"));
+  CHECK_FALSE(uncorrected("<sram_uncorrectable_parity>[Unknown Error]</sram_uncorrectable_parity>"
+                          "<sram_uncorrectable_secded>0</sram_uncorrectable_secded>"
+                          "<dram_uncorrectable>5</dram_uncorrectable>"));
+  // Before 570 there is no parity or SEC-DED element: SRAM and DRAM are the whole.
+  CHECK(uncorrected("<sram_uncorrectable>1</sram_uncorrectable>"
+                    "<dram_uncorrectable>2</dram_uncorrectable>") == 3);
+  CHECK_FALSE(uncorrected("<sram_uncorrectable>N/A</sram_uncorrectable>"
+                          "<dram_uncorrectable>N/A</dram_uncorrectable>"));
+  // A sum past the range is no count either.
+  CHECK_FALSE(uncorrected("<sram_uncorrectable>9223372036854775807</sram_uncorrectable>"
+                          "<dram_uncorrectable>1</dram_uncorrectable>"));
 }
 
 TEST_CASE("health: gpu_reset_status Yes, and a recovery action other than None") {
@@ -527,8 +550,14 @@ TEST_CASE("health: a pending retirement in either of its XML names, and in the C
   CHECK(pending("<pending_retirement>Yes</pending_retirement>") == true);
   CHECK(pending("<pending_blacklist>Yes</pending_blacklist>"
                 "<pending_retirement>No</pending_retirement>") == true);
-  CHECK(pending("<pending_blacklist>N/A</pending_blacklist>"
+  CHECK(pending("<pending_blacklist>No</pending_blacklist>"
                 "<pending_retirement>No</pending_retirement>") == false);
+  // One of the two N/A: "not pending" is not known (it may be the one that says yes).
+  CHECK_FALSE(pending("<pending_blacklist>N/A</pending_blacklist>"
+                      "<pending_retirement>No</pending_retirement>"));
+  CHECK(pending("<pending_blacklist>N/A</pending_blacklist>"
+                "<pending_retirement>Yes</pending_retirement>") == true);
+  CHECK(pending("<pending_retirement>No</pending_retirement>") == false); // 418: the one name
   CHECK_FALSE(pending("<pending_retirement>N/A</pending_retirement>"));
   Snapshot csv = read_csv("index, retired_pages.single_bit_ecc.count, retired_pages.dbe, "
                           "retired_pages.pending\n0, 2, 1, Yes\n");

@@ -1,3 +1,4 @@
+#include "core/screen_text.hpp"
 #include "nvsmi/utf8.hpp"
 
 #include <catch2/catch.hpp>
@@ -27,4 +28,20 @@ TEST_CASE("utf8: every kind of bad byte becomes U+FFFD, one per byte") {
   for (const char *bad : {"\xff", "\x80", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80"})
     CHECK_FALSE(is_valid_utf8(bad));
   CHECK(is_valid_utf8(valid_utf8("\xfe\xc3\x28\xe2\x28\xa1\xf0\x28\x8c\xbc")));
+}
+
+TEST_CASE(
+    "cut_to_bytes counts bytes, never cuts a character, and ends a cut text with an ellipsis") {
+  std::string name;
+  for (int i = 0; i < 93; ++i)
+    name += "\u00e9\U0001F600"; // 2 and 4 bytes
+  std::string cut = nvsmi::cut_to_bytes(name, 256);
+  CHECK(cut.size() <= 256);
+  CHECK(cut.size() >= 250);
+  CHECK(nvsmi::is_valid_utf8(cut));
+  CHECK(cut.compare(cut.size() - 3, 3, "\u2026") == 0);
+  CHECK(nvsmi::cut_to_bytes("short", 256) == "short");
+  CHECK(nvsmi::cut_to_bytes("\U0001F600\U0001F600", 7) == "\U0001F600\u2026");
+  CHECK(nvsmi::cut_to_bytes("\U0001F600\U0001F600", 6) == "\u2026"); // no room for a whole one
+  CHECK(nvsmi::cut_to_bytes("abc", 2).empty());
 }

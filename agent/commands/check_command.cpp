@@ -321,6 +321,9 @@ CheckResult judge_snapshot(const Snapshot &snapshot, const CheckThresholds &thre
             worse(level(static_cast<double>(*ecc.uncorrected), thresholds.ecc_uncorrected),
                   failing_status),
             plural(*ecc.uncorrected, "uncorrectable ECC error", "uncorrectable ECC errors"));
+      else if (std::optional<std::string> why = undecided_health(*gpu);
+               why && active(thresholds.ecc_uncorrected))
+        subject.add(CheckStatus::unknown, *why); // ECC on, its count N/A: not OK either
       if (ecc.corrected && *ecc.corrected > 0)
         subject.add(level(static_cast<double>(*ecc.corrected), thresholds.ecc_corrected),
                     plural(*ecc.corrected, "correctable ECC error", "correctable ECC errors"));

@@ -31,4 +31,11 @@ bool write_all(int fd, const std::string &data);
 // it is (a pipe). Retries on EINTR; false (errno set, what was read kept) on an error.
 bool read_up_to(int fd, std::size_t count, std::optional<off_t> at, std::string &out);
 
+// Every descriptor from `lowest` up closed (`now`) or marked close-on-exec, so that a program the
+// agent starts holds none of the agent's (serve's listening socket, its epoll, its log and lock
+// files) but what it is handed below `lowest`. For the child of a fork: async-signal-safe, no
+// allocation. close_range(2) where the kernel (5.11 for close-on-exec) and a seccomp filter allow
+// it, else each descriptor that /proc/self/fd lists. False (errno set) where neither worked.
+bool release_descriptors_from(int lowest, bool now);
+
 } // namespace nvsmi

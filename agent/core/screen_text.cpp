@@ -126,4 +126,20 @@ std::string cut_to_columns(std::string_view text, std::size_t columns) {
   return std::string(text.substr(0, at)) + "\u2026";
 }
 
+std::string cut_to_bytes(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes)
+    return std::string(text);
+  const std::string_view ellipsis = "\u2026";
+  if (max_bytes < ellipsis.size())
+    return {};
+  std::size_t at = 0;
+  while (at < text.size()) {
+    CodePoint point = code_point_at(text, at);
+    if (at + point.bytes > max_bytes - ellipsis.size())
+      break;
+    at += point.bytes;
+  }
+  return std::string(text.substr(0, at)) + std::string(ellipsis);
+}
+
 } // namespace nvsmi

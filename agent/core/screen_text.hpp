@@ -40,4 +40,9 @@ std::string fit_text(std::string_view text, int columns, Align align = Align::le
 // middle of a character.
 std::string cut_to_columns(std::string_view text, std::size_t columns);
 
+// `text` (valid UTF-8) cut to at most `max_bytes` bytes, the `…` (3 bytes) included where it was
+// cut; never in the middle of a character. For limits counted in bytes, not on a screen (a
+// variable of the drain hook's environment).
+std::string cut_to_bytes(std::string_view text, std::size_t max_bytes);
+
 } // namespace nvsmi

@@ -202,6 +202,9 @@ void write_gpu(JsonWriter &json, const Snapshot &snapshot, std::size_t position)
   field(json, "state", std::string(gpu_state_key(gpu_state(gpu))));
   field(json, "lost_reason", gpu.lost_reason);
   field(json, "failure", gpu_failure(gpu));
+  // Where "failure" is an earlier sample's, its reading unknown now: when that sample was taken.
+  std::optional<Timestamp> as_of = gpu_failure_as_of(gpu);
+  field(json, "failure_as_of", as_of ? Text(to_iso8601(*as_of)) : Text());
   write_health(json, gpu);
   write_allocation(json, snapshot, gpu);
   write_xids(json, snapshot, position);

@@ -331,9 +331,10 @@ struct GpuRow {
   std::vector<ProcessEntry> holders; // its processes not shown under one of its MIG instances
 };
 
-// Why a GPU is in its state, in words: lost (nvidia-smi's words), failing (gpu_failure's), hot
-// (its temperature against the threshold) or at its power limit (its draw against the limit);
-// else empty.
+// Why a GPU is in its state, in words: lost (nvidia-smi's words), failing (gpu_failure's, "as of"
+// an earlier sample where its reading is unknown now), hot (its temperature against the
+// threshold), at its power limit (its draw against the limit) or unknown for its health
+// (undecided_health's); else empty.
 std::string state_note(const Gpu &gpu, GpuState state) {
   switch (state) {
   case GpuState::lost:
@@ -347,6 +348,8 @@ std::string state_note(const Gpu &gpu, GpuState state) {
       return {};
     return std::to_string(*gpu.temperature_c) + "\u00b0C \u2265 " +
            std::to_string(state_thresholds.hot_at_c) + "\u00b0C";
+  case GpuState::unknown: // free but for its health, where that is why
+    return undecided_health(gpu).value_or("");
   case GpuState::at_power_limit: // its draw as a share of the limit, against the threshold
     if (!gpu.power_draw_w || !gpu.power_limit_w || *gpu.power_limit_w <= 0)
       return {};

@@ -49,6 +49,9 @@ std::string why_not(const Gpu &gpu, const PickCriteria &criteria, std::int64_t &
   case GpuState::idle:
     return name + " has no process list";
   case GpuState::unknown:
+    // Free but for a reading that decides failing: it may hide what a sample before read.
+    if (std::optional<std::string> why = undecided_health(gpu))
+      return name + " health unknown (" + *why + ")";
     return name + " has neither utilization nor processes";
   case GpuState::in_use:
     if (gpu.utilization_gpu_percent) // else a compute process holds it

@@ -10,6 +10,7 @@
 #include <boost/process/v2/process.hpp>
 #include <boost/process/v2/stdio.hpp>
 
+#include "core/descriptor.hpp"
 #include "core/privilege.hpp"
 
 #include <algorithm>
@@ -32,6 +33,10 @@ namespace nvsmi {
 //   clean up after itself. It reaches the child only, not what the child started;
 // - in the child, SIGPIPE and SIGXFSZ back to their default: the agent ignores them, and exec
 //   keeps that;
+// - in the child, no descriptor of the agent's past exec but 0-2: Boost 1.81's own close_all
+//   leaves open every descriptor below its exec-error pipe (it compares each listed descriptor
+//   with itself), so serve's listening socket reached nvidia-smi and what it started, and a
+//   restarted serve could not bind its port while one of them lived;
 // - in the agent, the child reaped when exec fails. Boost.Process returns the error without
 //   waiting for the child it forked, which would stay a zombie for as long as the agent runs.
 struct NewProcessGroup {
@@ -49,7 +54,7 @@ struct NewProcessGroup {
     if (::setpgid(0, 0) != 0 || ::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 ||
         ::sigaction(SIGPIPE, &default_action, nullptr) != 0 ||
         ::sigaction(SIGXFSZ, &default_action, nullptr) != 0 ||
-        ::sigprocmask(SIG_SETMASK, &none, nullptr) != 0)
+        ::sigprocmask(SIG_SETMASK, &none, nullptr) != 0 || !release_descriptors_from(3, false))
       return boost::process::v2::error_code(errno, boost::process::v2::system_category());
     // The agent may have died between fork and prctl: then nothing would send the signal.
     if (::getppid() != parent)

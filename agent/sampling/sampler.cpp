@@ -396,6 +396,7 @@ void Sampler::hand_on(Snapshot snapshot) {
   attach_kernel_log(snapshot);
   attach_allocations(snapshot);
   offsets_.attach(snapshot);
+  health_memory_.carry(snapshot);
   if (unhealthy_hook_)
     unhealthy_hook_->observe(snapshot);
   on_sample_(std::move(snapshot));

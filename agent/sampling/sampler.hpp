@@ -9,6 +9,7 @@
 #include "host/host_observer.hpp"
 #include "kernel_log/xid_log.hpp"
 #include "nvidia_smi/nvidia_smi_stream.hpp"
+#include "nvsmi/health_memory.hpp"
 #include "nvsmi/nvlink_status.hpp"
 #include "sampling/nvlink_counter_reader.hpp"
 #include "sampling/unhealthy_hook.hpp"
@@ -151,7 +152,8 @@ private:
   std::optional<HostObserver> host_; // live samples only: a recording is of another machine
   std::unique_ptr<XidLog> xid_log_;  // options.kernel_log from the first sample on
   std::unique_ptr<UnhealthyHook> unhealthy_hook_; // options.on_unhealthy
-  bool job_mapping_said_ = false;                 // its problem is said once, not every sample
+  HealthMemory health_memory_;    // a failing GPU stays failing while its reading is unknown
+  bool job_mapping_said_ = false; // its problem is said once, not every sample
   // Across samples, so that every command that samples tells the two passes of a repeated hour
   // alike: a replay by its order, a live sample by when it came.
   LocalOffsets offsets_;

@@ -1,8 +1,10 @@
 // The drain hook (--on-unhealthy COMMAND): a site's program run once for each fault of a GPU that
 // a sample shows newly (nvsmi/gpu_state.hpp's gpu_faults: lost, a failing health reading, an Xid
 // that needs a reset), told the GPU, the reason and the action in its environment. It runs beside
-// sampling, never in its way: each run has a deadline at which its process group is killed, at
-// most a few run at once, and how each ended is logged.
+// sampling, never in its way: under a keeper (sampling/hook_keeper.hpp) that ends it and
+// everything it started, `setsid` or not, when it ends or at its deadline, with none of the
+// agent's descriptors; at most a few run at once, and how each ended, and what was killed, is
+// logged.
 #pragma once
 
 #include "nvidia_smi/nvidia_smi_stream.hpp"
@@ -53,6 +55,7 @@ public:
 private:
   struct Run;
   void start(const Snapshot &snapshot, std::size_t position, const GpuFault &fault);
+  void read_report(const std::shared_ptr<Run> &run);
   void ended(const std::shared_ptr<Run> &run);
 
   boost::asio::io_context &context_;

@@ -60,6 +60,15 @@ std::size_t health_cost(const CompactHealth &block) {
       if (reason.size() > 15)
         cost += allocation(reason.capacity() + 1);
   }
+  // Faults carried from earlier samples (nvsmi/health_memory.hpp): kept with the block.
+  const std::vector<EarlierFault> &earlier = block.health.earlier_faults;
+  if (!earlier.empty())
+    cost += allocation(earlier.capacity() * sizeof(EarlierFault));
+  for (const EarlierFault &carried : earlier)
+    for (const std::string *text :
+         {&carried.fault.key, &carried.fault.reason, &carried.fault.action})
+      if (text->size() > 15)
+        cost += allocation(text->capacity() + 1);
   return cost;
 }
 

@@ -5,6 +5,7 @@
 #include "nvsmi/xid.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace nvsmi {
 namespace {
@@ -26,8 +27,69 @@ bool ascii_alnum(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
 
-// What the GPU's own health readings say is wrong, in the order gpu_failures gives.
+// The readings that decide each health fault, in the order gpu_failures gives them.
+struct HealthCheck {
+  std::string_view key;
+  bool (*known)(const GpuHealth &);
+};
+constexpr HealthCheck health_checks[] = {
+    {"ecc_uncorrected", [](const GpuHealth &h) { return h.ecc_volatile.uncorrected.has_value(); }},
+    {"row_remap_failed", [](const GpuHealth &h) { return h.remapped_rows_failure.has_value(); }},
+    {"row_remap_pending", [](const GpuHealth &h) { return h.remapped_rows_pending.has_value(); }},
+    {"page_retirement_pending",
+     [](const GpuHealth &h) { return h.retired_pages_pending.has_value(); }},
+    {"recovery_action", [](const GpuHealth &h) { return h.recovery_action.has_value(); }},
+};
+
+// " as of 2024-03-12 14:03:27": when an earlier sample read a fault that this one cannot see.
+std::string as_of_text(const std::optional<Timestamp> &as_of) {
+  if (!as_of)
+    return " as of an earlier sample";
+  char text[64];
+  std::snprintf(text, sizeof text, " as of %04d-%02d-%02d %02d:%02d:%02d", as_of->year,
+                as_of->month, as_of->day, as_of->hour, as_of->minute, as_of->second);
+  return text;
+}
+
+// A health fault, and the earlier sample's where this one's reading is unknown.
+struct HealthFinding {
+  GpuFault fault;
+  const EarlierFault *earlier = nullptr;
+};
+
+// What the GPU's health says is wrong, in gpu_failures' order: each fault from this sample's
+// reading where it is known, else from an earlier sample's (GpuHealth::earlier_faults).
+std::vector<HealthFinding> health_findings(const Gpu &gpu) {
+  std::vector<GpuFault> read = faults_read(gpu);
+  std::vector<HealthFinding> findings;
+  for (const HealthCheck &check : health_checks) {
+    if (check.known(gpu.health)) {
+      for (GpuFault &fault : read)
+        if (fault.key == check.key)
+          findings.push_back({std::move(fault)});
+      continue;
+    }
+    for (const EarlierFault &earlier : gpu.health.earlier_faults)
+      if (earlier.fault.key == check.key) {
+        HealthFinding finding{earlier.fault, &earlier};
+        finding.fault.reason += as_of_text(earlier.as_of);
+        findings.push_back(std::move(finding));
+        break;
+      }
+  }
+  return findings;
+}
+
 std::vector<GpuFault> health_faults(const Gpu &gpu) {
+  std::vector<GpuFault> faults;
+  for (HealthFinding &finding : health_findings(gpu))
+    faults.push_back(std::move(finding.fault));
+  return faults;
+}
+
+} // namespace
+
+std::vector<GpuFault> faults_read(const Gpu &gpu) {
   const GpuHealth &health = gpu.health;
   std::vector<GpuFault> faults;
   if (health.ecc_volatile.uncorrected && *health.ecc_volatile.uncorrected > 0)
@@ -48,7 +110,37 @@ std::vector<GpuFault> health_faults(const Gpu &gpu) {
   return faults;
 }
 
-} // namespace
+bool fault_reading_known(const GpuHealth &health, std::string_view key) {
+  for (const HealthCheck &check : health_checks)
+    if (check.key == key)
+      return check.known(health);
+  return false;
+}
+
+std::optional<std::string> undecided_health(const Gpu &gpu) {
+  const GpuHealth &health = gpu.health;
+  if (gpu.lost_reason || !health.ecc_enabled.value_or(false) || health.ecc_volatile.uncorrected)
+    return std::nullopt;
+  for (const EarlierFault &earlier : health.earlier_faults)
+    if (earlier.fault.key == "ecc_uncorrected")
+      return std::nullopt; // failing by it, as of then
+  return std::string("uncorrectable ECC count unknown");
+}
+
+std::string gpu_identity(const Gpu &gpu) {
+  if (gpu.uuid)
+    return *gpu.uuid;
+  if (gpu.pci_bus_id)
+    return *gpu.pci_bus_id;
+  return "index " + std::to_string(gpu.index);
+}
+
+std::optional<Timestamp> gpu_failure_as_of(const Gpu &gpu) {
+  std::vector<HealthFinding> findings = health_findings(gpu);
+  if (findings.empty() || !findings.front().earlier)
+    return std::nullopt;
+  return findings.front().earlier->as_of;
+}
 
 std::optional<bool> held_for_compute(const Gpu &gpu) {
   if (!gpu.processes)
@@ -135,15 +227,17 @@ GpuState gpu_state(const Gpu &gpu, const GpuStateThresholds &thresholds) {
   if (held == false && gpu.allocation && gpu.allocation->held_s &&
       *gpu.allocation->held_s >= thresholds.allocated_idle_after_s)
     return GpuState::allocated_idle;
+  // Free only where the health that decides failing is known (undecided_health).
+  GpuState free = undecided_health(gpu) ? GpuState::unknown : GpuState::free;
   const Reading &utilization = gpu.utilization_gpu_percent;
   if (!utilization) // a MIG-enabled GPU reports none: its processes say whether it is used
-    return held ? (*held ? GpuState::in_use : GpuState::free) : GpuState::unknown;
+    return held ? (*held ? GpuState::in_use : free) : GpuState::unknown;
   bool idle = static_cast<double>(*utilization) < thresholds.idle_below_percent;
   if (!idle)
     return GpuState::in_use;
   if (!held)
     return GpuState::idle;
-  return *held ? GpuState::idle_held : GpuState::free;
+  return *held ? GpuState::idle_held : free;
 }
 
 std::string_view gpu_state_name(GpuState state) {

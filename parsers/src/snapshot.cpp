@@ -10,6 +10,14 @@ bool Timestamp::operator==(const Timestamp &other) const {
          utc_offset_minutes == other.utc_offset_minutes;
 }
 
+bool GpuFault::operator==(const GpuFault &other) const {
+  return key == other.key && reason == other.reason && action == other.action;
+}
+
+bool EarlierFault::operator==(const EarlierFault &other) const {
+  return fault == other.fault && as_of == other.as_of;
+}
+
 RealReading Gpu::memory_used_percent() const {
   if (!memory_used_mib || !memory_total_mib || *memory_total_mib == 0)
     return std::nullopt;

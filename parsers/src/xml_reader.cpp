@@ -5,6 +5,7 @@
 
 #include "nvsmi/gpu_fields.hpp"
 #include "nvsmi/quantity.hpp"
+#include "nvsmi/reading_parts.hpp"
 #include "nvsmi/timestamp.hpp"
 
 #include <pugixml.hpp>
@@ -64,13 +65,7 @@ public:
 
   std::string_view raw(const char *name) const { return find(name).child_value(); }
   Text text(const char *name) const { return parse_text(raw(name)); }
-  Reading integer(const char *name, Unit unit) const {
-    try {
-      return parse_integer(raw(name), unit, UnitPolicy::required, name);
-    } catch (const ParseError &error) {
-      throw ParseError(path() + "/" + error.what());
-    }
-  }
+  Reading integer(const char *name, Unit unit) const { return integer_of(find(name), name, unit); }
   std::optional<bool> flag(const char *name, std::string_view yes, std::string_view no) const {
     try {
       return parse_flag(raw(name), yes, no, name);
@@ -79,6 +74,18 @@ public:
     }
   }
   std::optional<bool> yes_no(const char *name) const { return flag(name, "Yes", "No"); }
+  // The same as a part of a whole (nvsmi/reading_parts.hpp): nullopt where the element is absent
+  // (this driver has no such part), else its reading.
+  Part<std::int64_t> integer_part(const char *name, Unit unit) const {
+    if (pugi::xml_node node = find(name))
+      return integer_of(node, name, unit);
+    return std::nullopt;
+  }
+  Part<bool> yes_no_part(const char *name) const {
+    if (find(name))
+      return yes_no(name);
+    return std::nullopt;
+  }
   // The same of a child in hand, as a walk of the children has it: looking it up again by its
   // name cost a strcmp for every child before it.
   std::optional<bool> flag_of(pugi::xml_node child, std::string_view yes,
@@ -102,6 +109,14 @@ public:
   }
 
 private:
+  Reading integer_of(pugi::xml_node node, const char *name, Unit unit) const {
+    try {
+      return parse_integer(node.child_value(), unit, UnitPolicy::required, name);
+    } catch (const ParseError &error) {
+      throw ParseError(path() + "/" + error.what());
+    }
+  }
+
   // The first child named `name`, as pugi::xml_node::child finds it. An element from each() (a
   // <gpu>, a process, a MIG device) lists its children on the first lookup, and the list is
   // searched by the names' first two bytes before comparing the rest: a <gpu> has some 25
@@ -221,15 +236,6 @@ void read_clock_reasons(const Element &gpu, Gpu &out) {
   }
 }
 
-// The sum of the readings that are known; nullopt when none is.
-Reading sum_known(std::initializer_list<Reading> parts) {
-  Reading total;
-  for (const Reading &part : parts)
-    if (part)
-      total = total.value_or(0) + *part;
-  return total;
-}
-
 // One scope (ecc_errors/volatile or /aggregate). Only its own children are read: a MIG device's
 // ecc_error_count repeats the names sram_uncorrectable etc. deeper down, for its slice only.
 EccErrorCounts read_ecc_scope(const Element &scope) {
@@ -240,22 +246,18 @@ EccErrorCounts read_ecc_scope(const Element &scope) {
     counts.uncorrected = scope.child("double_bit").integer("total", Unit::none);
     return counts;
   }
-  counts.corrected = sum_known({scope.integer("sram_correctable", Unit::none),
-                                scope.integer("dram_correctable", Unit::none)});
+  // The locations this driver prints; one of them N/A makes the count unknown, never the sum of
+  // the others.
+  counts.corrected = sum_of_parts({scope.integer_part("sram_correctable", Unit::none),
+                                   scope.integer_part("dram_correctable", Unit::none)});
   // 570 and later split SRAM's uncorrectable count into parity and SEC-DED. Not
   // sram_threshold_exceeded (a flag) nor aggregate_uncorrectable_sram_sources (the same errors
   // again, by where they happened).
-  counts.uncorrected = sum_known({scope.integer("sram_uncorrectable", Unit::none),
-                                  scope.integer("sram_uncorrectable_parity", Unit::none),
-                                  scope.integer("sram_uncorrectable_secded", Unit::none),
-                                  scope.integer("dram_uncorrectable", Unit::none)});
+  counts.uncorrected = sum_of_parts({scope.integer_part("sram_uncorrectable", Unit::none),
+                                     scope.integer_part("sram_uncorrectable_parity", Unit::none),
+                                     scope.integer_part("sram_uncorrectable_secded", Unit::none),
+                                     scope.integer_part("dram_uncorrectable", Unit::none)});
   return counts;
-}
-
-std::optional<bool> any_yes(std::optional<bool> a, std::optional<bool> b) {
-  if (a.value_or(false) || b.value_or(false))
-    return true;
-  return a ? a : b;
 }
 
 // gpu_recovery_action where the driver has it (570 and later); before it, 535's
@@ -290,9 +292,10 @@ GpuHealth read_health(const Element &gpu) {
       retired.child("multiple_single_bit_retirement").integer("retired_count", Unit::none);
   health.retired_pages_double_bit =
       retired.child("double_bit_retirement").integer("retired_count", Unit::none);
-  // 418 has only pending_retirement; later drivers print pending_blacklist beside it.
-  health.retired_pages_pending =
-      any_yes(retired.yes_no("pending_retirement"), retired.yes_no("pending_blacklist"));
+  // 418 has only pending_retirement; later drivers print pending_blacklist beside it: pending
+  // where either says so, not pending only where both that are printed say no.
+  health.retired_pages_pending = any_of_parts(
+      {retired.yes_no_part("pending_retirement"), retired.yes_no_part("pending_blacklist")});
 
   // A container on GPUs that remap rows, a bare "N/A" on the others: its children then read as
   // absent.

@@ -23,7 +23,8 @@ enum class GpuState {
   idle,           // utilization under the threshold, who holds it not known (no process list)
   hot,            // temperature at or over the hot threshold (whatever else it is doing)
   at_power_limit, // drawing at least the given fraction of its power limit
-  unknown,        // neither utilization nor processes known
+  unknown,        // neither utilization nor processes known, or free but for a health reading
+                  // that decides failing and is unknown (undecided_health below)
 };
 
 // The table's (nvsmi/thresholds.hpp); only `pick` changes one (its --max-utilization).
@@ -39,36 +40,49 @@ struct GpuStateThresholds {
 std::optional<bool> held_for_compute(const Gpu &gpu);
 
 // Most serious first: lost, failing, hot, at power limit, allocated but idle, idle but held, in
-// use, idle, free, unknown. Allocated but idle needs the process list (nobody can say a GPU has
-// no process without it) and the allocation's age; a younger allocation with no process is free
-// (its job may still be starting). Graphics processes (type "G" alone, such as a desktop's Xorg) do
-// not hold a GPU for compute work.
+// use, idle, free, unknown. Free is what `pick` hands out, so it needs the health known that
+// decides failing: a GPU that would be free while undecided_health says why not is unknown.
+// Allocated but idle needs the process list (nobody can say a GPU has no process without it) and
+// the allocation's age; a younger allocation with no process is free (its job may still be
+// starting). Graphics processes (type "G" alone, such as a desktop's Xorg) do not hold a GPU for
+// compute work.
 GpuState gpu_state(const Gpu &gpu, const GpuStateThresholds &thresholds = {});
 
 // Why a readable GPU is failing, in words ("2 uncorrectable ECC errors", "row remap pending",
 // "recovery action: GPU Reset Required"), or nullopt when nothing says so: uncorrected volatile
 // ECC errors, a pending or failed row remap, a pending page retirement, a recovery action other
 // than "None". The first that applies. This is the one meaning of failing: the state, the
-// table, top, the JSON's "failure", /metrics and check's `failing` count all ask it.
+// table, top, the JSON's "failure", /metrics and check's `failing` count all ask it. Where this
+// sample's reading is unknown, an earlier sample's fault stands (GpuHealth::earlier_faults), said
+// "2 uncorrectable ECC errors as of 2024-03-12 14:03:27".
 std::optional<std::string> gpu_failure(const Gpu &gpu);
+
+// When the reading behind gpu_failure was taken, where it is an earlier sample's (its reading
+// unknown now); nullopt where this sample read it, or the earlier one had no time.
+std::optional<Timestamp> gpu_failure_as_of(const Gpu &gpu);
+
+// The faults of the GPU's health that this sample's own readings show, without earlier ones: what
+// nvsmi/health_memory.hpp remembers.
+std::vector<GpuFault> faults_read(const Gpu &gpu);
+
+// Whether this sample knows the reading that decides the health fault `key` (ecc_uncorrected:
+// the volatile uncorrectable count, row_remap_failed, ...): only a known reading clears a fault.
+bool fault_reading_known(const GpuHealth &health, std::string_view key);
+
+// Why the GPU's health cannot be called good from this sample, where a reading that decides
+// failing is unknown although the GPU has it: "uncorrectable ECC count unknown" (ECC on, its
+// count N/A); nullopt where nothing is known to be missing, or an earlier fault stands for it.
+// (Row remapping, page retirement and the recovery action are N/A on whole generations and
+// drivers, so their absence says nothing.)
+std::optional<std::string> undecided_health(const Gpu &gpu);
+
+// What names a GPU across samples: its UUID, else its bus id, else "index N" (a lost GPU may have
+// only the last two).
+std::string gpu_identity(const Gpu &gpu);
 
 // Every reason of gpu_failure, in its order; without `with_ecc` all but the uncorrectable ECC
 // errors (for check, which says those with their count and their own thresholds).
 std::vector<std::string> gpu_failures(const Gpu &gpu, bool with_ecc = true);
-
-// One thing wrong with a GPU that a person or the scheduler must act on: what the drain hook
-// (--on-unhealthy) is told, once per fault.
-struct GpuFault {
-  // Stays the same while the fault lasts, whatever its figures do ("ecc_uncorrected" while the
-  // count grows): lost, ecc_uncorrected, row_remap_failed, row_remap_pending,
-  // page_retirement_pending, recovery_action, xid_<code>.
-  std::string key;
-  std::string reason; // in words: gpu_failures' words, "lost: GPU is lost", "Xid 79 x1 ..."
-  // What to do, as recovery_action_key words: the driver's own recovery action where it gives
-  // one, gpu_reset, node_reboot (a lost GPU that does not say a reset is enough), replace_gpu (a
-  // row remap that failed: the GPU is out of spare rows).
-  std::string action;
-};
 
 // Every fault of the GPU at `position`, in gpu_failures' order after "lost", then each Xid that
 // needs a reset (xid_needs_reset) logged for its bus id where the kernel log was read. The one

@@ -75,6 +75,33 @@ struct EccErrorCounts {
   Reading corrected, uncorrected;
 };
 
+// One thing wrong with a GPU that a person or the scheduler must act on (nvsmi/gpu_state.hpp's
+// gpu_faults): what the drain hook (--on-unhealthy) is told, once per fault.
+struct GpuFault {
+  // Stays the same while the fault lasts, whatever its figures do ("ecc_uncorrected" while the
+  // count grows): lost, ecc_uncorrected, row_remap_failed, row_remap_pending,
+  // page_retirement_pending, recovery_action, xid_<code>.
+  std::string key;
+  std::string reason; // in words: gpu_failures' words, "lost: GPU is lost", "Xid 79 x1 ..."
+  // What to do, as recovery_action_key words: the driver's own recovery action where it gives
+  // one, gpu_reset, node_reboot (a lost GPU that does not say a reset is enough), replace_gpu (a
+  // row remap that failed: the GPU is out of spare rows).
+  std::string action;
+
+  bool operator==(const GpuFault &other) const;
+};
+
+// A fault of the GPU's health that an earlier sample read and this one can neither confirm nor
+// clear, its reading unknown now: a GPU failing at its last known reading stays failing, "as of"
+// then, until a known reading clears it (nvsmi/health_memory.hpp). Only the long-running commands
+// remember; a one-shot sample has none.
+struct EarlierFault {
+  GpuFault fault;                 // as that sample read it: "2 uncorrectable ECC errors"
+  std::optional<Timestamp> as_of; // that sample's time; nullopt where nvidia-smi printed none
+
+  bool operator==(const EarlierFault &other) const;
+};
+
 struct GpuHealth {
   std::optional<bool> ecc_enabled;         // ecc_mode/current_ecc, ecc.mode.current
   std::optional<bool> ecc_pending_enabled; // ecc_mode/pending_ecc (after the next reboot)
@@ -101,6 +128,9 @@ struct GpuHealth {
   // Packets the PCIe link had to resend (XML pci/replay_counter, as the driver counts them): a
   // count that keeps rising says a bad riser, slot or cable. No CSV query field on driver 580.
   Reading pcie_replay_count;
+  // What earlier samples read of the faults whose readings above are unknown now (EarlierFault);
+  // empty where nothing is carried.
+  std::vector<EarlierFault> earlier_faults;
 
   // Every member above but those of the field table (nvsmi/gpu_fields.hpp: compared by
   // same_field_readings, or kept per sample where they move every sample, as the PCIe throughput
@@ -113,7 +143,7 @@ struct GpuHealth {
                     retired_pages_single_bit, retired_pages_double_bit, retired_pages_pending,
                     remapped_rows_correctable, remapped_rows_uncorrectable, remapped_rows_pending,
                     remapped_rows_failure, pcie_link_gen, pcie_link_gen_max, pcie_link_width,
-                    pcie_link_width_max);
+                    pcie_link_width_max, earlier_faults);
   }
 };
 
