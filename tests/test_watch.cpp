@@ -354,8 +354,10 @@ TEST_CASE("report reads a JSON log of plain lines (as every agent wrote before) 
   CHECK_THAT(document.dump(), Catch::Contains("gzip data broken at byte"));
   // A bomb (2 MB of one line in 2 KB) meets the line cap as it is decompressed, as a plain file.
   std::string bomb = setup.folder + "/bomb.jsonl.gz";
-  // Text (a run of 'x'), so that it passes the check that a log is text and meets the line cap.
-  REQUIRE(test::run_shell("head -c 2000000 /dev/zero | tr '\\0' x | gzip -c >" + quote(bomb))
+  // A JSON line's start, then a run of 'x': it passes the check that a log starts as one, and
+  // meets the line cap.
+  REQUIRE(test::run_shell("{ printf '{'; head -c 2000000 /dev/zero | tr '\\0' x; } | gzip -c >" +
+                          quote(bomb))
               .exit_code == 0);
   CHECK(std::filesystem::file_size(bomb) < 10000);
   Run bombed = test::run_shell(quote(AGENT_BIN) + " report " + quote(bomb));
