@@ -179,18 +179,23 @@ TEST_CASE("metrics: the families --metrics-include knows are every family the wr
   CHECK(std::is_sorted(known.begin(), known.end()));
 }
 
-TEST_CASE("metrics: --metrics-include refuses a name no family has, and lists them") {
+TEST_CASE("metrics: --metrics-include refuses a name no family has: the one meant, or the "
+          "families that begin as it does") {
   CHECK(metrics_include_problem("nvsmi_gpu_temperature_celsius").empty());
   CHECK(metrics_include_problem("nvsmi_gpu_pcie_*").empty());
   CHECK(metrics_include_problem("*").empty());
   std::string problem = metrics_include_problem("nvsmi_gpu_temperature");
-  CHECK_THAT(problem, Catch::StartsWith("no metric family is \"nvsmi_gpu_temperature\" (the "
-                                        "families: "));
-  CHECK_THAT(problem, Catch::Contains("nvsmi_gpu_temperature_celsius, "));
-  CHECK_THAT(problem, Catch::Contains("nvsmi_up"));
-  CHECK(problem.find('\n') == std::string::npos);
-  CHECK_THAT(metrics_include_problem("nvsmi_nothing_*"),
-             Catch::StartsWith("no metric family starts with \"nvsmi_nothing_\""));
+  CHECK(problem == "no metric family is \"nvsmi_gpu_temperature\"; did you mean "
+                   "'nvsmi_gpu_temperature_celsius'? (docs/METRICS.md lists every family)");
+  std::string prefix = metrics_include_problem("nvsmi_nothing_*");
+  CHECK_THAT(prefix, Catch::StartsWith("no metric family starts with \"nvsmi_nothing_\" (the "
+                                       "families that start with \"nvsmi_\": "));
+  CHECK_THAT(prefix, Catch::Contains("nvsmi_gpu_temperature_celsius, ") &&
+                         Catch::Contains("nvsmi_up") && !Catch::Contains("DCGM_"));
+  CHECK(prefix.find('\n') == std::string::npos);
+  // A name like none, not even in its first word: every family.
+  CHECK_THAT(metrics_include_problem("zzz"),
+             Catch::Contains("(the families: DCGM_") && Catch::Contains("nvsmi_up"));
   // Bytes that are no name are not said back: the message reaches a terminal.
   for (const char *hostile : {"", "nvsmi_up\x1b[2J", "nvsmi_*_bytes", "nvsmi up", "\xff"}) {
     std::string refused = metrics_include_problem(hostile);
