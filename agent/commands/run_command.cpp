@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -444,13 +445,20 @@ private:
   // still running.
   std::vector<Descendant> reap_adopted() {
     std::vector<pid_t> waited_for = loop_.sampler().children();
+    // nvidia-smi's runs lead process groups of their own: what they started is never the job's,
+    // though it may outlive them a moment, adopted here as we are the subreaper (a stand-in's
+    // `sleep` still exiting after its group was killed).
+    for (pid_t child : waited_for)
+      if (sampler_groups_.size() < max_sampler_groups)
+        sampler_groups_.insert(child);
     waited_for.push_back(job_pid_);
     std::vector<Descendant> running;
     pid_t self = ::getpid();
     with_bounded_children([&](const std::vector<pid_t> &bounded) {
       for (const Descendant &process : process_descendants(self)) {
         if (process.state != 'Z') {
-          running.push_back(process);
+          if (!sampler_groups_.count(process.group))
+            running.push_back(process);
           continue;
         }
         auto listed = [&](const std::vector<pid_t> &pids) {
@@ -543,6 +551,10 @@ private:
   Phase phase_ = Phase::choosing;
   bool sampling_ = true; // false once nvidia-smi failed while the job ran
   bool end_sample_due_ = false, stopped_after_job_ = false;
+  // The process groups of nvidia-smi's runs seen (each its leader's pid); a sampler restarting a
+  // stream for days adds one a restart, so it is bounded.
+  static constexpr std::size_t max_sampler_groups = 4096;
+  std::set<pid_t> sampler_groups_;
   steady_clock::time_point started_choosing_, job_started_;
   std::string not_enough_;
   std::string claimed_; // the GPUs the job got, named for the line said as it starts

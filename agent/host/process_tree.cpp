@@ -27,11 +27,12 @@ struct StatLine {
   std::string name;
   char state = '?';
   pid_t parent = 0;
+  pid_t group = 0;
   std::uint64_t start_ticks = 0;
 };
 
 // /proc/PID/stat: the name in parentheses may hold spaces and ')', so the fields are read from
-// the last ')'; the start is the 22nd field, the 20th after the name.
+// the last ')'; the process group is the 5th field, the start the 22nd, the 20th after the name.
 std::optional<StatLine> read_stat(pid_t pid) {
   std::optional<std::string> stat = read_small("/proc/" + std::to_string(pid) + "/stat", 4096);
   if (!stat)
@@ -42,12 +43,13 @@ std::optional<StatLine> read_stat(pid_t pid) {
   StatLine line;
   line.name = stat->substr(open + 1, paren - open - 1);
   std::istringstream rest(stat->substr(paren + 1));
-  long parent = -1;
-  if (!(rest >> line.state >> parent) || parent < 0)
+  long parent = -1, group = -1;
+  if (!(rest >> line.state >> parent >> group) || parent < 0 || group < 0)
     return std::nullopt;
   line.parent = static_cast<pid_t>(parent);
+  line.group = static_cast<pid_t>(group);
   std::string skipped;
-  for (int field = 5; field < 22 && rest >> skipped; ++field) {
+  for (int field = 6; field < 22 && rest >> skipped; ++field) {
   }
   if (!(rest >> line.start_ticks))
     return std::nullopt;
@@ -83,7 +85,7 @@ std::vector<Descendant> process_ancestry(pid_t pid, std::size_t max_depth) {
     std::optional<StatLine> stat = read_stat(*parent);
     if (!stat)
       break;
-    chain.push_back({*parent, stat->parent, stat->state, stat->name});
+    chain.push_back({*parent, stat->parent, stat->state, stat->name, stat->group});
     parent = stat->parent;
   }
   return chain;
@@ -128,7 +130,7 @@ std::vector<Descendant> process_descendants(pid_t ancestor) {
       continue;
     pid_t pid = static_cast<pid_t>(std::stol(name));
     if (std::optional<StatLine> stat = read_stat(pid))
-      all[pid] = Descendant{pid, stat->parent, stat->state, stat->name};
+      all[pid] = Descendant{pid, stat->parent, stat->state, stat->name, stat->group};
   }
   // A chain is followed at most as far as there are processes: one read while processes come and
   // go could otherwise loop.

@@ -32,6 +32,7 @@ struct Descendant {
   pid_t parent = 0;
   char state = '?'; // as in /proc/PID/stat: 'Z' for a zombie
   std::string name; // the kernel's short name (comm), raw bytes
+  pid_t group = 0;  // its process group
 };
 
 // The ancestors of `pid` as process_ancestors finds them, each with its parent, state and name.
