@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Abusive clients for `nvsmi-agent serve` tests. Prints one JSON object of what it saw.
 
   serve_abuse.py PORT many N        N connections at once, each sending a whole request as soon

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The demo stand-in: scripts/fake-nvidia-smi found through PATH or a symbolic link, its demo mode
 (readings from the clock, processes from a file), and scripts/demo, which starts real processes of
 several users and leaves none behind.
