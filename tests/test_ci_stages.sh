@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # scripts/test's order of stages, with every stage a stand-in that only records what ran: the fuzz
-# build runs beside the Release tests and the fresh install beside the sanitizer tests
+# and sanitizer builds run beside the Release tests and the fresh install beside the sanitizer tests
 # (docs/PERFORMANCE.md, "CI time"); a stage beside another that fails fails CI with one line and
-# its output; a stage that fails while one runs beside it ends that one; NVSMI_QUICK=1 starts
-# neither. Nothing is built, installed or tested for real.
+# its output; a stage that fails while one runs beside it ends that one; a stage over its budget
+# fails CI with one line; NVSMI_QUICK=1 starts neither. Nothing is built, installed or tested for
+# real.
 #
 # Usage: tests/test_ci_stages.sh SOURCE_DIR
 # shellcheck disable=SC2016 # the stand-ins written with printf expand their own arguments
@@ -48,19 +49,22 @@ for pair in ${STUB_BESIDE:-}; do
     sleep 0.1
   done
 done
+# STUB_SLEEP="NAME=SECONDS ...": that stand-in takes so long (a stage over its budget).
+for pair in ${STUB_SLEEP:-}; do
+  [ "$name" = "${pair%%=*}" ] && sleep "${pair#*=}"
+done
 echo "$name end" >>"$STUB_EVENTS"
 [ "${STUB_FAIL:-}" != "$name" ] || exit 3
 SH
 for script in install-deps build package-test measure-fresh-install; do
   printf '#!/bin/sh\nexec "%s/bin/stub" %s\n' "$tree" "$script" >"$tree/scripts/$script"
 done
+printf '#!/bin/sh\nexec "%s/bin/stub" asan-build\n' "$tree" >"$tree/scripts/build-sanitizer"
 # scripts/fuzz: fuzz-build with --build-only, else fuzz-run.
 printf '#!/bin/sh\n[ "$1" = --build-only ] && exec "%s/bin/stub" fuzz-build\nexec "%s/bin/stub" fuzz-run\n' \
   "$tree" "$tree" >"$tree/scripts/fuzz"
 # ctest: ctest-build or ctest-build-asan, from --test-dir; cmake: only the sanitizer build.
 printf '#!/bin/sh\nexec "%s/bin/stub" "ctest-$2"\n' "$tree" >"$tree/bin/ctest"
-printf '#!/bin/sh\ncase "$*" in --build*) exec "%s/bin/stub" asan-build ;; esac\n' "$tree" \
-  >"$tree/bin/cmake"
 chmod +x "$tree/bin/"* "$tree/scripts/"*
 
 # run NAME [VAR=VALUE...]: scripts/test in the tree with the stand-ins; its status in $status, its
@@ -89,18 +93,34 @@ before() { # before NAME A B: event A came before event B
     fail "$1: '$2' not before '$3': $(tr '\n' ';' <"$work/$1.events")"
 }
 
-echo "--- every stage, the two beside the test stages"
-run all STUB_BESIDE="ctest-build=fuzz-build ctest-build-asan=measure-fresh-install"
+echo "--- every stage, the three beside the test stages"
+run all STUB_BESIDE="ctest-build=fuzz-build ctest-build=asan-build ctest-build-asan=measure-fresh-install"
 [ "$status" -eq 0 ] || fail "all: exit status $status: $(cat "$work/all.err")"
 before all "fuzz-build start" "ctest-build end"          # beside the Release tests
-before all "fuzz-build end" "asan-build start"           # waited for before the sanitizer build
-before all "package-test end" "asan-build start"
+before all "asan-build start" "ctest-build end"          # beside the Release tests
+before all "asan-build end" "ctest-build-asan start"     # waited for before the sanitizer tests
+before all "fuzz-build end" "ctest-build-asan start"
 before all "asan-build end" "measure-fresh-install start" # needs the CPU the build used
 before all "measure-fresh-install start" "ctest-build-asan end" # beside the sanitizer tests
 before all "measure-fresh-install end" "fuzz-run start"   # the fuzzers get the cores alone
 before all "ctest-build-asan end" "fuzz-run start"
 grep -q "stage 'fresh install (begun with the sanitizer tests)'" "$work/all.err" ||
   fail "all: no stage line for the fresh install"
+grep -q "^scripts/test: every stage passed in [0-9]* s$" "$work/all.err" ||
+  fail "all: no line with the whole run's time: $(cat "$work/all.err")"
+
+echo "--- a stage over its budget fails CI with one line, and nothing runs after it"
+# The package test's budget, 180 s, at 1 percent is 1 s; its stand-in takes 2.
+run slow STUB_SLEEP="package-test=2" NVSMI_BUDGET_PERCENT=1
+[ "$status" -eq 1 ] || fail "slow: exit status $status, not 1"
+grep -q "^scripts/test: stage 'package test' took [2-9] s, over its budget of 1 s" "$work/slow.err" ||
+  fail "slow: no line saying so: $(cat "$work/slow.err")"
+! grep -q "^ctest-build-asan" "$work/slow.events" || fail "slow: tested on after the budget was passed"
+run slow_unbounded STUB_SLEEP="package-test=2" NVSMI_BUDGET_PERCENT=0
+[ "$status" -eq 0 ] || fail "slow_unbounded: NVSMI_BUDGET_PERCENT=0 did not lift the budgets"
+run bad_percent NVSMI_BUDGET_PERCENT=lots
+[ "$status" -eq 2 ] && grep -q "^scripts/test: NVSMI_BUDGET_PERCENT is 'lots', not a whole number" \
+  "$work/bad_percent.err" || fail "bad_percent: exit status $status: $(cat "$work/bad_percent.err")"
 
 echo "--- the fresh install fails: one line, its output, and no fuzzing after it"
 run fresh_fails STUB_FAIL=measure-fresh-install
@@ -111,12 +131,21 @@ grep -q "^measure-fresh-install's output" "$work/fresh_fails.err" ||
   fail "fresh_fails: its output was not printed"
 ! grep -q "^fuzz-run" "$work/fresh_fails.events" || fail "fresh_fails: fuzzed after the failure"
 
-echo "--- the fuzz build fails: one line, and no sanitizer build after it"
+echo "--- the fuzz build fails: one line, and no sanitizer tests after it"
 run fuzz_build_fails STUB_FAIL=fuzz-build
 [ "$status" -ne 0 ] || fail "fuzz_build_fails: exit status 0"
 grep -q "^scripts/test: the fuzz targets' build (scripts/fuzz --build-only) failed" \
   "$work/fuzz_build_fails.err" || fail "fuzz_build_fails: no line saying so"
-! grep -q "^asan-build" "$work/fuzz_build_fails.events" || fail "fuzz_build_fails: built on"
+! grep -q "^ctest-build-asan" "$work/fuzz_build_fails.events" || fail "fuzz_build_fails: tested on"
+
+echo "--- the sanitizer build fails: one line, its output, and no sanitizer tests after it"
+run asan_build_fails STUB_FAIL=asan-build
+[ "$status" -ne 0 ] || fail "asan_build_fails: exit status 0"
+grep -q "^scripts/test: the sanitizer build (scripts/build-sanitizer) failed (exit status 3" \
+  "$work/asan_build_fails.err" || fail "asan_build_fails: no line saying so"
+grep -q "^asan-build's output" "$work/asan_build_fails.err" ||
+  fail "asan_build_fails: its output was not printed"
+! grep -q "^ctest-build-asan" "$work/asan_build_fails.events" || fail "asan_build_fails: tested on"
 
 echo "--- the sanitizer tests fail while the fresh install runs: it is ended"
 run asan_fails STUB_FAIL=ctest-build-asan STUB_WAIT_FOR=measure-fresh-install \
@@ -133,6 +162,6 @@ done
 echo "--- NVSMI_QUICK=1: the Release tests alone, nothing beside them"
 run quick NVSMI_QUICK=1
 [ "$status" -eq 0 ] || fail "quick: exit status $status"
-! grep -q "^fuzz-build\|^measure-fresh-install\|^package-test" "$work/quick.events" ||
+! grep -q "^fuzz-build\|^asan-build\|^measure-fresh-install\|^package-test" "$work/quick.events" ||
   fail "quick: ran more than the tests: $(tr '\n' ';' <"$work/quick.events")"
 echo "test_ci_stages: passed"

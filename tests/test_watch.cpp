@@ -1015,11 +1015,16 @@ TEST_CASE("watch: a start that fails after a good one is retried and leaves no z
   test::Background agent("FAKE_NVSMI_EXIT_AFTER=1 FAKE_NVSMI_CHMOD_ON_EXIT=" + quote(wrapper) +
                          " " + quote(AGENT_BIN) + " watch --interval 0.1 --nvidia-smi " +
                          quote(wrapper));
+  // Both the retries and the good start's sample: the first sample may wait for the process
+  // streams, whose starts fail as well and are said in the same words.
   REQUIRE(test::wait_until(
-      [&] { return count_of(agent.err(), "cannot run " + wrapper + ": Permission denied") >= 2; },
+      [&] {
+        return count_of(agent.err(), "cannot run " + wrapper + ": Permission denied") >= 2 &&
+               count_of(agent.out(), "\n") >= 1;
+      },
       std::chrono::seconds(60)));
   INFO(agent.err());
-  CHECK(count_of(agent.out(), "\n") == 1); // the good start's sample
+  CHECK(count_of(agent.out(), "\n") == 1); // the good start's sample, and no other
   CHECK(test::wait_until([&] { return test::zombie_children(agent.pid()).empty(); },
                          std::chrono::seconds(10)));
   ::kill(agent.pid(), SIGTERM);
