@@ -1,6 +1,7 @@
 # Run after a suite's executable is built (tests/CMakeLists.txt, nvsmi_library_test): writes OUTPUT,
 # a ctest script with one test per test case of the source file FILE (Catch2's file-name tag
-# [#FILE]), named "PREFIX: TEST CASE", each running that case alone with TIMEOUT and COST.
+# [#FILE]), named "PREFIX: TEST CASE", each running that case alone with TIMEOUT and COST, and
+# failing should its spec match none (--warn NoTests).
 # Catch2's own CMake module does not do: it splits a test case's name at a semicolon.
 # Usage: cmake -D EXECUTABLE=... -D FILE=... -D PREFIX=... -D TIMEOUT=... -D COST=... -D OUTPUT=...
 #        -P catch_cases.cmake
@@ -22,13 +23,19 @@ foreach(name IN LISTS names)
   if(name STREQUAL "")
     continue()
   endif()
-  # A test spec that names this case alone: Catch2 reads a comma as "or", brackets as a tag and a
-  # backslash as an escape, so each is escaped.
+  # A test spec that names this case alone: Catch2 reads a comma as "or", brackets as a tag, a
+  # quote as quoting and a backslash as an escape, so each is escaped; and a leading "-" as an
+  # option, "~" as "not" and a "*" at either end as a wildcard, so those are escaped there.
   string(REPLACE "\\" "\\\\" spec "${name}")
-  foreach(special , [ ])
+  foreach(special , [ ] "\"")
     string(REPLACE "${special}" "\\${special}" spec "${spec}")
   endforeach()
-  string(APPEND script "add_test([==[${PREFIX}: ${name}]==] [==[${EXECUTABLE}]==] [==[${spec}]==])\n"
+  if(spec MATCHES "^[-~*]")
+    set(spec "\\${spec}")
+  endif()
+  string(REGEX REPLACE "[*]$" "\\\\*" spec "${spec}")
+  string(APPEND script "add_test([==[${PREFIX}: ${name}]==] [==[${EXECUTABLE}]==] --warn NoTests "
+         "[==[${spec}]==])\n"
          "set_tests_properties([==[${PREFIX}: ${name}]==] PROPERTIES TIMEOUT ${TIMEOUT} "
          "COST ${COST})\n")
 endforeach()

@@ -24,9 +24,13 @@ def groups(arguments):
 
 
 def tags_of(executable):
+    # Catch2 exits with the number of tags it listed, so the listing's heading is what says it ran.
     listed = subprocess.run([executable, "-#", "--list-tags"], capture_output=True, text=True,
-                            timeout=120, check=True).stdout
-    return set(re.findall(r"\[#([^\]]+)\]", listed))
+                            timeout=120)
+    if "All available tags:" not in listed.stdout:
+        sys.exit(f"test_shards.py: {executable} -# --list-tags listed no tags "
+                 f"(exit status {listed.returncode}): {listed.stderr.strip()}")
+    return set(re.findall(r"\[#([^\]]+)\]", listed.stdout))
 
 
 def main():
