@@ -110,13 +110,13 @@ grep -q "^scripts/test: every stage passed in [0-9]* s$" "$work/all.err" ||
   fail "all: no line with the whole run's time: $(cat "$work/all.err")"
 
 echo "--- a stage over its budget fails CI with one line, and nothing runs after it"
-# The package test's budget, 180 s, at 1 percent is 1 s; its stand-in takes 2.
-run slow STUB_SLEEP="package-test=2" NVSMI_BUDGET_PERCENT=1
+# The package test's budget, 300 s, at 1 percent is 3 s; its stand-in takes 4.
+run slow STUB_SLEEP="package-test=4" NVSMI_BUDGET_PERCENT=1
 [ "$status" -eq 1 ] || fail "slow: exit status $status, not 1"
-grep -q "^scripts/test: stage 'package test' took [2-9] s, over its budget of 1 s" "$work/slow.err" ||
+grep -q "^scripts/test: stage 'package test' took [4-9] s, over its budget of 3 s" "$work/slow.err" ||
   fail "slow: no line saying so: $(cat "$work/slow.err")"
 ! grep -q "^ctest-build-asan" "$work/slow.events" || fail "slow: tested on after the budget was passed"
-run slow_unbounded STUB_SLEEP="package-test=2" NVSMI_BUDGET_PERCENT=0
+run slow_unbounded STUB_SLEEP="package-test=4" NVSMI_BUDGET_PERCENT=0
 [ "$status" -eq 0 ] || fail "slow_unbounded: NVSMI_BUDGET_PERCENT=0 did not lift the budgets"
 run bad_percent NVSMI_BUDGET_PERCENT=lots
 [ "$status" -eq 2 ] && grep -q "^scripts/test: NVSMI_BUDGET_PERCENT is 'lots', not a whole number" \
