@@ -122,30 +122,26 @@ run bad_percent NVSMI_BUDGET_PERCENT=lots
 [ "$status" -eq 2 ] && grep -q "^scripts/test: NVSMI_BUDGET_PERCENT is 'lots', not a whole number" \
   "$work/bad_percent.err" || fail "bad_percent: exit status $status: $(cat "$work/bad_percent.err")"
 
+# beside_fails NAME STUB WHAT LATER: the stage STUB, begun beside another, fails: scripts/test
+# fails with one line naming WHAT, prints STUB's output, and starts no LATER stage.
+beside_fails() {
+  local name=$1 stub=$2 what=$3 later=$4
+  run "$name" STUB_FAIL="$stub"
+  [ "$status" -ne 0 ] || fail "$name: exit status 0"
+  grep -qF "scripts/test: $what failed (exit status 3" "$work/$name.err" ||
+    fail "$name: no line saying so: $(cat "$work/$name.err")"
+  grep -q "^$stub's output" "$work/$name.err" || fail "$name: its output was not printed"
+  ! grep -q "^$later" "$work/$name.events" || fail "$name: $later ran after the failure"
+}
 echo "--- the fresh install fails: one line, its output, and no fuzzing after it"
-run fresh_fails STUB_FAIL=measure-fresh-install
-[ "$status" -ne 0 ] || fail "fresh_fails: exit status 0"
-grep -q "^scripts/test: the fresh install (scripts/measure-fresh-install) failed (exit status 3" \
-  "$work/fresh_fails.err" || fail "fresh_fails: no line saying so: $(cat "$work/fresh_fails.err")"
-grep -q "^measure-fresh-install's output" "$work/fresh_fails.err" ||
-  fail "fresh_fails: its output was not printed"
-! grep -q "^fuzz-run" "$work/fresh_fails.events" || fail "fresh_fails: fuzzed after the failure"
-
-echo "--- the fuzz build fails: one line, and no sanitizer tests after it"
-run fuzz_build_fails STUB_FAIL=fuzz-build
-[ "$status" -ne 0 ] || fail "fuzz_build_fails: exit status 0"
-grep -q "^scripts/test: the fuzz targets' build (scripts/fuzz --build-only) failed" \
-  "$work/fuzz_build_fails.err" || fail "fuzz_build_fails: no line saying so"
-! grep -q "^ctest-build-asan" "$work/fuzz_build_fails.events" || fail "fuzz_build_fails: tested on"
-
+beside_fails fresh_fails measure-fresh-install "the fresh install (scripts/measure-fresh-install)" \
+  fuzz-run
+echo "--- the fuzz build fails: one line, its output, and no sanitizer tests after it"
+beside_fails fuzz_build_fails fuzz-build "the fuzz targets' build (scripts/fuzz --build-only)" \
+  ctest-build-asan
 echo "--- the sanitizer build fails: one line, its output, and no sanitizer tests after it"
-run asan_build_fails STUB_FAIL=asan-build
-[ "$status" -ne 0 ] || fail "asan_build_fails: exit status 0"
-grep -q "^scripts/test: the sanitizer build (scripts/build-sanitizer) failed (exit status 3" \
-  "$work/asan_build_fails.err" || fail "asan_build_fails: no line saying so"
-grep -q "^asan-build's output" "$work/asan_build_fails.err" ||
-  fail "asan_build_fails: its output was not printed"
-! grep -q "^ctest-build-asan" "$work/asan_build_fails.events" || fail "asan_build_fails: tested on"
+beside_fails asan_build_fails asan-build "the sanitizer build (scripts/build-sanitizer)" \
+  ctest-build-asan
 
 echo "--- the sanitizer tests fail while the fresh install runs: it is ended"
 run asan_fails STUB_FAIL=ctest-build-asan STUB_WAIT_FOR=measure-fresh-install \
