@@ -672,6 +672,43 @@ TEST_CASE("a double-forked worker is the job's, and named when the job leaves it
   CHECK(!test::process_ended(std::stoi(pid))); // named, not killed
 }
 
+TEST_CASE("run: a GPU process of the job's that it has reaped stays the job's while listed") {
+  // nvidia-smi lists a process a moment after it ended; by then the job may have reaped it, and
+  // its pid names no process here. It was the job's, and nothing else's.
+  std::string folder = test::temporary_folder();
+  std::string apps = folder + "/apps", log = folder + "/samples.json";
+  std::string reaped = folder + "/reaped", release = folder + "/release";
+  test::write_file(apps, "");
+  KillAtEnd child{folder + "/child.pid"};
+  Background run(
+      "FAKE_NVSMI_STAMP_NOW=1 FAKE_NVSMI_APPS=" + quote(apps) + " exec " +
+      run_command(folder + "/locks",
+                  "--gpu-ids 0 --process-interval 0.2 --report " + quote(folder + "/report") +
+                      " --log " + quote(log) + " -- sh -c 'sleep 300 & echo $! >" + child.pid_file +
+                      "; echo \"" + gpu0 + ", $!, 20480 MiB, python\" >>" + apps + "; " +
+                      until_logged("$!", log) + "; kill $!; { wait $!; } 2>/dev/null; touch " +
+                      reaped + "; until [ -e " + release + " ]; do sleep 0.1; done'"));
+  REQUIRE(test::wait_until([&] { return std::ifstream(reaped).good(); }));
+  std::string listed = "\"pid\":" + std::to_string(test::pid_in_file(child.pid_file)) + ",";
+  auto times_listed = [&] {
+    std::string text = test::read_file(log);
+    std::size_t count = 0;
+    for (std::size_t at = text.find(listed); at != std::string::npos;
+         at = text.find(listed, at + 1))
+      ++count;
+    return count;
+  };
+  std::size_t before = times_listed();
+  REQUIRE(test::wait_until([&] { return times_listed() >= before + 2; }));
+  test::write_file(release, "");
+  CHECK(run.wait() == 0);
+  std::string text = test::read_file(folder + "/report");
+  INFO(run.err() << text);
+  CHECK(text.find("peak memory 20480 MiB of 81559 MiB (25.1%)\n") != std::string::npos);
+  CHECK(text.find("also had") == std::string::npos);
+  CHECK(text.find("perhaps incomplete") == std::string::npos);
+}
+
 TEST_CASE("no batch advice while a GPU process that may be the job's cannot be told") {
   std::string folder = test::temporary_folder();
   std::string apps = folder + "/apps", log = folder + "/samples.json";

@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <set>
 #include <spawn.h>
 #include <sys/prctl.h>
@@ -415,22 +416,30 @@ private:
     loop_.stop_sampling([this] { loop_.end(); });
   }
 
-  Owner owner_of(const Process &process) const {
+  Owner owner_of(const Process &process) {
     if (!attribute_)
       return Owner::stranger; // said in a note: the samples are not of this machine
     if (!process.pid)
       return Owner::unknown;
     pid_t pid = static_cast<pid_t>(*process.pid);
+    std::optional<std::uint64_t> started = process_start_ticks(pid);
+    // nvidia-smi lists a process a moment after it ended, and the job may have reaped it between
+    // the sample and now: gone, it is still the job's process it was, not a stranger's. A pid
+    // that lives again with another start time is another process.
+    auto known = job_processes_.find(pid);
+    if (known != job_processes_.end() && (!started || *started == known->second))
+      return Owner::job;
     // Ours are the job's: the job, what it started, and what left its chain for us (the
     // subreaper); nvidia-smi, our only other child, is never a GPU process.
-    if (descends_from(pid, ::getpid()))
-      return Owner::job;
     // Its cgroup tells only when the job has one of its own: in ours, everyone beside us is too.
-    if (job_cgroup_ && job_cgroup_ != own_cgroup_ && process_cgroup(pid) == job_cgroup_)
+    if (descends_from(pid, ::getpid()) ||
+        (job_cgroup_ && job_cgroup_ != own_cgroup_ && process_cgroup(pid) == job_cgroup_)) {
+      if (started && job_processes_.size() < max_job_processes)
+        job_processes_[pid] = *started;
       return Owner::job;
+    }
     // What ran before the job is not the job's; what started since, outside its tree (a container
     // that a daemon started for `docker run`), may be.
-    std::optional<std::uint64_t> started = process_start_ticks(pid);
     if (started && job_start_ticks_ && *started < *job_start_ticks_)
       return Owner::stranger;
     return Owner::unknown;
@@ -563,6 +572,10 @@ private:
   pid_t job_pid_ = 0;
   std::optional<asio::posix::stream_descriptor> job_end_;
   std::optional<std::uint64_t> job_start_ticks_;
+  // The job's GPU processes seen so far, by pid, with their start times; bounded as a job that
+  // starts GPU processes for days would add one each.
+  static constexpr std::size_t max_job_processes = 4096;
+  std::map<pid_t, std::uint64_t> job_processes_;
   std::optional<std::string> own_cgroup_, job_cgroup_;
   std::optional<JobLedger> ledger_;
   std::optional<ReportBuilder> report_;
