@@ -1,9 +1,10 @@
 # Run after a suite's executable is built (tests/CMakeLists.txt, nvsmi_library_test): writes OUTPUT,
 # a ctest script with one test per test case of the source file FILE (Catch2's file-name tag
-# [#FILE]), named "PREFIX: TEST CASE", each running that case alone with TIMEOUT and COST, and
-# failing should its spec match none (--warn NoTests).
+# [#FILE]), named "PREFIX: TEST CASE", each running that case alone with the properties its
+# loader sets in nvsmi_case_properties (tests/CMakeLists.txt), and failing should its spec match
+# none (--warn NoTests).
 # Catch2's own CMake module does not do: it splits a test case's name at a semicolon.
-# Usage: cmake -D EXECUTABLE=... -D FILE=... -D PREFIX=... -D TIMEOUT=... -D COST=... -D OUTPUT=...
+# Usage: cmake -D EXECUTABLE=... -D FILE=... -D PREFIX=... -D OUTPUT=...
 #        -P catch_cases.cmake
 execute_process(COMMAND ${EXECUTABLE} "-#" "[#${FILE}]" --list-test-names-only
   OUTPUT_FILE ${OUTPUT}.names RESULT_VARIABLE listed)
@@ -36,7 +37,7 @@ foreach(name IN LISTS names)
   string(REGEX REPLACE "[*]$" "\\\\*" spec "${spec}")
   string(APPEND script "add_test([==[${PREFIX}: ${name}]==] [==[${EXECUTABLE}]==] --warn NoTests "
          "[==[${spec}]==])\n"
-         "set_tests_properties([==[${PREFIX}: ${name}]==] PROPERTIES TIMEOUT ${TIMEOUT} "
-         "COST ${COST})\n")
+         "set_tests_properties([==[${PREFIX}: ${name}]==] PROPERTIES "
+         "\${nvsmi_case_properties})\n")
 endforeach()
 file(WRITE ${OUTPUT} "${script}")
