@@ -18,7 +18,7 @@ const std::string secret = "--db-password=hunter2";
 
 // A python3 with a secret among its arguments, run as root, on GPU 0 of the stand-in.
 struct SecretJob {
-  test::Background job{"exec python3 -c 'import time; time.sleep(300)' " + secret};
+  test::Background job{"exec /usr/bin/python3 -c 'import time; time.sleep(300)' " + secret};
   std::string folder = test::temporary_folder();
   SecretJob() {
     test::write_file(folder + "/apps", "GPU-00000000-0000-0000-0000-000000000000, " +
