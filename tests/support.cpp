@@ -128,6 +128,11 @@ Run chromium(const std::string &arguments) {
                    quote(temporary_folder()) + " " + arguments);
 }
 
+void keep_artifact(const std::string &name, const std::string &content) {
+  std::filesystem::create_directories(ARTIFACTS_DIR);
+  write_file(std::string(ARTIFACTS_DIR) + "/" + name, content);
+}
+
 std::vector<std::string> lines_of(const std::string &text) {
   std::vector<std::string> lines;
   std::istringstream in(text);

@@ -38,6 +38,8 @@ inline const std::string fake_nvidia_smi_process = "bash " SCRIPTS_DIR "/fake-nv
 std::string fixture_path(const std::string &relative);
 std::string read_file(const std::string &path);
 void write_file(const std::string &path, const std::string &content);
+// Keeps what a screen or report showed as ARTIFACTS_DIR/NAME, for a person (and CI) to open.
+void keep_artifact(const std::string &name, const std::string &content);
 // A fresh empty folder under the system's temporary folder.
 std::string temporary_folder();
 // An nvidia-smi in `folder` (its path is returned) that runs the stand-in, and whose first GPU

@@ -157,11 +157,6 @@ nlohmann::json fleet_json(const Server &server) {
   return nlohmann::json::parse(server.get("/fleet.json").body, nullptr, false);
 }
 
-void save_artifact(const std::string &name, const std::string &content) {
-  test::run_shell("mkdir -p " + quote(ARTIFACTS_DIR));
-  test::write_file(std::string(ARTIFACTS_DIR) + "/" + name, content);
-}
-
 // A stopped process is continued when the test ends, passed or failed, so that its Server can
 // stop and reap it.
 struct ContinueAtEnd {
@@ -508,7 +503,7 @@ TEST_CASE("top --hosts and serve's /fleet: five serves on loopback, one stopped 
     return ok_hosts(s) && s.find("2 hosts without a fresh sample") != std::string::npos;
   }));
   std::string top_screen = tmux.screen();
-  save_artifact("top-hosts-120x40.txt", top_screen);
+  test::keep_artifact("top-hosts-120x40.txt", top_screen);
   auto lines = test::lines_of(top_screen);
   REQUIRE(lines.size() >= 40);
   CHECK_THAT(lines[0], Catch::StartsWith("nvsmi-agent top \u00b7 5 hosts"));
@@ -520,7 +515,7 @@ TEST_CASE("top --hosts and serve's /fleet: five serves on loopback, one stopped 
   CHECK(tmux.wait_for([&](const std::string &s) {
     return s.find(stopped_line) != std::string::npos && s.find(stalled_line) != std::string::npos;
   }));
-  save_artifact("top-hosts-120x40-end.txt", tmux.screen());
+  test::keep_artifact("top-hosts-120x40-end.txt", tmux.screen());
   // A host that answered, then stops answering: marked, with the age of its last good sample,
   // which stays on the screen, dimmed (A_DIM, SGR 2), as the past.
   REQUIRE(::kill(b.pid(), SIGSTOP) == 0);
@@ -529,7 +524,7 @@ TEST_CASE("top --hosts and serve's /fleet: five serves on loopback, one stopped 
       label(b.port()) + " \u00b7 unreachable: no answer in 1 s \u00b7 last good sample ";
   CHECK(tmux.wait_for([&](const std::string &s) { return s.find(b_line) != std::string::npos; }));
   std::string styled = tmux.tmux("capture-pane -p -e").out;
-  save_artifact("top-hosts-120x40-lost.txt", tmux.screen());
+  test::keep_artifact("top-hosts-120x40-lost.txt", tmux.screen());
   std::size_t below = styled.find("\n", styled.find(label(b.port())));
   REQUIRE(below != std::string::npos);
   std::string next_line = styled.substr(below + 1, styled.find('\n', below + 1) - below - 1);
@@ -549,10 +544,10 @@ TEST_CASE("top --hosts and serve's /fleet: five serves on loopback, one stopped 
     return narrow && rows.size() >= 30 && rows[29].find("q quit") == 0 &&
            s.find(stalled_line) != std::string::npos;
   }));
-  save_artifact("top-hosts-60x30-end.txt", tmux.screen());
+  test::keep_artifact("top-hosts-60x30-end.txt", tmux.screen());
   tmux.keys("kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk");
   CHECK(tmux.wait_for([&](const std::string &s) { return ok_hosts(s); }));
-  save_artifact("top-hosts-60x30.txt", tmux.screen());
+  test::keep_artifact("top-hosts-60x30.txt", tmux.screen());
   tmux.keys("q");
   CHECK(tmux.wait_for("top-exit=0"));
 }
@@ -649,7 +644,7 @@ TEST_CASE("top --hosts and /fleet show what a hostile agent says as text, within
            s.find("unreachable: answered more than 4 MiB") != std::string::npos &&
            s.find("unreachable: answered what is not a snapshot") != std::string::npos;
   }));
-  save_artifact("top-hosts-hostile.txt", tmux.screen());
+  test::keep_artifact("top-hosts-hostile.txt", tmux.screen());
   CHECK(tmux.shows("nvsmi-agent top"));
   tmux.keys("q");
   CHECK(tmux.wait_for("top-exit=0"));
@@ -706,7 +701,7 @@ TEST_CASE(
   test::Run text = test::run_agent("fleet --timeout 2 --hosts " + hosts);
   INFO(text.out << text.err);
   REQUIRE(text.exit_code == 0);
-  save_artifact("fleet-columns.txt", text.out);
+  test::keep_artifact("fleet-columns.txt", text.out);
   auto gpu_row = [](const std::string &line) { return line.rfind("[", 0) == 0; };
   std::size_t rows = 0;
   CHECK(mark_columns(text.out, "\u00b0C", gpu_row, rows).size() == 1);
@@ -737,8 +732,8 @@ TEST_CASE(
     });
     std::string screen = tmux.screen();
     std::string styled = tmux.tmux("capture-pane -p -e").out;
-    save_artifact("top-hosts-columns-" + std::to_string(columns) + ".txt", screen);
-    save_artifact("top-hosts-columns-" + std::to_string(columns) + ".ansi", styled);
+    test::keep_artifact("top-hosts-columns-" + std::to_string(columns) + ".txt", screen);
+    test::keep_artifact("top-hosts-columns-" + std::to_string(columns) + ".ansi", styled);
     INFO(screen);
     CHECK(aligned);
     for (const std::string &line : test::lines_of(screen))

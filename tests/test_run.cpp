@@ -917,23 +917,6 @@ TEST_CASE(
 
 // Issue 39, item 4: run says which GPU it took before the job's first word, and its end report
 // opens with the job in a screen's corner; the internals only with --details.
-namespace {
-
-std::vector<std::string> text_lines(const std::string &text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    out.push_back(line);
-  return out;
-}
-
-void keep_artifact(const std::string &name, const std::string &text) {
-  test::run_shell("mkdir -p " + quote(ARTIFACTS_DIR));
-  test::write_file(std::string(ARTIFACTS_DIR) + "/" + name, text);
-}
-
-} // namespace
-
 TEST_CASE("run: its first line on stderr names the GPU it took and the claim") {
   std::string folder = test::temporary_folder();
   test::Run run = run_shell(run_command(folder + "/locks",
@@ -941,14 +924,14 @@ TEST_CASE("run: its first line on stderr names the GPU it took and the claim") {
                                         ">&2'"));
   INFO(run.err);
   CHECK(run.exit_code == 0);
-  std::vector<std::string> lines = text_lines(said(run.err));
+  std::vector<std::string> lines = test::lines_of(said(run.err));
   REQUIRE(lines.size() >= 2);
   CHECK(lines[0] == "nvsmi-agent run: GPU 4 (NVIDIA H100 80GB HBM3, 00000000:59:00.0) claimed "
                     "for this job; CUDA_VISIBLE_DEVICES=4");
   CHECK(lines[1] == "job on 4"); // before the job's own output
 
   test::Run two = run_shell(run_command(folder + "/locks", "--gpu 0,4 --uuid -- true"));
-  CHECK(text_lines(said(two.err)).at(0) ==
+  CHECK(test::lines_of(said(two.err)).at(0) ==
         "nvsmi-agent run: GPUs 0 (NVIDIA H100 80GB HBM3, 00000000:19:00.0), 4 (NVIDIA H100 80GB "
         "HBM3, 00000000:59:00.0) claimed for this job; CUDA_VISIBLE_DEVICES=" +
             gpu0 + ",GPU-00000000-0000-0000-0000-000000000004");
@@ -960,10 +943,10 @@ TEST_CASE("run: the end report opens with the job in at most 15 lines; --details
   std::string job = " -- sh -c 'echo on GPU $CUDA_VISIBLE_DEVICES; sleep 2; exit 3'";
   test::Run run =
       run_shell("FAKE_NVSMI_STAMP_NOW=1 " + run_command(folder + "/locks", "--gpu 0" + job));
-  keep_artifact("run-report.txt", run.err);
+  test::keep_artifact("run-report.txt", run.err);
   INFO(run.err);
   CHECK(run.exit_code == 3);
-  std::vector<std::string> lines = text_lines(said(run.err));
+  std::vector<std::string> lines = test::lines_of(said(run.err));
   REQUIRE(lines.size() >= 3);
   CHECK_THAT(lines[0], Catch::StartsWith("nvsmi-agent run: GPU 0 "));
   // The report: the job first, and short.
@@ -981,9 +964,9 @@ TEST_CASE("run: the end report opens with the job in at most 15 lines; --details
 
   test::Run details = run_shell("FAKE_NVSMI_STAMP_NOW=1 " +
                                 run_command(folder + "/locks", "--gpu 0 --details" + job));
-  keep_artifact("run-report-details.txt", details.err);
+  test::keep_artifact("run-report-details.txt", details.err);
   INFO(details.err);
-  CHECK(text_lines(said(details.err)).at(1) == lines[1]);
+  CHECK(test::lines_of(said(details.err)).at(1) == lines[1]);
   CHECK_THAT(details.err, Catch::Contains("               the job's processes were on it in "));
   CHECK_THAT(details.err, Catch::Contains("\nsamples: taken while the job ran\nrows: "));
   CHECK_THAT(details.err, Catch::Contains("\n1 GPU: "));
@@ -1004,7 +987,7 @@ TEST_CASE("run: batch advice from 5 minutes of samples of the job, not less") {
       "FAKE_NVSMI_APPS=" +
       quote(apps) + " " +
       run_command(folder + "/locks", "--gpu 0 --process-interval 0.2 -- " + job));
-  keep_artifact("run-report-batch.txt", run.err);
+  test::keep_artifact("run-report-batch.txt", run.err);
   INFO(run.err);
   CHECK(run.exit_code == 0);
   CHECK_THAT(run.err, Catch::Contains("peak memory 20480 MiB of 81559 MiB (25.1%)"));

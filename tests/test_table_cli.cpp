@@ -277,11 +277,6 @@ TEST_CASE(
 namespace {
 
 // `table` kept as BUILD/artifacts/NAME, for people to look at.
-void keep_artifact(const std::string &name, const std::string &table) {
-  test::run_shell("mkdir -p " + quote(ARTIFACTS_DIR));
-  test::write_file(std::string(ARTIFACTS_DIR) + "/" + name, table);
-}
-
 } // namespace
 
 TEST_CASE("snapshot's table: the fleet's summary and each state's reason at 80, 120 and 40 "
@@ -289,7 +284,7 @@ TEST_CASE("snapshot's table: the fleet's summary and each state's reason at 80, 
           "[table]") {
   Run piped = run_agent("snapshot --format table --fixture " + states);
   REQUIRE(piped.exit_code == 0);
-  keep_artifact("table-states-80.txt", piped.out);
+  test::keep_artifact("table-states-80.txt", piped.out);
   std::vector<std::string> lines = lines_of(piped.out);
   CHECK(lines[0] == "8 GPUs: 3 free \u00b7 2 in use \u00b7 1 idle but held \u00b7 1 at power limit "
                     "\u00b7 1 hot");
@@ -301,7 +296,7 @@ TEST_CASE("snapshot's table: the fleet's summary and each state's reason at 80, 
     Run run = on_terminal("NO_COLOR=1 " AGENT_BIN " snapshot --fixture " + states, width);
     INFO(run.out << run.err);
     REQUIRE(run.exit_code == 0);
-    keep_artifact("table-states-" + std::to_string(width) + ".txt", run.out);
+    test::keep_artifact("table-states-" + std::to_string(width) + ".txt", run.out);
     check_width(run.out, static_cast<std::size_t>(width));
     CHECK(gpu_rows(run.out) == 8);
     // Every state's count, on a line or two of its own.
@@ -353,7 +348,7 @@ TEST_CASE("snapshot's table names what holds every GPU and whose at 80, 120 and 
                           width);
     INFO("width " << width << "\n" << run.out << run.err);
     REQUIRE(run.exit_code == 0);
-    keep_artifact("table-" + std::to_string(width) + ".txt", run.out);
+    test::keep_artifact("table-" + std::to_string(width) + ".txt", run.out);
     check_width(run.out, static_cast<std::size_t>(width));
     CHECK(run.out.find(" more") == std::string::npos);
     std::vector<std::string> lines = lines_of(run.out);
@@ -419,7 +414,7 @@ TEST_CASE("snapshot's table at 80 columns keeps at least 8 columns of every proc
                     width);
     INFO("width " << width << "\n" << demo.out << demo.err);
     REQUIRE(demo.exit_code == 0);
-    keep_artifact("table-demo-" + std::to_string(width) + ".txt", demo.out);
+    test::keep_artifact("table-demo-" + std::to_string(width) + ".txt", demo.out);
     check_width(demo.out, static_cast<std::size_t>(width));
     for (const auto &[gpu, names] : jobs)
       for (const std::string &name : names)

@@ -62,11 +62,6 @@ bool pid_order(const std::string &screen, const std::vector<std::string> &pids) 
   return true;
 }
 
-void save_artifact(const std::string &name, const std::string &screen) {
-  run_shell("mkdir -p " + quote(ARTIFACTS_DIR));
-  test::write_file(std::string(ARTIFACTS_DIR) + "/" + name, screen);
-}
-
 bool have_tmux() {
   if (test::installed("tmux"))
     return true;
@@ -213,7 +208,7 @@ TEST_CASE(
       return chart && scale_tells_time(*chart, 2, 12, 1.0, why);
     });
     std::string screen = tmux.screen();
-    save_artifact("top-chart-200x50.txt", screen);
+    test::keep_artifact("top-chart-200x50.txt", screen);
     INFO(screen << why);
     CHECK(told);
     std::optional<ChartOnScreen> chart = chart_on(screen);
@@ -237,7 +232,7 @@ TEST_CASE(
     // The summary is the one bold line, each state's count in the state's colour; a GPU's name
     // is plain, its state in the same colour as in the summary.
     std::string styled = tmux.tmux("capture-pane -p -e").out;
-    save_artifact("top-chart-200x50.ansi", styled);
+    test::keep_artifact("top-chart-200x50.ansi", styled);
     std::vector<std::string> styled_lines = lines_of(styled);
     REQUIRE(styled_lines.size() >= 50);
     INFO(styled_lines[1] << "\n" << styled_lines[3]);
@@ -269,7 +264,7 @@ TEST_CASE("top's history chart at 80x24: two rows a GPU, its scale the span its 
       return chart && scale_tells_time(*chart, 0, 12, 1.0, why);
     });
     std::string screen = tmux.screen();
-    save_artifact("top-chart-80x24.txt", screen);
+    test::keep_artifact("top-chart-80x24.txt", screen);
     INFO(screen << why);
     CHECK(told);
     std::optional<ChartOnScreen> chart = chart_on(screen);
@@ -290,7 +285,7 @@ TEST_CASE("top on a fixture: every GPU with its state, the processes, keys, resi
   tmux.run(top_command("--interval 1 --fixture " + quote(states_fixture)));
   REQUIRE(tmux.wait_for("vllm serve"));
   std::string screen = tmux.screen();
-  save_artifact("top-80x24.txt", screen);
+  test::keep_artifact("top-80x24.txt", screen);
   INFO(screen);
   std::vector<std::string> lines = lines_of(screen);
   REQUIRE(lines.size() >= 24);
@@ -336,7 +331,7 @@ TEST_CASE("top on a fixture: every GPU with its state, the processes, keys, resi
     return rows.size() >= 45 && scale && s.find("GPU 7 ") != std::string::npos;
   }));
   std::string wide = tmux.screen();
-  save_artifact("top-160x45.txt", wide);
+  test::keep_artifact("top-160x45.txt", wide);
   CHECK(lines_of(wide).at(44).find("q quit") == 0);
 
   tmux.resize(80, 24);
@@ -449,7 +444,7 @@ TEST_CASE("top paints the whole screen again after each resize, smaller or large
       });
       std::string screen = tmux.screen();
       INFO("round " << round << ", 80x24:\n" << screen);
-      save_artifact("top-resized-80x24.txt", screen);
+      test::keep_artifact("top-resized-80x24.txt", screen);
       CHECK(small);
     }
     tmux.resize(200, 50);
@@ -521,7 +516,7 @@ TEST_CASE("top sends a selected process SIGTERM after y, and shows the help and 
   CHECK(test::wait_until([&] { return sleeper.exit_code().has_value(); }));
   CHECK(sleeper.exit_code() == 128 + SIGTERM);
   CHECK_FALSE(other.exit_code());
-  save_artifact("top-signal-sent.txt", tmux.screen());
+  test::keep_artifact("top-signal-sent.txt", tmux.screen());
   // A click on GPU 1's row shows only its processes; a second click all of them again.
   auto line_of = [&](const std::string &text) {
     std::vector<std::string> now = lines_of(tmux.screen());
@@ -570,7 +565,7 @@ TEST_CASE("top's tree view shows two GPU processes under the shell that started 
            rows[1].find("\u2514 sleep 300") != std::string::npos &&
            rows[2].find("\u2514 sleep 300") != std::string::npos;
   }));
-  save_artifact("top-tree.txt", tmux.screen());
+  test::keep_artifact("top-tree.txt", tmux.screen());
   tmux.keys("t");
   CHECK(tmux.wait_for([](const std::string &s) { return process_rows(s).size() == 2; }));
   tmux.keys("q");
@@ -596,7 +591,7 @@ TEST_CASE("top run by another user: the kernel refuses the signal, the message s
   REQUIRE(tmux.wait_for("send SIGKILL to pid " + pid));
   tmux.keys("y");
   CHECK(tmux.wait_for("not yours: pid " + pid + " belongs to root"));
-  save_artifact("top-signal-refused.txt", tmux.screen());
+  test::keep_artifact("top-signal-refused.txt", tmux.screen());
   CHECK(::kill(sleeper.pid(), 0) == 0);
   CHECK_FALSE(sleeper.exit_code());
   tmux.keys("q");
@@ -639,7 +634,7 @@ TEST_CASE("top's first frame already says which GPUs are free") {
     first = screen;
     return screen.find("8 GPUs: ") != std::string::npos;
   }));
-  save_artifact("top-first-frame.txt", first);
+  test::keep_artifact("top-first-frame.txt", first);
   INFO(first);
   std::string summary;
   for (const std::string &line : lines_of(first))
