@@ -9,6 +9,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -410,6 +412,7 @@ namespace {
 struct DmonWatch {
   std::vector<json> lines;
   std::string err, calls;
+  double seconds = 0; // how long the watch ran, where a test measures it
 };
 // `wrapper`: what goes before the agent on its command line (an environment variable).
 DmonWatch watch_with_dmon(const std::string &environment, const std::string &options, int count,
@@ -534,6 +537,7 @@ namespace {
 DmonWatch watch_with_counters(const std::string &dmon, const std::string &counters,
                               const std::string &counters_mode = "ok", int count = 40) {
   std::string calls = test::temporary_folder() + "/nvlink-calls";
+  auto started = std::chrono::steady_clock::now();
   test::Run run = run_shell(
       "FAKE_NVSMI_DMON_MODE=" + dmon + " FAKE_NVSMI_NVLINK_COUNTERS=" + counters_mode +
       " NVSMI_TEST_NVLINK_COUNTERS_MIN_SECONDS=1 FAKE_NVSMI_NVLINK_ARGS=" + quote(calls) + " " +
@@ -542,7 +546,9 @@ DmonWatch watch_with_counters(const std::string &dmon, const std::string &counte
       (counters.empty() ? "" : "--nvlink-counters " + counters) + " --nvidia-smi " + fake);
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
-  return {json_lines(run.out), run.err, run_shell("cat " + quote(calls) + " || true").out};
+  std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - started;
+  return {json_lines(run.out), run.err, run_shell("cat " + quote(calls) + " || true").out,
+          seconds.count()};
 }
 
 // The stand-in's counters: GPU g sends 18 432 000 (g + 1) B/s and receives half that.
@@ -571,11 +577,13 @@ TEST_CASE("--nvlink-counters: where dmon gives no NVLink figures (an A100), the 
     for (int g = 0; g < 8; ++g)
       check_counters_rates(line["gpus"][g], g);
   }
-  // nvlink -s once at start, then one -gt d per interval at most: 8 s of samples, 1 s apart.
+  // nvlink -s once at start, then one -gt d per interval at most: 8 s of samples, 1 s apart, or
+  // as long as a busy machine stretched the watch to (12 readings seen once under load).
   CHECK(watch.calls.rfind("nvlink -s\nnvlink -gt d\nnvlink -gt d\n", 0) == 0);
   std::size_t readings = occurrences(watch.calls, "nvlink -gt d\n");
   CHECK(readings >= 2);
-  CHECK(readings <= 9);
+  INFO("the watch ran " << watch.seconds << " s");
+  CHECK(static_cast<double>(readings) <= std::max(8.0, watch.seconds) + 1);
   CHECK(watch.err.find("NVLink") == std::string::npos);
 }
 
