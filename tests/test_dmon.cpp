@@ -138,8 +138,8 @@ TEST_CASE("dmon: bad rows are errors and skipped, never a crash or a reading") {
   DmonReader reader;
   REQUIRE_FALSE(reader.add_line("# gpu  rxpci  smutil").error);
   REQUIRE_FALSE(reader.add_line("# Idx   MB/s   GPM:%").error);
-  for (const char *line :
-       {"0 1", "0 1 2 3", "0 x 2", "0 -5 2", "- 1 2", "0 99999999999999 2", "\xff\xfe 1 2"}) {
+  for (const char *line : {"0 1", "0 1 2 3", "0 x 2", "0 -N/A 2", "0 --5 2", "- 1 2",
+                           "0 99999999999999 2", "\xff\xfe 1 2"}) {
     INFO(line);
     DmonReader::Outcome outcome = reader.add_line(line);
     CHECK(outcome.error.has_value());
@@ -192,6 +192,48 @@ TEST_CASE("dmon -s t --gpm-metrics as the agent asks (H100, 580): PCIe first, th
     CHECK(quiet[2].sm_active_percent == 0);
     CHECK(quiet[2].pcie_rx_bytes_per_second == 0);
   }
+}
+
+TEST_CASE("dmon: a share past 100 % or a rate below 0 is dropped from its row, said, never read") {
+  // GPU 3 as an odd driver gave it (issue 40): SM 250 %, occupancy 999 %, tensor 101 %, DRAM
+  // 200 %, and a PCIe rate of -5 MB/s; its other figures are readings as ever.
+  DmonReader reader;
+  REQUIRE_FALSE(
+      reader.add_line("# gpu  rxpci  txpci  smutil  smocc  mmaact  dram  fp32  nvlrx").error);
+  REQUIRE_FALSE(
+      reader.add_line("# Idx   MB/s   MB/s   GPM:%  GPM:%   GPM:%  GPM:%  GPM:%  GPM:MiB/s").error);
+  DmonReader::Outcome odd =
+      reader.add_line("    3    -5   650    250    999    101   200    6   300");
+  REQUIRE(odd.row.has_value());
+  CHECK_FALSE(odd.error.has_value());
+  CHECK(odd.row->gpu_index == 3);
+  for (const Reading &dropped :
+       {odd.row->sm_active_percent, odd.row->sm_occupancy_percent, odd.row->tensor_active_percent,
+        odd.row->dram_active_percent, odd.row->pcie_rx_bytes_per_second})
+    CHECK_FALSE(dropped.has_value());
+  CHECK(odd.row->pcie_tx_bytes_per_second == 650 * mib);
+  CHECK(odd.row->fp32_active_percent == 6);
+  CHECK(odd.row->nvlink_rx_bytes_per_second == 300 * mib);
+  REQUIRE(odd.dropped.has_value());
+  CHECK(*odd.dropped == "dmon GPU 3: dropped, never read: rxpci -5 MB/s (a rate is at least 0), "
+                        "smutil 250 % (a share is 0-100 %), smocc 999 % (a share is 0-100 %), "
+                        "mmaact 101 % (a share is 0-100 %), dram 200 % (a share is 0-100 %)");
+  // The bounds themselves are readings; a negative zero is 0; nothing is said of them.
+  DmonReader::Outcome edge = reader.add_line("    0    0   -0    100    0    100   0    0   0");
+  REQUIRE(edge.row.has_value());
+  CHECK_FALSE(edge.dropped.has_value());
+  CHECK(edge.row->sm_active_percent == 100);
+  CHECK(edge.row->pcie_tx_bytes_per_second == 0);
+  // A negative NVLink rate and a negative share, in the CSV form too.
+  DmonReader csv;
+  REQUIRE_FALSE(csv.add_line("#gpu, smutil, nvltx").error);
+  REQUIRE_FALSE(csv.add_line("#Idx, GPM:%, GPM:MiB/s").error);
+  DmonReader::Outcome negative = csv.add_line(" 1, -1, -7");
+  REQUIRE(negative.row.has_value());
+  CHECK_FALSE(negative.row->sm_active_percent);
+  CHECK_FALSE(negative.row->nvlink_tx_bytes_per_second);
+  CHECK_THAT(*negative.dropped,
+             Catch::Contains("smutil -1 %") && Catch::Contains("nvltx -7 MiB/s"));
 }
 
 TEST_CASE("dmon: a GPM metric the driver has no name for (id=N) is read past, not refused") {
@@ -270,6 +312,18 @@ TEST_CASE("one line decoder for dmon, pmon and the compute-apps loop: lines cut 
   CHECK(rows.size() == 3);
   CHECK(skipped.back().rfind("dmon row without a header it knows", 0) == 0);
 
+  // A row with a figure out of range is handed on without it, and what was dropped said once,
+  // not as a skipped line and not as nvidia-smi's words for its exit line.
+  std::size_t messages_before = messages.size();
+  skipped.clear();
+  dmon->feed("# gpu  smutil  rxpci\n# Idx   GPM:%   MB/s\n    2   250   7\n", events);
+  REQUIRE(rows.size() == 4);
+  CHECK_FALSE(rows[3].sm_active_percent);
+  CHECK(rows[3].pcie_rx_bytes_per_second == 7 * mib);
+  REQUIRE(skipped.size() == 1);
+  CHECK(skipped[0] == "dmon GPU 2: dropped, never read: smutil 250 % (a share is 0-100 %)");
+  CHECK(messages.size() == messages_before);
+
   // pmon through the same decoder: its reader's words get the stream's name before them.
   std::vector<std::vector<PmonRow>> samples;
   std::unique_ptr<StreamDecoder> pmon =
@@ -279,4 +333,22 @@ TEST_CASE("one line decoder for dmon, pmon and the compute-apps loop: lines cut 
   REQUIRE(skipped.size() == 1);
   CHECK(skipped[0].rfind("pmon line skipped: ", 0) == 0);
   CHECK(samples.empty());
+}
+
+TEST_CASE("the line decoder says dropped figures at most 5 times a minute per stream, then counts "
+          "them") {
+  std::vector<std::string> skipped;
+  StreamDecoder::Events events{[] {},
+                               [&](const std::string &text, bool) { skipped.push_back(text); },
+                               [](std::string_view) {}};
+  std::vector<DmonRow> rows;
+  std::unique_ptr<StreamDecoder> dmon = dmon_decoder([&](DmonRow row) { rows.push_back(row); });
+  dmon->feed("# gpu  smutil\n# Idx   GPM:%\n", events);
+  for (int second = 0; second < 20; ++second)
+    dmon->feed("    3   250\n", events);
+  CHECK(rows.size() == 20); // every row handed on, without the figure
+  REQUIRE(skipped.size() == 6);
+  for (int i = 0; i < 5; ++i)
+    CHECK(skipped[i] == "dmon GPU 3: dropped, never read: smutil 250 % (a share is 0-100 %)");
+  CHECK(skipped[5] == "dmon: more than 5 messages in 60 s: the rest are counted, not shown");
 }

@@ -1,6 +1,7 @@
 #include "nvsmi/compute_apps.hpp"
 #include "nvsmi/csv_reader.hpp"
 #include "nvsmi/pmon.hpp"
+#include "nvsmi/stream_readings.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
@@ -24,7 +25,7 @@ const char *header_old = "# gpu        pid  type    sm   mem   enc   dec   comma
 // Feeds every line, gathering the samples and the errors.
 struct Fed {
   std::vector<std::vector<PmonRow>> samples;
-  std::vector<std::string> errors;
+  std::vector<std::string> errors, dropped;
 };
 Fed feed(PmonReader &reader, const std::string &text) {
   Fed fed;
@@ -39,6 +40,8 @@ Fed feed(PmonReader &reader, const std::string &text) {
       fed.samples.push_back(std::move(*outcome.sample));
     if (outcome.error)
       fed.errors.push_back(*outcome.error);
+    if (outcome.dropped)
+      fed.dropped.push_back(*outcome.dropped);
     start = end + 1;
   }
   return fed;
@@ -182,17 +185,101 @@ TEST_CASE("pmon: a bad row is an error and skipped, never a crash or a sample") 
   Fed fed =
       feed(reader, std::string(header_595) +
                        "    0       4242     C     8x      5      -      -      -      -    a\n"
-                       "    0       4243     C     -1      5      -      -      -      -    b\n"
                        "    0       4244     C\n"
                        "    0       4245     C      1      1      -      -      -      -    c\n");
-  REQUIRE(fed.errors.size() == 3);
+  REQUIRE(fed.errors.size() == 2);
   CHECK_THAT(fed.errors[0], Catch::Contains("sm"));
   CHECK_THAT(fed.errors[1], Catch::Contains("sm"));
-  CHECK_THAT(fed.errors[2], Catch::Contains("sm"));
   std::optional<std::vector<PmonRow>> rest = reader.finish();
   REQUIRE(rest);
   REQUIRE(rest->size() == 1);
   CHECK(rest->at(0).pid == 4245);
+}
+
+TEST_CASE("pmon: a share out of 0-100 % and a type nvidia-smi does not document are dropped, the "
+          "row kept") {
+  PmonReader reader;
+  Fed fed =
+      feed(reader, std::string(header_595) +
+                       "    0       4243     C     -1      5      -      -      -      -    b\n"
+                       "    0       4246   C+G    250    101      0    100      -      -    c\n"
+                       "    0       4247     X      3      4      -      -      -      -    d\n"
+                       "    0       4248 C+G+Z      3      4      -      -      -      -    e\n"
+                       "    0       4249 " +
+                       std::string(300, 'C') +
+                       "  3  4  -  -  -  -    f\n"
+                       "    0       4250   M+C      3      4      -      -      -      -    g\n");
+  CHECK(fed.errors.empty());
+  REQUIRE(fed.dropped.size() == 5);
+  CHECK(fed.dropped[0] == "pmon GPU 0 pid 4243: dropped, never read: sm -1 % (a share is 0-100 %)");
+  CHECK(fed.dropped[1] ==
+        "pmon GPU 0 pid 4246: dropped, never read: sm 250 % (a share is 0-100 %), "
+        "mem 101 % (a share is 0-100 %)");
+  CHECK_THAT(fed.dropped[2], Catch::Contains("type \"X\" (not one nvidia-smi documents"));
+  CHECK_THAT(fed.dropped[3], Catch::Contains("type \"C+G+Z\""));
+  CHECK_THAT(fed.dropped[4], Catch::Contains("type \"CCCCCCCCCCCCCCCC...\""));
+  CHECK(fed.dropped[4].size() < 200);
+  std::optional<std::vector<PmonRow>> rows = reader.finish();
+  REQUIRE(rows);
+  REQUIRE(rows->size() == 6);
+  CHECK_FALSE(rows->at(0).sm_percent);
+  CHECK(rows->at(0).memory_percent == 5);
+  CHECK(rows->at(1).type == std::string("C+G"));
+  CHECK_FALSE(rows->at(1).sm_percent);
+  CHECK_FALSE(rows->at(1).memory_percent);
+  CHECK(rows->at(1).encoder_percent == 0);
+  CHECK(rows->at(1).decoder_percent == 100);
+  for (std::size_t i : {2, 3, 4}) {
+    CHECK_FALSE(rows->at(i).type);
+    CHECK(rows->at(i).sm_percent == 3);
+  }
+  CHECK(rows->at(5).type == std::string("M+C"));
+}
+
+TEST_CASE("process types: the letters nvidia-smi documents, joined by '+', and nothing else") {
+  for (const char *type : {"C", "G", "M", "O", "C+G", "M+C", "G+C", "M+C+G", " C+G "})
+    CHECK(process_type(type).has_value());
+  std::vector<std::string> dropped;
+  for (const char *type : {"X", "c", "C+", "+C", "C+C", "CG", "C+G+Z", "C++G", "C+G+M+O+C", "",
+                           "N/A", "[N/A]", "C\x1b[2J"})
+    CHECK_FALSE(process_type(type, &dropped).has_value());
+  // Unknown markers say nothing; the rest are said, printable.
+  for (const std::string &line : dropped)
+    for (char c : line)
+      CHECK((c >= ' ' && c < 0x7f));
+  CHECK(dropped.size() == 10);
+  CHECK(has_compute_context("C+G"));
+  CHECK(has_compute_context("M"));
+  CHECK_FALSE(has_compute_context("G"));
+}
+
+TEST_CASE("attach_pmon: pmon's type (C+G, M+C) over compute-apps' assumed C, never a G over it") {
+  // A Windows desktop process (the corpus's RTX 2080 SUPER capture: dwm.exe is C+G in pmon and
+  // in -q, and compute-apps lists it, as every process with a compute context).
+  Snapshot snapshot;
+  snapshot.gpus.resize(1);
+  snapshot.gpus[0].index = 0;
+  snapshot.gpus[0].uuid = "GPU-0";
+  attach_compute_apps(snapshot, {{"GPU-0", 2056, "C:\\Windows\\System32\\dwm.exe", std::nullopt},
+                                 {"GPU-0", 4242, "python3", 100},
+                                 {"GPU-0", 4243, "python3", 100}});
+  std::vector<std::vector<PmonRow>> samples =
+      read_pmon(std::string(header_595) +
+                "    0       2056   C+G      -      -      -      -      -      -    dwm.exe\n"
+                "    0       4242     G      1      -      -      -      -      -    python3\n"
+                "    0       4243   M+C      1      -      -      -      -      -    python3\n");
+  REQUIRE(samples.size() == 1);
+  attach_pmon(snapshot, samples[0]);
+  const std::vector<Process> &processes = *snapshot.gpus[0].processes;
+  REQUIRE(processes.size() == 3);
+  CHECK(processes[0].type == std::string("C+G"));
+  CHECK(processes[1].type == std::string("C")); // compute-apps saw it computing
+  CHECK(processes[2].type == std::string("M+C"));
+  // A type the XML gave is nvidia-smi's own: pmon's does not replace it.
+  Snapshot xml = snapshot;
+  (*xml.gpus[0].processes)[0].type = "G";
+  attach_pmon(xml, samples[0]);
+  CHECK((*xml.gpus[0].processes)[0].type == std::string("G"));
 }
 
 TEST_CASE("pmon: rows before a header, messages, and blank lines") {

@@ -463,6 +463,96 @@ TEST_CASE("watch runs one dmon beside the GPU query: activity and traffic per GP
   CHECK(gpu3["utilization_gpu_percent"] == 100); // its own reading beside them
 }
 
+TEST_CASE("watch: dmon's shares past 100 % and rates below 0 are dropped for that GPU, said at "
+          "most 5 times a minute; the rest read") {
+  constexpr std::int64_t mib = 1024 * 1024;
+  // GPU 3 as an odd driver gave it (issue 40): SM 250 %, occupancy 999 %, tensor 101 %, DRAM
+  // 200 %, PCIe receive -5 MB/s, every second.
+  DmonWatch watch = watch_with_dmon("FAKE_NVSMI_DMON_MODE=out-of-range", "", 80);
+  for (const json &line : watch.lines)
+    for (const char *key : {"sm_active_percent", "sm_occupancy_percent", "tensor_active_percent",
+                            "dram_active_percent", "pcie_rx_bytes_per_second"}) {
+      INFO(key);
+      CHECK(line["gpus"][3][key].is_null());
+    }
+  // Its other figures are readings, and every other GPU's.
+  const json *fp32 = first_with(watch.lines, 3, "fp32_active_percent");
+  REQUIRE(fp32);
+  CHECK((*fp32)["gpus"][3]["fp32_active_percent"] == 6);
+  CHECK((*fp32)["gpus"][3]["pcie_tx_bytes_per_second"] == 650 * mib);
+  CHECK((*fp32)["gpus"][3]["nvlink_rx_bytes_per_second"] == 300 * mib);
+  CHECK((*fp32)["gpus"][2]["sm_active_percent"] == 34);
+  CHECK((*fp32)["gpus"][4]["pcie_rx_bytes_per_second"] == 1400 * mib);
+  // Said in one line a row, what and why, printable; at most 5 in a minute, then counted.
+  CHECK_THAT(watch.err, Catch::Contains("dmon GPU 3: dropped, never read: rxpci -5 MB/s (a rate "
+                                        "is at least 0), smutil 250 % (a share is 0-100 %), "
+                                        "smocc 999 % (a share is 0-100 %), mmaact 101 % (a share "
+                                        "is 0-100 %), dram 200 % (a share is 0-100 %)"));
+  std::size_t said = 0;
+  for (std::size_t at = watch.err.find("dmon GPU 3: dropped"); at != std::string::npos;
+       at = watch.err.find("dmon GPU 3: dropped", at + 1))
+    ++said;
+  CHECK(said >= 1);
+  CHECK(said <= 5);
+  // dmon printed a row a second for the run's 16 s: the rest were counted.
+  CHECK_THAT(watch.err, Catch::Contains("dmon: more than 5 messages in 60 s"));
+  for (char c : watch.err)
+    CHECK((c == '\n' || static_cast<unsigned char>(c) >= 0x20));
+}
+
+TEST_CASE("a C+G process keeps its type: pmon's over compute-apps' assumed C, and the XML's, "
+          "through JSON and the table") {
+  // A Windows desktop process as the corpus's RTX 2080 SUPER capture shows it: C+G in pmon (and
+  // -q), listed by compute-apps as every process with a compute context. The stand-in plays it on
+  // GPU 0 with a real process here.
+  test::Background desktop("exec sleep 300");
+  std::string folder = test::temporary_folder();
+  std::string pid = std::to_string(desktop.pid());
+  test::write_file(folder + "/apps", gpu0 + ", " + pid + ", 300 MiB, dwm.exe\n");
+  // pmon -s um's columns: gpu, pid, type, fb, ccpm, sm, mem, enc, dec, jpg, ofa, command.
+  std::string pmon = "    0 " + pid +
+                     "   C+G    300      -      3      1      -      -      -      -    dwm.exe\n";
+  for (int gpu = 1; gpu < 8; ++gpu)
+    pmon += "    " + std::to_string(gpu) +
+            "          -     -      -      -      -      -      -      -      -      -    -\n";
+  test::write_file(folder + "/pmon", pmon);
+  std::string environment = "FAKE_NVSMI_APPS=" + quote(folder + "/apps") +
+                            " FAKE_NVSMI_PMON=" + quote(folder + "/pmon") + " ";
+  test::Server server("--metrics-processes --source csv --interval 0.5 --nvidia-smi " + fake,
+                      environment);
+  // Before pmon's first sample is complete compute-apps' "C" stands; from then on, pmon's C+G.
+  json snapshot;
+  const json *process = nullptr;
+  REQUIRE(test::wait_until([&] {
+    snapshot = json::parse(server.get("/api/v1/snapshot").body);
+    if (!snapshot.contains("gpus")) // 503 before the first sample
+      return false;
+    process = process_with_pid(snapshot, 0, desktop.pid());
+    return process && (*process)["type"] == "C+G";
+  }));
+  CHECK((*process)["sm_utilization_percent"] == 3);
+  // A compute context: it holds the GPU (idle but held, at the stand-in's 0 %), never free.
+  CHECK(snapshot["gpus"][0]["state"] != "free");
+  CHECK(server.stop() == 0);
+
+  // The XML's own type, as the corpus's RTX 4000 SFF Ada recording gives it: in JSON and the
+  // table (the GPU held by it). The fixture's python3 on GPU 2 given `type`: its snapshot.
+  auto typed = [&](const std::string &type, const std::string &format) {
+    std::string xml = folder + "/typed-" + std::to_string(type.size()) + ".xml";
+    REQUIRE(run_shell("sed 's|<type>C</type>|<type>" + type + "</type>|' " +
+                      quote(test::fixture_path("xml/h100-8gpu-v12.xml")) + " >" + quote(xml))
+                .exit_code == 0);
+    test::Run run = run_agent("snapshot --format " + format + " --fixture " + quote(xml));
+    REQUIRE(run.exit_code == 0);
+    return run.out;
+  };
+  CHECK(json::parse(typed("C+G", "json"))["gpus"][2]["processes"][0]["type"] == "C+G");
+  // its holder, as any compute process
+  CHECK_THAT(typed("C+G", "table"), Catch::Contains("python3"));
+  // A type nvidia-smi does not document is unknown, never kept as text.
+  CHECK(json::parse(typed("C+G+Z", "json"))["gpus"][2]["processes"][0]["type"].is_null());
+}
+
 namespace {
 
 // A watch of the stand-in whose `nvlink -s` answers as `mode` says (FAKE_NVSMI_NVLINK_MODE):

@@ -3,10 +3,12 @@
 // what it completed. The readers differ; how their lines are fed, refused and handed on does not.
 #pragma once
 
+#include "core/log_line.hpp"
 #include "nvidia_smi/stream_decoder.hpp"
 
 #include "nvsmi/stream.hpp"
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -16,9 +18,19 @@
 
 namespace nvsmi {
 
+// Whether a reader's Outcome says what a line it read lost (`std::optional<std::string> dropped`).
+template <class Outcome, class = void> struct says_dropped : std::false_type {};
+template <class Outcome>
+struct says_dropped<Outcome, std::void_t<decltype(std::declval<Outcome &>().dropped)>>
+    : std::true_type {};
+
 // `Reader` has `Outcome add_line(std::string_view)`, whose `Outcome` has
-// `std::optional<std::string> error` and the optional item named by `item` (a pointer to that
-// member): the row or sample the line completed.
+// `std::optional<std::string> error`, the optional item named by `item` (a pointer to that
+// member): the row or sample the line completed, and may have `dropped`: the figures that line
+// held out of their range, left unknown (nvsmi/stream_readings.hpp). Those are said at most
+// `dropped_burst` times a minute per stream, then counted: a GPU that reads 250 % every second
+// is said when it starts, and does not take the log's whole budget (core/log_line.hpp) from
+// what else the streams have to say.
 template <class Reader, auto item> class LineDecoder final : public StreamDecoder {
 public:
   using Outcome = typename Reader::Outcome;
@@ -57,6 +69,11 @@ public:
         events.message(line);
         events.skipped(naming_.reader_error_prefix + *outcome.error, true);
       }
+      if constexpr (says_dropped<Outcome>::value)
+        if (outcome.dropped)
+          for (const std::string &said :
+               dropped_said_.admit(*outcome.dropped, LogRateLimit::Clock::now()))
+            events.skipped(said == *outcome.dropped ? said : naming_.name + ": " + said, true);
       if (auto &completed = outcome.*item) {
         handlers_.on_item(std::move(*completed));
         events.sample_done();
@@ -73,10 +90,13 @@ public:
     return false;
   }
 
+  static constexpr std::size_t dropped_burst = 5;
+
 private:
   // The readers refuse longer lines themselves; this keeps the splitter from holding more.
   static constexpr std::size_t max_line_bytes = 64u << 10;
 
+  LogRateLimit dropped_said_{dropped_burst, std::chrono::minutes(1)};
   Naming naming_;
   std::shared_ptr<Reader> reader_;
   Handlers handlers_;

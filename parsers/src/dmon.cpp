@@ -1,6 +1,7 @@
 #include "nvsmi/dmon.hpp"
 
 #include "nvsmi/quantity.hpp"
+#include "nvsmi/stream_readings.hpp"
 #include "reader_text.hpp"
 
 #include <cstddef>
@@ -108,14 +109,40 @@ std::vector<std::string_view> cells_of(std::string_view text, bool csv) {
   return cells;
 }
 
-Reading value_of(std::string_view cell, const DmonReader::Column &column) {
+// Where a target's figure must lie (nvsmi/stream_readings.hpp): GPM's shares of the interval,
+// and the traffic, which is a rate.
+bool is_share(Target target) {
+  switch (target) {
+  case Target::sm_active:
+  case Target::sm_occupancy:
+  case Target::tensor_active:
+  case Target::dram_active:
+  case Target::fp16_active:
+  case Target::fp32_active:
+  case Target::fp64_active:
+    return true;
+  default:
+    return false;
+  }
+}
+bool is_rate(Target target) {
+  return target == Target::pcie_rx || target == Target::pcie_tx || target == Target::nvlink_rx ||
+         target == Target::nvlink_tx;
+}
+
+Reading value_of(std::string_view cell, const DmonReader::Column &column,
+                 std::vector<std::string> &dropped) {
+  if (is_share(column.target) || is_rate(column.target))
+    return stream_reading(cell,
+                          {"dmon", column.name, column.unit,
+                           is_share(column.target) ? StreamRange::share : StreamRange::rate,
+                           column.scale},
+                          dropped);
+  // The GPU's index, and the columns read past: a number or unknown, nothing more is asked.
   std::string name = "dmon column " + column.name;
   if (cell == "-" || is_unknown(cell))
     return std::nullopt;
-  Reading value = parse_integer(cell, Unit::none, UnitPolicy::optional, name);
-  if (value && *value > std::numeric_limits<std::int64_t>::max() / column.scale)
-    throw ParseError(name + " value out of range: " + excerpt(cell));
-  return value ? Reading(*value * column.scale) : std::nullopt;
+  return parse_integer(cell, Unit::none, UnitPolicy::optional, name);
 }
 
 void assign(DmonRow &row, Target target, Reading value) {
@@ -201,7 +228,7 @@ DmonReader::Outcome DmonReader::add_line(std::string_view line) {
     std::vector<Column> columns;
     for (std::size_t i = 0; i < names.size(); ++i) {
       if (unnamed_gpm_metric(names[i], cells[i])) {
-        columns.push_back({Target::skip, 1, names[i]});
+        columns.push_back({Target::skip, 1, names[i], std::string(cells[i])});
         continue;
       }
       const KnownColumn *known = find_known(names[i]);
@@ -212,7 +239,10 @@ DmonReader::Outcome DmonReader::add_line(std::string_view line) {
                         "; the rows under this header are not read";
         return outcome;
       }
-      columns.push_back({known->target, known->scale, names[i]});
+      // The unit a note shows: GPM's "GPM:%" is a share like any other.
+      std::string_view unit =
+          known->unit.substr(0, 4) == "GPM:" ? known->unit.substr(4) : known->unit;
+      columns.push_back({known->target, known->scale, names[i], std::string(unit)});
     }
     columns_ = std::move(columns);
     return outcome;
@@ -228,9 +258,10 @@ DmonReader::Outcome DmonReader::add_line(std::string_view line) {
     return outcome;
   }
   DmonRow row;
+  std::vector<std::string> dropped;
   try {
     for (std::size_t i = 0; i < cells.size(); ++i)
-      assign(row, columns_[i].target, value_of(cells[i], columns_[i]));
+      assign(row, columns_[i].target, value_of(cells[i], columns_[i], dropped));
   } catch (const ParseError &error) {
     outcome.error = error.what();
     return outcome;
@@ -239,6 +270,8 @@ DmonReader::Outcome DmonReader::add_line(std::string_view line) {
     outcome.error = "dmon row without a GPU index: " + excerpt(content);
     return outcome;
   }
+  if (!dropped.empty())
+    outcome.dropped = dropped_line("dmon GPU " + std::to_string(*row.gpu_index), dropped);
   outcome.row = std::move(row);
   return outcome;
 }

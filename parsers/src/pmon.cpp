@@ -1,6 +1,7 @@
 #include "nvsmi/pmon.hpp"
 
 #include "nvsmi/quantity.hpp"
+#include "nvsmi/stream_readings.hpp"
 #include "reader_text.hpp"
 
 #include <algorithm>
@@ -31,7 +32,14 @@ Text text_value(std::string_view token) {
   return parse_text(token);
 }
 
-PmonRow read_row(std::string_view line, const std::vector<std::string> &columns) {
+// A process's share of the GPU's interval, 0-100 % (nvsmi/stream_readings.hpp).
+Reading share(std::string_view token, const std::string &column,
+              std::vector<std::string> &dropped) {
+  return stream_reading(token, {"pmon", column, "%", StreamRange::share, 1}, dropped);
+}
+
+PmonRow read_row(std::string_view line, const std::vector<std::string> &columns,
+                 std::vector<std::string> &dropped) {
   PmonRow row;
   std::string_view rest = line;
   for (std::size_t i = 0; i < columns.size(); ++i) {
@@ -52,19 +60,19 @@ PmonRow read_row(std::string_view line, const std::vector<std::string> &columns)
     else if (column == "pid")
       row.pid = number(token, column);
     else if (column == "type")
-      row.type = text_value(token);
+      row.type = token == "-" ? std::nullopt : process_type(token, &dropped);
     else if (column == "sm")
-      row.sm_percent = number(token, column);
+      row.sm_percent = share(token, column, dropped);
     else if (column == "mem")
-      row.memory_percent = number(token, column);
+      row.memory_percent = share(token, column, dropped);
     else if (column == "enc")
-      row.encoder_percent = number(token, column);
+      row.encoder_percent = share(token, column, dropped);
     else if (column == "dec")
-      row.decoder_percent = number(token, column);
+      row.decoder_percent = share(token, column, dropped);
     else if (column == "jpg")
-      row.jpeg_percent = number(token, column);
+      row.jpeg_percent = share(token, column, dropped);
     else if (column == "ofa")
-      row.ofa_percent = number(token, column);
+      row.ofa_percent = share(token, column, dropped);
     else if (column == "fb")
       row.fb_mib = number(token, column); // the unit line says MB; pmon's MB is MiB
     else if (column == "command")
@@ -102,12 +110,18 @@ PmonReader::Outcome PmonReader::add_line(std::string_view line) {
     return outcome;
   }
   PmonRow row;
+  std::vector<std::string> dropped;
   try {
-    row = read_row(content, columns_);
+    row = read_row(content, columns_, dropped);
   } catch (const ParseError &error) {
     outcome.error = error.what();
     return outcome;
   }
+  if (!dropped.empty())
+    outcome.dropped =
+        dropped_line("pmon GPU " + (row.gpu_index ? std::to_string(*row.gpu_index) : "-") +
+                         " pid " + (row.pid ? std::to_string(*row.pid) : "-"),
+                     dropped);
   auto repeats = [&row](const PmonRow &other) {
     return other.gpu_index == row.gpu_index && other.pid == row.pid;
   };
@@ -166,6 +180,11 @@ void attach_pmon(Snapshot &snapshot, const std::vector<PmonRow> &sample) {
       if (process.pid == row.pid) {
         process.sm_utilization_percent = row.sm_percent;
         process.memory_utilization_percent = row.memory_percent;
+        // compute-apps lists compute processes only, and so says "C" of each: pmon's type tells
+        // the rest of it (C+G, M, M+C). Never one without a compute context (a "G" of pmon's
+        // for a process compute-apps saw computing) over it, nor over the XML's own type.
+        if (process.type == Text("C") && row.type && has_compute_context(*row.type))
+          process.type = row.type;
         found = true;
       }
     if (found)

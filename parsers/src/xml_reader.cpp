@@ -6,6 +6,7 @@
 #include "nvsmi/gpu_fields.hpp"
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/reading_parts.hpp"
+#include "nvsmi/stream_readings.hpp"
 #include "nvsmi/timestamp.hpp"
 
 #include <pugixml.hpp>
@@ -191,7 +192,9 @@ std::vector<Process> read_processes(const Element &list) {
   list.each("process_info", [&](const Element &info) {
     Process process;
     process.pid = info.integer("pid", Unit::none);
-    process.type = info.text("type");
+    // Only a type nvidia-smi documents (C, G, C+G, ...); any other text is unknown.
+    if (Text type = info.text("type"))
+      process.type = process_type(*type);
     process.name = info.text("process_name");
     process.used_memory_mib = info.integer("used_memory", Unit::mib);
     process.gpu_instance_id = info.integer("gpu_instance_id", Unit::none);

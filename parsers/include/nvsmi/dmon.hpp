@@ -41,6 +41,9 @@ public:
     std::optional<DmonRow> row;       // the row this line held
     std::optional<std::string> error; // the line could not be read (it is skipped), or a header
                                       // was refused
+    // The row was read without the figures this says, each out of its range (a share past 100 %,
+    // a rate below 0: nvsmi/stream_readings.hpp): those are unknown in `row`.
+    std::optional<std::string> dropped;
   };
   Outcome add_line(std::string_view line);
 
@@ -64,6 +67,7 @@ public:
     Target target = Target::skip;
     std::int64_t scale = 1; // to bytes per second for traffic
     std::string name;       // as the header names it, for messages
+    std::string unit;       // as the header gives it ("%" for GPM's "GPM:%"), for messages
   };
 
 private:
@@ -76,7 +80,8 @@ private:
 // does not know leaves what the sample has (the XML's PCIe throughput) as it is.
 void attach_dmon(Snapshot &snapshot, const std::vector<DmonRow> &rows);
 
-// Every row of a finite output (`dmon -c N`); a refused header or a bad row throws ParseError.
+// Every row of a finite output (`dmon -c N`); a refused header or a bad row throws ParseError (a
+// figure out of its range is dropped from its row, unknown).
 std::vector<DmonRow> read_dmon(std::string_view text);
 
 } // namespace nvsmi
