@@ -652,6 +652,35 @@ void check_counters_rates(const json &gpu, int g) {
 
 } // namespace
 
+TEST_CASE("watch: nvlink -s's real answers for GPU 3 (all links inactive, no NVLink, MIG mode) "
+          "leave its capacity unknown, said once, and every other GPU's known") {
+  constexpr std::int64_t h100 = 478116000000;
+  struct Answer {
+    const char *mode, *words;
+  };
+  for (Answer answer :
+       {Answer{"all-links-inactive",
+               "NVML: Unable to retrieve Nvlink information as all links are inActive"},
+        Answer{"no-nvlink", "Device does not have or support Nvlink"},
+        Answer{"mig", "Nvlink queries are not supported for Devices in MIG mode"}}) {
+    INFO(answer.mode);
+    DmonWatch watch = watch_with_nvlink(answer.mode);
+    REQUIRE(watch.lines.size() == 4);
+    for (const json &line : watch.lines)
+      for (int g = 0; g < 8; ++g) {
+        INFO("GPU " << g);
+        if (g == 3)
+          CHECK(line["gpus"][g]["nvlink_bandwidth_bytes_per_second"].is_null());
+        else
+          CHECK(line["gpus"][g]["nvlink_bandwidth_bytes_per_second"] == h100);
+      }
+    CHECK(occurrences(watch.err, "NVLink capacity unknown: GPU 3: nvlink -s says \"" +
+                                     std::string(answer.words) + "\"") == 1);
+    CHECK(occurrences(watch.err, "NVLink capacity unknown") == 1);
+    CHECK(watch.calls == "nvlink -s\n");
+  }
+}
+
 TEST_CASE("--nvlink-counters: where dmon gives no NVLink figures (an A100), the rates come from "
           "nvlink -gt d's counters from the second reading on; unknown before, never 0") {
   DmonWatch watch = watch_with_counters("nogpm", "1");

@@ -47,7 +47,8 @@ constexpr std::size_t max_nvlink_status_bytes = 1u << 20;
 constexpr milliseconds nvlink_status_timeout{5000};
 
 // Each GPU's NVLink capacity, from one bounded run of `nvidia-smi nvlink -s`; a failure, a
-// refusal or output not understood is said once through `notice` and leaves it unknown.
+// refusal or output not understood is said once through `notice` and leaves it unknown, as does
+// what nvidia-smi says under one GPU's line for that GPU alone.
 std::vector<NvlinkCapacity> read_nvlink_capacity(std::vector<std::string> argv,
                                                  const std::function<void(std::string)> &notice) {
   argv.insert(argv.end(), {"nvlink", "-s"});
@@ -64,7 +65,11 @@ std::vector<NvlinkCapacity> read_nvlink_capacity(std::vector<std::string> argv,
              ": " + first_message_line(result));
       return {};
     }
-    return read_nvlink_status(result.out);
+    // A GPU nvidia-smi gives no figures for (a GPU in MIG mode) is said; the others are read.
+    std::vector<NvlinkCapacity> capacity = read_nvlink_status(result.out);
+    for (const std::string &line : nvlink_capacity_notices(capacity))
+      notice(unknown + line);
+    return capacity;
   } catch (const AgentError &error) {
     // nvidia-smi that cannot be started: the GPU stream, next, says so as the command's failure.
     if (error.code() != exit_not_found)

@@ -124,6 +124,10 @@ std::vector<NvlinkGpuCounters> read_nvlink_counters(std::string_view text) {
         not_understood(line); // the same counter twice: which is it?
       was_named = true;
       (is_tx ? link->tx_bytes : link->rx_bytes) = bytes;
+    } else if (!gpus.empty() && gpus.back().links.empty() && nvlink_lines::no_nvlink_answer(line)) {
+      // nvidia-smi's answer for a GPU without NVLink figures (all links inactive, none, MIG
+      // mode): that GPU has no counters, and the others are read.
+      continue;
     } else {
       not_understood(line);
     }

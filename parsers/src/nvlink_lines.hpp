@@ -100,4 +100,36 @@ inline std::optional<int> link_line(std::string_view line, std::string_view &res
   return number;
 }
 
+// What nvidia-smi prints under a GPU's line instead of its links, with exit status 0, where that
+// GPU has no NVLink figures (fixtures/README.md says where each was seen): as printed, but for
+// case, a trailing '.' and the "NVML: " some drivers put before it. The one answer that depends on
+// the GPU's mode (MIG) says nothing of the others.
+inline std::optional<std::string_view> no_nvlink_answer(std::string_view line) {
+  static constexpr std::string_view answers[] = {
+      "NVML: Unable to retrieve Nvlink information as all links are inActive",
+      "Device does not have or support Nvlink",
+      "Nvlink queries are not supported for Devices in MIG mode",
+  };
+  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; };
+  auto without_nvml = [&](std::string_view text) {
+    constexpr std::string_view nvml = "nvml: ";
+    bool prefixed = text.size() >= nvml.size();
+    for (std::size_t i = 0; prefixed && i < nvml.size(); ++i)
+      prefixed = lower(text[i]) == nvml[i];
+    return prefixed ? text.substr(nvml.size()) : text;
+  };
+  if (!line.empty() && line.back() == '.')
+    line.remove_suffix(1);
+  line = without_nvml(line);
+  for (std::string_view answer : answers) {
+    std::string_view words = without_nvml(answer);
+    bool same = words.size() == line.size();
+    for (std::size_t i = 0; same && i < words.size(); ++i)
+      same = lower(words[i]) == lower(line[i]);
+    if (same)
+      return answer;
+  }
+  return std::nullopt;
+}
+
 } // namespace nvsmi::nvlink_lines

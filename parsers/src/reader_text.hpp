@@ -18,11 +18,12 @@ inline void split_header_cell(std::string_view cell, std::string_view &name,
 }
 
 // A line as it appears in a message: nvidia-smi's own words are worth showing, hostile megabytes
-// are not.
+// are not, nor a control character (an escape sequence on the operator's terminal): each is '?'.
 inline std::string excerpt(std::string_view line) {
   constexpr std::size_t limit = 80;
   std::string out = "\"";
-  out += line.substr(0, limit);
+  for (char c : line.substr(0, limit))
+    out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
   out += line.size() > limit ? "...\"" : "\"";
   return out;
 }

@@ -27,10 +27,12 @@ struct NvlinkGpuCounters {
   std::vector<NvlinkLinkCounters> links; // in the output's order, each link once
 };
 
-// One entry per GPU the output names, in its order (an empty output: none). Throws ParseError
-// naming the line for anything it does not understand: a unit other than KiB, a count that is not
-// a whole number or past 2^53 KiB, a link or GPU named twice, a link before any GPU, more than 64
-// links or a GPU index past 1023. A rate from a guessed counter would be an invented reading.
+// One entry per GPU the output names, in its order (an empty output: none); a GPU under whose line
+// nvidia-smi answers that it has no NVLink figures (nvsmi/nvlink_status.hpp) has no links. Throws
+// ParseError naming the line for anything it does not understand: a unit other than KiB, a count
+// that is not a whole number or past 2^53 KiB, a link or GPU named twice, a link before any GPU,
+// more than 64 links or a GPU index past 1023. A rate from a guessed counter would be an invented
+// reading.
 std::vector<NvlinkGpuCounters> read_nvlink_counters(std::string_view text);
 
 struct NvlinkRates {
