@@ -1,5 +1,6 @@
 // End to end: a GPU nvidia-smi cannot read does not take the others with it, through the built
 // agent and the stand-in (FAKE_NVSMI_STDERR, FAKE_NVSMI_EXIT_CODE) on the lost fixtures.
+#include "serve_support.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
@@ -85,6 +86,42 @@ TEST_CASE("snapshot --fixture: a recording with a lost GPU's values, said in the
     check_sample(nlohmann::json::parse(run.out));
     CHECK(run.err.empty());
   }
+}
+
+TEST_CASE("a lost GPU whose every value reads [GPU is lost] keeps its bus id from <gpu id>, in "
+          "JSON and /metrics; an id that is no bus id is unknown") {
+  // The lost-values recording with GPU 4's PCI values lost too and its <gpu id> another bus id,
+  // so that the one place the bus id still stands is the attribute.
+  std::string folder = test::temporary_folder();
+  auto lost_everywhere = [&](const std::string &id) {
+    std::string path = folder + "/lost-" + std::to_string(id.size()) + ".xml";
+    REQUIRE(test::run_shell("sed -e 's|<gpu id=\"00000000:59:00.0\">|<gpu id=\"" + id +
+                            "\">|' -e '/<gpu id=\"" + id +
+                            "\">/,/<\\/pci>/ s#>[0-9A-F:.]*</pci_\\(bus\\|device\\|domain\\|"
+                            "device_id\\|bus_id\\|sub_system_id\\)>#>[GPU is lost]</pci_\\1>#' " +
+                            fixture("xml/h100-8gpu-lost-values-v12.xml") + " >" + quote(path))
+                .exit_code == 0);
+    REQUIRE(test::read_file(path).find("<pci_bus_id>[GPU is lost]</pci_bus_id>") !=
+            std::string::npos);
+    return path;
+  };
+  std::string xml = lost_everywhere("00000000:3B:00.0");
+  Run json = test::run_shell(quote(AGENT_BIN) + " snapshot --format json --fixture " + quote(xml));
+  REQUIRE(json.exit_code == 0);
+  nlohmann::json gpu = nlohmann::json::parse(json.out)["gpus"][4];
+  CHECK(gpu["state"] == "lost");
+  CHECK(gpu["pci_bus_id"] == "00000000:3B:00.0");
+  test::Server server("--fixture " + quote(xml));
+  test::Http metrics = server.get("/metrics");
+  REQUIRE(metrics.status == 200);
+  CHECK_THAT(metrics.body,
+             Catch::Contains("nvsmi_gpu_lost{gpu=\"4\",pci_bus_id=\"00000000:3B:00.0\"} 1"));
+  // An id that is not a bus id (a hostile recording's) is not taken for one.
+  std::string odd = lost_everywhere("not-a-bus");
+  Run unknown =
+      test::run_shell(quote(AGENT_BIN) + " snapshot --format json --fixture " + quote(odd));
+  REQUIRE(unknown.exit_code == 0);
+  CHECK(nlohmann::json::parse(unknown.out)["gpus"][4]["pci_bus_id"].is_null());
 }
 
 TEST_CASE("snapshot: a non-zero exit without a readable GPU stays a failure (4)") {

@@ -4,6 +4,7 @@
 #include "xml_filter.hpp"
 
 #include "nvsmi/gpu_fields.hpp"
+#include "nvsmi/pci_address.hpp"
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/reading_parts.hpp"
 #include "nvsmi/stream_readings.hpp"
@@ -428,10 +429,15 @@ Gpu read_gpu(const Element &gpu, int index) {
   out.index = index;
   out.name = gpu.text("product_name");
   out.uuid = gpu.text("uuid");
-  // v10 files can lack <pci>; the <gpu id="..."> attribute holds the same bus id.
+  // v10 files can lack <pci>, and a lost GPU's reads `[GPU is lost]`: the <gpu id="..."> attribute
+  // holds the same bus id, taken only where it is one (never a guess from other text).
   Element pci = gpu.child("pci");
-  out.pci_bus_id = pci.child("pci_bus_id") ? pci.text("pci_bus_id")
-                                           : parse_text(gpu.node().attribute("id").value());
+  out.pci_bus_id = pci.text("pci_bus_id");
+  if (!out.pci_bus_id) {
+    Text id = parse_text(gpu.node().attribute("id").value());
+    if (id && parse_pci_address(*id))
+      out.pci_bus_id = id;
+  }
   // The GPU's own power, never <module_power_readings> (the whole module's, on Grace-Hopper).
   Element power = gpu.child("gpu_power_readings");
   if (!power)
