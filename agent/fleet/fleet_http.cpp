@@ -47,9 +47,16 @@ public:
         const FleetHost &host, std::string target, Finish finish)
       : host_(host), target_(std::move(target)), options_(options), resolver_(context),
         deadline_(context), stream_(make_stream(context, tls)), finish_(std::move(finish)) {
-    parser_.header_limit(16 * 1024);
+    parser_.header_limit(header_limit);
     parser_.body_limit(options.max_answer_bytes);
   }
+
+  // The status line and headers; Beast counts them as they come.
+  static constexpr std::size_t header_limit = 16 * 1024;
+  // What the read buffer holds that the parser has not taken yet: headers, or a chunk-size line
+  // or a trailer, which Beast holds whole before it parses them and does not count in either
+  // limit above. Past it the read fails, where Beast's own buffer would grow without end.
+  static constexpr std::size_t buffer_limit = 32 * 1024;
 
   void start() {
     auto self = shared_from_this();
@@ -147,24 +154,33 @@ private:
         stream_);
   }
 
+  // A read at a time, so that every byte the parser takes (headers, chunk framing, trailers and
+  // body alike) counts against the answer's bound, not the body's bytes alone.
   void receive() {
     auto self = shared_from_this();
     std::visit(
         [&](auto &stream) {
-          http::async_read(
-              stream, buffer_, parser_,
-              [self](boost::system::error_code error, std::size_t) { self->received(error); });
+          http::async_read_some(stream, buffer_, parser_,
+                                [self](boost::system::error_code error, std::size_t taken) {
+                                  self->received(error, taken);
+                                });
         },
         stream_);
   }
 
-  void received(boost::system::error_code error) {
-    if (error == http::error::body_limit)
+  void received(boost::system::error_code error, std::size_t taken) {
+    answer_bytes_ += taken;
+    if (error == http::error::body_limit || answer_bytes_ > options_.max_answer_bytes)
       return fail("answered more than " + std::to_string(options_.max_answer_bytes >> 20) + " MiB");
     if (error == http::error::header_limit)
-      return fail("answered headers over 16 KiB");
+      return fail("answered headers over " + std::to_string(header_limit >> 10) + " KiB");
+    if (error == http::error::buffer_overflow)
+      return fail("answered a chunk-size line or trailer over " +
+                  std::to_string(buffer_limit >> 10) + " KiB");
     if (error)
       return fail("no whole answer: " + error.message());
+    if (!parser_.is_done())
+      return receive();
     HttpAnswer answer;
     answer.status = parser_.get().result_int();
     answer.body = std::move(parser_.get().body());
@@ -195,7 +211,8 @@ private:
   tcp::resolver resolver_;
   asio::steady_timer deadline_;
   Stream stream_;
-  beast::flat_buffer buffer_;
+  beast::flat_buffer buffer_{buffer_limit};
+  std::size_t answer_bytes_ = 0; // taken by the parser so far
   http::request<http::empty_body> request_;
   http::response_parser<http::string_body> parser_;
   Finish finish_;
