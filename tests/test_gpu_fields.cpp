@@ -277,6 +277,43 @@ TEST_CASE("the JSON log's reader refuses a health pcie object that is not one") 
     }
 }
 
+TEST_CASE("the JSON log's reader holds a line to its limits, and reads one at them whole") {
+  // What `fleet` holds another host's answer to (fleet_answer_limits), here made small.
+  const SnapshotLimits limits{2, 3, 4096, 1000};
+  const auto one = nlohmann::json::parse(format_json(with_every_field(41)));
+  const nlohmann::json process = {
+      {"pid", 1}, {"type", "C"}, {"name", "p"}, {"used_memory_mib", 1}, {"user", "a"}};
+  auto at = one;
+  at["gpus"][0]["processes"] = nlohmann::json::array({process, process, process});
+  at["gpus"].push_back(at["gpus"][0]);
+  // A list of objects beside `gpus` is no GPUs.
+  at["other"] = nlohmann::json::array({process, process, process, process});
+  Snapshot read = read_json_log_line(at.dump(), limits);
+  CHECK(read.gpus.size() == 2);
+  CHECK(read.gpus[1].processes.value().size() == 3);
+
+  auto over = [&](nlohmann::json line, const std::string &said) {
+    INFO(said);
+    CHECK_THROWS_AS(read_json_log_line(line.dump(), limits), SnapshotLimitError);
+    CHECK_THROWS_WITH(read_json_log_line(line.dump(), limits), said);
+  };
+  auto gpus = at;
+  gpus["gpus"].push_back(one["gpus"][0]);
+  over(gpus, "more than 2 GPUs");
+  auto processes = at;
+  processes["gpus"][1]["processes"].push_back(process);
+  over(processes, "more than 3 processes on one GPU");
+  auto name = at;
+  name["gpus"][0]["name"] = std::string(4097, 'x');
+  over(name, "a text of more than 4096 bytes");
+  auto key = at;
+  key[std::string(4097, 'k')] = 1;
+  over(key, "a text of more than 4096 bytes");
+  auto values = at;
+  values["other"] = std::vector<int>(1000, 0);
+  over(values, "more than 1000 JSON values");
+}
+
 TEST_CASE("the query asks for each name once, and the reader reads every one") {
   const std::vector<std::string> &asked = query_fields();
   std::set<std::string> unique(asked.begin(), asked.end());

@@ -15,9 +15,24 @@ namespace asio = boost::asio;
 
 namespace {
 
-// serve's 503 says why in {"error": "..."}; anything else is said by its status alone.
+// How much of a reason that a host gives is kept: more than any reason serve writes, and what a
+// screen line can show.
+constexpr std::size_t reason_columns = 200;
+
+// serve's 503 says why in {"error": "..."}; anything else is said by its status alone. Only that
+// member is kept while the answer is parsed, so that no other part of it is ever built.
 std::string answered_error(const std::string &body) {
-  nlohmann::json parsed = nlohmann::json::parse(body, nullptr, false);
+  using Json = nlohmann::json;
+  Json parsed = Json::parse(
+      body,
+      [](int depth, Json::parse_event_t event, Json &value) {
+        if (event == Json::parse_event_t::key)
+          return depth == 1 && value == "error";
+        if (event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start)
+          return depth == 0;
+        return true;
+      },
+      false);
   if (parsed.is_object()) {
     auto found = parsed.find("error");
     if (found != parsed.end() && found->is_string())
@@ -69,7 +84,10 @@ void read_answer(
     return finish(HostStatus::unreachable, std::move(answer.failure), {});
   if (answer.status == 200) {
     try {
-      return finish(HostStatus::ok, {}, read_json_log_line(answer.body));
+      return finish(HostStatus::ok, {}, read_json_log_line(answer.body, fleet_answer_limits));
+    } catch (const SnapshotLimitError &over) {
+      return finish(HostStatus::unreachable,
+                    std::string("answered a snapshot over fleet's limit: ") + over.what(), {});
     } catch (const ParseError &refused) {
       return finish(
           HostStatus::unreachable,
@@ -77,7 +95,7 @@ void read_answer(
     }
   }
   if (answer.status == 503) {
-    std::string why = printable_text(answered_error(answer.body));
+    std::string why = cut_to_columns(printable_text(answered_error(answer.body)), reason_columns);
     return finish(HostStatus::stale, why.empty() ? "its agent has no fresh sample" : why, {});
   }
   if (answer.status == 401)

@@ -1,12 +1,14 @@
 // Asks other agents' `serve` for their latest sample (GET /api/v1/snapshot), every host at once,
 // each with a deadline, and keeps per host what it last said: for `fleet`, `top --hosts` and
 // serve's /fleet. What another agent answers is hostile input: its size is bounded, its time is
-// bounded, and it is read by the one reader of our own JSON (report's read_json_log_line).
+// bounded, and it is read by the one reader of our own JSON (report's read_json_log_line) under
+// fleet_answer_limits.
 #pragma once
 
 #include "fleet/fleet_http.hpp"
 #include "nvsmi/gpu_state.hpp"
 #include "nvsmi/snapshot.hpp"
+#include "report/report_json_log.hpp"
 
 #include <boost/asio/io_context.hpp>
 
@@ -21,11 +23,18 @@
 
 namespace nvsmi {
 
+// What one host's sample may hold (docs/FLEET.md, "Limits"): a node has at most 16 GPUs
+// today and a GPU seldom more than a few dozen processes; a name or path fits in 4 KiB; and the
+// values of such a sample, members we skip included, number a few thousand. Within these the
+// parsed answer stays under about 25 MiB whatever the host sends; past one the host is
+// "unreachable: answered a snapshot over fleet's limit: more than 64 GPUs", never read in part.
+inline constexpr SnapshotLimits fleet_answer_limits{64, 256, 4096, 200000};
+
 enum class HostStatus {
   waiting,     // not asked yet, or its first answer is still coming
   ok,          // answered with a sample its agent calls fresh
   stale,       // answering, but its agent has had no sample for a while (serve's 503)
-  unreachable, // no answer in time, refused, or an answer that is not a sample
+  unreachable, // no answer in time, refused, an answer that is not a sample or over a limit
 };
 // "waiting", "ok", "stale", "unreachable".
 std::string_view host_status_key(HostStatus status);

@@ -176,16 +176,57 @@ Gpu read_gpu(const Json &value, const std::string &where) {
   return gpu;
 }
 
+// Counts what a snapshot line holds as nlohmann reads it (depth 1: the line's members; 2: the
+// GPUs; 3: a GPU's members; 4: its processes), throwing at the first thing over `limits`, so that
+// the tree built of a hostile line never outgrows them.
+class LimitCounter {
+public:
+  explicit LimitCounter(const SnapshotLimits &limits) : limits_(limits) {}
+
+  void operator()(int depth, Json::parse_event_t event, const Json &value) {
+    using Event = Json::parse_event_t;
+    bool starts = event == Event::object_start || event == Event::array_start;
+    if ((starts || event == Event::value) && ++values_ > limits_.max_values)
+      over("more than " + std::to_string(limits_.max_values) + " JSON values");
+    if ((event == Event::key || event == Event::value) && value.is_string() &&
+        value.get_ref<const std::string &>().size() > limits_.max_text_bytes)
+      over("a text of more than " + std::to_string(limits_.max_text_bytes) + " bytes");
+    if (event == Event::key && depth == 1)
+      in_gpus_ = value == "gpus";
+    if (event == Event::key && depth == 3)
+      in_processes_ = in_gpus_ && value == "processes";
+    if (!in_gpus_ || !(starts || event == Event::value))
+      return;
+    if (depth == 2) {
+      processes_ = 0;
+      if (++gpus_ > limits_.max_gpus)
+        over("more than " + std::to_string(limits_.max_gpus) + " GPUs");
+    } else if (depth == 4 && in_processes_ && ++processes_ > limits_.max_processes_per_gpu) {
+      over("more than " + std::to_string(limits_.max_processes_per_gpu) + " processes on one GPU");
+    }
+  }
+
+private:
+  [[noreturn]] static void over(const std::string &what) { throw SnapshotLimitError(what); }
+
+  const SnapshotLimits &limits_;
+  std::size_t values_ = 0, gpus_ = 0, processes_ = 0;
+  bool in_gpus_ = false, in_processes_ = false;
+};
+
 // `text` parsed, each value shown to `keep` as it ends (false: left out of the result); nothing
-// nested deeper than `depth_limit`.
+// nested deeper than `depth_limit`; `count` (where given) sees every event first.
 Json parse(std::string_view text, int depth_limit = max_depth,
-           const std::function<bool(int depth, Json &value)> &keep = {}) {
+           const std::function<bool(int depth, Json &value)> &keep = {},
+           LimitCounter *count = nullptr) {
   try {
     return Json::parse(text.begin(), text.end(),
                        [&](int depth, Json::parse_event_t event, Json &value) {
                          if (depth > depth_limit)
                            throw ParseError("nested deeper than " + std::to_string(depth_limit) +
                                             " levels: not a snapshot");
+                         if (count)
+                           (*count)(depth, event, value);
                          if (keep && event == Json::parse_event_t::object_end)
                            return keep(depth, value);
                          return true;
@@ -202,7 +243,10 @@ Snapshot read_snapshot(const Json &root, const std::string &where);
 
 } // namespace
 
-Snapshot read_json_log_line(std::string_view line) { return read_snapshot(parse(line), ""); }
+Snapshot read_json_log_line(std::string_view line, const SnapshotLimits &limits) {
+  LimitCounter count(limits);
+  return read_snapshot(parse(line, max_depth, {}, &count), "");
+}
 
 ServeHistoryRead read_serve_history(std::string_view body,
                                     const std::function<void(Snapshot)> &take) {
