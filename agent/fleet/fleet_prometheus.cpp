@@ -11,9 +11,11 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <exception>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <tuple>
+#include <vector>
 
 namespace nvsmi {
 namespace {
@@ -124,19 +126,57 @@ std::optional<double> duration_seconds(const std::string &text) {
   return at == 0 ? std::nullopt : std::optional<double>(total);
 }
 
+// What one answer may hold (docs/FLEET.md, "Limits"), counted while it is parsed so that
+// its tree never outgrows them: series in its result (or targets), JSON values in all (a series
+// of ours has about a dozen), bytes of one string. A fleet of 10,000 GPUs fits; ten answers at
+// these limits, kept as Series, hold a few tens of MiB.
+constexpr std::size_t max_series = 10000;
+constexpr std::size_t max_values = 16 * max_series;
+constexpr std::size_t max_text_bytes = 4096;
+
+// `body` parsed, or a discarded value where it is not JSON; throws where it is over a limit above.
+nlohmann::json parse_bounded(const std::string &origin, const std::string &body) {
+  using Json = nlohmann::json;
+  std::size_t values = 0, series = 0;
+  auto over = [&](const std::string &what) {
+    throw AgentError(exit_bad_output, origin + ": answered more than " + what +
+                                          ", the most fleet --prometheus reads of an answer");
+  };
+  return Json::parse(
+      body,
+      [&](int depth, Json::parse_event_t event, Json &value) {
+        bool starts =
+            event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start;
+        if (starts || event == Json::parse_event_t::value) {
+          if (++values > max_values)
+            over(std::to_string(max_values) + " JSON values");
+          // {"data":{"result":[series, ...]}}: a series (or a target) begins at depth 3.
+          if (depth == 3 && ++series > max_series)
+            over(std::to_string(max_series) + " series");
+        }
+        if ((event == Json::parse_event_t::key || event == Json::parse_event_t::value) &&
+            value.is_string() && value.get_ref<const std::string &>().size() > max_text_bytes)
+          over("a text of " + std::to_string(max_text_bytes) + " bytes");
+        return true;
+      },
+      false);
+}
+
 // The `data` of an API answer ({"status":"success","data":...}), or throws what is wrong with it.
 nlohmann::json answer_data(const PrometheusServer &server, const std::string &what,
                            HttpAnswer answer) {
   std::string origin = "--prometheus " + server.label() + ": " + what;
   if (!answer.failure.empty()) {
     bool too_big = answer.failure.rfind("answered more than", 0) == 0 ||
-                   answer.failure.rfind("answered headers", 0) == 0;
+                   answer.failure.rfind("answered headers", 0) == 0 ||
+                   answer.failure.rfind("answered a chunk-size line", 0) == 0;
     throw AgentError(too_big ? exit_bad_output : exit_io, origin + ": " + answer.failure);
   }
   if (answer.status == 401)
     throw AgentError(exit_io, origin + ": asks for credentials (401): --fleet-user and "
                                        "--fleet-password-file");
-  nlohmann::json parsed = nlohmann::json::parse(answer.body, nullptr, false);
+  nlohmann::json parsed = parse_bounded(origin, answer.body);
+  answer.body = std::string(); // parsed: not held beside its tree
   if (answer.status != 200) {
     std::string why;
     if (parsed.is_object() && parsed.contains("error") && parsed["error"].is_string())
@@ -171,6 +211,28 @@ const nlohmann::json &metric_of(const nlohmann::json &series) {
   if (!series.is_object() || !series.contains("metric"))
     return none;
   return series["metric"];
+}
+
+// What is read of one series of an instant vector: kept instead of its JSON, so that the answers
+// to all the queries are held at a fraction of their trees' size.
+struct Series {
+  Key key;
+  std::string gpu, uuid, name, state, user; // its labels of these names, printable; "" if none
+  std::optional<double> value, time;
+};
+
+std::vector<Series> series_of(const nlohmann::json &result) {
+  std::vector<Series> out;
+  out.reserve(result.size());
+  for (const nlohmann::json &series : result) {
+    const nlohmann::json &metric = metric_of(series);
+    const nlohmann::json &value =
+        series.is_object() ? series.value("value", nlohmann::json()) : nlohmann::json();
+    out.push_back(Series{key_of(series), label(metric, "gpu"), label(metric, "uuid"),
+                         label(metric, "name"), label(metric, "state"), label(metric, "user"),
+                         sample_value(value), sample_time(value)});
+  }
+  return out;
 }
 
 std::optional<GpuState> state_from_key(const std::string &key) {
@@ -240,27 +302,25 @@ std::vector<PrometheusInstance> ask_prometheus(const PrometheusServer &server,
   std::optional<boost::asio::ssl::context> tls;
   if (server.host.tls)
     tls.emplace(fleet_tls_context(client.ca_file));
-  std::array<std::optional<HttpAnswer>, q_count> answers;
   std::array<std::string, q_count> targets;
   for (std::size_t i = 0; i < q_targets; ++i)
     targets[i] = server.path_prefix + "/api/v1/query?query=" + url_encoded(queries[i]);
   targets[q_targets] = server.path_prefix + "/api/v1/targets?state=active";
-  for (std::size_t i = 0; i < q_count; ++i)
-    bounded_get(context, client, tls ? &*tls : nullptr, server.host, targets[i],
-                [&answers, i](HttpAnswer answer) { answers[i] = std::move(answer); });
-  // Every request ends by its deadline (name resolution aside: see FLEET.md).
-  context.run();
-
-  std::array<nlohmann::json, q_targets> results;
-  for (std::size_t i = 0; i < q_targets; ++i) {
-    nlohmann::json data = answer_data(server, queries[i], std::move(*answers[i]));
-    results[i] = vector_result(server, queries[i], data);
-  }
+  // Each answer is read as it comes and its body and tree let go of, so that no more than one
+  // tree is held at a time; what is wrong with an answer is thrown after the run, in the order
+  // of the queries, as when they were read after it.
+  std::array<std::vector<Series>, q_targets> results;
+  std::array<std::exception_ptr, q_targets> failures;
   // The targets' last errors and intervals only say more: a Prometheus that will not give them
-  // (too many targets for the size bound, an older API) still gives the fleet.
+  // (too many targets for the bounds, an older API) still gives the fleet.
   std::map<Key, std::pair<std::string, std::optional<double>>> target_notes;
-  try {
-    nlohmann::json data = answer_data(server, "/api/v1/targets", std::move(*answers[q_targets]));
+  auto read_targets = [&](HttpAnswer answer) {
+    nlohmann::json data;
+    try {
+      data = answer_data(server, "/api/v1/targets", std::move(answer));
+    } catch (const AgentError &) {
+      return;
+    }
     if (data.is_object() && data.contains("activeTargets") && data["activeTargets"].is_array())
       for (const nlohmann::json &target : data["activeTargets"]) {
         if (!target.is_object())
@@ -275,39 +335,54 @@ std::vector<PrometheusInstance> ask_prometheus(const PrometheusServer &server,
           interval = duration_seconds(target["scrapeInterval"].get<std::string>());
         target_notes[key] = {error, interval};
       }
-  } catch (const AgentError &) {
-  }
+  };
+  for (std::size_t i = 0; i < q_count; ++i)
+    bounded_get(context, client, tls ? &*tls : nullptr, server.host, targets[i],
+                [&, i](HttpAnswer answer) {
+                  if (i == q_targets)
+                    return read_targets(std::move(answer));
+                  try {
+                    nlohmann::json data = answer_data(server, queries[i], std::move(answer));
+                    results[i] = series_of(vector_result(server, queries[i], data));
+                  } catch (const AgentError &) {
+                    failures[i] = std::current_exception();
+                  }
+                });
+  // Every request ends by its deadline (name resolution aside: see FLEET.md).
+  context.run();
+  for (const std::exception_ptr &failure : failures)
+    if (failure)
+      std::rethrow_exception(failure);
 
   // Our agents' jobs: those where some instance gives nvsmi_up. Another job's targets (a node
   // exporter) are no agents; an agent of ours that is down shows by its job's other agents.
   std::map<Key, double> agent_up;
   std::vector<std::string> jobs;
-  for (const nlohmann::json &series : results[q_agent_up]) {
-    Key key = key_of(series);
-    if (std::optional<double> value = sample_value(series.value("value", nlohmann::json())))
-      agent_up[key] = *value;
+  for (const Series &series : results[q_agent_up]) {
+    const Key &key = series.key;
+    if (series.value)
+      agent_up[key] = *series.value;
     if (std::find(jobs.begin(), jobs.end(), key.first) == jobs.end())
       jobs.push_back(key.first);
   }
   std::map<Key, double> scraped_at;
   std::optional<double> asked_at;
-  for (const nlohmann::json &series : results[q_up_time]) {
-    const nlohmann::json &value = series.value("value", nlohmann::json());
-    if (std::optional<double> at = sample_value(value))
-      scraped_at[key_of(series)] = *at;
+  for (const Series &series : results[q_up_time]) {
+    if (series.value)
+      scraped_at[series.key] = *series.value;
     if (!asked_at)
-      asked_at = sample_time(value);
+      asked_at = series.time;
   }
 
   std::map<Key, PrometheusInstance> instances;
-  for (const nlohmann::json &series : results[q_up]) {
-    Key key = key_of(series);
+  for (const Series &series : results[q_up]) {
+    const Key &key = series.key;
     if (key.second.empty() || std::find(jobs.begin(), jobs.end(), key.first) == jobs.end())
       continue;
     PrometheusInstance &instance = instances[key];
     instance.job = key.first;
     instance.instance = key.second;
-    std::optional<double> up = sample_value(series.value("value", nlohmann::json()));
+    std::optional<double> up = series.value;
     auto note = target_notes.find(key);
     auto at = scraped_at.find(key);
     if (at != scraped_at.end() && asked_at)
@@ -335,23 +410,20 @@ std::vector<PrometheusInstance> ask_prometheus(const PrometheusServer &server,
   // Each GPU by its instance and `gpu` label; a series of a GPU whose instance is not above (no
   // `up`: Prometheus stopped scraping it) is left out.
   std::map<Key, std::map<std::string, PrometheusGpu>> gpus;
-  auto gpu_of = [&](const nlohmann::json &series) -> PrometheusGpu * {
-    Key key = key_of(series);
-    if (instances.count(key) == 0)
+  auto gpu_of = [&](const Series &series) -> PrometheusGpu * {
+    if (instances.count(series.key) == 0)
       return nullptr;
-    const nlohmann::json &metric = metric_of(series);
-    std::string index = label(metric, "gpu");
-    PrometheusGpu &gpu = gpus[key][index];
-    gpu.gpu = index;
+    PrometheusGpu &gpu = gpus[series.key][series.gpu];
+    gpu.gpu = series.gpu;
     if (gpu.uuid.empty())
-      gpu.uuid = label(metric, "uuid");
+      gpu.uuid = series.uuid;
     if (gpu.name.empty())
-      gpu.name = label(metric, "name");
+      gpu.name = series.name;
     return &gpu;
   };
-  for (const nlohmann::json &series : results[q_state])
+  for (const Series &series : results[q_state])
     if (PrometheusGpu *gpu = gpu_of(series))
-      gpu->state = state_from_key(label(metric_of(series), "state"));
+      gpu->state = state_from_key(series.state);
   struct Field {
     Query query;
     std::optional<double> PrometheusGpu::*member;
@@ -363,13 +435,13 @@ std::vector<PrometheusInstance> ask_prometheus(const PrometheusServer &server,
                                Field{q_memory_total, &PrometheusGpu::memory_total_mib, 1 / mib},
                                Field{q_power, &PrometheusGpu::power_draw_w, 1},
                                Field{q_temperature, &PrometheusGpu::temperature_c, 1}})
-    for (const nlohmann::json &series : results[reading.query])
+    for (const Series &series : results[reading.query])
       if (PrometheusGpu *gpu = gpu_of(series))
-        if (std::optional<double> value = sample_value(series.value("value", nlohmann::json())))
-          gpu->*reading.member = *value * reading.scale;
-  for (const nlohmann::json &series : results[q_users]) {
-    std::optional<double> count = sample_value(series.value("value", nlohmann::json()));
-    std::string user = label(metric_of(series), "user");
+        if (series.value)
+          gpu->*reading.member = *series.value * reading.scale;
+  for (const Series &series : results[q_users]) {
+    const std::optional<double> &count = series.value;
+    const std::string &user = series.user;
     if (!count || *count <= 0 || user.empty())
       continue;
     if (PrometheusGpu *gpu = gpu_of(series))
