@@ -1,6 +1,7 @@
 #include "nvsmi/stream_readings.hpp"
 
 #include "nvsmi/quantity.hpp"
+#include "reader_text.hpp"
 
 #include <limits>
 
@@ -33,7 +34,7 @@ Reading stream_reading(std::string_view cell, const StreamColumn &column,
   std::optional<std::int64_t> parsed =
       parse_integer(negative ? cell.substr(1) : cell, Unit::none, UnitPolicy::optional, field);
   if (!parsed) // a sign before a marker: "-N/A"
-    throw ParseError(field + ": not a number in \"" + std::string(cell.substr(0, 80)) + "\"");
+    throw ParseError(field + ": not a number in " + excerpt(cell));
   std::int64_t value = *parsed;
   bool share = column.range == StreamRange::share;
   if (negative ? value != 0 : share && value > 100) {
@@ -43,7 +44,7 @@ Reading stream_reading(std::string_view cell, const StreamColumn &column,
     return std::nullopt;
   }
   if (value > std::numeric_limits<std::int64_t>::max() / column.scale)
-    throw ParseError(field + " value out of range: \"" + std::string(cell.substr(0, 80)) + "\"");
+    throw ParseError(field + " value out of range: " + excerpt(cell));
   return value * column.scale;
 }
 
