@@ -316,6 +316,9 @@ private:
     posix_spawnattr_setsigdefault(&attributes, &defaults);
     posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     pid_t pid = 0;
+    // The job's time starts before it can: read after the spawn, a busy machine's moments between
+    // the child's exec and our clock would be left out of it.
+    job_started_ = steady_clock::now();
     int error = ::posix_spawnp(&pid, argv[0], nullptr, &attributes, argv.data(), envp.data());
     posix_spawnattr_destroy(&attributes);
     if (error != 0) {
@@ -330,7 +333,6 @@ private:
     // Read while it cannot be reaped: before our wait, even a job that ended at once is a zombie.
     job_start_ticks_ = process_start_ticks(job_pid_);
     phase_ = Phase::running;
-    job_started_ = steady_clock::now();
     // The report is made of the samples as they come, in memory: only the job's GPUs.
     ReportOptions report_options;
     report_options.details = options_.details;
