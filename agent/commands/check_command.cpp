@@ -119,19 +119,19 @@ std::optional<std::string> short_bus_id(const Text &bus_id) {
 }
 
 // A concern of one GPU, of one PCI device in the kernel log, or of the whole sample.
-struct Finding {
+struct CheckFinding {
   CheckStatus status;
   std::string text;
 };
 
 struct Subject {
   std::string name; // "GPU 3 (0000:3B:00.0)"; empty for the sample as a whole
-  std::vector<Finding> findings;
+  std::vector<CheckFinding> findings;
   std::size_t order = 0;
 
   CheckStatus worst() const {
     CheckStatus out = CheckStatus::ok;
-    for (const Finding &finding : findings)
+    for (const CheckFinding &finding : findings)
       out = worse(out, finding.status);
     return out;
   }
@@ -413,10 +413,11 @@ CheckResult judge_snapshot(const Snapshot &snapshot, const CheckThresholds &thre
   result.status = CheckStatus::ok;
   std::vector<std::string> parts;
   for (Subject &subject : subjects) {
-    std::stable_sort(
-        subject.findings.begin(), subject.findings.end(),
-        [](const Finding &a, const Finding &b) { return rank(a.status) > rank(b.status); });
-    for (const Finding &finding : subject.findings)
+    std::stable_sort(subject.findings.begin(), subject.findings.end(),
+                     [](const CheckFinding &a, const CheckFinding &b) {
+                       return rank(a.status) > rank(b.status);
+                     });
+    for (const CheckFinding &finding : subject.findings)
       result.status = worse(result.status, finding.status);
     if (subject.findings.empty())
       continue;

@@ -12,30 +12,30 @@
 namespace nvsmi {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
-Json rounded(const std::optional<double> &value, int decimals = 2) {
+OrderedJson rounded(const std::optional<double> &value, int decimals = 2) {
   if (!value)
     return nullptr;
   double scale = std::pow(10.0, decimals);
   return std::round(*value * scale) / scale;
 }
-template <typename T> Json maybe(const std::optional<T> &value) {
-  return value ? Json(*value) : Json(nullptr);
+template <typename T> OrderedJson maybe(const std::optional<T> &value) {
+  return value ? OrderedJson(*value) : OrderedJson(nullptr);
 }
 
 // Who held the GPU at `position`: null where the log has no process list for it.
-Json holders_json(const Report &report, std::size_t position) {
+OrderedJson holders_json(const Report &report, std::size_t position) {
   const std::vector<double> &listed = report.users.gpu_listed_seconds;
   if (position >= listed.size() || listed[position] <= 0)
     return nullptr;
-  Json out = Json::array();
+  OrderedJson out = OrderedJson::array();
   for (const auto &[user, seconds] : gpu_holders(report.users, position))
     out.push_back({{"user", maybe(user)}, {"held_gpu_hours", rounded(seconds / 3600, 3)}});
   return out;
 }
 
-Json gpu_json(const Report &report, std::size_t position) {
+OrderedJson gpu_json(const Report &report, std::size_t position) {
   const GpuSummary &gpu = report.gpus[position];
   std::optional<double> peak_percent, headroom_percent;
   Reading headroom;
@@ -45,7 +45,7 @@ Json gpu_json(const Report &report, std::size_t position) {
     peak_percent = 100 * static_cast<double>(*gpu.memory_peak_mib) / total;
     headroom_percent = 100 * static_cast<double>(*headroom) / total;
   }
-  Json out;
+  OrderedJson out;
   out["index"] = gpu.index;
   out["uuid"] = maybe(gpu.uuid);
   out["name"] = maybe(gpu.name);
@@ -78,7 +78,7 @@ Json gpu_json(const Report &report, std::size_t position) {
                     {"known_s", rounded(gpu.power_known_seconds, 3)}};
   out["temperature_c"] = {{"mean", rounded(gpu.temperature_mean_c)},
                           {"max", maybe(gpu.temperature_max_c)}};
-  Json &fields = out["health"] = Json::object();
+  OrderedJson &fields = out["health"] = OrderedJson::object();
   for (const GpuField &field : gpu_fields())
     if (field.settled_health())
       fields[std::string(field.json_key)] = field.kind == FieldKind::integer
@@ -113,18 +113,19 @@ Json gpu_json(const Report &report, std::size_t position) {
 // Hours of GPU time; a difference of sums that should be 0 never prints as -0.
 double gpu_hours(double seconds) { return std::max(0.0, seconds / 3600); }
 
-Json user_json(const Report &report, const UserSummary &user) {
-  Json out;
+OrderedJson user_json(const Report &report, const UserSummary &user) {
+  OrderedJson out;
   out["user"] = maybe(user.user);
   out["gpus"] = user.gpus;
-  Json held = Json::array();
+  OrderedJson held = OrderedJson::array();
   for (const auto &[slot, seconds] : user.gpu_seconds)
-    held.push_back({{"index", slot < report.gpus.size() ? Json(report.gpus[slot].index) : Json()},
+    held.push_back({{"index", slot < report.gpus.size() ? OrderedJson(report.gpus[slot].index)
+                                                        : OrderedJson()},
                     {"held_gpu_hours", rounded(seconds / 3600, 3)}});
   out["held_gpus"] = held;
   out["held_gpu_hours"] = rounded(gpu_hours(user.held_seconds), 3);
   out["idle_gpu_hours"] =
-      user.idle_known_seconds > 0 ? rounded(gpu_hours(user.idle_seconds), 3) : Json(nullptr);
+      user.idle_known_seconds > 0 ? rounded(gpu_hours(user.idle_seconds), 3) : OrderedJson(nullptr);
   out["idle_percent"] = rounded(user.idle_percent());
   out["idle_unknown_gpu_hours"] =
       rounded(gpu_hours(user.held_seconds - user.idle_known_seconds), 3);
@@ -138,8 +139,8 @@ Json user_json(const Report &report, const UserSummary &user) {
   return out;
 }
 
-Json tallies_json(const std::vector<StrangerTally> &tallies, long gpu_samples) {
-  Json out = Json::array();
+OrderedJson tallies_json(const std::vector<StrangerTally> &tallies, long gpu_samples) {
+  OrderedJson out = OrderedJson::array();
   for (const StrangerTally &tally : tallies)
     out.push_back({{"who", job_shown(tally.label)},
                    {"samples", tally.samples},
@@ -147,8 +148,8 @@ Json tallies_json(const std::vector<StrangerTally> &tallies, long gpu_samples) {
   return out;
 }
 
-Json job_json(const JobSummary &job) {
-  Json gpus = Json::array();
+OrderedJson job_json(const JobSummary &job) {
+  OrderedJson gpus = OrderedJson::array();
   for (const JobGpuTally &gpu : job.gpus)
     gpus.push_back({{"index", gpu.gpu.index},
                     {"uuid", job_shown(gpu.gpu.uuid)},
@@ -160,7 +161,8 @@ Json job_json(const JobSummary &job) {
                     {"batch_growth_estimate", maybe(batch_growth_estimate(gpu))},
                     {"shared_with", tallies_json(gpu.strangers, gpu.samples)},
                     {"not_attributable", tallies_json(gpu.unknown, gpu.samples)}});
-  Json command = Json::array(), left_running = Json::array(), notes = Json::array();
+  OrderedJson command = OrderedJson::array(), left_running = OrderedJson::array(),
+              notes = OrderedJson::array();
   for (const std::string &word : job.command)
     command.push_back(job_shown(word));
   for (const std::string &process : job.left_running)
@@ -181,15 +183,15 @@ Json job_json(const JobSummary &job) {
 
 } // namespace
 
-Json batch_job_json(const BatchJob &job) {
-  Json gpus = Json::array();
+OrderedJson batch_job_json(const BatchJob &job) {
+  OrderedJson gpus = OrderedJson::array();
   for (const BatchJobGpu &gpu : job.gpus)
     gpus.push_back({{"index", gpu.index},
                     {"held_gpu_hours", rounded(gpu.seconds / 3600, 3)},
                     {"peak_memory_mib", maybe(gpu.peak_memory_mib)},
                     {"memory_total_mib", maybe(gpu.memory_total_mib)}});
-  auto hours = [](const TimeShare &share) -> Json {
-    return share.known_seconds > 0 ? rounded(share.seconds / 3600, 3) : Json(nullptr);
+  auto hours = [](const TimeShare &share) -> OrderedJson {
+    return share.known_seconds > 0 ? rounded(share.seconds / 3600, 3) : OrderedJson(nullptr);
   };
   // SM and tensor activity while its GPUs were not idle, as the GPUs' activity findings take it.
   ActivityFigures activity = job.activity.figures();
@@ -198,8 +200,8 @@ Json batch_job_json(const BatchJob &job) {
       {"job_id", job.job_id},
       {"user", maybe(job.user)},
       {"account", maybe(job.account)},
-      {"first", job.first ? Json(to_iso8601(*job.first)) : Json(nullptr)},
-      {"last", job.last ? Json(to_iso8601(*job.last)) : Json(nullptr)},
+      {"first", job.first ? OrderedJson(to_iso8601(*job.first)) : OrderedJson(nullptr)},
+      {"last", job.last ? OrderedJson(to_iso8601(*job.last)) : OrderedJson(nullptr)},
       {"wall_hours", rounded(job.wall_seconds() / 3600, 3)},
       {"gpus", gpus},
       {"held_gpu_hours", rounded(job.held_seconds / 3600, 3)},
@@ -213,32 +215,33 @@ Json batch_job_json(const BatchJob &job) {
       {"sm_active_percent", rounded(activity.sm_active_mean)},
       {"tensor_active_percent", rounded(activity.tensor_active_mean)},
       {"activity_known_gpu_hours", activity.known_seconds > 0
-                                       ? Json(rounded(activity.known_seconds / 3600, 3))
-                                       : Json(nullptr)},
+                                       ? OrderedJson(rounded(activity.known_seconds / 3600, 3))
+                                       : OrderedJson(nullptr)},
       {"finding", {{"severity", severity_name(job.finding.severity)}, {"text", job.finding.text}}},
-      {"advice", job.advice.empty() ? Json(nullptr) : Json(job.advice)},
-      {"activity_finding", job.activity_finding
-                               ? Json({{"severity", severity_name(job.activity_finding->severity)},
-                                       {"text", job.activity_finding->text}})
-                               : Json(nullptr)}};
+      {"advice", job.advice.empty() ? OrderedJson(nullptr) : OrderedJson(job.advice)},
+      {"activity_finding",
+       job.activity_finding
+           ? OrderedJson({{"severity", severity_name(job.activity_finding->severity)},
+                          {"text", job.activity_finding->text}})
+           : OrderedJson(nullptr)}};
 }
 
 std::string format_job_json(const BatchJob &job) {
-  Json out;
+  OrderedJson out;
   out["schema"] = "nvsmi-agent.job/1";
   out["job"] = batch_job_json(job);
-  return out.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+  return out.dump(-1, ' ', false, OrderedJson::error_handler_t::replace) + "\n";
 }
 
 std::string format_report_json(const Report &report) {
-  Json out;
+  OrderedJson out;
   out["schema"] = "nvsmi-agent.report/1";
   if (report.job && report.rows_used == 0) { // no sample of the job's GPUs: the job alone
     out["job"] = job_json(*report.job);
-    return out.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+    return out.dump(-1, ' ', false, OrderedJson::error_handler_t::replace) + "\n";
   }
   out["files"] = report.files;
-  Json bad = {{"total", report.bad.total()}};
+  OrderedJson bad = {{"total", report.bad.total()}};
   for (int k = 0; k < BadRows::kind_count; ++k)
     bad[BadRows::name(static_cast<BadRows::Kind>(k))] =
         report.bad.counts[static_cast<std::size_t>(k)];
@@ -250,7 +253,7 @@ std::string format_report_json(const Report &report) {
                  {"bad", bad}};
   if (report.last_sample) {
     const FleetSummary &fleet = report.last_sample->fleet;
-    Json states = Json::object();
+    OrderedJson states = OrderedJson::object();
     for (std::size_t s = 0; s <= static_cast<std::size_t>(GpuState::unknown); ++s)
       states[std::string(gpu_state_key(static_cast<GpuState>(s)))] = fleet.count[s];
     out["last_sample"] = {{"time", to_iso8601(report.last_sample->time)},
@@ -259,17 +262,17 @@ std::string format_report_json(const Report &report) {
                           {"idle_holders", fleet.idle_holders},
                           {"summary", last_sample_text(*report.last_sample)}};
   }
-  out["gpus"] = Json::array();
+  out["gpus"] = OrderedJson::array();
   for (std::size_t i = 0; i < report.gpus.size(); ++i)
     out["gpus"].push_back(gpu_json(report, i));
   if (report.options.by_job) {
-    out["jobs"] = Json::array();
+    out["jobs"] = OrderedJson::array();
     for (const BatchJob &job : report.jobs.jobs)
       out["jobs"].push_back(batch_job_json(job));
     out["jobs_left_out"] = report.jobs.left_out;
-    out["accounts"] = Json::array();
+    out["accounts"] = OrderedJson::array();
     auto hours = [](std::optional<double> seconds) {
-      return seconds ? Json(rounded(*seconds / 3600, 3)) : Json(nullptr);
+      return seconds ? OrderedJson(rounded(*seconds / 3600, 3)) : OrderedJson(nullptr);
     };
     for (const BatchAccount &account : roll_up_accounts(report.jobs.jobs))
       out["accounts"].push_back({{"account", maybe(account.account)},
@@ -280,7 +283,7 @@ std::string format_report_json(const Report &report) {
                                  {"unused_gpu_hours", hours(account.unused_seconds)}});
   }
   const UserLedgerSummary &ledger = report.users;
-  out["users"] = Json::array();
+  out["users"] = OrderedJson::array();
   for (const UserSummary &user : ledger.users)
     out["users"].push_back(user_json(report, user));
   out["users_totals"] = {
@@ -291,7 +294,7 @@ std::string format_report_json(const Report &report) {
       {"left_out_gpu_hours", rounded(gpu_hours(ledger.left_out_seconds), 3)}};
   if (report.job)
     out["job"] = job_json(*report.job);
-  return out.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+  return out.dump(-1, ' ', false, OrderedJson::error_handler_t::replace) + "\n";
 }
 
 } // namespace nvsmi

@@ -15,7 +15,7 @@ namespace {
 using Target = DmonReader::Target;
 
 // A row of every dmon group and GPM metric is a few hundred bytes.
-constexpr std::size_t max_line_bytes = 4096;
+constexpr std::size_t max_dmon_line_bytes = 4096;
 constexpr std::int64_t mib = 1024 * 1024;
 
 // Every column dmon prints that this reader knows, with the unit its second header line must
@@ -192,7 +192,7 @@ void assign(DmonRow &row, Target target, Reading value) {
 
 DmonReader::Outcome DmonReader::add_line(std::string_view line) {
   Outcome outcome;
-  if ((outcome.error = overlong_line("dmon", line, max_line_bytes)))
+  if ((outcome.error = overlong_line("dmon", line, max_dmon_line_bytes)))
     return outcome;
   std::string_view content = trim(line);
   if (content.empty())

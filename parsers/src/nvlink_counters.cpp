@@ -18,10 +18,8 @@ constexpr int max_gpu_index = 1023;
 // 2^53 KiB (8 EiB): its bytes fit an int64, and a double holds each count exactly. Nothing has
 // moved that much over one link; a larger count is garbled.
 constexpr std::uint64_t max_kib = std::uint64_t(1) << 53;
-// As for the links' capacity (nvlink_status.cpp): no GPU's links come near it.
-constexpr double max_bytes_per_second = 1e14;
 
-[[noreturn]] void not_understood(std::string_view line) {
+[[noreturn]] void counters_not_understood(std::string_view line) {
   throw ParseError("nvidia-smi nvlink -gt d: line not understood: " + excerpt(line));
 }
 
@@ -30,14 +28,14 @@ std::optional<std::uint64_t> data_count(std::string_view line, std::string_view 
   constexpr std::string_view tx = "Data Tx:", rx = "Data Rx:";
   is_tx = nvlink_lines::starts_with(rest, tx);
   if (!is_tx && !nvlink_lines::starts_with(rest, rx))
-    not_understood(line);
+    counters_not_understood(line);
   std::string_view value = trim(rest.substr(tx.size()));
   if (value == "N/A")
     return std::nullopt;
   // The unit is checked, never assumed: `nvlink -h` says KiB for `-gt d`.
   std::optional<std::uint64_t> kib = nvlink_lines::number_with_unit<std::uint64_t>(value, " KiB");
   if (!kib || *kib > max_kib)
-    not_understood(line);
+    counters_not_understood(line);
   return *kib * 1024;
 }
 
@@ -77,7 +75,7 @@ Reading direction_rate(const NvlinkGpuCounters &before, const NvlinkGpuCounters 
   if (!any)
     return std::nullopt;
   double rate = moved / seconds;
-  if (!std::isfinite(rate) || rate > max_bytes_per_second)
+  if (!std::isfinite(rate) || rate > nvlink_lines::max_bytes_per_second)
     return std::nullopt;
   return std::llround(rate);
 }
@@ -92,10 +90,10 @@ std::vector<NvlinkGpuCounters> read_nvlink_counters(std::string_view text) {
     if (nvlink_lines::starts_with(line, "GPU ")) {
       std::optional<nvlink_lines::GpuLine> header = nvlink_lines::gpu_line(line);
       if (!header || header->index > max_gpu_index)
-        not_understood(line);
+        counters_not_understood(line);
       for (const NvlinkGpuCounters &gpu : gpus)
         if (gpu.gpu_index == header->index || (gpu.uuid && gpu.uuid == header->uuid))
-          not_understood(line); // a GPU twice: which reading is its own?
+          counters_not_understood(line); // a GPU twice: which reading is its own?
       NvlinkGpuCounters gpu;
       gpu.gpu_index = header->index;
       gpu.uuid = header->uuid;
@@ -105,7 +103,7 @@ std::vector<NvlinkGpuCounters> read_nvlink_counters(std::string_view text) {
       std::string_view rest;
       std::optional<int> number = nvlink_lines::link_line(line, rest);
       if (!number)
-        not_understood(line);
+        counters_not_understood(line);
       bool is_tx = false;
       std::optional<std::uint64_t> bytes = data_count(line, rest, is_tx);
       std::vector<NvlinkLinkCounters> &links = gpus.back().links;
@@ -113,7 +111,7 @@ std::vector<NvlinkGpuCounters> read_nvlink_counters(std::string_view text) {
                                [&](const NvlinkLinkCounters &l) { return l.link == *number; });
       if (link == links.end()) {
         if (links.size() >= max_links)
-          not_understood(line);
+          counters_not_understood(line);
         links.push_back({*number, std::nullopt, std::nullopt});
         named.emplace_back(false, false);
         link = links.end() - 1;
@@ -121,7 +119,7 @@ std::vector<NvlinkGpuCounters> read_nvlink_counters(std::string_view text) {
       bool &was_named =
           is_tx ? named[link - links.begin()].first : named[link - links.begin()].second;
       if (was_named)
-        not_understood(line); // the same counter twice: which is it?
+        counters_not_understood(line); // the same counter twice: which is it?
       was_named = true;
       (is_tx ? link->tx_bytes : link->rx_bytes) = bytes;
     } else if (!gpus.empty() && gpus.back().links.empty() && nvlink_lines::no_nvlink_answer(line)) {
@@ -129,7 +127,7 @@ std::vector<NvlinkGpuCounters> read_nvlink_counters(std::string_view text) {
       // mode): that GPU has no counters, and the others are read.
       continue;
     } else {
-      not_understood(line);
+      counters_not_understood(line);
     }
   }
   return gpus;

@@ -11,6 +11,10 @@
 
 namespace nvsmi::nvlink_lines {
 
+// No GPU's links come near this (an NVLink 5 GPU has 18 links of 53 GB/s): a larger capacity or
+// rate is a garbled line, and would overflow the reading.
+constexpr double max_bytes_per_second = 1e14;
+
 inline bool starts_with(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
 }

@@ -12,10 +12,6 @@
 namespace nvsmi {
 namespace {
 
-// No GPU's links come near this (an NVLink 5 GPU has 18 links of 53 GB/s); a larger sum is a
-// garbled line, and would overflow the reading.
-constexpr double max_bytes_per_second = 1e14;
-
 // A line this reader cannot place: nothing of it is guessed.
 [[noreturn]] void not_understood(std::string_view line) {
   throw ParseError("nvidia-smi nvlink -s: line not understood: " + excerpt(line));
@@ -43,7 +39,8 @@ std::optional<double> link_speed(std::string_view line) {
     return 0.0;
   std::optional<double> speed = nvlink_lines::number_with_unit<double>(value, " GB/s");
   // One link past what all of a GPU's links may sum to is a garbled speed, not a fast link.
-  if (!speed || !std::isfinite(*speed) || *speed <= 0 || *speed * 1e9 > max_bytes_per_second)
+  if (!speed || !std::isfinite(*speed) || *speed <= 0 ||
+      *speed * 1e9 > nvlink_lines::max_bytes_per_second)
     return std::nullopt;
   return *speed * 1e9;
 }
@@ -83,9 +80,9 @@ std::vector<NvlinkCapacity> read_nvlink_status(std::string_view text) {
                    nvlink_lines::starts_with(line, "Link ") ? link_speed(line) : std::nullopt) {
       sum += *speed;
       any_active = any_active || *speed > 0;
-      if (sum > max_bytes_per_second)
+      if (sum > nvlink_lines::max_bytes_per_second)
         no_figures("nvlink -s gives links past " +
-                   std::to_string(std::llround(max_bytes_per_second / 1e9)) +
+                   std::to_string(std::llround(nvlink_lines::max_bytes_per_second / 1e9)) +
                    " GB/s in all: " + excerpt(line));
     } else {
       no_figures("nvlink -s line not understood: " + excerpt(line));
