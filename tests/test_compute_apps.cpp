@@ -1,6 +1,7 @@
 #include "nvsmi/compute_apps.hpp"
 #include "nvsmi/csv_reader.hpp"
 #include "nvsmi/quantity.hpp"
+#include "nvsmi/utf8.hpp"
 #include "nvsmi/xml_reader.hpp"
 #include "snapshot_builders.hpp"
 #include "support.hpp"
@@ -166,6 +167,20 @@ TEST_CASE("compute-apps: errors name the field or show the line") {
   SECTION("a message quotes at most a bounded excerpt of a hostile line") {
     std::string message = message_of(std::string(header) + std::string(100000, 'x') + "\n");
     CHECK(message.size() < 300);
+  }
+  SECTION("a message quotes valid UTF-8 and no control character, whatever bytes the line has") {
+    // A byte that begins no character, an escape sequence, CSI as its C1 character (U+009B), a
+    // character past the excerpt's 80 bytes cut in two.
+    std::string line = "\xff\xfe \x1b[31m red \xc2\x9b"
+                       "31m " +
+                       std::string(60, 'a') + "\xc3\xa9\xc3\xa9";
+    std::string message = message_of(std::string(header) + line + "\n");
+    INFO(message);
+    CHECK(nvsmi::is_valid_utf8(message));
+    for (char c : message)
+      CHECK((static_cast<unsigned char>(c) >= 0x20 && c != 0x7f));
+    CHECK(message.find("\xc2\x9b") == std::string::npos);
+    CHECK_THAT(message, Catch::Contains("?[31m red ?31m aaa"));
   }
 }
 

@@ -1,6 +1,8 @@
 // What the line readers (CSV GPU query, compute-apps, pmon) share about the text they read.
 #pragma once
 
+#include "nvsmi/utf8.hpp"
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,12 +20,25 @@ inline void split_header_cell(std::string_view cell, std::string_view &name,
 }
 
 // A line as it appears in a message: nvidia-smi's own words are worth showing, hostile megabytes
-// are not, nor a control character (an escape sequence on the operator's terminal): each is '?'.
+// are not, nor a control character (an escape sequence on the operator's terminal, C0 or C1):
+// each is '?'. Valid UTF-8 whatever the line holds: a byte that begins no character, or one cut
+// at the excerpt's end, is U+FFFD.
 inline std::string excerpt(std::string_view line) {
   constexpr std::size_t limit = 80;
+  std::string text = valid_utf8(line.substr(0, limit));
   std::string out = "\"";
-  for (char c : line.substr(0, limit))
-    out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+  for (std::size_t at = 0; at < text.size(); ++at) {
+    unsigned char byte = static_cast<unsigned char>(text[at]);
+    if (byte < 0x20 || byte == 0x7f) {
+      out += '?';
+    } else if (byte == 0xc2 && at + 1 < text.size() &&
+               static_cast<unsigned char>(text[at + 1]) < 0xa0) {
+      out += '?'; // U+0080..U+009F, CSI among them
+      ++at;
+    } else {
+      out += text[at];
+    }
+  }
   out += line.size() > limit ? "...\"" : "\"";
   return out;
 }
