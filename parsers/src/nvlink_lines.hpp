@@ -4,6 +4,7 @@
 
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/snapshot.hpp"
+#include "reader_text.hpp"
 
 #include <charconv>
 #include <optional>
@@ -114,25 +115,18 @@ inline std::optional<std::string_view> no_nvlink_answer(std::string_view line) {
       "Device does not have or support Nvlink",
       "Nvlink queries are not supported for Devices in MIG mode",
   };
-  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; };
-  auto without_nvml = [&](std::string_view text) {
+  auto without_nvml = [](std::string_view text) {
     constexpr std::string_view nvml = "nvml: ";
-    bool prefixed = text.size() >= nvml.size();
-    for (std::size_t i = 0; prefixed && i < nvml.size(); ++i)
-      prefixed = lower(text[i]) == nvml[i];
+    bool prefixed =
+        text.size() >= nvml.size() && equal_ignoring_case(text.substr(0, nvml.size()), nvml);
     return prefixed ? text.substr(nvml.size()) : text;
   };
   if (!line.empty() && line.back() == '.')
     line.remove_suffix(1);
   line = without_nvml(line);
-  for (std::string_view answer : answers) {
-    std::string_view words = without_nvml(answer);
-    bool same = words.size() == line.size();
-    for (std::size_t i = 0; same && i < words.size(); ++i)
-      same = lower(words[i]) == lower(line[i]);
-    if (same)
+  for (std::string_view answer : answers)
+    if (equal_ignoring_case(without_nvml(answer), line))
       return answer;
-  }
   return std::nullopt;
 }
 

@@ -19,6 +19,18 @@ inline void split_header_cell(std::string_view cell, std::string_view &name,
     unit = cell.substr(bracket + 2, cell.size() - bracket - 3);
 }
 
+// ASCII letters compared without case (nvidia-smi's words change case between drivers), without
+// the locale std::tolower would consult.
+inline bool equal_ignoring_case(std::string_view a, std::string_view b) {
+  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  if (a.size() != b.size())
+    return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i]))
+      return false;
+  return true;
+}
+
 // A line as it appears in a message: nvidia-smi's own words are worth showing, hostile megabytes
 // are not, nor a control character (an escape sequence on the operator's terminal, C0 or C1):
 // each is '?'. Valid UTF-8 whatever the line holds: a byte that begins no character, or one cut

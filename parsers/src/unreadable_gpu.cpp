@@ -4,6 +4,7 @@
 
 #include "nvsmi/pci_address.hpp"
 #include "nvsmi/quantity.hpp"
+#include "reader_text.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -17,13 +18,6 @@
 
 namespace nvsmi {
 namespace {
-
-bool equal_ignoring_case(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 bool take_prefix(std::string_view &text, std::string_view prefix) {
   if (text.size() < prefix.size() || !equal_ignoring_case(text.substr(0, prefix.size()), prefix))
@@ -161,8 +155,8 @@ Text LostEvidence::reason() const {
 
 std::optional<UnreadableGpu> parse_unreadable_gpu_line(std::string_view line) {
   std::string_view rest = trim(line);
-  // Asked of every CSV row: a row is let go at its first character, without the comparisons below
-  // and their calls to tolower.
+  // Asked of every CSV row: a row is let go at its first character, without the comparisons
+  // below.
   if (rest.empty() || (rest.front() | 0x20) != 'u')
     return std::nullopt;
   if (!take_prefix(rest, "Unable to determine the device handle for ") &&
