@@ -1,6 +1,7 @@
 #include "nvsmi/gpu_selector.hpp"
 
 #include "nvsmi/pci_address.hpp"
+#include "reader_text.hpp"
 
 #include <string>
 
@@ -14,18 +15,6 @@ bool digits_only(std::string_view text) {
   return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
 }
 
-char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-// The same text but for the case of ASCII letters.
-bool same_letters(std::string_view a, std::string_view b) {
-  if (a.size() != b.size())
-    return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (lower(a[i]) != lower(b[i]))
-      return false;
-  return true;
-}
-
 bool same_address(const PciAddress &wanted, const PciAddress &gpu) {
   return wanted.domain == gpu.domain && wanted.bus == gpu.bus && wanted.device == gpu.device &&
          wanted.function.value_or(0) == gpu.function.value_or(0);
@@ -34,8 +23,8 @@ bool same_address(const PciAddress &wanted, const PciAddress &gpu) {
 // "GPU-" or "MIG-" (any case), then hex digits and dashes: what nvidia-smi prints as a GPU's or a
 // MIG device's UUID (GPU-5c1a0e47-..., 8-4-4-4-12 digits), not held to its grouping.
 bool is_uuid(std::string_view text) {
-  if (text.size() <= 4 ||
-      !(same_letters(text.substr(0, 4), "GPU-") || same_letters(text.substr(0, 4), "MIG-")))
+  if (text.size() <= 4 || !(equal_ignoring_case(text.substr(0, 4), "GPU-") ||
+                            equal_ignoring_case(text.substr(0, 4), "MIG-")))
     return false;
   std::string_view rest = text.substr(4);
   return rest.find_first_not_of("0123456789abcdefABCDEF-") == std::string_view::npos &&
@@ -63,7 +52,7 @@ bool selects_gpu(std::string_view selector, const Gpu &gpu) {
     std::optional<PciAddress> address = parse_pci_address(*gpu.pci_bus_id);
     return address && same_address(*wanted, *address);
   }
-  return gpu.uuid && same_letters(selector, *gpu.uuid);
+  return gpu.uuid && equal_ignoring_case(selector, *gpu.uuid);
 }
 
 } // namespace nvsmi
