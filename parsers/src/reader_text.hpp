@@ -33,26 +33,10 @@ inline bool equal_ignoring_case(std::string_view a, std::string_view b) {
 
 // A line as it appears in a message: nvidia-smi's own words are worth showing, hostile megabytes
 // are not, nor a control character (an escape sequence on the operator's terminal, C0 or C1):
-// each is '?'. Valid UTF-8 whatever the line holds: a byte that begins no character, or one cut
-// at the excerpt's end, is U+FFFD.
+// each is '?'. Valid UTF-8 whatever the line holds (printable_line).
 inline std::string excerpt(std::string_view line) {
   constexpr std::size_t limit = 80;
-  std::string text = valid_utf8(line.substr(0, limit));
-  std::string out = "\"";
-  for (std::size_t at = 0; at < text.size(); ++at) {
-    unsigned char byte = static_cast<unsigned char>(text[at]);
-    if (byte < 0x20 || byte == 0x7f) {
-      out += '?';
-    } else if (byte == 0xc2 && at + 1 < text.size() &&
-               static_cast<unsigned char>(text[at + 1]) < 0xa0) {
-      out += '?'; // U+0080..U+009F, CSI among them
-      ++at;
-    } else {
-      out += text[at];
-    }
-  }
-  out += line.size() > limit ? "...\"" : "\"";
-  return out;
+  return "\"" + printable_line(line, limit, '?') + (line.size() > limit ? "...\"" : "\"");
 }
 
 // Why a line-by-line reader (pmon, dmon, the compute-apps loop) skips a line longer than it holds,

@@ -82,4 +82,22 @@ CodePoint code_point_at(std::string_view text, std::size_t at) {
   return {value, bytes};
 }
 
+std::string printable_line(std::string_view text, std::size_t max_bytes, char replacement) {
+  // A few bytes past the limit, so that the character the limit cuts is read whole, and dropped.
+  std::string valid = valid_utf8(text.substr(0, max_bytes + 4));
+  std::string out;
+  std::size_t at = 0;
+  while (at < valid.size()) {
+    CodePoint point = code_point_at(valid, at);
+    if (out.size() + point.bytes > max_bytes)
+      break;
+    if (point.value < 0x20 || (point.value >= 0x7f && point.value < 0xa0))
+      out += replacement;
+    else
+      out.append(valid, at, point.bytes);
+    at += point.bytes;
+  }
+  return out;
+}
+
 } // namespace nvsmi

@@ -70,23 +70,10 @@ std::optional<std::string> read_device(std::string_view inside) {
   return std::string(text);
 }
 
-// Valid UTF-8, no control characters (a log line or label must stay one line), at most
-// max_message_bytes and never cut inside a character; trailing blanks (a CR of a file written on
-// another system) dropped.
+// One printable line (a log line or label must stay one line), at most max_message_bytes;
+// trailing blanks (a CR of a file written on another system) dropped.
 std::string clean_message(std::string_view raw) {
-  std::string text = valid_utf8(raw.substr(0, max_message_bytes + 4));
-  std::string out;
-  std::size_t at = 0;
-  while (at < text.size()) {
-    CodePoint point = code_point_at(text, at);
-    if (out.size() + point.bytes > max_message_bytes)
-      break;
-    if (point.value < 0x20 || (point.value >= 0x7f && point.value < 0xa0))
-      out += ' ';
-    else
-      out.append(text, at, point.bytes);
-    at += point.bytes;
-  }
+  std::string out = printable_line(raw, max_message_bytes, ' ');
   while (!out.empty() && out.back() == ' ')
     out.pop_back();
   return out;

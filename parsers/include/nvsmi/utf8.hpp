@@ -17,6 +17,11 @@ bool is_valid_utf8(std::string_view text);
 // browsers and nlohmann_json's `replace` handler do it; valid text comes back unchanged.
 std::string valid_utf8(std::string_view text);
 
+// `text` as one printable line: valid UTF-8 (as valid_utf8), each control character (C0, DEL and
+// C1: an escape sequence on a terminal, a line break in a log) `replacement`, at most `max_bytes`
+// and never cut inside a character.
+std::string printable_line(std::string_view text, std::size_t max_bytes, char replacement);
+
 // One code point of text that is already valid UTF-8 (valid_utf8's output), and its length.
 struct CodePoint {
   char32_t value;
