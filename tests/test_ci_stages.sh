@@ -53,6 +53,12 @@ done
 for pair in ${STUB_SLEEP:-}; do
   [ "$name" = "${pair%%=*}" ] && sleep "${pair#*=}"
 done
+# STUB_BURN="NAME=SECONDS ...": that stand-in uses so many CPU seconds (however long that takes).
+for pair in ${STUB_BURN:-}; do
+  [ "$name" = "${pair%%=*}" ] && /usr/bin/python3 -c "
+import time
+while time.process_time() < ${pair#*=}: pass"
+done
 echo "$name end" >>"$STUB_EVENTS"
 [ "${STUB_FAIL:-}" != "$name" ] || exit 3
 SH
@@ -93,8 +99,9 @@ before() { # before NAME A B: event A came before event B
     fail "$1: '$2' not before '$3': $(tr '\n' ';' <"$work/$1.events")"
 }
 
-echo "--- every stage, the three beside the test stages"
-run all STUB_BESIDE="ctest-build=fuzz-build ctest-build=asan-build ctest-build-asan=measure-fresh-install"
+echo "--- every stage, the three beside the test stages, each line with the CPU seconds so far"
+run all STUB_BESIDE="ctest-build=fuzz-build ctest-build=asan-build ctest-build-asan=measure-fresh-install" \
+  STUB_BURN="package-test=2"
 [ "$status" -eq 0 ] || fail "all: exit status $status: $(cat "$work/all.err")"
 before all "fuzz-build start" "ctest-build end"          # beside the Release tests
 before all "asan-build start" "ctest-build end"          # beside the Release tests
@@ -106,6 +113,11 @@ before all "measure-fresh-install end" "fuzz-run start"   # the fuzzers get the 
 before all "ctest-build-asan end" "fuzz-run start"
 grep -q "stage 'fresh install (begun with the sanitizer tests)'" "$work/all.err" ||
   fail "all: no stage line for the fresh install"
+# The stand-ins up to the Release tests use about a CPU second at most; the package test 2.
+grep -q "^scripts/test: stage 'test' took [0-9]* s (total [0-9]* s, CPU [01] s)$" "$work/all.err" ||
+  fail "all: the Release tests' line has no CPU seconds or too many: $(cat "$work/all.err")"
+grep -q "^scripts/test: stage 'package test' took [0-9]* s (total [0-9]* s, CPU [2-9] s)$" \
+  "$work/all.err" || fail "all: the package test's 2 CPU seconds are not counted: $(cat "$work/all.err")"
 grep -q "^scripts/test: every stage passed in [0-9]* s$" "$work/all.err" ||
   fail "all: no line with the whole run's time: $(cat "$work/all.err")"
 
