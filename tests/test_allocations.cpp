@@ -23,6 +23,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+namespace test_allocations {
+
 using test::quote;
 using test::run_agent;
 using json = nlohmann::json;
@@ -493,3 +495,5 @@ TEST_CASE("job reads only a serve on loopback, follows no redirect and checks wh
     CHECK(test::non_empty_lines_of(run.err).size() == 1);
   }
 }
+
+} // namespace test_allocations

@@ -20,6 +20,8 @@
 #include <fstream>
 #include <optional>
 
+namespace test_bad_input {
+
 using namespace nvsmi;
 using test::quote;
 using test::Run;
@@ -419,3 +421,5 @@ TEST_CASE("fuzz regressions: each input the fuzzers found") {
     }
   }
 }
+
+} // namespace test_bad_input

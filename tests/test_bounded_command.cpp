@@ -14,6 +14,8 @@
 #include <thread>
 #include <unistd.h>
 
+namespace test_bounded_command {
+
 using namespace nvsmi;
 using namespace std::chrono;
 
@@ -148,3 +150,5 @@ TEST_CASE("a sweep of zombies on another thread leaves run_bounded its children'
   // Each child is off the list once its run returned: a later sweep may take what is left.
   with_bounded_children([](const std::vector<pid_t> &bounded) { CHECK(bounded.empty()); });
 }
+
+} // namespace test_bounded_command

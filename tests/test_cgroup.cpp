@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace test_cgroup {
+
 using namespace nvsmi;
 
 namespace {
@@ -180,3 +182,5 @@ TEST_CASE("cgroup: the root cgroup, empty input and garbage place nothing") {
     many += "99:x:/a\n";
   check_nothing(read_cgroup(many));
 }
+
+} // namespace test_cgroup

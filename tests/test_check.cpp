@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <ctime>
 
+namespace test_check {
+
 using namespace nvsmi;
 
 namespace {
@@ -439,3 +441,5 @@ TEST_CASE("check: a failure is one line with no perfdata") {
   CHECK(plugin_line(check_failure(CheckStatus::critical, "no answer\nwithin 10 s | x")) ==
         "GPU CRITICAL - no answer within 10 s / x\n");
 }
+
+} // namespace test_check

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <fstream>
 
+namespace test_check_cli {
+
 using test::quote;
 using test::Run;
 
@@ -252,3 +254,5 @@ TEST_CASE("check cli: under sudo, the caller names no program and no file: UNKNO
                               quote(fixture("h100-8gpu-v12.xml")));
   check_one_line(piped, 0, "GPU OK - ");
 }
+
+} // namespace test_check_cli

@@ -13,6 +13,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+namespace test_cli {
+
 using test::quote;
 using test::Run;
 using test::run_agent;
@@ -686,3 +688,5 @@ TEST_CASE("under sudo or setuid, nvidia-smi is never the caller's: NVIDIA_SMI re
     CHECK(kmsg.exit_code == 0);
   }
 }
+
+} // namespace test_cli

@@ -12,6 +12,8 @@
 #include <map>
 #include <regex>
 
+namespace test_cli_mistakes {
+
 using test::quote;
 using test::Run;
 using test::run_agent;
@@ -382,3 +384,5 @@ TEST_CASE("hostile values on the command line: one printable line, the usage cod
     refusal(run_agent("top " + quote("--" + value)), 2);
   }
 }
+
+} // namespace test_cli_mistakes

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+namespace test_cli_subcommands {
+
 namespace {
 
 // Its options besides --help, which CLI11 gives every subcommand.
@@ -146,3 +148,5 @@ TEST_CASE(
   CHECK(nvsmi::shown_value(std::string(10000, '9')) ==
         "'" + std::string(23, '9') + "\xE2\x80\xA6' (10,000 bytes)");
 }
+
+} // namespace test_cli_subcommands

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace test_command_line {
+
 using nvsmi::split_command;
 using words = std::vector<std::string>;
 
@@ -22,3 +24,5 @@ TEST_CASE("an unclosed quote is refused") {
   CHECK_THROWS_AS(split_command("ssh 'gpu7"), std::invalid_argument);
   CHECK_THROWS_AS(split_command("ssh \"gpu7"), std::invalid_argument);
 }
+
+} // namespace test_command_line

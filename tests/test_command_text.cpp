@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace test_command_text {
+
 using namespace nvsmi;
 
 namespace {
@@ -124,3 +126,5 @@ TEST_CASE("a GPU process is named by its command line, else by nvidia-smi's name
   process.command = "";
   CHECK_FALSE(process_name(process));
 }
+
+} // namespace test_command_text

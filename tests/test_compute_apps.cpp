@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace test_compute_apps {
+
 using namespace nvsmi;
 
 namespace {
@@ -348,3 +350,5 @@ TEST_CASE("compute-apps loop: a header alone is told from a header and any other
     CHECK_FALSE(other.header_alone());
   }
 }
+
+} // namespace test_compute_apps

@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace test_csv_reader {
+
 using namespace nvsmi;
 
 namespace {
@@ -366,3 +368,5 @@ TEST_CASE(
         Reading(7));
   CHECK_THROWS_AS(read_csv("index, pcie.replay_counter [KB/s]\n0, 7\n"), ParseError);
 }
+
+} // namespace test_csv_reader

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <sstream>
 
+namespace test_dcgm_metrics {
+
 using namespace nvsmi;
 
 namespace {
@@ -238,3 +240,5 @@ TEST_CASE("dcgm names: the allow-list and the cap on users apply to them", "[dcg
   selection.processes = true;
   CHECK(has(format_snapshot_metrics(s, selection), "nvsmi_gpu_process_memory_used_bytes{"));
 }
+
+} // namespace test_dcgm_metrics

@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace test_dmon {
+
 using namespace nvsmi;
 
 namespace {
@@ -352,3 +354,5 @@ TEST_CASE("the line decoder says dropped figures at most 5 times a minute per st
     CHECK(skipped[i] == "dmon GPU 3: dropped, never read: smutil 250 % (a share is 0-100 %)");
   CHECK(skipped[5] == "dmon: more than 5 messages in 60 s: the rest are counted, not shown");
 }
+
+} // namespace test_dmon

@@ -11,6 +11,8 @@
 #include <thread>
 #include <unistd.h>
 
+namespace test_file_io {
+
 using namespace nvsmi;
 
 namespace {
@@ -138,3 +140,5 @@ TEST_CASE("read_up_to: a small file under a large cap takes no more room than it
   REQUIRE(read_up_to(whole.get(), 150 * 1024 + 7, off_t{0}, counted));
   CHECK(counted == content.substr(0, 150 * 1024 + 7));
 }
+
+} // namespace test_file_io

@@ -11,6 +11,8 @@
 #include <chrono>
 #include <unistd.h>
 
+namespace test_first_sample {
+
 using test::lines_of;
 using test::quote;
 using test::Run;
@@ -123,3 +125,5 @@ TEST_CASE("watch: a process stream that never answers holds the first sample max
   CHECK_FALSE(sleep_left());
   CHECK_FALSE(fake_left());
 }
+
+} // namespace test_first_sample

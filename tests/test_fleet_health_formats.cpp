@@ -14,6 +14,8 @@
 
 #include <sstream>
 
+namespace test_fleet_health_formats {
+
 using namespace nvsmi;
 using test::observed_process;
 
@@ -507,3 +509,5 @@ TEST_CASE("health table: a lost GPU says why, a failing one what, before its pro
   CHECK_FALSE(has(hostile, "\x1b"));
   CHECK(has(hostile, "lost  Unknown[2J Error\xef\xbf\xbd"));
 }
+
+} // namespace test_fleet_health_formats

@@ -33,6 +33,8 @@
 #include <thread>
 #include <unistd.h>
 
+namespace test_fleet_hosts {
+
 using test::quote;
 using test::Server;
 using namespace std::chrono_literals;
@@ -795,3 +797,5 @@ TEST_CASE("top --hosts lays out a tiny or a huge terminal without a line past it
   }
   std::setlocale(LC_ALL, "C");
 }
+
+} // namespace test_fleet_hosts

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+namespace test_formats {
+
 using namespace nvsmi;
 using test::observed_host;
 using test::observed_process;
@@ -475,3 +477,5 @@ TEST_CASE("JsonWriter: a byte to escape anywhere in a string is escaped, others 
     CHECK(out == "\"" + plain + "\"");
   }
 }
+
+} // namespace test_formats

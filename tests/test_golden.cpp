@@ -20,6 +20,8 @@
 #include <filesystem>
 #include <iostream>
 
+namespace test_golden {
+
 using namespace nvsmi;
 
 namespace {
@@ -143,3 +145,5 @@ TEST_CASE("golden: no golden file is left over from a fixture or output that is 
     CHECK(std::find(expected.begin(), expected.end(), name) != expected.end());
   }
 }
+
+} // namespace test_golden

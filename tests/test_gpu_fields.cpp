@@ -17,6 +17,8 @@
 #include <sstream>
 #include <type_traits>
 
+namespace test_gpu_fields {
+
 using namespace nvsmi;
 
 namespace {
@@ -326,3 +328,5 @@ TEST_CASE("the query asks for each name once, and the reader reads every one") {
     CHECK(column.field >= 0);
   }
 }
+
+} // namespace test_gpu_fields

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+namespace test_gpu_query {
+
 using namespace nvsmi;
 
 TEST_CASE("GPU query: the field nvidia-smi refuses, from its message") {
@@ -49,3 +51,5 @@ TEST_CASE("GPU query: drops a standard reading it is refused, never a GPU's name
   CHECK(query.standard().size() == query_fields().size() - 1);
   CHECK(query.extra() == std::vector<std::string>{"clocks.max.sm", "serial"});
 }
+
+} // namespace test_gpu_query

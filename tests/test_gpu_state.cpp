@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace test_gpu_state {
+
 using namespace nvsmi;
 
 namespace {
@@ -232,3 +234,5 @@ TEST_CASE("health memory: bounded, whatever GPUs an nvidia-smi makes up") {
   }
   CHECK(memory.gpus() == HealthMemory::max_gpus);
 }
+
+} // namespace test_gpu_state

@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <vector>
 
+namespace test_health_memory {
+
 using json = nlohmann::json;
 using test::quote;
 using test::run_agent;
@@ -149,3 +151,5 @@ TEST_CASE("unknown health: run never gives a job the GPU whose count flips betwe
   CHECK(run.exit_code == 10);
   CHECK_THAT(run.err, Catch::Contains("GPU 0 failing"));
 }
+
+} // namespace test_health_memory

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+namespace test_health_readings {
+
 using namespace nvsmi;
 
 namespace {
@@ -628,3 +630,5 @@ TEST_CASE("health: a word, unit or bitmask out of place is refused, naming the f
   CHECK_THROWS_WITH(read_csv("index, ecc.mode.current\n0, On\n"),
                     Catch::Contains("ecc.mode.current: expected \"Enabled\" or \"Disabled\""));
 }
+
+} // namespace test_health_readings

@@ -18,6 +18,8 @@
 #include <unistd.h>
 #include <vector>
 
+namespace test_hook_containment {
+
 using test::quote;
 
 namespace {
@@ -242,3 +244,5 @@ TEST_CASE("hook contained: nvidia-smi, which serve keeps running, holds none of 
   }
   CHECK(serve.stop() == 0);
 }
+
+} // namespace test_hook_containment

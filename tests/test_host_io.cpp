@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <sys/stat.h>
 
+namespace test_host_io {
+
 using namespace nvsmi;
 namespace fs = std::filesystem;
 
@@ -275,3 +277,5 @@ TEST_CASE("host io: a device is looked up under sys/ once while it stays listed"
   Between back = read_twice(root, reader);
   check_rate(back.second.disk_read_bytes_per_second, 2000 * 512.0, back);
 }
+
+} // namespace test_host_io

@@ -24,6 +24,8 @@
 #include <thread>
 #include <unistd.h>
 
+namespace test_host_observer {
+
 using namespace nvsmi;
 using namespace std::chrono_literals;
 
@@ -370,3 +372,5 @@ TEST_CASE("CPU shares: the host's busy share") {
   CHECK_FALSE(host.update(std::nullopt)); // unreadable: start again
   CHECK_FALSE(host.update(CpuTicks{300, 1400}));
 }
+
+} // namespace test_host_observer

@@ -15,6 +15,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+namespace test_jobs {
+
 using namespace nvsmi;
 
 namespace {
@@ -184,3 +186,5 @@ TEST_CASE("jobs: the shipped tmpfiles.d line makes the claims folder root's and 
   CHECK(GpuClaim::try_take(folder, "GPU-00000000-0000-0000-0000-000000000003"));
   CHECK(claims_folder(std::nullopt) == "/run/lock/nvsmi-agent"); // the folder it makes
 }
+
+} // namespace test_jobs

@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace test_log_line {
+
 using namespace nvsmi;
 using namespace std::chrono_literals;
 
@@ -40,3 +42,5 @@ TEST_CASE("a log message is cut short at a character boundary and made valid UTF
   // A megabyte of garbage is a line of about a kilobyte.
   CHECK(printable_message(std::string(1 << 20, 'x'), max_log_message_bytes).size() < 1100);
 }
+
+} // namespace test_log_line

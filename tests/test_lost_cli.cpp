@@ -8,6 +8,8 @@
 
 #include <algorithm>
 
+namespace test_lost_cli {
+
 using test::quote;
 using test::Run;
 
@@ -195,3 +197,5 @@ TEST_CASE("watch --source csv: the device-handle line on stdout or on stderr") {
   for (const nlohmann::json &sample : samples)
     check_sample(sample);
 }
+
+} // namespace test_lost_cli

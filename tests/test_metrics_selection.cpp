@@ -12,6 +12,8 @@
 #include <regex>
 #include <set>
 
+namespace test_metrics_selection {
+
 using namespace nvsmi;
 using test::observed_process;
 
@@ -202,3 +204,5 @@ TEST_CASE("metrics: --metrics-include refuses a name no family has: the one mean
     CHECK_THAT(refused, Catch::StartsWith("not a metric family name"));
   }
 }
+
+} // namespace test_metrics_selection

@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace test_number_text {
+
 using namespace nvsmi;
 using std::chrono::milliseconds;
 
@@ -38,3 +40,5 @@ TEST_CASE("number text: perfdata numbers lose trailing zeros and the sign of zer
   CHECK(fixed_text(97.456, 1) == "97.5");
   CHECK(number(1.5, "%g%%") == "1.5%");
 }
+
+} // namespace test_number_text

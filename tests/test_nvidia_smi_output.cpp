@@ -10,6 +10,8 @@
 
 #include <algorithm>
 
+namespace test_nvidia_smi_output {
+
 using namespace nvsmi;
 
 namespace {
@@ -85,3 +87,5 @@ TEST_CASE("front door: a recording of nvidia-smi's loop is every sample of it") 
   CHECK(one[0].source == Source::csv);
   CHECK(one[0].gpus.size() == 8);
 }
+
+} // namespace test_nvidia_smi_output

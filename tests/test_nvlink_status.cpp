@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace test_nvlink_status {
+
 using namespace nvsmi;
 
 namespace {
@@ -381,3 +383,5 @@ TEST_CASE("nvlink -gt d: the rates fill only GPUs with an active link and no NVL
   covered.gpus[0].nvlink_tx_bytes_per_second = 0;
   CHECK_FALSE(wants_nvlink_counters(covered));
 }
+
+} // namespace test_nvlink_status

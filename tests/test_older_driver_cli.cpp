@@ -8,6 +8,8 @@
 
 #include <algorithm>
 
+namespace test_older_driver_cli {
+
 using test::quote;
 using test::Run;
 
@@ -92,3 +94,5 @@ TEST_CASE("older driver: a field that names a GPU, or one the user asked for, st
   CHECK_THAT(asked.err, Catch::Contains("Field \"clocks.max.sm\" is not a valid field to query."));
   CHECK(driver.calls().size() == 3); // each refused once, and not asked again
 }
+
+} // namespace test_older_driver_cli

@@ -10,6 +10,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+namespace test_output_queue {
+
 using nvsmi::OutputQueue;
 
 namespace {
@@ -109,3 +111,5 @@ TEST_CASE("output queue: a reader that went away is an error, reported once") {
   CHECK(error == EPIPE);
   CHECK(errors == 1);
 }
+
+} // namespace test_output_queue

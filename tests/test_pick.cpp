@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <thread>
 
+namespace test_pick {
+
 using test::quote;
 using test::Run;
 
@@ -488,3 +490,5 @@ TEST_CASE("run: a GPU allocated to another batch job is never taken; one of the 
   CHECK(inside.exit_code == 0);
   CHECK_THAT(inside.out, Catch::Contains("gpus=0\n"));
 }
+
+} // namespace test_pick

@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace test_pmon {
+
 using namespace nvsmi;
 
 namespace {
@@ -371,3 +373,5 @@ TEST_CASE("attach_pmon: GPUs without a list get one from pmon; unknown GPUs igno
   CHECK(snapshot.gpus[1].processes->empty()); // pmon says nothing runs there
   CHECK_FALSE(snapshot.gpus[2].processes);    // not in pmon's sample: still unknown
 }
+
+} // namespace test_pmon

@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+namespace test_pod_uid {
+
 using json = nlohmann::json;
 
 namespace {
@@ -163,3 +165,5 @@ TEST_CASE("a GPU process in a pod's cgroup carries its pod UID and container, in
   CHECK_THAT(series, Catch::Contains("container=\"" + container + "\""));
   CHECK(server.stop() == 0);
 }
+
+} // namespace test_pod_uid

@@ -16,6 +16,8 @@
 #include <sstream>
 #include <unistd.h>
 
+namespace test_processes {
+
 using test::Background;
 using test::quote;
 using test::run_agent;
@@ -971,3 +973,5 @@ TEST_CASE("snapshot names each process by the script or program launched: printa
   REQUIRE(unnamed);
   CHECK((*unnamed)["program"].is_null());
 }
+
+} // namespace test_processes

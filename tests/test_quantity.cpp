@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace test_quantity {
+
 using namespace nvsmi;
 
 namespace {
@@ -90,3 +92,5 @@ TEST_CASE("text keeps its content, trimmed") {
   CHECK(parse_text("  NVIDIA H100 80GB HBM3 ") == std::string("NVIDIA H100 80GB HBM3"));
   CHECK(parse_text("P0") == std::string("P0"));
 }
+
+} // namespace test_quantity

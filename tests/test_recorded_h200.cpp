@@ -12,6 +12,8 @@
 
 #include <sstream>
 
+namespace test_recorded_h200 {
+
 using namespace nvsmi;
 
 namespace {
@@ -213,3 +215,5 @@ TEST_CASE("H200 recording: the compute-apps loop with timestamps, as two process
   CHECK(pmon.back().size() == 1);
   CHECK_FALSE(pmon.back()[0].pid.has_value());
 }
+
+} // namespace test_recorded_h200

@@ -18,6 +18,8 @@
 #include <sstream>
 #include <vector>
 
+namespace test_report {
+
 using nlohmann::json;
 using test::quote;
 using test::Run;
@@ -1609,3 +1611,5 @@ TEST_CASE("report: a job across GPUs whose NVLink is nearly full, and never wher
   CHECK_THAT(transmit["gpus"][0]["finding"].get<std::string>(),
              Catch::StartsWith("NVLink saturated") && Catch::Contains("410.0 GB/s each way, 86%"));
 }
+
+} // namespace test_report

@@ -16,6 +16,8 @@
 #include <sstream>
 #include <vector>
 
+namespace test_report_advice {
+
 using json = nlohmann::json;
 using test::quote;
 using test::Run;
@@ -322,3 +324,5 @@ TEST_CASE("report: a name from the log in a finding is printable and bounded, ho
   for (const std::string &line : lines_of(text))
     CHECK(line.size() < 400); // the users table cuts the name too
 }
+
+} // namespace test_report_advice

@@ -12,9 +12,15 @@
 #include <sys/stat.h>
 #include <tuple>
 
-using test::quote;
+// The jobs' log of test_report_jobs.cpp (its default argument is given there).
+namespace test_report_jobs {
+std::string jobs_log(const std::vector<std::string> &names);
+} // namespace test_report_jobs
 
-std::string jobs_log(const std::vector<std::string> &names = {}); // test_report_jobs.cpp
+namespace test_report_browser {
+
+using test::quote;
+using test_report_jobs::jobs_log;
 
 namespace {
 
@@ -23,7 +29,7 @@ std::string report_html(const std::string &name, const std::string &log) {
   std::string html = std::string(ARTIFACTS_DIR) + "/" + name + ".html";
   test::run_shell("mkdir -p " + quote(ARTIFACTS_DIR));
   std::string input =
-      log == "jobs" ? "--by-job " + quote(jobs_log()) : quote(test::fixture_path("logs/" + log));
+      log == "jobs" ? "--by-job " + quote(jobs_log({})) : quote(test::fixture_path("logs/" + log));
   test::Run report = test::run_agent("report --format html --output " + quote(html) + " " + input);
   REQUIRE(report.exit_code == 0);
   return html;
@@ -183,3 +189,5 @@ TEST_CASE("run: nothing in its HTML report scrolls sideways at 400 px") {
   }
   check_no_sideways_scroll(run_report_html());
 }
+
+} // namespace test_report_browser

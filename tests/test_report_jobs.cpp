@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+namespace test_report_jobs {
+
 using nlohmann::json;
 using test::quote;
 using test::run_agent;
@@ -304,3 +306,5 @@ TEST_CASE("job: SM and tensor activity and the GPUs' activity findings, where th
   CHECK(unknown["activity_finding"].is_null());
   CHECK(run_agent("job 4242 --log " + quote(stripped)).out.find("activity") == std::string::npos);
 }
+
+} // namespace test_report_jobs

@@ -20,6 +20,8 @@
 #include <sstream>
 #include <sys/stat.h>
 
+namespace test_run {
+
 using test::Background;
 using test::quote;
 using test::run_shell;
@@ -993,3 +995,5 @@ TEST_CASE("run: batch advice from 5 minutes of samples of the job, not less") {
   CHECK_THAT(run.err, Catch::Contains("peak memory 20480 MiB of 81559 MiB (25.1%)"));
   CHECK_THAT(run.err, Catch::Contains("a batch about 3.9 times as large might fit (an estimate"));
 }
+
+} // namespace test_run

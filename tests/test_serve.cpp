@@ -11,6 +11,8 @@
 #include <thread>
 #include <unistd.h>
 
+namespace test_serve {
+
 using test::Http;
 using test::quote;
 using test::Server;
@@ -440,3 +442,5 @@ TEST_CASE("serve: the first sample it answers with already lists the processes")
   CHECK(server.stop() == 0);
   CHECK_FALSE(fake_left());
 }
+
+} // namespace test_serve

@@ -17,6 +17,8 @@
 #include <sstream>
 #include <unistd.h>
 
+namespace test_serve_attack {
+
 using test::quote;
 using test::Server;
 
@@ -180,3 +182,5 @@ TEST_CASE("serve: a remote address holds at most --max-connections-per-address; 
   ::kill(holder.pid(), SIGTERM);
   CHECK(server.stop() == 0);
 }
+
+} // namespace test_serve_attack

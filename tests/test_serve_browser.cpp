@@ -16,6 +16,8 @@
 #include <set>
 #include <sys/stat.h>
 
+namespace test_serve_browser {
+
 using test::quote;
 using json = nlohmann::json;
 
@@ -623,3 +625,5 @@ TEST_CASE("serve: a hostile process name stays text in its cell: markup, a bidir
     CHECK(seen["scroll"].get<int>() <= seen["client"].get<int>());
   }
 }
+
+} // namespace test_serve_browser

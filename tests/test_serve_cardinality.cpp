@@ -10,6 +10,8 @@
 #include <regex>
 #include <set>
 
+namespace test_serve_cardinality {
+
 using test::quote;
 
 namespace {
@@ -153,3 +155,5 @@ TEST_CASE("serve --metrics-include refuses a family it does not have, in one lin
   CHECK(run.exit_code == 2);
   CHECK_THAT(run.err, Catch::Contains("--metrics-users"));
 }
+
+} // namespace test_serve_cardinality

@@ -9,6 +9,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+namespace test_serve_exposure {
+
 using json = nlohmann::json;
 
 namespace {
@@ -148,3 +150,5 @@ TEST_CASE("serve names users in /metrics by default, up to --metrics-users, none
   CHECK(metrics.find("nvsmi_user_") == std::string::npos);
   CHECK(none.stop() == 0);
 }
+
+} // namespace test_serve_exposure

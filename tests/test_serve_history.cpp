@@ -11,6 +11,8 @@
 #include <cmath>
 #include <filesystem>
 
+namespace test_serve_history {
+
 using namespace nvsmi;
 
 namespace {
@@ -248,3 +250,5 @@ TEST_CASE("serve history: samples that age out while a response is sent are left
   for (std::size_t i = 1; i < samples.size(); ++i)
     CHECK(samples[i]["received"].get<double>() > samples[i - 1]["received"].get<double>());
 }
+
+} // namespace test_serve_history

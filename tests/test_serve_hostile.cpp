@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+namespace test_serve_hostile {
+
 using test::Http;
 using test::quote;
 using test::Server;
@@ -172,3 +174,5 @@ TEST_CASE("serve: the history is streamed, to HTTP/1.1, HTTP/1.0 and HEAD alike"
   CHECK(head.body.find("samples") == std::string::npos); // curl -I puts the headers there
   CHECK(alive(server)); // and the connection after HEAD was not left in a broken state
 }
+
+} // namespace test_serve_hostile

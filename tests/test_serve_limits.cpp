@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+namespace test_serve_limits {
+
 using namespace nvsmi;
 namespace ip = boost::asio::ip;
 
@@ -113,3 +115,5 @@ TEST_CASE("basic auth: a client's wrong passwords past its checking time are lim
   CHECK(ask("prometheus:wrong", "b").first == BasicAuth::Verdict::denied);
   auth.stop();
 }
+
+} // namespace test_serve_limits

@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+namespace test_serve_prometheus {
+
 using test::quote;
 
 TEST_CASE("serve: a real Prometheus server scrapes it") {
@@ -105,3 +107,5 @@ TEST_CASE("serve --metric-names refuses a naming it does not have, in one line, 
   CHECK(test::non_empty_lines_of(run.err).size() == 1);
   CHECK_THAT(run.err, Catch::StartsWith("nvsmi-agent: ") && Catch::Contains("--metric-names"));
 }
+
+} // namespace test_serve_prometheus

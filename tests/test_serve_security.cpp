@@ -17,6 +17,8 @@
 #include <unistd.h>
 #include <vector>
 
+namespace test_serve_security {
+
 using test::quote;
 using test::Server;
 
@@ -470,3 +472,5 @@ TEST_CASE("fleet asks a serve behind TLS and basic auth with the CA and password
   auto plain = fleet("127.0.0.1:" + std::to_string(server.port()));
   CHECK(plain["status"] == "unreachable");
 }
+
+} // namespace test_serve_security

@@ -17,6 +17,8 @@
 #include <map>
 #include <regex>
 
+namespace test_serve_series {
+
 using namespace nvsmi;
 using json = nlohmann::json;
 using std::chrono::milliseconds;
@@ -468,3 +470,5 @@ TEST_CASE("series: each GPU's and the host's keys come in the order the dashboar
     at = found;
   }
 }
+
+} // namespace test_serve_series

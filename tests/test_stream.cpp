@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace test_stream {
+
 using namespace nvsmi;
 
 TEST_CASE("lines are cut across chunks, CR dropped") {
@@ -216,3 +218,5 @@ TEST_CASE("what follows the last XML document is kept for the exit message") {
   CHECK(trim(splitter.pending()) ==
         "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.");
 }
+
+} // namespace test_stream

@@ -14,6 +14,8 @@
 #include <locale.h>
 #include <sstream>
 
+namespace test_table {
+
 using namespace nvsmi;
 
 namespace {
@@ -366,3 +368,5 @@ TEST_CASE("table: only programs past the screen's width are counted, as +N more"
   CHECK_THAT(held, Catch::EndsWith("  +6 more"));
   check_screen_safe(format_table(snapshot, {false, 80}), 80, false);
 }
+
+} // namespace test_table

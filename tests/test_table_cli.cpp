@@ -14,6 +14,8 @@
 
 #include "nvsmi/utf8.hpp"
 
+namespace test_table_cli {
+
 using test::quote;
 using test::Run;
 using test::run_agent;
@@ -470,3 +472,5 @@ TEST_CASE("snapshot's table: the summary line is the bold thing; in use cyan and
     CHECK_THAT(row_of(edge.out, 3), Catch::Contains(std::string(used) + "/81559MiB"));
   }
 }
+
+} // namespace test_table_cli

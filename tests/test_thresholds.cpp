@@ -20,6 +20,8 @@
 #include <regex>
 #include <set>
 
+namespace test_thresholds {
+
 using namespace nvsmi;
 using nlohmann::json;
 
@@ -285,3 +287,5 @@ TEST_CASE("thresholds: the dashboard marks the hot GPU's temperature, and only i
   CHECK_THAT(run.out, Catch::Contains("<div class=\"c-temp\">37 \xc2\xb0"
                                       "C</div>"));
 }
+
+} // namespace test_thresholds

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace test_timestamp {
+
 using namespace nvsmi;
 
 TEST_CASE("XML timestamps, with the double space before a one-digit day") {
@@ -50,3 +52,5 @@ TEST_CASE("ISO 8601 timestamps, as the agent's CSV log writes them") {
   CHECK_FALSE(parse_iso8601_timestamp("2024-03-12T14:03:27+0100"));
   CHECK_FALSE(parse_iso8601_timestamp("2024-13-12T14:03:27"));
 }
+
+} // namespace test_timestamp

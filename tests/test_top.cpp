@@ -16,6 +16,8 @@
 #include <sstream>
 #include <unistd.h>
 
+namespace test_top {
+
 using test::quote;
 using test::run_shell;
 
@@ -647,3 +649,5 @@ TEST_CASE("top's first frame already says which GPUs are free") {
   tmux.keys("q");
   CHECK(tmux.wait_for("top-exit=0"));
 }
+
+} // namespace test_top

@@ -21,6 +21,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+namespace test_top_model {
+
 using namespace nvsmi;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
@@ -867,3 +869,5 @@ TEST_CASE("top lays out a tiny or a huge terminal without a line past its edge")
     }
   }
 }
+
+} // namespace test_top_model

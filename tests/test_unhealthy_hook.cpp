@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <vector>
 
+namespace test_unhealthy_hook {
+
 using namespace nvsmi;
 using test::quote;
 using test::run_agent;
@@ -168,3 +170,5 @@ TEST_CASE("on-unhealthy: refused when empty, with an unclosed quote, or from a c
   CHECK(sudo.exit_code == 2);
   CHECK_THAT(sudo.err, Catch::Contains("refused under sudo (SUDO_UID is set)"));
 }
+
+} // namespace test_unhealthy_hook

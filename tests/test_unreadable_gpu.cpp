@@ -13,6 +13,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace test_unreadable_gpu {
+
 using namespace nvsmi;
 
 namespace {
@@ -305,3 +307,5 @@ TEST_CASE("XML output read in place: the same as read from a view, lines before 
     CHECK(got == expected);
   }
 }
+
+} // namespace test_unreadable_gpu

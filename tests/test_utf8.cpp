@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace test_utf8 {
+
 using namespace nvsmi;
 
 TEST_CASE("utf8: valid text passes unchanged") {
@@ -45,3 +47,5 @@ TEST_CASE(
   CHECK(nvsmi::cut_to_bytes("\U0001F600\U0001F600", 6) == "\u2026"); // no room for a whole one
   CHECK(nvsmi::cut_to_bytes("abc", 2).empty());
 }
+
+} // namespace test_utf8

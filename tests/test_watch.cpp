@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+namespace test_watch {
+
 using test::lines_of;
 using test::quote;
 using test::Run;
@@ -1203,3 +1205,5 @@ TEST_CASE("watch: runs under valgrind, which keeps a realtime signal for itself"
   CHECK(run.err.find("internal error") == std::string::npos);
   CHECK(lines_of(run.out).size() == 2);
 }
+
+} // namespace test_watch

@@ -16,6 +16,8 @@
 #include <thread>
 #include <unistd.h>
 
+namespace test_xid {
+
 using namespace nvsmi;
 
 namespace {
@@ -489,3 +491,5 @@ TEST_CASE("xid log: /dev/kmsg, where this machine lets it be read") {
     CHECK(snapshot.kernel_log->error);
   }
 }
+
+} // namespace test_xid

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+namespace test_xid_cli {
+
 using test::quote;
 using test::Run;
 using test::run_agent;
@@ -73,3 +75,5 @@ TEST_CASE("watch --kernel-log: a missing log is said once however many samples")
   CHECK(run.err.empty());
   CHECK(std::count(run.out.begin(), run.out.end(), '\n') == 3);
 }
+
+} // namespace test_xid_cli

@@ -5,6 +5,8 @@
 
 #include <fstream>
 
+namespace test_xid_serve {
+
 using test::Http;
 using test::quote;
 using test::Server;
@@ -59,3 +61,5 @@ TEST_CASE("serve --kernel-log: lines appended while it runs, and a missing log s
   CHECK(server.stop() == 0);
   CHECK(blind.stop() == 0);
 }
+
+} // namespace test_xid_serve

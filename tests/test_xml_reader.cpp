@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace test_xml_reader {
+
 using namespace nvsmi;
 
 namespace {
@@ -380,3 +382,5 @@ TEST_CASE("the PCIe replay counter: the real H200 recording's XML") {
   CHECK_THROWS_AS(read_xml(with_counter("12abc")), ParseError);
   CHECK_THROWS_AS(read_xml(with_counter("-1")), ParseError);
 }
+
+} // namespace test_xml_reader

@@ -11,6 +11,8 @@
 
 #include <filesystem>
 
+namespace test_xml_skip {
+
 using namespace nvsmi;
 
 namespace {
@@ -258,3 +260,5 @@ TEST_CASE("skipping unread elements by their name: the end at every place of a 6
     }
   }
 }
+
+} // namespace test_xml_skip
