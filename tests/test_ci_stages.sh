@@ -80,7 +80,10 @@ run() {
   shift
   status=0
   rm -f "$tree/build/"*
-  env "$@" PATH="$tree/bin:$PATH" STUB_EVENTS="$work/$name.events" STUB_PATIENCE=$patience \
+  # Without the caller's own settings of scripts/test (a CI run with NVSMI_QUICK=1 would skip the
+  # stages beside the tests here too); each run names those it wants.
+  env -u NVSMI_QUICK -u NVSMI_BUDGET_PERCENT -u NVSMI_TEST_JOBS -u NVSMI_FUZZ_SECONDS "$@" \
+    PATH="$tree/bin:$PATH" STUB_EVENTS="$work/$name.events" STUB_PATIENCE=$patience \
     timeout $((patience * 4)) "$tree/scripts/test" >/dev/null 2>"$work/$name.err" || status=$?
   touch "$work/$name.events"
 }
