@@ -16,6 +16,7 @@
 #include <optional>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <utility>
 
 namespace nvsmi {
 namespace {
@@ -241,8 +242,10 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
     child.reset();
     bool partial = decoder->finish(events, clean_exit && !stalled);
     if (stopping) {
-      if (on_stopped)
-        on_stopped();
+      // Released as it is called: a handler may hold the stream itself (the sampler's dmon,
+      // stopped to start again without GPM), which would otherwise never be freed.
+      if (std::function<void()> done = std::exchange(on_stopped, nullptr))
+        done();
       return;
     }
     if (partial) {
