@@ -134,6 +134,7 @@ inline nvsmi::Process observed_process(std::int64_t pid, const std::string &user
   p.used_memory_mib = used_mib;
   p.sm_utilization_percent = 87;
   p.memory_utilization_percent = 35;
+  p.utilization_age_seconds = 6.2;
   p.user = user;
   p.uid = 1000 + pid % 7;
   p.command = command;

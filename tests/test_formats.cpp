@@ -122,14 +122,29 @@ TEST_CASE("json: who runs each process, where, and the host; null where unknown"
   CHECK(top[top.size() - 2] == "host"); // then kernel_log
   CHECK(top.back() == "kernel_log");
   const auto &process = document["gpus"][0]["processes"][0];
-  CHECK(keys_of(process) ==
-        std::vector<std::string>{"pid", "type", "name", "used_memory_mib", "gpu_instance_id",
-                                 "compute_instance_id", "sm_utilization_percent",
-                                 "memory_utilization_percent", "user", "uid", "command", "program",
-                                 "started", "cpu_percent", "host_memory_mib", "container",
-                                 "pod_uid", "slurm_job_id", "systemd_unit"});
+  CHECK(keys_of(process) == std::vector<std::string>{"pid",
+                                                     "type",
+                                                     "name",
+                                                     "used_memory_mib",
+                                                     "gpu_instance_id",
+                                                     "compute_instance_id",
+                                                     "sm_utilization_percent",
+                                                     "memory_utilization_percent",
+                                                     "utilization_age_seconds",
+                                                     "user",
+                                                     "uid",
+                                                     "command",
+                                                     "program",
+                                                     "started",
+                                                     "cpu_percent",
+                                                     "host_memory_mib",
+                                                     "container",
+                                                     "pod_uid",
+                                                     "slurm_job_id",
+                                                     "systemd_unit"});
   CHECK(process["sm_utilization_percent"] == 87);
   CHECK(process["memory_utilization_percent"] == 35);
+  CHECK(process["utilization_age_seconds"] == 6.2);
   CHECK(process["user"] == "alice");
   CHECK(process["uid"] == 1000 + 4242 % 7);
   CHECK(process["command"] == "python3 train.py");

@@ -188,10 +188,19 @@ TEST_CASE("watch runs one compute-apps loop at max(interval, 1 s), or --process-
     REQUIRE(watch.wait(std::chrono::seconds(60)) == 0);
   }
   // 40 samples at 10 Hz: one nvidia-smi for the processes, in its own loop every second, never
-  // one started per sample; and one pmon.
+  // one started per sample; and one pmon, every 5 s (--pmon auto: a GPU has a process).
   CHECK(compute_apps_calls("query-compute-apps") == "1\n");
   CHECK(compute_apps_calls("^--query-compute-apps=timestamp,gpu_uuid,pid,used_gpu_memory,"
                            "process_name --format=csv,nounits -lms 1000$") == "1\n");
+  CHECK(run_shell("grep -c '^pmon -s um -d 5$' " + quote(calls)).out == "1\n");
+
+  // --pmon on: at the process interval, from the start.
+  ::unlink(calls.c_str());
+  {
+    Background watch(work.environment() + AGENT_BIN " watch --source csv --interval 0.1 " +
+                     "--count 20 --pmon on --format csv --nvidia-smi " + fake);
+    REQUIRE(watch.wait(std::chrono::seconds(60)) == 0);
+  }
   CHECK(run_shell("grep -c '^pmon -s um -d 1$' " + quote(calls)).out == "1\n");
 
   ::unlink(calls.c_str());
@@ -202,6 +211,97 @@ TEST_CASE("watch runs one compute-apps loop at max(interval, 1 s), or --process-
   }
   CHECK(compute_apps_calls("query-compute-apps") == "1\n");
   CHECK(compute_apps_calls("-lms 500$") == "1\n");
+}
+
+// --pmon auto (the default) runs pmon, the costliest stream, only while a GPU has a process.
+TEST_CASE("--pmon auto: no pmon while no GPU has a process; one for a process, stopped after it") {
+  Workload work;
+  std::string apps = test::read_file(work.folder + "/apps"), calls = work.folder + "/calls";
+  test::write_file(work.folder + "/apps", "");
+  auto pmon_calls = [&] { return run_shell("grep -c '^pmon' " + quote(calls) + " || true").out; };
+  const std::string pmon_running = test::fake_nvidia_smi_process + " pmon";
+  Background watch(work.environment() + AGENT_BIN " watch --source csv --interval 0.2 " +
+                   "--process-interval 0.2 --format json --nvidia-smi " + fake);
+  auto last = [&]() -> std::optional<json> {
+    try {
+      std::vector<json> lines = json_lines(watch.out());
+      if (lines.size() >= 10)
+        return lines.back();
+    } catch (const std::exception &) {
+    }
+    return std::nullopt; // a line being written, or not ten yet
+  };
+  // Ten samples, every GPU's list known and empty: no pmon was started.
+  REQUIRE(test::wait_until([&] {
+    std::optional<json> sample = last();
+    return sample && (*sample)["gpus"][0]["processes"] == json::array();
+  }));
+  CHECK(pmon_calls() == "0\n");
+  CHECK_FALSE(test::running_here(pmon_running));
+
+  // A process: pmon every 5 s, its shares said with their age (at least that interval: pmon's
+  // sample is known whole when the next begins).
+  test::write_file(work.folder + "/apps", apps);
+  REQUIRE(test::wait_until(
+      [&] {
+        std::optional<json> sample = last();
+        const json *sleeper = sample ? process_with_pid(*sample, 0, work.sleeper.pid()) : nullptr;
+        return sleeper && (*sleeper)["sm_utilization_percent"] == 42;
+      },
+      std::chrono::seconds(60)));
+  std::optional<json> sample = last();
+  REQUIRE(sample);
+  const json *sleeper = process_with_pid(*sample, 0, work.sleeper.pid());
+  REQUIRE(sleeper);
+  REQUIRE((*sleeper)["utilization_age_seconds"].is_number());
+  CHECK((*sleeper)["utilization_age_seconds"].get<double>() >= 5);
+  CHECK((*sleeper)["utilization_age_seconds"].get<double>() < 60);
+  CHECK(run_shell("grep -c '^pmon -s um -d 5$' " + quote(calls)).out == "1\n");
+
+  // None again: pmon is stopped within two of its intervals, and its shares go with it.
+  test::write_file(work.folder + "/apps", "");
+  REQUIRE(test::wait_until([&] { return !test::running_here(pmon_running); },
+                           std::chrono::seconds(60)));
+  CHECK(pmon_calls() == "1\n");
+  // A process once more: pmon starts again.
+  test::write_file(work.folder + "/apps", apps);
+  REQUIRE(test::wait_until([&] { return pmon_calls() == "2\n"; }, std::chrono::seconds(60)));
+  ::kill(watch.pid(), SIGTERM);
+  CHECK(watch.wait() == 0);
+  CHECK_FALSE(test::running_here(test::fake_nvidia_smi_process));
+}
+
+TEST_CASE("--pmon off never runs pmon; with compute-apps refused, auto runs it all along") {
+  Workload work;
+  std::string calls = work.folder + "/calls";
+  SECTION("off, with processes on the GPUs") {
+    test::Run run = run_shell(work.environment() + AGENT_BIN " watch --source csv --interval 0.2 " +
+                              "--count 15 --pmon off --format json --nvidia-smi " + fake);
+    REQUIRE(run.exit_code == 0);
+    CHECK(run_shell("grep -c '^pmon' " + quote(calls) + " || true").out == "0\n");
+    json last = json_lines(run.out).back();
+    const json *sleeper = process_with_pid(last, 0, work.sleeper.pid());
+    REQUIRE(sleeper);
+    CHECK((*sleeper)["sm_utilization_percent"].is_null());
+    CHECK((*sleeper)["utilization_age_seconds"].is_null());
+  }
+  SECTION("auto, compute-apps refused: pmon's rows are the only list") {
+    test::Run run = run_shell(
+        "FAKE_NVSMI_PROCESS_MODE=apps-refused " + work.environment() + AGENT_BIN +
+        " watch --source csv --interval 0.2 --count 15 --format json --nvidia-smi " + fake);
+    REQUIRE(run.exit_code == 0);
+    CHECK(run.err.find("going on without processes") != std::string::npos);
+    CHECK(run_shell("grep -c '^pmon -s um -d 5$' " + quote(calls)).out == "1\n");
+  }
+  SECTION("--pmon with --no-processes, or a mode it does not know, is a usage error") {
+    for (const char *options : {"--pmon on --no-processes", "--pmon sometimes"}) {
+      test::Run run =
+          run_shell(AGENT_BIN " watch --count 1 " + std::string(options) + " --nvidia-smi " + fake);
+      INFO(options << ": " << run.err);
+      CHECK(run.exit_code == 2);
+      CHECK(run.err.find("--pmon") != std::string::npos);
+    }
+  }
 }
 
 namespace {
@@ -253,11 +353,13 @@ TEST_CASE("serve, run and top start one nvidia-smi per stream, however many samp
       // The job ends once run's log holds `samples` samples (or after a minute).
       std::string job = "for i in $(seq 600); do [ $(wc -l <" + quote(log) + ") -ge " +
                         std::to_string(samples) + " ] 2>/dev/null && break; sleep 0.1; done";
+      // --pmon on: started with the other streams, not at the first sample with a process, which
+      // a job of 5 samples may end before pmon's start is written down.
       test::Run run =
           run_shell(work.environment() + query_args + quote(work.folder + "/args") +
-                    " " AGENT_BIN " run --interval 0.1 --nvidia-smi " + fake + " --lock-dir " +
-                    quote(work.folder + "/locks") + " --log " + quote(log) + " --report " +
-                    quote(work.folder + "/report") + " -- sh -c " + quote(job));
+                    " " AGENT_BIN " run --interval 0.1 --pmon on --nvidia-smi " + fake +
+                    " --lock-dir " + quote(work.folder + "/locks") + " --log " + quote(log) +
+                    " --report " + quote(work.folder + "/report") + " -- sh -c " + quote(job));
       INFO(run.err);
       REQUIRE(run.exit_code == 0);
       REQUIRE(lines_reach(log, samples));
@@ -364,8 +466,8 @@ TEST_CASE("watch goes on without processes when nvidia-smi cannot give them") {
   SECTION("pmon is not supported: said once, never started again") {
     test::Run run = run_shell("FAKE_NVSMI_PROCESS_MODE=unsupported FAKE_NVSMI_PROCESS_ARGS=" +
                               quote(work.folder + "/calls") + " " + AGENT_BIN +
-                              " watch --source xml --interval 0.2 --count 25 --format json " +
-                              "--nvidia-smi " + fake);
+                              " watch --source xml --interval 0.2 --count 25 --pmon on " +
+                              "--format json --nvidia-smi " + fake);
     REQUIRE(run.exit_code == 0);
     CHECK(run.err.find("going on without per-process utilization") != std::string::npos);
     CHECK(run_shell("grep -c '^pmon' " + quote(work.folder + "/calls")).out == "1\n");

@@ -379,7 +379,8 @@ TEST_CASE("serve: nvidia-smi replaced right after the GPU query started: process
   // Issue 23, item 16: a process stream's first start that fails is no reason to stop serving.
   std::string folder = test::temporary_folder();
   std::string wrapper = test::nvidia_smi_upgraded_after_start(folder);
-  Server server("--interval 0.2 --nvidia-smi " + quote(wrapper),
+  // --pmon on: pmon's start fails and is retried too, without waiting for a process.
+  Server server("--interval 0.2 --pmon on --nvidia-smi " + quote(wrapper),
                 test::upgraded_nvidia_smi_environment(folder));
   auto retried = [&] {
     return has(server.log(), "restarting nvidia-smi --query-compute-apps in 2 s") &&

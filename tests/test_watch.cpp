@@ -1039,8 +1039,10 @@ TEST_CASE("watch: nvidia-smi replaced right after the GPU query started: process
   std::string wrapper = test::nvidia_smi_upgraded_after_start(setup.folder);
   std::string denied = "cannot run " + wrapper + ": Permission denied";
   test::Background agent(test::upgraded_nvidia_smi_environment(setup.folder) + quote(AGENT_BIN) +
-                         " watch --format json --interval 0.2 --nvidia-smi " + quote(wrapper));
-  // Each failed start is said once, with the retry that follows it, backing off.
+                         " watch --format json --interval 0.2 --pmon on --nvidia-smi " +
+                         quote(wrapper));
+  // Each failed start is said once, with the retry that follows it, backing off (pmon's too:
+  // --pmon on runs it without waiting for a process).
   auto retried = [&] {
     return agent.err_contains("restarting nvidia-smi --query-compute-apps in 2 s") &&
            agent.err_contains("restarting nvidia-smi pmon in 2 s");

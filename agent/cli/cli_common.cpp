@@ -177,6 +177,7 @@ void SamplingCli::finish() {
                                        " seconds (each reading starts nvidia-smi once)");
   options.source = source == "xml" ? Source::xml : Source::csv;
   options.gpm = gpm == "on" ? Gpm::on : gpm == "off" ? Gpm::off : Gpm::automatic;
+  options.pmon = pmon == "on" ? PmonMode::on : pmon == "off" ? PmonMode::off : PmonMode::automatic;
   options.job_mapping_dir = job_mapping.resolve(options.fixture || !options.host);
   options.say_job_mapping_problems = job_mapping.path.has_value();
   if (options.source == Source::xml && !options.fields.empty())
@@ -232,9 +233,20 @@ void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
   command
       ->add_option("--process-interval", options.process_interval_seconds,
                    "Seconds between nvidia-smi's listings of the processes, in its own loop "
-                   "(default: max(interval, 1)); pmon's interval is this, rounded to 1..10 s")
+                   "(default: max(interval, 1)); pmon's interval is this, rounded to 1..10 s "
+                   "(5 s at the least with --pmon auto)")
       ->type_name("SECONDS")
       ->check(finite_range(0.1, 86400.0, "seconds"))
+      ->excludes(no_processes);
+  command
+      ->add_option("--pmon", sampling.pmon,
+                   "When pmon (each process's share of the SMs and memory bandwidth) runs: auto "
+                   "only while a GPU has a process, every max(process interval, 5 s); on all "
+                   "along, at the process interval (also lists graphics processes with the csv "
+                   "source); off never. Shares older than the sample say their age")
+      ->check(one_of({"auto", "on", "off"}))
+      ->type_name("auto|on|off")
+      ->capture_default_str()
       ->excludes(no_processes);
   command
       ->add_option("--gpm", sampling.gpm,

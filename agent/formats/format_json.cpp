@@ -183,6 +183,7 @@ void write_gpu(JsonWriter &json, const Snapshot &snapshot, std::size_t position)
     field(json, "compute_instance_id", process.compute_instance_id);
     field(json, "sm_utilization_percent", process.sm_utilization_percent);
     field(json, "memory_utilization_percent", process.memory_utilization_percent);
+    field(json, "utilization_age_seconds", process.utilization_age_seconds);
     field(json, "user", process.user);
     field(json, "uid", process.uid);
     field(json, "command", process.command);

@@ -86,6 +86,14 @@ milliseconds first_sample_wait(const SamplerOptions &options) {
   return std::max(at_least_1ms(options.interval_seconds), milliseconds(2000));
 }
 
+milliseconds pmon_interval(const SamplerOptions &options) {
+  milliseconds every = process_interval(options);
+  if (options.pmon == PmonMode::automatic)
+    every = std::max(every, milliseconds(5000));
+  // A loop of whole seconds, 1 to 10 (pmon's -d).
+  return std::chrono::seconds(std::clamp<long>((every.count() + 500) / 1000, 1, 10));
+}
+
 milliseconds process_interval(const SamplerOptions &options) {
   return options.process_interval_seconds
              ? at_least_1ms(*options.process_interval_seconds)
@@ -291,21 +299,60 @@ void Sampler::start_process_streams(const StreamSettings &secondary) {
     apps_stream_->start();
   }
 
+  if (options_.pmon == PmonMode::off)
+    return;
   StreamSettings pmon = secondary;
   pmon.label = "nvidia-smi pmon";
-  pmon.interval = whole_seconds_near(every);
+  pmon.interval = pmon_interval(options_);
   pmon.arguments = {"pmon", "-s", "um", "-d", std::to_string(pmon.interval.count() / 1000)};
   // A pmon sample is known complete only when the next begins.
   pmon.stall_timeout = std::max(4 * pmon.interval, milliseconds(10000));
   pmon.refused = monitor_refused;
   pmon.max_backoff = milliseconds(300000);
   pmon_fresh_for_ = 3 * pmon.interval + milliseconds(2000);
-  pmon_stream_ = std::make_unique<NvidiaSmiStream>(context_, pmon,
-                                                   pmon_decoder([this](std::vector<PmonRow> rows) {
-                                                     pmon_ = {std::move(rows), steady_clock::now()};
-                                                   }),
-                                                   log, give_up("per-process utilization"));
+  pmon_hold_ = 2 * pmon.interval;
+  pmon_settings_ = pmon;
+  // --pmon auto: from the first sample with a process on (keep_pmon_while_used).
+  if (options_.pmon == PmonMode::on)
+    start_pmon_stream();
+}
+
+void Sampler::start_pmon_stream() {
+  pmon_stream_ = std::make_unique<NvidiaSmiStream>(
+      context_, *pmon_settings_, pmon_decoder([this](std::vector<PmonRow> rows) {
+        pmon_ = {std::move(rows), steady_clock::now()};
+      }),
+      log_secondary, [this, said = give_up("per-process utilization")](const std::string &message) {
+        said(message);
+        pmon_refused_ = true; // never started again
+      });
+  pmon_stopped_ = false;
   pmon_stream_->start();
+}
+
+void Sampler::keep_pmon_while_used(const Snapshot &snapshot, steady_clock::time_point now) {
+  // Where compute-apps was refused, pmon's rows are the only list of processes there is.
+  bool used = apps_refused_ ||
+              std::any_of(snapshot.gpus.begin(), snapshot.gpus.end(),
+                          [](const Gpu &gpu) { return gpu.processes && !gpu.processes->empty(); });
+  if (used) {
+    pmon_last_used_ = now;
+    // One this stopped is started again once its child is reaped (the handler below).
+    if (!pmon_refused_ && (!pmon_stream_ || pmon_stopped_))
+      start_pmon_stream();
+    return;
+  }
+  if (!pmon_stream_ || pmon_stopping_ || pmon_stopped_ || now - pmon_last_used_ < pmon_hold_)
+    return;
+  // No process for two of its intervals: its shares are of no one; the next process starts it.
+  pmon_stopping_ = true;
+  pmon_.value.reset();
+  // Sampler::stop's own handler replaces this one where sampling ends first, so that `this` is
+  // never called after it.
+  pmon_stream_->stop([this] {
+    pmon_stopping_ = false;
+    pmon_stopped_ = true;
+  });
 }
 
 void Sampler::deliver(Snapshot snapshot) {
@@ -374,8 +421,16 @@ void Sampler::complete(Snapshot snapshot, const std::string &processes_unknown_r
   if (apps_loop_)
     if (std::optional<std::vector<ComputeApp>> apps = apps_loop_->settle(now))
       attach_compute_apps(snapshot, *apps);
+  if (options_.pmon == PmonMode::automatic && pmon_settings_ && !pmon_stopping_)
+    keep_pmon_while_used(snapshot, now);
+  // pmon prints a sample's rows at once and the reader knows it whole when the next begins, one
+  // interval later: the shares are that much older than their arrival.
   if (pmon_.value && now - pmon_.at <= pmon_fresh_for_)
-    attach_pmon(snapshot, *pmon_.value);
+    attach_pmon(
+        snapshot, *pmon_.value,
+        std::round(std::chrono::duration<double>(now - pmon_.at + pmon_interval(options_)).count() *
+                   10) /
+            10);
   std::vector<DmonRow> fresh;
   for (const Latest<DmonRow> &row : dmon_)
     if (row.value && now - row.at <= dmon_fresh_for_)

@@ -30,6 +30,14 @@ namespace nvsmi {
 // them off where it runs.
 enum class Gpm { automatic, on, off };
 
+// When pmon runs beside the process list (--pmon). It is the costliest stream by far (a
+// sample a second cost 42 ms of CPU a second on an H200, docs/PERFORMANCE.md), and its shares
+// are of use only while a GPU has a process: `automatic` runs it only then, every 5 s at the
+// most often (pmon_interval), and stops it once no GPU has had one for two of its intervals;
+// `on` runs it all along at the process interval, as the only way to list graphics processes
+// with the CSV source (compute-apps lists compute ones).
+enum class PmonMode { automatic, on, off };
+
 struct SamplerOptions {
   double interval_seconds = 1;
   Source source = Source::csv;
@@ -38,7 +46,8 @@ struct SamplerOptions {
   std::optional<double> stall_timeout_seconds; // default max(3 x interval, 10 s)
   std::vector<std::string> fields; // --fields: csv source only, after the standard query
   bool processes = true;           // compute-apps and pmon beside the GPU query
-  bool activity = true;            // dmon beside the GPU query: activity and traffic
+  PmonMode pmon = PmonMode::automatic;
+  bool activity = true; // dmon beside the GPU query: activity and traffic
   Gpm gpm = Gpm::automatic;
   // --nvlink-counters: seconds between readings of `nvidia-smi nvlink -gt d` for GPUs whose dmon
   // gives no NVLink figures (sampling/nvlink_counter_reader.hpp); nullopt: never run (default).
@@ -58,6 +67,10 @@ struct SamplerOptions {
 
 // How often processes are asked for: --process-interval, else max(interval, 1 s).
 std::chrono::milliseconds process_interval(const SamplerOptions &options);
+
+// pmon's loop (-d, whole seconds 1 to 10): the process interval rounded, 5 s at the least with
+// --pmon auto.
+std::chrono::milliseconds pmon_interval(const SamplerOptions &options);
 
 // How long the first live sample waits for the process list: max(interval, 2 s). No sample goes
 // out with its processes unknown only because their stream has not answered yet; past this the
@@ -93,6 +106,10 @@ private:
   void query_refused(const std::string &message);
   void start_secondary_streams(const StreamSettings &gpu_settings);
   void start_process_streams(const StreamSettings &secondary);
+  void start_pmon_stream();
+  // --pmon auto: starts pmon when a sample has a process and stops it once none has had one for
+  // pmon_hold_.
+  void keep_pmon_while_used(const Snapshot &snapshot, std::chrono::steady_clock::time_point now);
   void start_dmon_stream(const StreamSettings &secondary, bool gpm);
   // dmon refused what it was asked: again without GPM, else going on without it.
   void dmon_refused(const std::string &message);
@@ -141,6 +158,12 @@ private:
   boost::asio::steady_timer held_check_;
   Latest<std::vector<PmonRow>> pmon_;
   std::chrono::milliseconds pmon_fresh_for_{0};
+  std::optional<StreamSettings> pmon_settings_; // how pmon is started (again, with --pmon auto)
+  bool pmon_refused_ = false;                   // nvidia-smi refused pmon: not started again
+  bool pmon_stopping_ = false; // --pmon auto stopped it: its child is not reaped yet
+  bool pmon_stopped_ = false;  // ... and now it is
+  std::chrono::steady_clock::time_point pmon_last_used_; // the last sample with a process
+  std::chrono::milliseconds pmon_hold_{0};
   // dmon's latest row of each GPU, by index, and how long one stays fresh.
   std::vector<Latest<DmonRow>> dmon_;
   std::chrono::milliseconds dmon_fresh_for_{0};

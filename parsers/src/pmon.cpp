@@ -160,7 +160,7 @@ std::vector<std::vector<PmonRow>> read_pmon(std::string_view text) {
   return samples;
 }
 
-void attach_pmon(Snapshot &snapshot, const std::vector<PmonRow> &sample) {
+void attach_pmon(Snapshot &snapshot, const std::vector<PmonRow> &sample, RealReading age_seconds) {
   for (const PmonRow &row : sample) {
     if (!row.gpu_index)
       continue;
@@ -180,6 +180,7 @@ void attach_pmon(Snapshot &snapshot, const std::vector<PmonRow> &sample) {
       if (process.pid == row.pid) {
         process.sm_utilization_percent = row.sm_percent;
         process.memory_utilization_percent = row.memory_percent;
+        process.utilization_age_seconds = age_seconds;
         // compute-apps lists compute processes only, and so says "C" of each: pmon's type tells
         // the rest of it (C+G, M, M+C). Never one without a compute context (a "G" of pmon's
         // for a process compute-apps saw computing) over it, nor over the XML's own type.
@@ -196,6 +197,7 @@ void attach_pmon(Snapshot &snapshot, const std::vector<PmonRow> &sample) {
     process.used_memory_mib = row.fb_mib;
     process.sm_utilization_percent = row.sm_percent;
     process.memory_utilization_percent = row.memory_percent;
+    process.utilization_age_seconds = age_seconds;
     gpu->processes->push_back(std::move(process));
   }
 }

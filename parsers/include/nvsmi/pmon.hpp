@@ -48,7 +48,9 @@ std::vector<std::vector<PmonRow>> read_pmon(std::string_view text);
 // type where the process's is compute-apps' "C" and pmon's keeps the compute context (C+G, M+C). A
 // row whose pid the GPU's list lacks (a graphics process: compute-apps lists compute ones only) is
 // added as a process with pmon's type, command as name, and fb as used memory. GPUs whose
-// `processes` is nullopt get a list from pmon's rows alone.
-void attach_pmon(Snapshot &snapshot, const std::vector<PmonRow> &sample);
+// `processes` is nullopt get a list from pmon's rows alone. `age_seconds`: how old the sample is,
+// given to each process it gives shares to (Process::utilization_age_seconds).
+void attach_pmon(Snapshot &snapshot, const std::vector<PmonRow> &sample,
+                 RealReading age_seconds = std::nullopt);
 
 } // namespace nvsmi

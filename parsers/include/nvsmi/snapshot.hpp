@@ -43,6 +43,10 @@ struct Process {
   // `nvidia-smi pmon -s um`: this process's share of the GPU's SM time and memory bandwidth over
   // pmon's last interval. nullopt where pmon does not run, printed `-`, or did not list the pid.
   Reading sm_utilization_percent, memory_utilization_percent;
+  // How old those shares are, in seconds, when the sample goes out: pmon runs at its own interval
+  // (every 5 s with --pmon auto), so they may be older than the GPU's readings. nullopt without
+  // them, or where their age is not known (a recording).
+  RealReading utilization_age_seconds;
 
   // From this machine's /proc, for the process as it is now. All nullopt where the pid is not
   // visible here (another PID namespace, already exited, a recording from another machine).
