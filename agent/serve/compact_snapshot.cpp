@@ -256,7 +256,10 @@ CompactGpu pack_gpu(const Gpu &gpu, const CompactGpu *before, Packer &packer) {
     for (std::size_t i = 0; i < gpu.processes->size(); ++i) {
       const Process &process = (*gpu.processes)[i];
       const CompactProcess *was = at(old, i);
-      CompactProcess packed{pack(process_readings(process)), pack_real(process.cpu_percent), {}};
+      CompactProcess packed{pack(process_readings(process)),
+                            pack_real(process.cpu_percent),
+                            pack_real(process.utilization_age_seconds),
+                            {}};
       auto texts = process_texts(process);
       for (std::size_t t = 0; t < texts.size(); ++t)
         packed.texts[t] = packer.text(*texts[t], was ? &was->texts[t] : nullptr);
@@ -310,6 +313,7 @@ Gpu unpack_gpu(const CompactGpu &in) {
       Process process;
       unpack(packed.numbers, process_readings(process));
       process.cpu_percent = unpack_real(packed.cpu_percent);
+      process.utilization_age_seconds = unpack_real(packed.utilization_age_seconds);
       auto texts = process_texts(process);
       for (std::size_t t = 0; t < texts.size(); ++t)
         *texts[t] = unpack_text(packed.texts[t]);

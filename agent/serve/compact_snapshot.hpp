@@ -34,7 +34,8 @@ inline constexpr std::size_t own_slot_texts = 1;
 struct CompactProcess {
   // pid, used memory, GPU and compute instance ids, SM and memory utilization, uid, host memory
   PackedReadings<8> numbers;
-  double cpu_percent = 0; // NaN where unknown
+  double cpu_percent = 0;             // NaN where unknown
+  double utilization_age_seconds = 0; // NaN where unknown
   // type, name, user, command, started, container, pod_uid, slurm_job_id, systemd_unit
   std::array<SharedText, 9> texts;
 };
