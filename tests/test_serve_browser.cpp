@@ -503,6 +503,30 @@ TEST_CASE("serve: the dashboard keeps the history under the banner when sampling
   CHECK(matches(page, R"re(dygraph-axis-label-x">\d\d:\d\d:\d\d<)re").size() >= 1);
 }
 
+TEST_CASE("serve: the dashboard's header says what monitoring costs, once ten seconds of it are "
+          "known") {
+  if (!test::installed("chromium")) {
+    WARN("chromium is not installed: not rendered");
+    return;
+  }
+  test::Server server("--interval 0.5 --nvidia-smi " + fake);
+  // The page asks every interval; the agent reads its cost at most every 5 s for it. Before ten
+  // seconds of it the page says nothing (top's rule, tested on its header): on a busy machine
+  // those may be gone before a browser has drawn the page, so that is not asserted here.
+  REQUIRE(test::wait_until([&] {
+    json answer = series(server);
+    return answer.is_object() && answer["monitor"].is_object() &&
+           answer["monitor"]["window_seconds"].get<double>() >= 10;
+  }));
+  std::string page = dom(server);
+  CHECK(matches(page, R"re(<span class="meta" id="cost" title="the agent and the nvidia-smi it )re"
+                      R"re(runs, over the last \d+ s">monitoring cost: \d+(\.\d+)? % of a )re"
+                      R"re(core</span>)re")
+            .size() == 1);
+  screenshot(server, "1400,1000", "dashboard-cost.png");
+  screenshot(server, "400,900", "dashboard-cost-phone.png");
+}
+
 TEST_CASE("serve: the dashboard says so when the agent has no sample yet") {
   if (!test::installed("chromium")) {
     WARN("chromium is not installed: not rendered");

@@ -194,6 +194,36 @@ TEST_CASE("top's screen at 80x24 holds every GPU, the table and the keys, none p
   CHECK(screen_has(wide, "NVIDIA H100 80GB HBM3"));
 }
 
+TEST_CASE("top's header says the monitor's share of a core once ten seconds of it are known, "
+          "and keeps it between readings") {
+  Utf8Locale utf8;
+  TopModel model(milliseconds(1000));
+  TopClock::time_point now = TopClock::now();
+  Snapshot s = with_users();
+  AgentCost cost;
+  cost.core_percent = 0.4213;
+  cost.window_seconds = 5; // mostly the cost of starting nvidia-smi: not said
+  s.agent = cost;
+  model.add_sample(s, now);
+  CHECK_FALSE(screen_has(screen_text(model, now, 200, 50), "monitor"));
+  cost.window_seconds = 30;
+  s.agent = cost;
+  model.add_sample(s, now);
+  std::vector<std::string> screen = screen_text(model, now, 200, 50);
+  CHECK(screen[0].find("monitor 0.42% of a core") != std::string::npos);
+  s.agent.reset(); // a sample without a reading: the last one stays
+  model.add_sample(s, now);
+  CHECK(screen_text(model, now, 200, 50)[0].find("monitor 0.42% of a core") != std::string::npos);
+  cost.core_percent = 3.14159;
+  s.agent = cost;
+  model.add_sample(s, now);
+  CHECK(screen_text(model, now, 200, 50)[0].find("monitor 3.1% of a core") != std::string::npos);
+  // Whole parts only: at 80 columns it goes before anything is cut.
+  std::string narrow = screen_text(model, now, 80, 24)[0];
+  CHECK(narrow.find("monitor") == std::string::npos);
+  CHECK(text_columns(narrow) <= 80);
+}
+
 TEST_CASE("top shows unknown readings as -, never 0") {
   Utf8Locale utf8;
   TopModel model(milliseconds(1000));

@@ -59,6 +59,14 @@ SubcommandRun watch_options(CLI::App *command) {
       ->capture_default_str();
   command->add_option("--count", options.count, "Stop after this many samples")
       ->check(whole_range(1, 1000000000));
+  command
+      ->add_option("--cost-every", options.cost_every_seconds,
+                   "Seconds between the samples whose JSON carries the monitor's own cost (its "
+                   "`agent` object: CPU and memory of the agent and of each nvidia-smi it runs); "
+                   "0: never")
+      ->type_name("SECONDS")
+      ->check(finite_range(0, 86400.0, "seconds"))
+      ->capture_default_str();
   return {[settings] {
     settings->sampling.finish();
     settings->sampling.options.kernel_log = settings->kernel_log.resolve(

@@ -101,7 +101,9 @@ public:
             [this](std::string_view path, std::string_view query) {
               if (fleet_ && (path == "/fleet" || path == "/fleet.json"))
                 return fleet_answer(path);
-              return state_.answer(path, query, ServeClock::now(), loop_.sampler().counters());
+              return state_.answer(path, query, ServeClock::now(),
+                                   {[this] { return loop_.sampler().counters(); },
+                                    [this] { return loop_.sampler().cost(); }});
             },
             security(options, loop_.context())),
         fleet_timer_(loop_.context()) {

@@ -16,6 +16,8 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include <chrono>
+
 #include <clocale>
 #include <csignal>
 #include <deque>
@@ -224,6 +226,12 @@ private:
     if (loop_.stopping())
       return;
     Lineages read = lineages(snapshot, model_.tree());
+    // The header's cost of the monitor: read every few seconds, not with every sample.
+    auto now = std::chrono::steady_clock::now();
+    if (now - cost_read_ >= std::chrono::seconds(5)) {
+      snapshot.agent = loop_.sampler().cost();
+      cost_read_ = now;
+    }
     model_.add_sample(std::move(snapshot), TopClock::now(), std::move(read));
     draw();
   }
@@ -255,6 +263,7 @@ private:
   TopInput input_;
   asio::steady_timer tick_;
   TopModel model_;
+  std::chrono::steady_clock::time_point cost_read_{};
   std::optional<TopView> view_;
   std::deque<std::string> messages_;
 };

@@ -11,9 +11,11 @@
 #include "sampling/sampling_loop.hpp"
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -76,6 +78,16 @@ private:
   void deliver(Snapshot snapshot) {
     if (loop_.stopping())
       return;
+    // Once a minute (--cost-every), from a minute after the first sample, the sample carries
+    // the monitor's own cost (docs/WATCH.md): a whole window, not the cost of starting.
+    auto now = std::chrono::steady_clock::now();
+    if (!cost_read_)
+      cost_read_ = now;
+    else if (options_.cost_every_seconds > 0 &&
+             now - *cost_read_ >= std::chrono::duration<double>(options_.cost_every_seconds)) {
+      snapshot.agent = loop_.sampler().cost();
+      cost_read_ = now;
+    }
     try {
       if (csv_log_)
         csv_log_->append(snapshot);
@@ -191,6 +203,8 @@ private:
   bool announced_ = false; // the first sample was delivered
   bool announced_at_terminal_ = false;
   long written_ = 0; // samples delivered to every output
+  // When the cost was last carried (the first sample: when it was delivered).
+  std::optional<std::chrono::steady_clock::time_point> cost_read_;
 };
 
 } // namespace

@@ -17,6 +17,7 @@ struct WatchOptions {
   std::optional<std::string> csv_log, json_log;
   RotationSettings csv_rotation = default_log_rotation, json_rotation = default_log_rotation;
   std::optional<long> count;
+  double cost_every_seconds = 60; // the JSON's `agent` object; 0: never
 };
 
 // Samples until --count, SIGINT or SIGTERM, and returns the exit code. Throws AgentError for

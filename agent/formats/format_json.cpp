@@ -9,6 +9,7 @@
 #include "formats/fleet_health.hpp"
 #include "formats/json_writer.hpp"
 
+#include <cmath>
 #include <ctime>
 
 namespace nvsmi {
@@ -265,6 +266,41 @@ void write_kernel_log(JsonWriter &json, const Snapshot &snapshot) {
   json.end_object();
 }
 
+// Rounded to the millisecond: the clock behind it ticks no finer, and the line stays short.
+double millis(double seconds) { return std::round(seconds * 1000) / 1000; }
+
+std::optional<std::int64_t> whole(const std::optional<std::uint64_t> &number) {
+  if (!number)
+    return std::nullopt;
+  return static_cast<std::int64_t>(*number);
+}
+
+// The monitor's own cost, where the command attached it (docs/WATCH.md): absent otherwise.
+void write_agent_cost(JsonWriter &json, const AgentCost &cost) {
+  json.key("agent");
+  json.begin_object();
+  field(json, "cpu_seconds", millis(cost.cpu_seconds));
+  field(json, "memory_bytes", whole(cost.memory_bytes));
+  json.key("core_percent");
+  if (cost.core_percent)
+    json.value(std::round(*cost.core_percent * 100) / 100);
+  else
+    json.null();
+  field(json, "window_seconds", std::round(cost.window_seconds * 10) / 10);
+  json.key("streams");
+  json.begin_array();
+  for (const StreamCost &stream : cost.streams) {
+    json.begin_object();
+    field(json, "stream", stream.stream);
+    field(json, "cpu_seconds", millis(stream.cpu_seconds));
+    field(json, "memory_bytes", whole(stream.memory_bytes));
+    field(json, "starts", static_cast<std::int64_t>(stream.starts));
+    json.end_object();
+  }
+  json.end_array();
+  json.end_object();
+}
+
 } // namespace
 
 std::string format_json(const Snapshot &snapshot) {
@@ -294,6 +330,8 @@ std::string format_json(const Snapshot &snapshot) {
   json.end_array();
   write_host(json, snapshot.host);
   write_kernel_log(json, snapshot);
+  if (snapshot.agent)
+    write_agent_cost(json, *snapshot.agent);
   json.end_object();
   return out;
 }

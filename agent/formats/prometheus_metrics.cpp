@@ -219,6 +219,46 @@ void write_snapshot_metrics(const Snapshot &snapshot, MetricsOut &out) {
   write_fleet_health_metrics(snapshot, labels, user_labels, out);
 }
 
+// The monitor's own cost (docs/METRICS.md): the agent's process, and each nvidia-smi stream's
+// runs, ended and running.
+void write_cost_metrics(const AgentCost &cost, MetricsOut &out) {
+  auto labels_of = [](const StreamCost &stream) {
+    std::string labels;
+    append_label(labels, "process", std::string("nvidia-smi"));
+    append_label(labels, "stream", stream.stream);
+    return labels;
+  };
+  std::string agent;
+  append_label(agent, "process", std::string("agent"));
+  Family cpu("nvsmi_agent_cpu_seconds_total",
+             "CPU time, user and system, of the agent and of each nvidia-smi stream it runs (every "
+             "run so far).",
+             "counter");
+  cpu.add(agent, cost.cpu_seconds);
+  for (const StreamCost &stream : cost.streams)
+    cpu.add(labels_of(stream), stream.cpu_seconds);
+  cpu.write(out);
+  Family memory("nvsmi_agent_memory_bytes",
+                "Resident memory of the agent and of each nvidia-smi stream's running process.");
+  auto bytes = [](const std::optional<std::uint64_t> &value) -> std::optional<double> {
+    if (!value)
+      return std::nullopt;
+    return static_cast<double>(*value);
+  };
+  memory.add(agent, bytes(cost.memory_bytes));
+  for (const StreamCost &stream : cost.streams)
+    memory.add(labels_of(stream), bytes(stream.memory_bytes));
+  memory.write(out);
+  Family starts("nvsmi_agent_nvidia_smi_starts_total", "Times each nvidia-smi stream was started.",
+                "counter");
+  for (const StreamCost &stream : cost.streams) {
+    std::string labels;
+    append_label(labels, "stream", stream.stream);
+    starts.add(labels, static_cast<double>(stream.starts));
+  }
+  starts.write(out);
+}
+
 void write_health_metrics(const AgentHealth &health, MetricsOut &out) {
   Family up("nvsmi_up", "1 when the last sample is younger than three intervals, else 0.");
   up.add("", health.up ? 1.0 : 0.0);
@@ -255,6 +295,8 @@ void write_health_metrics(const AgentHealth &health, MetricsOut &out) {
                  "Bytes of /api/v1/series answers made and not yet sent, bounded (README, serve).");
   pending.add("", static_cast<double>(health.pending_body_bytes));
   pending.write(out);
+  if (health.cost)
+    write_cost_metrics(*health.cost, out);
 }
 
 } // namespace
@@ -287,7 +329,9 @@ std::vector<std::string> metric_family_names() {
     write_snapshot_metrics(reaching_all, out);
     everything.names = MetricNames::dcgm;
     write_snapshot_metrics(reaching_all, out);
-    write_health_metrics(AgentHealth{}, out);
+    AgentHealth with_cost;
+    with_cost.cost = AgentCost{};
+    write_health_metrics(with_cost, out);
     return std::vector<std::string>(offered.begin(), offered.end());
   }();
   return names;

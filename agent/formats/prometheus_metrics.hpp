@@ -32,6 +32,8 @@ struct AgentHealth {
   SamplingCounters sampling;
   std::size_t history_samples = 0, history_bytes = 0; // what serve's history holds
   std::size_t pending_body_bytes = 0; // serve's answers made and waiting for clients to read
+  // The monitor's own cost: the agent and its nvidia-smi streams; none: not said.
+  std::optional<AgentCost> cost;
 };
 std::string format_health_metrics(const AgentHealth &health,
                                   const MetricsSelection &selection = {});

@@ -15,9 +15,18 @@ namespace nvsmi {
 namespace {
 
 // In this order, so that PIDS_VAL's index is the item's place here.
-enum Item { pid_item, ruid_item, began_item, ticks_item, rss_item, name_item, cgroup_item };
-std::array<pids_item, 7> items = {PIDS_ID_PID, PIDS_ID_RUID, PIDS_TICS_BEGAN, PIDS_TICS_ALL,
-                                  PIDS_VM_RSS, PIDS_CMD,     PIDS_CGROUP_V};
+enum Item {
+  pid_item,
+  ruid_item,
+  began_item,
+  ticks_item,
+  rss_item,
+  name_item,
+  cgroup_item,
+  ticks_children_item
+};
+std::array<pids_item, 8> items = {PIDS_ID_PID, PIDS_ID_RUID, PIDS_TICS_BEGAN, PIDS_TICS_ALL,
+                                  PIDS_VM_RSS, PIDS_CMD,     PIDS_CGROUP_V,   PIDS_TICS_ALL_C};
 // procps_pids_select takes at most this many pids at once (FILL_ID_MAX in libproc2).
 constexpr std::size_t select_at_most = 255;
 
@@ -111,6 +120,7 @@ std::vector<ProcessFacts> ProcessReader::read(const std::vector<int> &pids) {
       facts.uid = PIDS_VAL(ruid_item, u_int, stack, info_);
       facts.start_ticks = PIDS_VAL(began_item, ull_int, stack, info_);
       facts.cpu_ticks = PIDS_VAL(ticks_item, ull_int, stack, info_);
+      facts.cpu_ticks_with_children = PIDS_VAL(ticks_children_item, ull_int, stack, info_);
       facts.read_at = read_at;
       facts.rss_kib = PIDS_VAL(rss_item, ul_int, stack, info_);
       if (const char *name = PIDS_VAL(name_item, str, stack, info_))

@@ -26,6 +26,8 @@ struct ProcessFacts {
   std::string command;           // arguments joined by spaces, at most max_command_bytes, raw bytes
   std::uint64_t start_ticks = 0; // clock ticks after boot
   std::uint64_t cpu_ticks = 0;   // user + system
+  // ... and of the children it waited for: what running it has cost (an nvidia-smi stream's)
+  std::uint64_t cpu_ticks_with_children = 0;
   // The middle of the read that fetched the counters: they were taken somewhere inside it.
   std::chrono::steady_clock::time_point read_at;
   std::uint64_t rss_kib = 0;

@@ -5,6 +5,7 @@
 #include "nvidia_smi/stop_signals.hpp"
 
 #include "nvidia_smi/boost_process.hpp"
+#include "nvidia_smi/child_exit.hpp"
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/readable_pipe.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -150,9 +151,8 @@ CommandResult run_bounded(const std::vector<std::string> &argv, const CommandLim
   out_reader.start();
   err_reader.start();
 
-  child.async_wait([&](bp::error_code, int) {
+  auto on_exit = [&](int status) {
     exited = true;
-    int status = child.native_exit_code();
     if (WIFSIGNALED(status))
       result.term_signal = WTERMSIG(status);
     else
@@ -170,7 +170,17 @@ CommandResult run_bounded(const std::vector<std::string> &argv, const CommandLim
       kill_group();
       finish_reading();
     });
-  });
+  };
+  if (limits.cost)
+    limits.cost->started();
+  async_wait_child(
+      context, group,
+      [&](ChildEnd end) {
+        if (end.cpu_seconds && limits.cost)
+          limits.cost->ended(*end.cpu_seconds);
+        on_exit(end.status);
+      },
+      [&] { child.async_wait([&](bp::error_code, int) { on_exit(child.native_exit_code()); }); });
 
   // Stopped from outside (cron's timeout, Ctrl-C, a hangup): take the process group down too.
   signals.async_wait([&](bp::error_code error, int signal) {

@@ -2,9 +2,12 @@
 // that it and anything it started can be killed together.
 #pragma once
 
+#include "nvidia_smi/run_cost.hpp"
+
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -16,6 +19,8 @@ struct CommandLimits {
   std::size_t max_output_bytes = 64u << 20;
   // After the command exits, how long descendants may keep its pipes open before they are killed.
   std::chrono::milliseconds exit_grace{200};
+  // Where the run's start and CPU are counted; none: not counted.
+  std::shared_ptr<RunCost> cost;
 };
 
 struct CommandResult {

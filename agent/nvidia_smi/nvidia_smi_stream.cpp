@@ -4,6 +4,7 @@
 #include "core/log_line.hpp"
 #include "core/number_text.hpp"
 #include "nvidia_smi/boost_process.hpp"
+#include "nvidia_smi/child_exit.hpp"
 #include "nvidia_smi/said_line.hpp"
 
 #include "nvsmi/quantity.hpp"
@@ -128,6 +129,8 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
       schedule_restart();
       return;
     }
+    if (settings.cost)
+      settings.cost->started();
     read_out(generation);
     read_err(generation);
     wait_exit(generation);
@@ -170,29 +173,42 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
 
   void wait_exit(int gen) {
     auto self = shared_from_this();
-    child->async_wait([this, self, gen](bp::error_code, int) {
-      if (gen != generation)
-        return;
-      exited = true;
-      int status = child->native_exit_code();
-      // Said once the output is read to its end (finish_run): the last of it may be the reason.
-      how_it_ended = WIFSIGNALED(status)
-                         ? "was killed by signal " + std::to_string(WTERMSIG(status))
-                         : "exited with code " + std::to_string(WEXITSTATUS(status));
-      clean_exit = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (!stopping && !stalled)
-        ++counters.child_exits;
-      // Whatever it started must not hold the pipe (or the GPU) after it.
-      ::kill(-child->id(), SIGKILL);
-      if (out_closed) {
+    async_wait_child(
+        context, child->id(),
+        [this, self, gen](ChildEnd end) {
+          if (end.cpu_seconds && settings.cost)
+            settings.cost->ended(*end.cpu_seconds);
+          child_exited(gen, end.status);
+        },
+        [this, self, gen] {
+          child->async_wait([this, self, gen](bp::error_code, int) {
+            if (gen == generation)
+              child_exited(gen, child->native_exit_code());
+          });
+        });
+  }
+
+  void child_exited(int gen, int status) {
+    if (gen != generation)
+      return;
+    exited = true;
+    // Said once the output is read to its end (finish_run): the last of it may be the reason.
+    how_it_ended = WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
+                                       : "exited with code " + std::to_string(WEXITSTATUS(status));
+    clean_exit = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!stopping && !stalled)
+      ++counters.child_exits;
+    // Whatever it started must not hold the pipe (or the GPU) after it.
+    ::kill(-child->id(), SIGKILL);
+    if (out_closed) {
+      finish_run();
+      return;
+    }
+    auto self = shared_from_this();
+    drain.expires_after(milliseconds(200));
+    drain.async_wait([this, self, gen](bp::error_code error) {
+      if (!error && gen == generation)
         finish_run();
-        return;
-      }
-      drain.expires_after(milliseconds(200));
-      drain.async_wait([this, self, gen](bp::error_code error) {
-        if (!error && gen == generation)
-          finish_run();
-      });
     });
   }
 

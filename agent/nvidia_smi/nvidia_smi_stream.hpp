@@ -5,6 +5,7 @@
 
 #include "core/sampling_counters.hpp"
 #include "nvidia_smi/gpu_query.hpp"
+#include "nvidia_smi/run_cost.hpp"
 #include "nvidia_smi/source.hpp"
 #include "nvidia_smi/stream_decoder.hpp"
 
@@ -41,6 +42,9 @@ struct StreamSettings {
   // like any later failure: nvidia-smi can vanish between two starts (a driver upgrade), and
   // losing that race must not take the GPU samples down with it.
   bool first_start_fatal = true;
+  // Where each run's start and CPU are counted (serve's nvsmi_agent_cpu_seconds_total); none:
+  // not counted.
+  std::shared_ptr<RunCost> cost;
 };
 
 // What a log message is. Problems are what serve shows as the last one while its data is stale

@@ -40,8 +40,10 @@ struct NvlinkCounterReader::CounterReading {
 NvlinkCounterReader::NvlinkCounterReader(boost::asio::io_context &context,
                                          std::vector<std::string> command, milliseconds interval,
                                          const std::vector<NvlinkCapacity> &capacity,
-                                         NvidiaSmiStream::LogHandler log)
-    : context_(context), argv_(std::move(command)), interval_(interval), log_(std::move(log)) {
+                                         NvidiaSmiStream::LogHandler log,
+                                         std::shared_ptr<RunCost> cost)
+    : context_(context), argv_(std::move(command)), interval_(interval), log_(std::move(log)),
+      cost_(std::move(cost)) {
   argv_.insert(argv_.end(), {"nvlink", "-gt", "d"});
   any_active_link_ = std::any_of(capacity.begin(), capacity.end(),
                                  [](const NvlinkCapacity &gpu) { return gpu.bytes_per_second; });
@@ -110,6 +112,7 @@ void NvlinkCounterReader::run_reading(const std::weak_ptr<bool> &alive,
     CommandLimits limits;
     limits.timeout = deadline;
     limits.max_output_bytes = max_output_bytes;
+    limits.cost = cost_;
     CommandResult result = run_bounded(argv, limits);
     const std::string command = "nvidia-smi nvlink -gt d";
     if (result.term_signal != 0)

@@ -29,7 +29,8 @@ public:
   // has an active link it says so once through `log` and never runs anything.
   NvlinkCounterReader(boost::asio::io_context &context, std::vector<std::string> command,
                       std::chrono::milliseconds interval,
-                      const std::vector<NvlinkCapacity> &capacity, NvidiaSmiStream::LogHandler log);
+                      const std::vector<NvlinkCapacity> &capacity, NvidiaSmiStream::LogHandler log,
+                      std::shared_ptr<RunCost> cost = nullptr);
   ~NvlinkCounterReader();
   NvlinkCounterReader(const NvlinkCounterReader &) = delete;
   NvlinkCounterReader &operator=(const NvlinkCounterReader &) = delete;
@@ -53,6 +54,7 @@ private:
   std::vector<std::string> argv_;
   std::chrono::milliseconds interval_;
   NvidiaSmiStream::LogHandler log_;
+  std::shared_ptr<RunCost> cost_; // each run's start and CPU
   bool any_active_link_ = false;
   bool stopped_ = false;
   bool covered_said_ = false;

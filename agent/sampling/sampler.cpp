@@ -50,13 +50,15 @@ constexpr milliseconds nvlink_status_timeout{5000};
 // refusal or output not understood is said once through `notice` and leaves it unknown, as does
 // what nvidia-smi says under one GPU's line for that GPU alone.
 std::vector<NvlinkCapacity> read_nvlink_capacity(std::vector<std::string> argv,
-                                                 const std::function<void(std::string)> &notice) {
+                                                 const std::function<void(std::string)> &notice,
+                                                 std::shared_ptr<RunCost> cost) {
   argv.insert(argv.end(), {"nvlink", "-s"});
   std::string unknown = "NVLink capacity unknown: ";
   try {
     CommandLimits limits;
     limits.timeout = nvlink_status_timeout;
     limits.max_output_bytes = max_nvlink_status_bytes;
+    limits.cost = std::move(cost);
     CommandResult result = run_bounded(argv, limits);
     if (result.term_signal != 0 || result.exit_code != 0) {
       notice(unknown + "nvidia-smi nvlink -s " +
@@ -131,6 +133,7 @@ void Sampler::start() {
     return refused_query_field(message).has_value();
   };
   settings.interval = interval();
+  settings.cost = costs_.gpu_query;
   settings.stall_timeout = options_.stall_timeout_seconds
                                ? at_least_1ms(*options_.stall_timeout_seconds)
                                : std::max(settings.interval * 3, milliseconds(10000));
@@ -140,12 +143,13 @@ void Sampler::start() {
   // which is all it is weighed against.
   if (options_.activity) {
     nvlink_capacity_ = read_nvlink_capacity(
-        settings.command, [this](const std::string &message) { log_(LogKind::notice, message); });
+        settings.command, [this](const std::string &message) { log_(LogKind::notice, message); },
+        costs_.nvlink);
     // Beside dmon too: its counters stand in only where dmon gives no NVLink figure.
     if (options_.nvlink_counters_seconds)
       nvlink_counters_ = std::make_unique<NvlinkCounterReader>(
           context_, settings.command, at_least_1ms(*options_.nvlink_counters_seconds),
-          nvlink_capacity_, log_);
+          nvlink_capacity_, log_, costs_.nvlink);
   }
   stream_ = std::make_unique<NvidiaSmiStream>(
       context_, settings, gpu_decoder(), log_,
@@ -244,6 +248,7 @@ void Sampler::start_dmon_stream(const StreamSettings &secondary, bool gpm) {
   dmon.interval = every;
   dmon.stall_timeout = std::max(4 * every, milliseconds(10000));
   dmon.refused = monitor_refused;
+  dmon.cost = costs_.dmon;
   dmon.max_backoff = milliseconds(300000);
   dmon_fresh_for_ = 3 * every + milliseconds(2000);
   dmon_settings_ = secondary;
@@ -289,6 +294,7 @@ void Sampler::start_process_streams(const StreamSettings &secondary) {
     apps.arguments = compute_apps_loop_arguments(every);
     apps.interval = every;
     apps.silence_is_an_answer = true;
+    apps.cost = costs_.processes;
     apps_loop_ = std::make_shared<ComputeAppsLoop>(every);
     apps_stream_ = std::make_unique<NvidiaSmiStream>(
         context_, apps, ComputeAppsLoop::decoder(apps_loop_), log,
@@ -308,6 +314,7 @@ void Sampler::start_process_streams(const StreamSettings &secondary) {
   // A pmon sample is known complete only when the next begins.
   pmon.stall_timeout = std::max(4 * pmon.interval, milliseconds(10000));
   pmon.refused = monitor_refused;
+  pmon.cost = costs_.pmon;
   pmon.max_backoff = milliseconds(300000);
   pmon_fresh_for_ = 3 * pmon.interval + milliseconds(2000);
   pmon_hold_ = 2 * pmon.interval;
@@ -534,6 +541,17 @@ std::vector<pid_t> Sampler::children() const {
     for (pid_t pid : unhealthy_hook_->children())
       pids.push_back(pid);
   return pids;
+}
+
+AgentCost Sampler::cost() {
+  auto running = [](const std::unique_ptr<NvidiaSmiStream> &stream) {
+    return stream ? stream->child_pid() : std::nullopt;
+  };
+  return monitor_cost_.read({{"gpu_query", costs_.gpu_query.get(), running(stream_)},
+                             {"processes", costs_.processes.get(), running(apps_stream_)},
+                             {"pmon", costs_.pmon.get(), running(pmon_stream_)},
+                             {"dmon", costs_.dmon.get(), running(dmon_stream_)},
+                             {"nvlink", costs_.nvlink.get(), std::nullopt}});
 }
 
 SamplingCounters Sampler::counters() const {

@@ -11,6 +11,7 @@
 #include "nvidia_smi/nvidia_smi_stream.hpp"
 #include "nvsmi/health_memory.hpp"
 #include "nvsmi/nvlink_status.hpp"
+#include "sampling/monitor_cost.hpp"
 #include "sampling/nvlink_counter_reader.hpp"
 #include "sampling/unhealthy_hook.hpp"
 
@@ -96,6 +97,8 @@ public:
   std::chrono::milliseconds interval() const;
   // Zero while a recording is replayed.
   SamplingCounters counters() const;
+  // The monitor's own cost now (monitor_cost.hpp): the agent and the streams it started.
+  AgentCost cost();
   // The runs of nvidia-smi it started and still waits for (NvidiaSmiStream::child_pid).
   std::vector<pid_t> children() const;
 
@@ -177,6 +180,15 @@ private:
   std::unique_ptr<UnhealthyHook> unhealthy_hook_; // options.on_unhealthy
   HealthMemory health_memory_;    // a failing GPU stays failing while its reading is unknown
   bool job_mapping_said_ = false; // its problem is said once, not every sample
+  // Each stream's runs, across restarts and the stream objects that ran them (pmon stopped and
+  // started again); nvlink: the bounded runs of `nvlink -s` and `nvlink -gt d`.
+  struct RunCosts {
+    std::shared_ptr<RunCost> gpu_query = std::make_shared<RunCost>(),
+                             processes = std::make_shared<RunCost>(),
+                             pmon = std::make_shared<RunCost>(), dmon = std::make_shared<RunCost>(),
+                             nvlink = std::make_shared<RunCost>();
+  } costs_;
+  MonitorCost monitor_cost_;
   // Across samples, so that every command that samples tells the two passes of a repeated hour
   // alike: a replay by its order, a live sample by when it came.
   LocalOffsets offsets_;

@@ -28,6 +28,7 @@ public:
 
   boost::asio::io_context &context() { return context_; }
   const Sampler &sampler() const { return sampler_; }
+  Sampler &sampler() { return sampler_; }
 
   // Catches the stop signals from now on, each handed to `on_signal` while the loop lasts: called
   // before what must not be left half done by a signal (top's screen), else by run().

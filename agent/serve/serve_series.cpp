@@ -335,6 +335,17 @@ HttpResponse series_response(std::string_view query, const ServeHistory &history
   json.value(context.summary);
   json.key("fleet_page");
   json.value(context.fleet_page);
+  json.key("monitor");
+  if (context.monitor_core_percent) {
+    json.begin_object();
+    json.key("core_percent");
+    json.value(std::round(*context.monitor_core_percent * 100) / 100);
+    json.key("window_seconds");
+    json.value(std::round(context.monitor_window_seconds));
+    json.end_object();
+  } else {
+    json.null();
+  }
   body += ",\"times\":[";
   for (std::size_t i = 0; i < kept.size(); ++i) {
     if (i)

@@ -23,6 +23,9 @@ struct SeriesContext {
   std::string problem;     // why the data is stale; empty when fresh
   std::string summary;     // the newest sample's fleet_summary_text ("8 GPUs: 3 free · ...")
   bool fleet_page = false; // serve has --fleet-hosts: the dashboard links /fleet
+  // The monitor's share of a core and the window it is over (AgentCost): the page's header.
+  std::optional<double> monitor_core_percent;
+  double monitor_window_seconds = 0;
 };
 
 // The answer to `query` (seconds=W&points=P, or step=S&since=T): 200 with the series, or 400

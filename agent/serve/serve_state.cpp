@@ -90,12 +90,15 @@ HttpResponse ServeState::unavailable(const ServeClock &at) const {
   return response;
 }
 
-HttpResponse ServeState::metrics(const ServeClock &at, const SamplingCounters &sampling) const {
+HttpResponse ServeState::metrics(const ServeClock &at, const AgentFigures &agent) const {
   AgentHealth health;
   health.up = fresh(at);
   if (latest_)
     health.last_sample_unix_s = latest_->unix_seconds;
-  health.sampling = sampling;
+  if (agent.sampling)
+    health.sampling = agent.sampling();
+  if (agent.cost)
+    health.cost = agent.cost();
   health.history_samples = history_->size();
   health.history_bytes = history_->bytes();
   health.pending_body_bytes = *pending_;
@@ -130,7 +133,16 @@ HttpResponse ServeState::history(std::string_view query, const ServeClock &at) c
   return response;
 }
 
-HttpResponse ServeState::series(std::string_view query, const ServeClock &at) const {
+const AgentCost &ServeState::page_cost(const ServeClock &at, const AgentFigures &agent) const {
+  if (!page_cost_ || at.steady - page_cost_at_ >= std::chrono::seconds(5)) {
+    page_cost_ = agent.cost ? agent.cost() : AgentCost{};
+    page_cost_at_ = at.steady;
+  }
+  return *page_cost_;
+}
+
+HttpResponse ServeState::series(std::string_view query, const ServeClock &at,
+                                const AgentFigures &agent) const {
   // Stale data stays on the charts under the page's banner: only no sample at all is a 503.
   if (!latest_)
     return unavailable(at);
@@ -143,7 +155,9 @@ HttpResponse ServeState::series(std::string_view query, const ServeClock &at) co
                         is_fresh,
                         is_fresh ? std::string() : stale_reason(at),
                         latest_->summary,
-                        fleet_page_};
+                        fleet_page_,
+                        page_cost(at, agent).core_percent,
+                        page_cost(at, agent).window_seconds};
   // Made later, in turn (HttpResponse::later): hundreds of them at once must not keep /metrics
   // waiting behind them all.
   HttpResponse later;
@@ -185,9 +199,9 @@ HttpResponse ServeState::counted_series(const std::string &query,
 }
 
 HttpResponse ServeState::answer(std::string_view path, std::string_view query, const ServeClock &at,
-                                const SamplingCounters &sampling) const {
+                                const AgentFigures &agent) const {
   if (path == "/metrics")
-    return metrics(at, sampling);
+    return metrics(at, agent);
   if (path == "/" || path == "/index.html")
     return {200, "text/html; charset=utf-8", dashboard_page(), {}, {}};
   if (path == "/assets/dygraph.min.js")
@@ -204,7 +218,7 @@ HttpResponse ServeState::answer(std::string_view path, std::string_view query, c
     return {200, json_type, table, {}, {}};
   }
   if (path == "/api/v1/series")
-    return series(query, at);
+    return series(query, at, agent);
   if (path == "/api/v1/snapshot" || path == "/api/v1/legacy" || path == "/api/v1/history") {
     if (!fresh(at))
       return unavailable(at);

@@ -11,6 +11,7 @@
 #include "nvsmi/snapshot.hpp"
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,9 +44,15 @@ public:
   // serve answers /fleet (--fleet-hosts): the series say so, and the dashboard links it.
   void link_fleet_page() { fleet_page_ = true; }
 
-  // The answer to GET `path`?`query` at `at`, with the sampler's counts for /metrics.
+  // What /metrics tells of the agent itself, asked for only there: the sampler's counts and the
+  // monitor's cost. Either may be empty (none: zero counts, no cost).
+  struct AgentFigures {
+    std::function<SamplingCounters()> sampling;
+    std::function<AgentCost()> cost;
+  };
+  // The answer to GET `path`?`query` at `at`.
   HttpResponse answer(std::string_view path, std::string_view query, const ServeClock &at,
-                      const SamplingCounters &sampling) const;
+                      const AgentFigures &agent) const;
 
 private:
   struct Sample {
@@ -56,11 +63,14 @@ private:
   };
 
   bool fresh(const ServeClock &at) const;
+  // The cost for the page's header: read again at most every few seconds, however many pages ask.
+  const AgentCost &page_cost(const ServeClock &at, const AgentFigures &agent) const;
   std::string stale_reason(const ServeClock &at) const;
-  HttpResponse metrics(const ServeClock &at, const SamplingCounters &sampling) const;
+  HttpResponse metrics(const ServeClock &at, const AgentFigures &agent) const;
   HttpResponse history(std::string_view query, const ServeClock &at) const;
   HttpResponse unavailable(const ServeClock &at) const;
-  HttpResponse series(std::string_view query, const ServeClock &at) const;
+  HttpResponse series(std::string_view query, const ServeClock &at,
+                      const AgentFigures &agent) const;
   HttpResponse counted_series(const std::string &query, const SeriesContext &context) const;
 
   std::chrono::milliseconds interval_;
@@ -75,6 +85,8 @@ private:
   // Shared with each counted body's deleter, which gives its bytes back when the last holder
   // (the connection) lets go of it; only the server's thread makes or drops bodies.
   std::shared_ptr<std::size_t> pending_ = std::make_shared<std::size_t>(0);
+  mutable std::optional<AgentCost> page_cost_;
+  mutable std::chrono::steady_clock::time_point page_cost_at_;
 };
 
 } // namespace nvsmi

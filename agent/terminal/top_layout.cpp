@@ -342,6 +342,11 @@ ScreenLine mig_line(const MigDevice &mig, int columns, bool late, bool unicode) 
   return line.take();
 }
 
+// 0.42%, 3.1%, 12%: two figures that say something at any size.
+std::string core_share_text(double percent) {
+  return number(percent, percent < 1 ? "%.2f%%" : percent < 10 ? "%.1f%%" : "%.0f%%");
+}
+
 ScreenLine header_line(const TopModel &model, TopClock::time_point now, int columns) {
   LineBuilder line(columns);
   const std::optional<Snapshot> &latest = model.latest();
@@ -367,6 +372,11 @@ ScreenLine header_line(const TopModel &model, TopClock::time_point now, int colu
     parts.push_back({"mem " + memory, Tone::normal});
     if (latest->cuda_version)
       parts.push_back({"CUDA " + printable_text(*latest->cuda_version, true), Tone::normal});
+    // Over ten seconds at least: before, it is mostly the cost of starting nvidia-smi.
+    const std::optional<AgentCost> &cost = model.cost();
+    if (cost && cost->core_percent && cost->window_seconds >= 10)
+      parts.push_back(
+          {"monitor " + core_share_text(*cost->core_percent) + " of a core", Tone::normal});
   }
   // Whole parts only, in order: a cut "driver 55" would be a wrong reading.
   for (auto &[text, style] : parts) {

@@ -41,6 +41,8 @@ void TopModel::add_sample(Snapshot snapshot, TopClock::time_point now, Lineages 
   // when the GPU comes back; both are bounded by max_remembered_gpus.
   for (auto it = history_.begin(); it != history_.end();)
     it = seen_gpus_.count(it->first) ? std::next(it) : history_.erase(it);
+  if (snapshot.agent)
+    cost_ = snapshot.agent;
   latest_ = std::move(snapshot);
   latest_at_ = now;
   message_.reset();

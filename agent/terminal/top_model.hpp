@@ -81,6 +81,8 @@ public:
   void add_ancestors(const Lineages &lineages);
   std::chrono::milliseconds interval() const { return interval_; }
   const std::optional<Snapshot> &latest() const { return latest_; }
+  // The monitor's own cost as last read (a sample carries it every few seconds).
+  const std::optional<AgentCost> &cost() const { return cost_; }
   // How long ago the latest sample came (nullopt before the first).
   std::optional<std::chrono::milliseconds> sample_age(TopClock::time_point now) const;
   // No sample yet, or the latest is older than 3 intervals (at least 3 s): its readings are no
@@ -152,6 +154,7 @@ private:
   std::chrono::milliseconds late_after_;
   Lineages lineages_;
   std::optional<Snapshot> latest_;
+  std::optional<AgentCost> cost_;
   TopClock::time_point latest_at_{};
   std::map<int, std::deque<HistoryPoint>> history_;
   std::deque<TopClock::time_point> sample_times_;

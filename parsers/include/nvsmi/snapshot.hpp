@@ -246,6 +246,26 @@ struct KernelLog {
 // Which of nvidia-smi's two outputs a sample was read from, and which one the agent asks for.
 enum class Source { xml, csv };
 
+// What the monitor itself costs this machine: the agent and each nvidia-smi stream it runs, read
+// from its own /proc and its children's (sampling/monitor_cost.hpp). serve and top show it; watch's
+// JSON carries it once a minute.
+struct StreamCost {
+  std::string stream;                        // gpu_query, processes, pmon, dmon, nvlink
+  double cpu_seconds = 0;                    // user + system of every run so far, and the running
+  std::optional<std::uint64_t> memory_bytes; // the running one's resident memory; none: none runs
+  std::uint64_t starts = 0;                  // runs started
+};
+
+struct AgentCost {
+  double cpu_seconds = 0;                    // the agent's own, all its threads
+  std::optional<std::uint64_t> memory_bytes; // its resident memory
+  std::vector<StreamCost> streams;           // the streams started so far
+  // The agent and its streams together, as a percentage of one core over the last window_seconds
+  // (a minute, less since the start); nullopt before a second of it.
+  RealReading core_percent;
+  double window_seconds = 0;
+};
+
 struct Snapshot {
   Source source = Source::xml;
   std::optional<Timestamp> timestamp;
@@ -261,6 +281,8 @@ struct Snapshot {
   // Why the GPUs' process lists are unknown (null), where a long-running command's first sample
   // went out without them: their stream had not answered within its wait (sampling/sampler.hpp).
   Text processes_unknown_reason;
+  // The monitor's own cost, where the command attaches it (watch, once a minute).
+  std::optional<AgentCost> agent;
 };
 
 } // namespace nvsmi
