@@ -119,6 +119,26 @@ std::optional<std::string> process_cgroup(pid_t pid) {
   return text;
 }
 
+std::vector<pid_t> process_subtree(pid_t root, std::size_t most) {
+  std::vector<pid_t> found{root};
+  for (std::size_t next = 0; next < found.size() && found.size() < most; ++next) {
+    std::string tasks = "/proc/" + std::to_string(found[next]) + "/task";
+    std::unique_ptr<DIR, int (*)(DIR *)> folder(::opendir(tasks.c_str()), ::closedir);
+    if (!folder)
+      continue; // gone meanwhile
+    while (const dirent *entry = ::readdir(folder.get())) {
+      if (entry->d_name[0] < '0' || entry->d_name[0] > '9')
+        continue;
+      std::optional<std::string> children =
+          read_small(tasks + "/" + entry->d_name + "/children", 4096);
+      std::istringstream pids(children.value_or(""));
+      for (pid_t child = 0; pids >> child && found.size() < most;)
+        found.push_back(child);
+    }
+  }
+  return found;
+}
+
 std::vector<Descendant> process_descendants(pid_t ancestor) {
   std::map<pid_t, Descendant> all;
   std::unique_ptr<DIR, int (*)(DIR *)> proc(::opendir("/proc"), ::closedir);

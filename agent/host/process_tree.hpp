@@ -42,4 +42,9 @@ std::vector<Descendant> process_ancestry(pid_t pid, std::size_t max_depth = 64);
 // in one walk over /proc, in pid order.
 std::vector<Descendant> process_descendants(pid_t ancestor);
 
+// `root` and what runs below it, from each task's /proc/PID/task/TID/children: the subtree alone
+// is read, not all of /proc (cheap enough to ask at every scrape). At most `most` processes;
+// `root` alone where the kernel has no children files (CONFIG_PROC_CHILDREN).
+std::vector<pid_t> process_subtree(pid_t root, std::size_t most = 64);
+
 } // namespace nvsmi

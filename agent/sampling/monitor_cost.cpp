@@ -1,6 +1,7 @@
 #include "sampling/monitor_cost.hpp"
 
 #include "host/process_reader.hpp"
+#include "host/process_tree.hpp"
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -28,10 +29,15 @@ MonitorCost::MonitorCost() : reader_(std::make_unique<ProcessReader>()) {
 MonitorCost::~MonitorCost() = default;
 
 AgentCost MonitorCost::read(const std::vector<CostedStream> &streams) {
+  // Each running stream with what it started and has not reaped (a wrapper's nvidia-smi, the
+  // stand-in's awk): their CPU reaches the child's own count only when they end.
   std::vector<int> pids{static_cast<int>(::getpid())};
-  for (const CostedStream &stream : streams)
-    if (stream.running)
-      pids.push_back(*stream.running);
+  std::vector<std::vector<pid_t>> trees(streams.size());
+  for (std::size_t i = 0; i < streams.size(); ++i)
+    if (streams[i].running) {
+      trees[i] = process_subtree(*streams[i].running);
+      pids.insert(pids.end(), trees[i].begin(), trees[i].end());
+    }
   std::vector<ProcessFacts> facts = reader_->read(pids);
   auto facts_of = [&](int pid) -> const ProcessFacts * {
     for (const ProcessFacts &fact : facts)
@@ -46,18 +52,21 @@ AgentCost MonitorCost::read(const std::vector<CostedStream> &streams) {
   if (const ProcessFacts *own = facts_of(pids.front()))
     cost.memory_bytes = own->rss_kib * 1024;
   double total = cost.cpu_seconds;
-  for (const CostedStream &stream : streams) {
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    const CostedStream &stream = streams[i];
     if (!stream.runs || stream.runs->starts() == 0)
       continue;
     StreamCost figures{stream.name, stream.runs->ended_cpu_seconds(), std::nullopt,
                        stream.runs->starts()};
     // A run that ended between the list and the read is in neither: its CPU is counted once it
-    // is reaped, at the next reading.
-    if (const ProcessFacts *running = stream.running ? facts_of(*stream.running) : nullptr) {
-      if (ticks > 0)
-        figures.cpu_seconds += static_cast<double>(running->cpu_ticks_with_children) / ticks;
-      figures.memory_bytes = running->rss_kib * 1024;
-    }
+    // is reaped, at the next reading. A process below it that ended meanwhile is in its parent's
+    // count once reaped there.
+    for (pid_t pid : trees[i])
+      if (const ProcessFacts *running = facts_of(pid)) {
+        if (ticks > 0)
+          figures.cpu_seconds += static_cast<double>(running->cpu_ticks_with_children) / ticks;
+        figures.memory_bytes = figures.memory_bytes.value_or(0) + running->rss_kib * 1024;
+      }
     total += figures.cpu_seconds;
     cost.streams.push_back(std::move(figures));
   }

@@ -1,6 +1,7 @@
 // The monitor's own cost (nvsmi/snapshot.hpp's AgentCost), read on demand (a scrape, top's header,
 // watch once a minute), never with every sample: the agent's CPU from getrusage, its memory and
-// each running nvidia-smi's CPU and memory from /proc through libproc2 (host's ProcessReader), the
+// each running nvidia-smi's CPU and memory (with all below it: a wrapper's nvidia-smi) from /proc
+// through libproc2 (host's ProcessReader), the
 // CPU of each run that ended from wait4 (RunCost), and the share of a core over the last minute
 // from the readings taken so far. No process is started to read it.
 #pragma once
