@@ -39,12 +39,14 @@ public:
   MonitorCost(const MonitorCost &) = delete;
   MonitorCost &operator=(const MonitorCost &) = delete;
 
-  // The cost now; the streams that never started are left out. Each reading is also a point of
-  // the window.
+  // The cost now, or as read less than a second ago: a client asking for /metrics in a loop must
+  // not make the agent walk /proc for each answer (about 1 ms with five streams). The streams that
+  // never started are left out. Each reading is also a point of the window.
   AgentCost read(const std::vector<CostedStream> &streams);
 
 private:
   std::unique_ptr<ProcessReader> reader_;
+  std::optional<std::pair<std::chrono::steady_clock::time_point, AgentCost>> last_;
   // (when, agent + streams' CPU seconds) of earlier readings: the oldest within the window first.
   std::deque<std::pair<std::chrono::steady_clock::time_point, double>> points_;
 };
