@@ -80,6 +80,7 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
   LogHandler log;
   RejectHandler on_rejected;
   std::optional<bp::process> child;
+  pid_t group = 0; // the child's pid, which leads its process group; 0 while none was started
   asio::readable_pipe out, err;
   asio::steady_timer stall, restart, kill_timer, drain;
   std::array<char, 65536> out_buffer{}, err_buffer{};
@@ -107,6 +108,7 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
     last_message.clear();
     stderr_head.clear();
     started = steady_clock::now();
+    group = 0;
     bp::error_code error;
     if (executable.empty())
       error = bp::error_code(ENOENT, bp::system_category());
@@ -129,6 +131,9 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
       schedule_restart();
       return;
     }
+    // Kept from the start: Boost's handle may read -1 once the child is reaped or detached, and
+    // kill(-(-1)) would signal every process we may signal.
+    group = child->id();
     if (settings.cost)
       settings.cost->started();
     read_out(generation);
@@ -199,7 +204,7 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
     if (!stopping && !stalled)
       ++counters.child_exits;
     // Whatever it started must not hold the pipe (or the GPU) after it.
-    ::kill(-child->id(), SIGKILL);
+    kill_group(SIGKILL);
     if (out_closed) {
       finish_run();
       return;
@@ -232,15 +237,19 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
   void terminate_child() {
     if (!child || exited)
       return;
-    pid_t group = child->id();
-    ::kill(-group, SIGTERM);
+    kill_group(SIGTERM);
     auto self = shared_from_this();
     int gen = generation;
     kill_timer.expires_after(settings.term_grace);
-    kill_timer.async_wait([this, self, gen, group](bp::error_code error) {
+    kill_timer.async_wait([this, self, gen](bp::error_code error) {
       if (!error && gen == generation && !exited)
-        ::kill(-group, SIGKILL);
+        kill_group(SIGKILL);
     });
+  }
+
+  void kill_group(int signal) const {
+    if (group > 0)
+      ::kill(-group, signal);
   }
 
   void finish_run() {
@@ -322,7 +331,7 @@ NvidiaSmiStream::NvidiaSmiStream(asio::io_context &context, StreamSettings setti
 
 NvidiaSmiStream::~NvidiaSmiStream() {
   if (state_->child && !state_->exited) {
-    ::kill(-state_->child->id(), SIGKILL);
+    state_->kill_group(SIGKILL);
     state_->child->detach();
   }
 }
