@@ -15,6 +15,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <unistd.h>
 
 namespace test_monitor_cost {
@@ -312,6 +313,97 @@ TEST_CASE("watch --cost-every 0 never carries the cost; a negative or non-number
     INFO(value << ": " << refused.err);
     CHECK(refused.exit_code == 2);
     CHECK(refused.err.find("--cost-every") != std::string::npos);
+  }
+}
+
+} // namespace test_monitor_cost
+
+namespace test_monitor_cost {
+
+TEST_CASE("--cpu-budget: over it, the streams are slowed and stopped in order, a step a window, "
+          "each said once and served; the GPU query goes on") {
+  OneProcess work;
+  // Judged every 2 s; the stand-in's bash and awk cost far more than 0.01 % of a core.
+  test::Server server("--source csv --interval 0.2 --pmon on --cpu-budget 0.01 --nvidia-smi " +
+                          fake,
+                      work.environment() + "NVSMI_TEST_BUDGET_WINDOW_SECONDS=2 ");
+  const std::vector<std::string> steps = {
+      "pmon every 10 s",         "pmon stopped",
+      "dmon every 10 s",         "dmon stopped (GPU activity and PCIe traffic unknown)",
+      "process list every 10 s", "a sample every 0.4 s",
+      "a sample every 0.8 s",    "a sample every 1.6 s"};
+  auto said = [&](const std::string &text) { return server.log().find(text); };
+  REQUIRE(test::wait_until([&] { return said("with every step taken") != std::string::npos; },
+                           std::chrono::seconds(120)));
+  std::string log = server.log();
+  INFO(log);
+  std::size_t previous = 0;
+  for (const std::string &step : steps) {
+    INFO(step);
+    std::string line = "over its --cpu-budget of 0.01 %: " + step;
+    std::size_t at = log.find(line);
+    REQUIRE(at != std::string::npos);
+    CHECK(at >= previous); // in the ladder's order
+    previous = at;
+    // Each step said once.
+    CHECK(log.find(line, at + line.size()) == std::string::npos);
+  }
+  CHECK(log.find("monitor cost ") != std::string::npos);
+
+  // Served: the steps in force, each loop's interval, and no pmon or dmon running.
+  std::string metrics = server.get("/metrics").body;
+  INFO(metrics);
+  CHECK(series(metrics, "nvsmi_agent_cpu_budget_percent") == 0.01);
+  CHECK(series(metrics, "nvsmi_agent_cpu_budget_steps") == 8.0);
+  CHECK(series(metrics, "nvsmi_agent_stream_interval_seconds{stream=\"gpu_query\"}") == 1.6);
+  CHECK(series(metrics, "nvsmi_agent_stream_interval_seconds{stream=\"processes\"}") == 10.0);
+  CHECK_FALSE(series(metrics, "nvsmi_agent_stream_interval_seconds{stream=\"pmon\"}"));
+  CHECK_FALSE(series(metrics, "nvsmi_agent_stream_interval_seconds{stream=\"dmon\"}"));
+  CHECK_FALSE(child_running(server.pid(), "pmon"));
+  CHECK_FALSE(child_running(server.pid(), "dmon"));
+  std::optional<int> query = child_running(server.pid(), "--query-gpu");
+  REQUIRE(query);
+  CHECK(test::read_file("/proc/" + std::to_string(*query) + "/cmdline")
+            .find("-lms\0"
+                  "1600") != std::string::npos);
+  // Still fresh at the longer interval: up, and samples still coming.
+  CHECK(series(metrics, "nvsmi_up") == 1.0);
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("--cpu-budget off takes no step; a budget it keeps takes none either") {
+  OneProcess work;
+  for (const char *budget : {"off", "1600"}) {
+    INFO(budget);
+    test::Server server(std::string("--source csv --interval 0.2 --pmon on --cpu-budget ") +
+                            budget + " --nvidia-smi " + fake,
+                        work.environment() + "NVSMI_TEST_BUDGET_WINDOW_SECONDS=2 ");
+    // Three windows.
+    std::this_thread::sleep_for(std::chrono::seconds(7));
+    std::string metrics = server.get("/metrics").body;
+    INFO(metrics << server.log());
+    CHECK(server.log().find("--cpu-budget of") == std::string::npos);
+    if (std::string(budget) == "off") {
+      CHECK_FALSE(series(metrics, "nvsmi_agent_cpu_budget_percent"));
+      CHECK_FALSE(series(metrics, "nvsmi_agent_cpu_budget_steps"));
+    } else {
+      CHECK(series(metrics, "nvsmi_agent_cpu_budget_steps") == 0.0);
+    }
+    CHECK(series(metrics, "nvsmi_agent_stream_interval_seconds{stream=\"pmon\"}") == 1.0);
+    CHECK(series(metrics, "nvsmi_agent_stream_interval_seconds{stream=\"gpu_query\"}") == 0.2);
+    CHECK(child_running(server.pid(), "pmon"));
+    CHECK(server.stop() == 0);
+  }
+}
+
+TEST_CASE("--cpu-budget: what is not a percent is refused with one line and the usage code") {
+  for (const char *bad : {"0", "-1", "abc", "1%", "nan", "1e9", ""}) {
+    INFO(bad);
+    test::Run run = test::run_agent(std::string("watch --cpu-budget ") + quote(bad) +
+                                    " --fixture " FIXTURES_DIR "/csv/h100-8gpu.csv");
+    CHECK(run.exit_code == 2);
+    CHECK(run.err.find("--cpu-budget") != std::string::npos);
+    CHECK(test::non_empty_lines_of(run.err).size() <= 2);
   }
 }
 

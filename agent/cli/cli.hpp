@@ -183,8 +183,9 @@ void add_job_mapping_option(CLI::App *command, JobMappingCli &target);
 struct SamplingCli {
   SamplerOptions options;
   std::string source = "csv";
-  std::string gpm = "auto";  // --gpm auto|on|off
-  std::string pmon = "auto"; // --pmon auto|on|off
+  std::string gpm = "auto";     // --gpm auto|on|off
+  std::string pmon = "auto";    // --pmon auto|on|off
+  std::string cpu_budget = "1"; // --cpu-budget PERCENT|off
   JobMappingCli job_mapping;
   // --on-unhealthy COMMAND, its --on-unhealthy-timeout and --on-unhealthy-max
   std::optional<std::string> on_unhealthy;

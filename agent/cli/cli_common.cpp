@@ -1,5 +1,6 @@
 #include "cli/cli.hpp"
 #include "core/exit_codes.hpp"
+#include "core/number_text.hpp"
 #include "core/privilege.hpp"
 #include "host/job_mapping.hpp"
 #include "kernel_log/xid_log.hpp"
@@ -166,6 +167,21 @@ double nvlink_counters_minimum() {
   return std::clamp(seconds, 0.5, nvlink_counters_minimum_seconds);
 }
 
+// --cpu-budget judges a minute at a time; for the tests (which would otherwise wait minutes for
+// its steps) NVSMI_TEST_BUDGET_WINDOW_SECONDS shortens it, down to 2 s. Not under sudo or setuid:
+// there the caller's environment chooses nothing.
+std::chrono::milliseconds budget_window() {
+  constexpr std::chrono::milliseconds minute{60000};
+  const char *lowered = std::getenv("NVSMI_TEST_BUDGET_WINDOW_SECONDS");
+  if (lowered == nullptr || elevated_privilege())
+    return minute;
+  char *end = nullptr;
+  double seconds = std::strtod(lowered, &end);
+  if (end == lowered || *end != '\0' || !std::isfinite(seconds))
+    return minute;
+  return std::min(minute, to_ms(std::max(seconds, 2.0)));
+}
+
 } // namespace
 
 void SamplingCli::finish() {
@@ -178,6 +194,11 @@ void SamplingCli::finish() {
   options.source = source == "xml" ? Source::xml : Source::csv;
   options.gpm = gpm == "on" ? Gpm::on : gpm == "off" ? Gpm::off : Gpm::automatic;
   options.pmon = pmon == "on" ? PmonMode::on : pmon == "off" ? PmonMode::off : PmonMode::automatic;
+  if (cpu_budget == "off")
+    options.cpu_budget_percent.reset();
+  else
+    options.cpu_budget_percent = std::stod(cpu_budget); // checked by its validator
+  options.budget_window = budget_window();
   options.job_mapping_dir = job_mapping.resolve(options.fixture || !options.host);
   options.say_job_mapping_problems = job_mapping.path.has_value();
   if (options.source == Source::xml && !options.fields.empty())
@@ -248,6 +269,27 @@ void add_sampling_options(CLI::App *command, SamplingCli &sampling) {
       ->type_name("auto|on|off")
       ->capture_default_str()
       ->excludes(no_processes);
+  command
+      ->add_option("--cpu-budget", sampling.cpu_budget,
+                   "Share of one core, in percent, for the agent and its nvidia-smi together, "
+                   "judged a minute at a time: over it, pmon, dmon and the process list are "
+                   "slowed then stopped and then the sample interval lengthened, a step a minute, "
+                   "each logged; they come back once there is room. The GPU query always runs. "
+                   "off: no budget. See docs/PERFORMANCE.md")
+      ->check(CLI::Validator(
+          [](std::string &value) -> std::string {
+            if (value == "off")
+              return {};
+            char *end = nullptr;
+            double percent = std::strtod(value.c_str(), &end);
+            if (value.empty() || *end != '\0' || !std::isfinite(percent) || percent < 0.01 ||
+                percent > 1600)
+              return "a percent of one core from 0.01 to 1600, or off; not \"" + value + "\"";
+            return {};
+          },
+          "PERCENT|off", "cpu budget"))
+      ->type_name("PERCENT|off")
+      ->capture_default_str();
   command
       ->add_option("--gpm", sampling.gpm,
                    "Ask dmon for the GPU's SM, tensor and DRAM activity (GPM, Hopper and newer): "

@@ -141,6 +141,7 @@ private:
 
   void deliver(Snapshot snapshot) {
     limit_exposure(snapshot, exposure_); // before anything is kept or rendered
+    state_.set_interval(loop_.sampler().interval());
     state_.add(snapshot, ServeClock::now());
   }
 

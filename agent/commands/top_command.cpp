@@ -232,6 +232,7 @@ private:
       snapshot.agent = loop_.sampler().cost();
       cost_read_ = now;
     }
+    model_.set_interval(loop_.sampler().interval());
     model_.add_sample(std::move(snapshot), TopClock::now(), std::move(read));
     draw();
   }

@@ -13,6 +13,17 @@ struct SamplingCounters {
   std::uint64_t child_exits = 0;     // the child exited or died on its own
   std::uint64_t spawn_failures = 0;  // the child could not be started
   std::uint64_t restarts = 0;        // starts after the first
+
+  // Counts of a stream replaced by another (the sample interval changed), added to its successor's.
+  SamplingCounters &operator+=(const SamplingCounters &other) {
+    bad_samples += other.bad_samples;
+    partial_samples += other.partial_samples;
+    stalls += other.stalls;
+    child_exits += other.child_exits;
+    spawn_failures += other.spawn_failures;
+    restarts += other.restarts;
+    return *this;
+  }
 };
 
 } // namespace nvsmi

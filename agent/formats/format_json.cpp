@@ -295,8 +295,23 @@ void write_agent_cost(JsonWriter &json, const AgentCost &cost) {
     field(json, "cpu_seconds", millis(stream.cpu_seconds));
     field(json, "memory_bytes", whole(stream.memory_bytes));
     field(json, "starts", static_cast<std::int64_t>(stream.starts));
+    json.key("interval_seconds");
+    if (stream.interval_seconds)
+      json.value(*stream.interval_seconds);
+    else
+      json.null();
     json.end_object();
   }
+  json.end_array();
+  json.key("budget_percent");
+  if (cost.budget_percent)
+    json.value(*cost.budget_percent);
+  else
+    json.null();
+  json.key("budget_steps");
+  json.begin_array();
+  for (const std::string &step : cost.budget_steps)
+    json.value(step);
   json.end_array();
   json.end_object();
 }

@@ -257,6 +257,25 @@ void write_cost_metrics(const AgentCost &cost, MetricsOut &out) {
     starts.add(labels, static_cast<double>(stream.starts));
   }
   starts.write(out);
+  Family interval("nvsmi_agent_stream_interval_seconds",
+                  "Seconds between each running nvidia-smi loop's samples, in force now "
+                  "(--cpu-budget may have lengthened them).");
+  for (const StreamCost &stream : cost.streams) {
+    std::string labels;
+    append_label(labels, "stream", stream.stream);
+    interval.add(labels, stream.interval_seconds);
+  }
+  interval.write(out);
+  Family budget("nvsmi_agent_cpu_budget_percent",
+                "--cpu-budget: the share of one core the agent and its nvidia-smi keep to.");
+  budget.add("", cost.budget_percent);
+  budget.write(out);
+  Family steps("nvsmi_agent_cpu_budget_steps",
+               "Steps --cpu-budget has taken to keep to it (slower or stopped streams, a longer "
+               "interval); 0: none.");
+  if (cost.budget_percent)
+    steps.add("", static_cast<double>(cost.budget_steps.size()));
+  steps.write(out);
 }
 
 void write_health_metrics(const AgentHealth &health, MetricsOut &out) {

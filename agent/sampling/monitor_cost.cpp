@@ -60,7 +60,7 @@ AgentCost MonitorCost::read(const std::vector<CostedStream> &streams) {
     if (!stream.runs || stream.runs->starts() == 0)
       continue;
     StreamCost figures{stream.name, stream.runs->ended_cpu_seconds(), std::nullopt,
-                       stream.runs->starts()};
+                       stream.runs->starts(), std::nullopt};
     // A run that ended between the list and the read is in neither: its CPU is counted once it
     // is reaped, at the next reading. A process below it that ended meanwhile is in its parent's
     // count once reaped there.

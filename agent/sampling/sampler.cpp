@@ -30,6 +30,11 @@ constexpr std::size_t max_dmon_gpus = 1024;
 // A zero interval or timeout would spin: a millisecond at the least.
 milliseconds at_least_1ms(double seconds) { return std::max(milliseconds(1), to_ms(seconds)); }
 
+// A loop of whole seconds, 1 to 10 (pmon's and dmon's -d), near `every`.
+milliseconds whole_seconds_near(milliseconds every) {
+  return std::chrono::seconds(std::clamp<long>((every.count() + 500) / 1000, 1, 10));
+}
+
 // Every whole sample in a recording: one document or CSV sample, or several recorded from a loop.
 std::vector<Snapshot> fixture_samples(const std::string &path,
                                       const std::vector<std::string> &extra_fields) {
@@ -92,8 +97,26 @@ milliseconds pmon_interval(const SamplerOptions &options) {
   milliseconds every = process_interval(options);
   if (options.pmon == PmonMode::automatic)
     every = std::max(every, milliseconds(5000));
-  // A loop of whole seconds, 1 to 10 (pmon's -d).
-  return std::chrono::seconds(std::clamp<long>((every.count() + 500) / 1000, 1, 10));
+  return whole_seconds_near(every);
+}
+
+std::string budget_step_text(BudgetStep step, milliseconds to) {
+  std::string every = seconds_text(to) + " s";
+  switch (step) {
+  case BudgetStep::pmon_slower:
+    return "pmon every " + every;
+  case BudgetStep::pmon_off:
+    return "pmon stopped";
+  case BudgetStep::dmon_slower:
+    return "dmon every " + every;
+  case BudgetStep::dmon_off:
+    return "dmon stopped (GPU activity and PCIe traffic unknown)";
+  case BudgetStep::processes_slower:
+    return "process list every " + every;
+  case BudgetStep::interval_longer:
+    return "a sample every " + every;
+  }
+  return {};
 }
 
 milliseconds process_interval(const SamplerOptions &options) {
@@ -106,7 +129,8 @@ Sampler::Sampler(boost::asio::io_context &context, const SamplerOptions &options
                  SampleHandler on_sample, FatalHandler on_fatal, LogHandler log)
     : options_(options), context_(context), on_sample_(std::move(on_sample)),
       on_fatal_(std::move(on_fatal)), log_(std::move(log)), replay_(context),
-      query_(options.fields), held_check_(context) {
+      query_(options.fields), held_check_(context), budget_timer_(context),
+      interval_(at_least_1ms(options.interval_seconds)), process_every_(process_interval(options)) {
   if (options.fixture)
     fixture_ = fixture_samples(*options.fixture, options.fields);
   // Through the command's own handler (top keeps messages while its screen is up), as notices: a
@@ -119,13 +143,9 @@ Sampler::Sampler(boost::asio::io_context &context, const SamplerOptions &options
 
 Sampler::~Sampler() = default;
 
-milliseconds Sampler::interval() const { return at_least_1ms(options_.interval_seconds); }
+milliseconds Sampler::interval() const { return interval_; }
 
-void Sampler::start() {
-  if (!fixture_.empty()) {
-    replay_next();
-    return;
-  }
+StreamSettings Sampler::gpu_settings() const {
   StreamSettings settings;
   settings.command = nvidia_smi_argv(options_.nvidia_smi);
   settings.arguments = loop_arguments(options_.source, interval(), query_);
@@ -137,6 +157,15 @@ void Sampler::start() {
   settings.stall_timeout = options_.stall_timeout_seconds
                                ? at_least_1ms(*options_.stall_timeout_seconds)
                                : std::max(settings.interval * 3, milliseconds(10000));
+  return settings;
+}
+
+void Sampler::start() {
+  if (!fixture_.empty()) {
+    replay_next();
+    return;
+  }
+  StreamSettings settings = gpu_settings();
   if (options_.host)
     host_.emplace();
   // Once, before the stream: link speeds do not change while the GPUs run. Beside dmon's traffic,
@@ -207,11 +236,6 @@ bool monitor_refused(const std::string &message) {
          message.find("Failed to process command line") != std::string::npos;
 }
 
-// A loop of whole seconds, 1 to 10 (pmon's and dmon's -d), near the process interval.
-milliseconds whole_seconds_near(milliseconds every) {
-  return std::chrono::seconds(std::clamp<long>((every.count() + 500) / 1000, 1, 10));
-}
-
 // dmon's GPM metrics: SM activity (2), SM occupancy (3), any tensor pipe (5), DRAM (10), the
 // FP64, FP32 and FP16 pipes (11-13), NVLink receive and transmit (60, 61); `dmon -h` of driver
 // 580 (fixtures/recorded/nvidia-h200__580.159.04/dmon-help.txt).
@@ -239,7 +263,9 @@ void Sampler::start_secondary_streams(const StreamSettings &gpu_settings) {
 
 void Sampler::start_dmon_stream(const StreamSettings &secondary, bool gpm) {
   StreamSettings dmon = secondary;
-  milliseconds every = whole_seconds_near(interval());
+  if (dmon_every_.count() == 0)
+    dmon_every_ = whole_seconds_near(interval());
+  milliseconds every = dmon_every_;
   dmon.label = "nvidia-smi dmon";
   dmon.arguments = {"dmon", "-s", "t"};
   if (gpm)
@@ -269,6 +295,7 @@ void Sampler::start_dmon_stream(const StreamSettings &secondary, bool gpm) {
 void Sampler::dmon_refused(const std::string &message) {
   if (!dmon_gpm_) {
     give_up("GPU activity and PCIe traffic from dmon")(message);
+    dmon_given_up_ = true;
     return;
   }
   log_(LogKind::notice, message + "; asking dmon again without GPM metrics: SM, tensor and "
@@ -285,24 +312,9 @@ void Sampler::dmon_refused(const std::string &message) {
 }
 
 void Sampler::start_process_streams(const StreamSettings &secondary) {
-  auto log = log_secondary;
-  milliseconds every = process_interval(options_);
-
   if (options_.source == Source::csv) { // -q -x lists the processes itself
-    StreamSettings apps = secondary;
-    apps.label = "nvidia-smi --query-compute-apps";
-    apps.arguments = compute_apps_loop_arguments(every);
-    apps.interval = every;
-    apps.silence_is_an_answer = true;
-    apps.cost = costs_.processes;
-    apps_loop_ = std::make_shared<ComputeAppsLoop>(every);
-    apps_stream_ = std::make_unique<NvidiaSmiStream>(
-        context_, apps, ComputeAppsLoop::decoder(apps_loop_), log,
-        [this, said = give_up("processes")](const std::string &message) {
-          said(message);
-          apps_refused_ = true; // a first sample waiting for it goes out at its next look
-        });
-    apps_stream_->start();
+    apps_settings_ = secondary;
+    start_apps_stream();
   }
 
   if (options_.pmon == PmonMode::off)
@@ -310,18 +322,42 @@ void Sampler::start_process_streams(const StreamSettings &secondary) {
   StreamSettings pmon = secondary;
   pmon.label = "nvidia-smi pmon";
   pmon.interval = pmon_interval(options_);
-  pmon.arguments = {"pmon", "-s", "um", "-d", std::to_string(pmon.interval.count() / 1000)};
-  // A pmon sample is known complete only when the next begins.
-  pmon.stall_timeout = std::max(4 * pmon.interval, milliseconds(10000));
   pmon.refused = monitor_refused;
   pmon.cost = costs_.pmon;
   pmon.max_backoff = milliseconds(300000);
-  pmon_fresh_for_ = 3 * pmon.interval + milliseconds(2000);
-  pmon_hold_ = 2 * pmon.interval;
   pmon_settings_ = pmon;
+  set_pmon_interval(pmon.interval);
   // --pmon auto: from the first sample with a process on (keep_pmon_while_used).
   if (options_.pmon == PmonMode::on)
     start_pmon_stream();
+}
+
+void Sampler::set_pmon_interval(milliseconds every) {
+  pmon_every_ = every;
+  pmon_settings_->interval = every;
+  pmon_settings_->arguments = {"pmon", "-s", "um", "-d", std::to_string(every.count() / 1000)};
+  // A pmon sample is known complete only when the next begins.
+  pmon_settings_->stall_timeout = std::max(4 * every, milliseconds(10000));
+  pmon_fresh_for_ = 3 * every + milliseconds(2000);
+  pmon_hold_ = 2 * every;
+}
+
+void Sampler::start_apps_stream() {
+  StreamSettings apps = *apps_settings_;
+  milliseconds every = process_every_;
+  apps.label = "nvidia-smi --query-compute-apps";
+  apps.arguments = compute_apps_loop_arguments(every);
+  apps.interval = every;
+  apps.silence_is_an_answer = true;
+  apps.cost = costs_.processes;
+  apps_loop_ = std::make_shared<ComputeAppsLoop>(every);
+  apps_stream_ = std::make_unique<NvidiaSmiStream>(
+      context_, apps, ComputeAppsLoop::decoder(apps_loop_), log_secondary,
+      [this, said = give_up("processes")](const std::string &message) {
+        said(message);
+        apps_refused_ = true; // a first sample waiting for it goes out at its next look
+      });
+  apps_stream_->start();
 }
 
 void Sampler::start_pmon_stream() {
@@ -345,7 +381,7 @@ void Sampler::keep_pmon_while_used(const Snapshot &snapshot, steady_clock::time_
   if (used) {
     pmon_last_used_ = now;
     // One this stopped is started again once its child is reaped (the handler below).
-    if (!pmon_refused_ && (!pmon_stream_ || pmon_stopped_))
+    if (!pmon_refused_ && !pmon_off_ && (!pmon_stream_ || pmon_stopped_))
       start_pmon_stream();
     return;
   }
@@ -417,6 +453,7 @@ void Sampler::wait_for_processes() {
 
 void Sampler::release_held(const std::string &reason) {
   first_out_ = true;
+  start_budget();
   held_check_.cancel();
   Snapshot snapshot = std::move(*held_);
   held_.reset();
@@ -435,9 +472,7 @@ void Sampler::complete(Snapshot snapshot, const std::string &processes_unknown_r
   if (pmon_.value && now - pmon_.at <= pmon_fresh_for_)
     attach_pmon(
         snapshot, *pmon_.value,
-        std::round(std::chrono::duration<double>(now - pmon_.at + pmon_interval(options_)).count() *
-                   10) /
-            10);
+        std::round(std::chrono::duration<double>(now - pmon_.at + pmon_every_).count() * 10) / 10);
   std::vector<DmonRow> fresh;
   for (const Latest<DmonRow> &row : dmon_)
     if (row.value && now - row.at <= dmon_fresh_for_)
@@ -508,6 +543,7 @@ void Sampler::replay_next() {
 void Sampler::stop(std::function<void()> done) {
   stopped_ = true;
   replay_.cancel();
+  budget_timer_.cancel();
   held_check_.cancel(); // a first sample still waiting is dropped: sampling ends before it
   // `done` once every child is reaped.
   auto pending = std::make_shared<int>(1);
@@ -547,15 +583,210 @@ AgentCost Sampler::cost() {
   auto running = [](const std::unique_ptr<NvidiaSmiStream> &stream) {
     return stream ? stream->child_pid() : std::nullopt;
   };
-  return monitor_cost_.read({{"gpu_query", costs_.gpu_query.get(), running(stream_)},
-                             {"processes", costs_.processes.get(), running(apps_stream_)},
-                             {"pmon", costs_.pmon.get(), running(pmon_stream_)},
-                             {"dmon", costs_.dmon.get(), running(dmon_stream_)},
-                             {"nvlink", costs_.nvlink.get(), std::nullopt}});
+  AgentCost cost = monitor_cost_.read({{"gpu_query", costs_.gpu_query.get(), running(stream_)},
+                                       {"processes", costs_.processes.get(), running(apps_stream_)},
+                                       {"pmon", costs_.pmon.get(), running(pmon_stream_)},
+                                       {"dmon", costs_.dmon.get(), running(dmon_stream_)},
+                                       {"nvlink", costs_.nvlink.get(), std::nullopt}});
+  // Each loop's interval in force, while it runs.
+  auto seconds = [](milliseconds every) { return std::chrono::duration<double>(every).count(); };
+  for (StreamCost &stream : cost.streams) {
+    if (stream.stream == "gpu_query" && stream_)
+      stream.interval_seconds = seconds(interval_);
+    else if (stream.stream == "processes" && apps_stream_)
+      stream.interval_seconds = seconds(process_every_);
+    else if (stream.stream == "pmon" && pmon_stream_ && !pmon_stopped_ && !pmon_stopping_)
+      stream.interval_seconds = seconds(pmon_every_);
+    else if (stream.stream == "dmon" && dmon_stream_ && !dmon_given_up_)
+      stream.interval_seconds = seconds(dmon_every_);
+  }
+  if (budget_) {
+    cost.budget_percent = budget_->percent();
+    cost.budget_steps = steps_said_;
+  } else if (options_.cpu_budget_percent && fixture_.empty()) {
+    cost.budget_percent = options_.cpu_budget_percent; // judged from the first sample on
+  }
+  return cost;
 }
 
 SamplingCounters Sampler::counters() const {
-  return stream_ ? stream_->counters() : SamplingCounters{};
+  SamplingCounters counters = replaced_counters_;
+  if (stream_)
+    counters += stream_->counters();
+  return counters;
+}
+
+namespace {
+
+// A stream replaced by one with other settings: stopped (its child ended and reaped in the
+// background, the stream kept alive until then) while its successor starts.
+void retire(std::unique_ptr<NvidiaSmiStream> stream) {
+  if (!stream)
+    return;
+  auto old = std::shared_ptr<NvidiaSmiStream>(std::move(stream));
+  old->stop([old] {});
+}
+
+// The monitor's whole CPU so far: the agent and every stream's runs.
+double total_cpu_seconds(const AgentCost &cost) {
+  double total = cost.cpu_seconds;
+  for (const StreamCost &stream : cost.streams)
+    total += stream.cpu_seconds;
+  return total;
+}
+
+} // namespace
+
+void Sampler::start_budget() {
+  if (!options_.cpu_budget_percent || !fixture_.empty() || budget_)
+    return;
+  bool pmon = options_.processes && options_.pmon != PmonMode::off;
+  if (pmon && pmon_interval(options_) < budget_slow_stream)
+    ladder_.push_back(BudgetStep::pmon_slower);
+  if (pmon)
+    ladder_.push_back(BudgetStep::pmon_off);
+  if (options_.activity && whole_seconds_near(interval()) < budget_slow_stream)
+    ladder_.push_back(BudgetStep::dmon_slower);
+  if (options_.activity)
+    ladder_.push_back(BudgetStep::dmon_off);
+  if (options_.processes && options_.source == Source::csv && process_every_ < budget_slow_stream)
+    ladder_.push_back(BudgetStep::processes_slower);
+  for (milliseconds every = interval() * 2;
+       every <= budget_longest_interval && every <= interval() * 8; every *= 2)
+    ladder_.push_back(BudgetStep::interval_longer);
+  budget_ = std::make_unique<CpuBudget>(*options_.cpu_budget_percent, ladder_.size(),
+                                        options_.budget_window);
+  budget_->begin(steady_clock::now(), total_cpu_seconds(cost()));
+  budget_timer_.expires_after(budget_->window());
+  budget_timer_.async_wait([this](boost::system::error_code error) {
+    if (!error && !stopped_)
+      judge_budget();
+  });
+}
+
+void Sampler::judge_budget() {
+  std::optional<CpuBudget::Judgement> judgement =
+      budget_->observe(steady_clock::now(), total_cpu_seconds(cost()));
+  if (judgement) {
+    std::string figures = "monitor cost " + fixed_text(judgement->share_percent, 2) +
+                          " % of a core over the last " + fixed_text(judgement->window_seconds, 0) +
+                          " s";
+    std::string budget = "--cpu-budget of " + trimmed_text(budget_->percent(), 2) + " %";
+    if (judgement->change > 0) {
+      BudgetStep step = ladder_[budget_->steps_taken() - 1];
+      apply_budget_step(step, true);
+      log_(LogKind::notice, figures + ", over its " + budget + ": " + steps_said_.back());
+    } else if (judgement->change < 0) {
+      BudgetStep step = ladder_[budget_->steps_taken()];
+      std::string undone = steps_said_.back();
+      apply_budget_step(step, false);
+      log_(LogKind::notice, figures + ", under its " + budget + ": no longer " + undone);
+    } else if (judgement->over_at_last_step) {
+      log_(LogKind::notice, figures + ", over its " + budget +
+                                " with every step taken; the GPU query goes on every " +
+                                seconds_text(interval()) + " s");
+    }
+  }
+  budget_timer_.expires_after(budget_->window());
+  budget_timer_.async_wait([this](boost::system::error_code error) {
+    if (!error && !stopped_)
+      judge_budget();
+  });
+}
+
+void Sampler::apply_budget_step(BudgetStep step, bool take) {
+  milliseconds to{0};
+  switch (step) {
+  case BudgetStep::pmon_slower:
+    if (!pmon_settings_)
+      break;
+    set_pmon_interval(take ? budget_slow_stream : pmon_interval(options_));
+    to = pmon_every_;
+    restart_pmon();
+    break;
+  case BudgetStep::pmon_off:
+    pmon_off_ = take;
+    restart_pmon();
+    break;
+  case BudgetStep::dmon_slower:
+    dmon_every_ = take ? budget_slow_stream : whole_seconds_near(interval());
+    to = dmon_every_;
+    restart_dmon();
+    break;
+  case BudgetStep::dmon_off:
+    dmon_off_ = take;
+    restart_dmon();
+    break;
+  case BudgetStep::processes_slower:
+    process_every_ = take ? budget_slow_stream : process_interval(options_);
+    to = process_every_;
+    restart_process_list();
+    break;
+  case BudgetStep::interval_longer:
+    interval_ = take ? interval_ * 2 : interval_ / 2;
+    to = interval_;
+    restart_gpu_query();
+    break;
+  }
+  if (take)
+    steps_said_.push_back(budget_step_text(step, to));
+  else
+    steps_said_.pop_back();
+}
+
+void Sampler::restart_pmon() {
+  if (!pmon_settings_ || pmon_refused_ || pmon_stopping_)
+    return;
+  if (pmon_stream_ && !pmon_stopped_) {
+    pmon_stopping_ = true;
+    if (pmon_off_)
+      pmon_.value.reset();
+    // Started again with the settings in force, unless the budget stopped it; with --pmon auto,
+    // by the next sample with a process (keep_pmon_while_used).
+    pmon_stream_->stop([this] {
+      pmon_stopping_ = false;
+      pmon_stopped_ = true;
+      boost::asio::post(context_, [this] {
+        if (!stopped_ && pmon_stopped_ && !pmon_off_ && options_.pmon == PmonMode::on)
+          start_pmon_stream();
+      });
+    });
+    return;
+  }
+  if (!pmon_off_ && options_.pmon == PmonMode::on)
+    start_pmon_stream();
+}
+
+void Sampler::restart_dmon() {
+  if (!dmon_settings_ || dmon_given_up_)
+    return;
+  retire(std::move(dmon_stream_));
+  if (dmon_off_) {
+    dmon_.clear(); // unknown from now on, not the last rows as if new
+    return;
+  }
+  StreamSettings settings = *dmon_settings_;
+  start_dmon_stream(settings, dmon_gpm_);
+}
+
+void Sampler::restart_process_list() {
+  if (!apps_settings_ || apps_refused_)
+    return;
+  retire(std::move(apps_stream_));
+  start_apps_stream();
+}
+
+void Sampler::restart_gpu_query() {
+  if (!stream_)
+    return;
+  replaced_counters_ += stream_->counters();
+  retire(std::move(stream_));
+  StreamSettings settings = gpu_settings();
+  settings.first_start_fatal = false; // it ran a moment ago: a failure now is retried
+  stream_ = std::make_unique<NvidiaSmiStream>(
+      context_, settings, gpu_decoder(), log_,
+      [this](const std::string &message) { query_refused(message); });
+  stream_->start();
 }
 
 } // namespace nvsmi

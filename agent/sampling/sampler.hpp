@@ -11,6 +11,7 @@
 #include "nvidia_smi/nvidia_smi_stream.hpp"
 #include "nvsmi/health_memory.hpp"
 #include "nvsmi/nvlink_status.hpp"
+#include "sampling/cpu_budget.hpp"
 #include "sampling/monitor_cost.hpp"
 #include "sampling/nvlink_counter_reader.hpp"
 #include "sampling/unhealthy_hook.hpp"
@@ -64,7 +65,30 @@ struct SamplerOptions {
   bool say_job_mapping_problems = true;
   // The drain hook run for each new fault of a GPU (--on-unhealthy); nullopt: none.
   std::optional<UnhealthyHookOptions> on_unhealthy;
+  // --cpu-budget: percent of one core for the agent and its nvidia-smi together, judged over
+  // budget_window (cpu_budget.hpp); nullopt: off. Live sampling only.
+  std::optional<double> cpu_budget_percent = 1.0;
+  std::chrono::milliseconds budget_window{60000};
 };
+
+// One step --cpu-budget may take, in the order it takes them (the ladder leaves out those that
+// would change nothing here).
+enum class BudgetStep {
+  pmon_slower,
+  pmon_off,
+  dmon_slower,
+  dmon_off,
+  processes_slower,
+  interval_longer
+};
+
+// The slowest the budget makes an optional stream (pmon's and dmon's longest -d) and the process
+// list; the sample interval it doubles up to 8 times the one asked for, at most a minute.
+constexpr std::chrono::milliseconds budget_slow_stream{10000};
+constexpr std::chrono::milliseconds budget_longest_interval{60000};
+
+// What each step says, in the log and where the steps in force are served.
+std::string budget_step_text(BudgetStep step, std::chrono::milliseconds to);
 
 // How often processes are asked for: --process-interval, else max(interval, 1 s).
 std::chrono::milliseconds process_interval(const SamplerOptions &options);
@@ -94,6 +118,7 @@ public:
   void start();
   // Stops nvidia-smi (or the replay) and calls `done` once it is reaped.
   void stop(std::function<void()> done);
+  // The sample interval in force: --interval, or longer where --cpu-budget lengthened it.
   std::chrono::milliseconds interval() const;
   // Zero while a recording is replayed.
   SamplingCounters counters() const;
@@ -104,12 +129,26 @@ public:
 
 private:
   void replay_next();
+  StreamSettings gpu_settings() const;
+  // --cpu-budget: the ladder from what runs, the judgement every window, and a step's effect.
+  void start_budget();
+  void judge_budget();
+  void apply_budget_step(BudgetStep step, bool take);
+  std::vector<std::string> budget_steps_in_force() const;
+  // Stops pmon; once reaped, started again where it is still wanted (the settings in force).
+  void restart_pmon();
+  void restart_dmon();
+  void restart_process_list();
+  void restart_gpu_query();
   std::unique_ptr<StreamDecoder> gpu_decoder();
   // The GPU query was refused: asked again without the field, or the end of sampling.
   void query_refused(const std::string &message);
   void start_secondary_streams(const StreamSettings &gpu_settings);
   void start_process_streams(const StreamSettings &secondary);
   void start_pmon_stream();
+  void start_apps_stream(); // the compute-apps loop, every process_every_
+  // pmon's -d and what follows from it: how long its shares stay fresh, how long it is kept.
+  void set_pmon_interval(std::chrono::milliseconds every);
   // --pmon auto: starts pmon when a sample has a process and stops it once none has had one for
   // pmon_hold_.
   void keep_pmon_while_used(const Snapshot &snapshot, std::chrono::steady_clock::time_point now);
@@ -153,6 +192,7 @@ private:
   std::shared_ptr<ComputeAppsLoop> apps_loop_; // shared with the decoder that fills it
   std::unique_ptr<NvidiaSmiStream> apps_stream_, pmon_stream_, dmon_stream_;
   bool apps_refused_ = false; // nvidia-smi refused the compute-apps query: it will not answer
+  std::optional<StreamSettings> apps_settings_; // how the compute-apps loop is started (again)
   // The first live sample waits for the process list (first_sample_wait): the newest GPU sample
   // is held here until the list is in or the deadline passes; then every sample goes straight on.
   bool first_out_ = false;
@@ -172,6 +212,7 @@ private:
   std::chrono::milliseconds dmon_fresh_for_{0};
   std::optional<StreamSettings> dmon_settings_; // for a start again without GPM
   bool dmon_gpm_ = false;
+  bool dmon_given_up_ = false; // refused even without GPM: not started again
   // Each GPU's NVLink capacity, read once at start (live samples with activity only).
   std::vector<NvlinkCapacity> nvlink_capacity_;
   std::unique_ptr<NvlinkCounterReader> nvlink_counters_; // options.nvlink_counters_seconds
@@ -189,6 +230,15 @@ private:
                              nvlink = std::make_shared<RunCost>();
   } costs_;
   MonitorCost monitor_cost_;
+  // --cpu-budget (options.cpu_budget_percent) and what it has changed: the ladder, the intervals
+  // in force, and the streams it stopped.
+  std::unique_ptr<CpuBudget> budget_;
+  SamplingCounters replaced_counters_; // of GPU streams replaced by one at another interval
+  std::vector<BudgetStep> ladder_;
+  boost::asio::steady_timer budget_timer_;
+  std::chrono::milliseconds interval_{0}, pmon_every_{0}, dmon_every_{0}, process_every_{0};
+  bool pmon_off_ = false, dmon_off_ = false;
+  std::vector<std::string> steps_said_; // the text of each step in force, in the order taken
   // Across samples, so that every command that samples tells the two passes of a repeated hour
   // alike: a replay by its order, a live sample by when it came.
   LocalOffsets offsets_;

@@ -36,6 +36,8 @@ public:
   static constexpr std::size_t default_pending_max_bytes = 32u << 20;
 
   void add(const Snapshot &snapshot, const ServeClock &at);
+  // The sample interval in force (--cpu-budget may lengthen it): freshness is three of them.
+  void set_interval(std::chrono::milliseconds interval) { interval_ = interval; }
   const ServeHistory &history() const { return *history_; }
   // The bytes of series bodies made for clients and not yet sent or dropped.
   std::size_t pending_bytes() const { return *pending_; }

@@ -21,8 +21,12 @@ int compare_known(const std::optional<T> &a, const std::optional<T> &b, bool des
 
 } // namespace
 
-TopModel::TopModel(milliseconds interval)
-    : interval_(interval), late_after_(std::max(milliseconds(3000), 3 * interval)) {}
+TopModel::TopModel(milliseconds interval) { set_interval(interval); }
+
+void TopModel::set_interval(milliseconds interval) {
+  interval_ = interval;
+  late_after_ = std::max(milliseconds(3000), 3 * interval);
+}
 
 void TopModel::add_sample(Snapshot snapshot, TopClock::time_point now, Lineages lineages) {
   lineages_ = std::move(lineages);

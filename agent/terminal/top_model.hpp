@@ -80,6 +80,8 @@ public:
   // turned on); their starts are left as the sample had them.
   void add_ancestors(const Lineages &lineages);
   std::chrono::milliseconds interval() const { return interval_; }
+  // The sample interval in force (--cpu-budget may lengthen it), and when a sample is late.
+  void set_interval(std::chrono::milliseconds interval);
   const std::optional<Snapshot> &latest() const { return latest_; }
   // The monitor's own cost as last read (a sample carries it every few seconds).
   const std::optional<AgentCost> &cost() const { return cost_; }

@@ -254,6 +254,9 @@ struct StreamCost {
   double cpu_seconds = 0;                    // user + system of every run so far, and the running
   std::optional<std::uint64_t> memory_bytes; // the running one's resident memory; none: none runs
   std::uint64_t starts = 0;                  // runs started
+  // Seconds between its samples, in force now (--cpu-budget may have lengthened it); none while
+  // it does not run as a loop (nvlink's single runs, a stream the budget stopped).
+  std::optional<double> interval_seconds;
 };
 
 struct AgentCost {
@@ -264,6 +267,10 @@ struct AgentCost {
   // (a minute, less since the start); nullopt before a second of it.
   RealReading core_percent;
   double window_seconds = 0;
+  // --cpu-budget's percent of a core (none: off), and the steps it has taken to keep to it, in
+  // the order taken ("pmon every 10 s", "dmon stopped ..."); empty: none.
+  std::optional<double> budget_percent;
+  std::vector<std::string> budget_steps;
 };
 
 struct Snapshot {
