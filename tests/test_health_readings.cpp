@@ -46,23 +46,14 @@ std::optional<std::string> corpus_file(const std::string &relative) {
   return test::read_file(path);
 }
 
-// The one GPU of a corpus XML file, read both ways: skipping the unread elements must not lose
-// a health reading.
+// The one GPU of a corpus XML file.
 std::optional<Gpu> corpus_xml_gpu(const std::string &name) {
   std::optional<std::string> document = corpus_file("xml/" + name);
   if (!document)
     return std::nullopt;
-  Snapshot skipped = read_xml(*document, XmlParse::skip_unread);
-  Snapshot full = read_xml(*document, XmlParse::full);
-  REQUIRE(skipped.gpus.size() == 1);
-  REQUIRE(full.gpus.size() == 1);
-  INFO(name << ", skip_unread against full");
-  CHECK(skipped.gpus[0].clock_event_reasons_reported == full.gpus[0].clock_event_reasons_reported);
-  CHECK(skipped.gpus[0].health.ecc_aggregate.uncorrected ==
-        full.gpus[0].health.ecc_aggregate.uncorrected);
-  CHECK(skipped.gpus[0].health.recovery_action == full.gpus[0].health.recovery_action);
-  CHECK(skipped.gpus[0].health.remapped_rows_pending == full.gpus[0].health.remapped_rows_pending);
-  return skipped.gpus[0];
+  Snapshot snapshot = read_xml(*document);
+  REQUIRE(snapshot.gpus.size() == 1);
+  return snapshot.gpus[0];
 }
 
 std::optional<Gpu> corpus_csv_gpu(const std::string &name) {
@@ -271,11 +262,9 @@ TEST_CASE("health: a MIG device's ECC counts are not the GPU's") {
     ++replaced;
   }
   CHECK(replaced == 4);
-  for (XmlParse mode : {XmlParse::skip_unread, XmlParse::full}) {
-    const GpuHealth health = read_xml(*document, mode).gpus.at(0).health;
-    CHECK(health.ecc_volatile.uncorrected == 0);
-    CHECK(health.ecc_aggregate.uncorrected == 0);
-  }
+  const GpuHealth health = read_xml(*document).gpus.at(0).health;
+  CHECK(health.ecc_volatile.uncorrected == 0);
+  CHECK(health.ecc_aggregate.uncorrected == 0);
 }
 
 TEST_CASE("health: rtx-3080-v12 (536 Windows): gpu_reset_status half N/A is no action") {

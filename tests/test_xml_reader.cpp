@@ -245,15 +245,13 @@ TEST_CASE("a child named twice is read from its first, among few children or man
       body += "<temperature><gpu_temp>" + std::to_string(50 + i) + " C</gpu_temp></temperature>";
     std::string document = "<?xml version=\"1.0\" ?>\n<nvidia_smi_log>\n<gpu id=\"1\">\n" + body +
                            "\n</gpu>\n</nvidia_smi_log>\n";
-    for (XmlParse mode : {XmlParse::skip_unread, XmlParse::full}) {
-      INFO(padding << " more children, " << (mode == XmlParse::full ? "full parse" : "skipping"));
-      Snapshot s = read_xml(document, mode);
-      REQUIRE(s.gpus.size() == 1);
-      CHECK(s.gpus[0].name == std::string("First"));
-      CHECK(s.gpus[0].temperature_c == 41);
-      REQUIRE(s.gpus[0].processes);
-      CHECK(s.gpus[0].processes->empty());
-    }
+    INFO(padding << " more children");
+    Snapshot s = read_xml(document);
+    REQUIRE(s.gpus.size() == 1);
+    CHECK(s.gpus[0].name == std::string("First"));
+    CHECK(s.gpus[0].temperature_c == 41);
+    REQUIRE(s.gpus[0].processes);
+    CHECK(s.gpus[0].processes->empty());
   }
 }
 
@@ -287,17 +285,15 @@ TEST_CASE("XML: [GPU is lost] in any reading the reader reads marks the GPU lost
   for (const char *element :
        {"ecc_errors", "pci", "memory_temp", "clocks_event_reasons", "remapped_rows"}) {
     std::string lost = test::with_lost_readings(xml, 4, element);
-    for (XmlParse mode : {XmlParse::skip_unread, XmlParse::full}) {
-      INFO(element << (mode == XmlParse::full ? ", full parse" : ", skipping unread"));
-      Snapshot s = read_xml(lost, mode);
-      REQUIRE(s.gpus.size() == 8);
-      CHECK(s.gpus[4].lost_reason == std::string("GPU is lost"));
-      CHECK(gpu_state(s.gpus[4]) == GpuState::lost);
-      // Its own readings are still read: only the marked ones are unknown.
-      CHECK(s.gpus[4].temperature_c == 34);
-      for (int i : {0, 1, 2, 3, 5, 6, 7})
-        CHECK_FALSE(s.gpus[i].lost_reason);
-    }
+    INFO(element);
+    Snapshot s = read_xml(lost);
+    REQUIRE(s.gpus.size() == 8);
+    CHECK(s.gpus[4].lost_reason == std::string("GPU is lost"));
+    CHECK(gpu_state(s.gpus[4]) == GpuState::lost);
+    // Its own readings are still read: only the marked ones are unknown.
+    CHECK(s.gpus[4].temperature_c == 34);
+    for (int i : {0, 1, 2, 3, 5, 6, 7})
+      CHECK_FALSE(s.gpus[i].lost_reason);
   }
 }
 
@@ -316,13 +312,12 @@ TEST_CASE("XML: a marker in any case, or written with character references, mark
       {"GPU&#x20;requires&#x20;reset", "GPU requires reset"},
       {"GPU is&#x20;Lost", "GPU is lost"},
   };
-  for (const auto &[written, reason] : markers)
-    for (XmlParse mode : {XmlParse::skip_unread, XmlParse::full}) {
-      INFO(written << (mode == XmlParse::full ? ", full parse" : ", skipping unread"));
-      Snapshot s = read_xml(head + written + tail, mode);
-      REQUIRE(s.gpus.size() == 1);
-      CHECK(s.gpus[0].lost_reason == reason);
-    }
+  for (const auto &[written, reason] : markers) {
+    INFO(written);
+    Snapshot s = read_xml(head + written + tail);
+    REQUIRE(s.gpus.size() == 1);
+    CHECK(s.gpus[0].lost_reason == reason);
+  }
   // Without one, nothing is: "GPU-lost", "GPUis lost", "lost" alone.
   for (const char *written : {"GPU-lost", "GPUis lost", "lost"})
     CHECK_FALSE(read_xml(head + written + tail).gpus.at(0).lost_reason);
@@ -335,13 +330,10 @@ TEST_CASE("XML: a process named [GPU is lost] does not mark its GPU lost") {
   std::size_t at = xml.find(python);
   REQUIRE(at != std::string::npos);
   xml.replace(at, python.size(), "<process_name>[GPU is lost]</process_name>");
-  for (XmlParse mode : {XmlParse::skip_unread, XmlParse::full}) {
-    Snapshot s = read_xml(xml, mode);
-    for (const Gpu &gpu : s.gpus) {
-      INFO("GPU " << gpu.index);
-      CHECK_FALSE(gpu.lost_reason);
-      CHECK(gpu_state(gpu) != GpuState::lost);
-    }
+  for (const Gpu &gpu : read_xml(xml).gpus) {
+    INFO("GPU " << gpu.index);
+    CHECK_FALSE(gpu.lost_reason);
+    CHECK(gpu_state(gpu) != GpuState::lost);
   }
 }
 
@@ -354,21 +346,17 @@ TEST_CASE("XML: a lost marker 200000 levels deep in a read element is found with
   }
   std::string document = "<nvidia_smi_log><gpu><product_name>X</product_name><ecc_errors>" + open +
                          "[GPU is lost]" + close + "</ecc_errors></gpu></nvidia_smi_log>";
-  for (XmlParse mode : {XmlParse::skip_unread, XmlParse::full}) {
-    Snapshot s = read_xml(document, mode);
-    REQUIRE(s.gpus.size() == 1);
-    CHECK(s.gpus[0].lost_reason == std::string("GPU is lost"));
-  }
+  Snapshot s = read_xml(document);
+  REQUIRE(s.gpus.size() == 1);
+  CHECK(s.gpus[0].lost_reason == std::string("GPU is lost"));
 }
 
 TEST_CASE("the PCIe replay counter: the real H200 recording's XML") {
   const std::string folder = "recorded/nvidia-h200__580.159.04/";
   std::string xml = test::read_file(test::fixture_path(folder + "query.xml"));
-  for (XmlParse mode : {XmlParse::skip_unread, XmlParse::full}) {
-    Snapshot read = read_xml(xml, mode);
-    REQUIRE(read.gpus.size() == 1);
-    CHECK(read.gpus[0].health.pcie_replay_count == Reading(1));
-  }
+  Snapshot read = read_xml(xml);
+  REQUIRE(read.gpus.size() == 1);
+  CHECK(read.gpus[0].health.pcie_replay_count == Reading(1));
   const std::string recorded = "<replay_counter>1</replay_counter>";
   REQUIRE(xml.find(recorded) != std::string::npos);
   auto with_counter = [&](const std::string &value) {

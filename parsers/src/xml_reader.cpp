@@ -1,7 +1,6 @@
 #include "nvsmi/xml_reader.hpp"
 
 #include "lost_gpu.hpp"
-#include "xml_filter.hpp"
 
 #include "nvsmi/gpu_fields.hpp"
 #include "nvsmi/pci_address.hpp"
@@ -121,9 +120,9 @@ private:
 
   // The first child named `name`, as pugi::xml_node::child finds it. An element from each() (a
   // <gpu>, a process, a MIG device) lists its children on the first lookup, and the list is
-  // searched by the names' first two bytes before comparing the rest: a <gpu> has some 25
-  // children after the filter, looked up about 40 times, and pugixml's child() calls strcmp for
-  // every child it passes. Other elements are asked once or twice: listing would cost more.
+  // searched by the names' first two bytes before comparing the rest: a <gpu> has some 60 to 70
+  // children, looked up about 40 times, and pugixml's child() calls strcmp for every child it
+  // passes. Other elements are asked once or twice: listing would cost more.
   pugi::xml_node find(const char *name) const {
     if (listed_ == unlisted)
       list_children();
@@ -162,7 +161,7 @@ private:
   int position_;
   // The children's names and nodes in document order, once listed (not initialized before);
   // `listed_` is their count, `unlisted` before the first lookup, over `capacity` for pugixml's.
-  static constexpr int capacity = 48, unlisted = -1;
+  static constexpr int capacity = 128, unlisted = -1;
   mutable int listed_ = capacity + 1;
   mutable const char *names_[capacity];
   mutable pugi::xml_node_struct *nodes_[capacity];
@@ -386,7 +385,7 @@ const std::vector<std::string_view> &table_only_children(const std::string_view 
   return names;
 }
 
-// The children of <gpu> that read_gpu looks at; the others are dropped before parsing.
+// The children of <gpu> that read_gpu looks at: lost_reason looks for a marker under these alone.
 bool read_by_read_gpu(std::string_view name) {
   static constexpr std::string_view read[] = {"pci",
                                               "uuid",
@@ -483,7 +482,7 @@ private:
 // Whether nvidia-smi says in this <gpu>'s readings that the GPU itself is gone; kept apart from
 // read_gpu, which reads each value for what it is. Like the CSV reader, which looks at every
 // column it asked for, "GPU is lost" in any reading the reader knows marks the GPU: every value
-// under the children read_gpu reads (so that both parse modes agree), but never a process's:
+// under the children read_gpu reads, but never a process's:
 // its name is whatever its owner chose, and an unprivileged user's process called
 // "[GPU is lost]" must not take a GPU out of service.
 // `any_marker`: whether the document could hold a message at all (detail::may_hold_lost_marker);
@@ -513,8 +512,7 @@ Text lost_reason(const Element &gpu, bool any_marker) {
 // U+0000 (nor past U+10FFFF, which pugixml's arithmetic wraps, &#x100000000; to 0 as well), and
 // nvidia-smi never writes one, so the document is refused rather than read with a name cut short
 // or one rebuilt with a character that was never there. Looked for anywhere in the document, in
-// the forms pugixml decodes ("&#" digits ";" or "&#x" hex digits ";"), so that both parse modes
-// agree.
+// the forms pugixml decodes ("&#" digits ";" or "&#x" hex digits ";").
 // Returns whether the document holds a character reference ("&#"), decoded or not.
 bool refuse_bad_character_references(std::string_view document) {
   constexpr std::uint64_t past_unicode = 0x110000;
@@ -548,9 +546,8 @@ bool refuse_bad_character_references(std::string_view document) {
 }
 
 // Parses the `size` bytes at `buffer` in place (pugixml writes its strings into them) and reads
-// them; `dropped` is what was dropped before, so that an error names its byte in the document.
-Snapshot parse_and_read(char *buffer, std::size_t size,
-                        const std::vector<detail::ByteRange> &dropped, bool references) {
+// them.
+Snapshot parse_and_read(char *buffer, std::size_t size, bool references) {
   // Looked at before pugixml writes its strings into the buffer.
   bool any_marker = references || detail::may_hold_lost_marker(std::string_view(buffer, size));
   pugi::xml_document xml;
@@ -559,8 +556,7 @@ Snapshot parse_and_read(char *buffer, std::size_t size,
       buffer, size, pugi::parse_default | pugi::parse_embed_pcdata, pugi::encoding_utf8);
   if (!result)
     throw ParseError(std::string("not well-formed XML: ") + result.description() + " at byte " +
-                     std::to_string(detail::offset_before_dropping(
-                         static_cast<std::size_t>(result.offset), dropped)));
+                     std::to_string(result.offset));
   pugi::xml_node root = xml.document_element();
   if (std::strcmp(root.name(), "nvidia_smi_log") != 0)
     throw ParseError(std::string("not nvidia-smi XML: root element is <") + root.name() +
@@ -580,36 +576,19 @@ Snapshot parse_and_read(char *buffer, std::size_t size,
   return snapshot;
 }
 
-// The unread children's ranges in `document`, or none where it is read whole.
-std::vector<detail::ByteRange> to_drop(std::string_view document, XmlParse mode) {
-  std::vector<detail::ByteRange> dropped;
-  dropped.reserve(128);
-  if (mode == XmlParse::full ||
-      !detail::find_unread_gpu_children(document, read_by_read_gpu, dropped))
-    dropped.clear();
-  return dropped;
-}
-
 } // namespace
 
-Snapshot read_xml(std::string_view document, XmlParse mode) {
+Snapshot read_xml(std::string_view document) {
   bool references = refuse_bad_character_references(document);
-  std::vector<detail::ByteRange> dropped = to_drop(document, mode);
-  // pugixml parses in a buffer of its own either way: this one holds only what is kept.
-  std::size_t kept = document.size();
-  for (detail::ByteRange range : dropped)
-    kept -= range.end - range.begin;
-  std::unique_ptr<char[]> buffer(new char[kept]);
-  detail::write_without(document, dropped, buffer.get());
-  return parse_and_read(buffer.get(), kept, dropped, references);
+  // pugixml parses in a buffer of its own.
+  std::unique_ptr<char[]> buffer(new char[document.size()]);
+  std::copy(document.begin(), document.end(), buffer.get());
+  return parse_and_read(buffer.get(), document.size(), references);
 }
 
-Snapshot read_xml_in_place(char *document, std::size_t size, XmlParse mode) {
-  std::string_view original(document, size);
-  bool references = refuse_bad_character_references(original);
-  std::vector<detail::ByteRange> dropped = to_drop(original, mode);
-  return parse_and_read(document, detail::write_without(original, dropped, document), dropped,
-                        references);
+Snapshot read_xml_in_place(char *document, std::size_t size) {
+  bool references = refuse_bad_character_references(std::string_view(document, size));
+  return parse_and_read(document, size, references);
 }
 
 } // namespace nvsmi
