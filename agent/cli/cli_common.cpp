@@ -153,33 +153,31 @@ namespace {
 // docs/PERFORMANCE.md): not more often than this.
 constexpr double nvlink_counters_minimum_seconds = 10;
 
-// The shortest --nvlink-counters allowed: 10 s, or for the tests (which would otherwise wait
-// minutes for two readings) what NVSMI_TEST_NVLINK_COUNTERS_MIN_SECONDS says, down to 0.5 s. Not
-// under sudo or setuid: there the caller's environment chooses nothing.
-double nvlink_counters_minimum() {
-  const char *lowered = std::getenv("NVSMI_TEST_NVLINK_COUNTERS_MIN_SECONDS");
+// A number of seconds the tests may lower (they would otherwise wait minutes): what the variable
+// `name` says, held to [lowest, usual]; `usual` where it is unset or no finite number, and under
+// sudo or setuid, where the caller's environment chooses nothing.
+double lowered_for_tests(const char *name, double lowest, double usual) {
+  const char *lowered = std::getenv(name);
   if (lowered == nullptr || elevated_privilege())
-    return nvlink_counters_minimum_seconds;
+    return usual;
   char *end = nullptr;
   double seconds = std::strtod(lowered, &end);
   if (end == lowered || *end != '\0' || !std::isfinite(seconds))
-    return nvlink_counters_minimum_seconds;
-  return std::clamp(seconds, 0.5, nvlink_counters_minimum_seconds);
+    return usual;
+  return std::clamp(seconds, lowest, usual);
 }
 
-// --cpu-budget judges a minute at a time; for the tests (which would otherwise wait minutes for
-// its steps) NVSMI_TEST_BUDGET_WINDOW_SECONDS shortens it, down to 2 s. Not under sudo or setuid:
-// there the caller's environment chooses nothing.
+// The shortest --nvlink-counters allowed: 10 s; for the tests,
+// NVSMI_TEST_NVLINK_COUNTERS_MIN_SECONDS down to 0.5 s.
+double nvlink_counters_minimum() {
+  return lowered_for_tests("NVSMI_TEST_NVLINK_COUNTERS_MIN_SECONDS", 0.5,
+                           nvlink_counters_minimum_seconds);
+}
+
+// --cpu-budget judges a minute at a time; for the tests, NVSMI_TEST_BUDGET_WINDOW_SECONDS down to
+// 2 s.
 std::chrono::milliseconds budget_window() {
-  constexpr std::chrono::milliseconds minute{60000};
-  const char *lowered = std::getenv("NVSMI_TEST_BUDGET_WINDOW_SECONDS");
-  if (lowered == nullptr || elevated_privilege())
-    return minute;
-  char *end = nullptr;
-  double seconds = std::strtod(lowered, &end);
-  if (end == lowered || *end != '\0' || !std::isfinite(seconds))
-    return minute;
-  return std::min(minute, to_ms(std::max(seconds, 2.0)));
+  return to_ms(lowered_for_tests("NVSMI_TEST_BUDGET_WINDOW_SECONDS", 2, 60));
 }
 
 } // namespace

@@ -657,6 +657,10 @@ void Sampler::start_budget() {
   budget_ = std::make_unique<CpuBudget>(*options_.cpu_budget_percent, ladder_.size(),
                                         options_.budget_window);
   budget_->begin(steady_clock::now(), total_cpu_seconds(cost()));
+  arm_budget_timer();
+}
+
+void Sampler::arm_budget_timer() {
   budget_timer_.expires_after(budget_->window());
   budget_timer_.async_wait([this](boost::system::error_code error) {
     if (!error && !stopped_)
@@ -687,11 +691,7 @@ void Sampler::judge_budget() {
                                 seconds_text(interval()) + " s");
     }
   }
-  budget_timer_.expires_after(budget_->window());
-  budget_timer_.async_wait([this](boost::system::error_code error) {
-    if (!error && !stopped_)
-      judge_budget();
-  });
+  arm_budget_timer();
 }
 
 void Sampler::apply_budget_step(BudgetStep step, bool take) {

@@ -133,6 +133,7 @@ private:
   // --cpu-budget: the ladder from what runs, the judgement every window, and a step's effect.
   void start_budget();
   void judge_budget();
+  void arm_budget_timer(); // judge_budget a window from now
   void apply_budget_step(BudgetStep step, bool take);
   std::vector<std::string> budget_steps_in_force() const;
   // Stops pmon; once reaped, started again where it is still wanted (the settings in force).
