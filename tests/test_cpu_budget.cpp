@@ -85,14 +85,35 @@ TEST_CASE("cpu budget: a step is taken back only where what it saved still leave
   CHECK(small.steps_taken() == 0);
 }
 
-TEST_CASE("cpu budget: a count that falls is read as no cost, not a negative one") {
+TEST_CASE("cpu budget: a window whose count fell is not judged; the next starts there") {
   CpuBudget budget(1.0, 1, seconds(60));
   CpuBudget::Clock::time_point at{};
   budget.begin(at, 5.0);
-  std::optional<CpuBudget::Judgement> judged = budget.observe(at + seconds(60), 4.0);
+  // A run's CPU left the count (reaped by another waiter): that cost is unknown, not 0.
+  CHECK_FALSE(budget.observe(at + seconds(60), 4.0));
+  std::optional<CpuBudget::Judgement> judged = budget.observe(at + seconds(120), 4.0 + 0.6 * 2);
   REQUIRE(judged);
-  CHECK(judged->share_percent == 0);
-  CHECK(judged->change == 0);
+  CHECK(judged->share_percent == Approx(2.0));
+  CHECK(judged->change == 1);
+}
+
+TEST_CASE("cpu budget: steps come back last first, each by what it saved") {
+  CpuBudget budget(1.0, 2, seconds(60));
+  CpuBudget::Clock::time_point at{};
+  double cpu = 0;
+  budget.begin(at, cpu);
+  REQUIRE(window_at(budget, at, cpu, 2.0)->change == 1);  // step 1 taken at 2.0
+  REQUIRE(window_at(budget, at, cpu, 1.5)->change == 1);  // saved 0.5; step 2 taken at 1.5
+  CHECK(window_at(budget, at, cpu, 0.9)->change == 0);    // step 2 saved 0.6: 1.5 > 0.8
+  REQUIRE(window_at(budget, at, cpu, 0.1)->change == -1); // 0.1 + 0.6 <= 0.8: step 2 back
+  CHECK(budget.steps_taken() == 1);
+  // Step 1 saved 0.5 (2.0 before it, 1.5 after): back once the cost with it is within 0.8.
+  CHECK(window_at(budget, at, cpu, 0.4)->change == 0); // 0.4 + 0.5 > 0.8
+  REQUIRE(window_at(budget, at, cpu, 0.2)->change == -1);
+  CHECK(budget.steps_taken() == 0);
+  // Over again: the ladder is taken from the first step anew.
+  REQUIRE(window_at(budget, at, cpu, 1.2)->change == 1);
+  CHECK(budget.steps_taken() == 1);
 }
 
 } // namespace test_cpu_budget

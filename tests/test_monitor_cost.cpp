@@ -386,8 +386,11 @@ TEST_CASE("--cpu-budget off takes no step; a budget it keeps takes none either")
     if (std::string(budget) == "off") {
       CHECK_FALSE(series(metrics, "nvsmi_agent_cpu_budget_percent"));
       CHECK_FALSE(series(metrics, "nvsmi_agent_cpu_budget_steps"));
+      CHECK_FALSE(series(metrics, "nvsmi_agent_cpu_budget_judged_percent"));
     } else {
       CHECK(series(metrics, "nvsmi_agent_cpu_budget_steps") == 0.0);
+      // Judged, and found under it: the stand-in costs more than nothing.
+      CHECK(series(metrics, "nvsmi_agent_cpu_budget_judged_percent").value_or(0) > 0);
     }
     CHECK(series(metrics, "nvsmi_agent_stream_interval_seconds{stream=\"pmon\"}") == 1.0);
     CHECK(series(metrics, "nvsmi_agent_stream_interval_seconds{stream=\"gpu_query\"}") == 0.2);

@@ -308,6 +308,11 @@ void write_agent_cost(JsonWriter &json, const AgentCost &cost) {
     json.value(*cost.budget_percent);
   else
     json.null();
+  json.key("budget_judged_percent");
+  if (cost.budget_judged_percent)
+    json.value(std::round(*cost.budget_judged_percent * 100) / 100);
+  else
+    json.null();
   json.key("budget_steps");
   json.begin_array();
   for (const std::string &step : cost.budget_steps)

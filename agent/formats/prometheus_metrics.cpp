@@ -276,6 +276,11 @@ void write_cost_metrics(const AgentCost &cost, MetricsOut &out) {
   if (cost.budget_percent)
     steps.add("", static_cast<double>(cost.budget_steps.size()));
   steps.write(out);
+  Family judged("nvsmi_agent_cpu_budget_judged_percent",
+                "The whole cost (the agent and its nvidia-smi) over the last minute --cpu-budget "
+                "judged, in percent of one core.");
+  judged.add("", cost.budget_judged_percent);
+  judged.write(out);
 }
 
 void write_health_metrics(const AgentHealth &health, MetricsOut &out) {

@@ -25,11 +25,16 @@ std::optional<CpuBudget::Judgement> CpuBudget::observe(Clock::time_point now, do
   double seconds = std::chrono::duration<double>(now - start_->first).count();
   if (now - start_->first < window_ || seconds <= 0)
     return std::nullopt;
+  // CPU counts only grow: a fall is a run whose CPU was read in /proc and then left the count
+  // (reaped without wait4's figure, by another waiter). That window is not judged, so that a cost
+  // it cannot know is not taken for a step's saving; the next starts here.
+  if (cpu_seconds < start_->second) {
+    start_.emplace(now, cpu_seconds);
+    return std::nullopt;
+  }
   Judgement judgement;
   judgement.window_seconds = seconds;
-  // CPU counts only grow; a fall (a stream's process gone between two readings of /proc) is
-  // read as none rather than as a negative cost.
-  judgement.share_percent = std::max(0.0, cpu_seconds - start_->second) / seconds * 100;
+  judgement.share_percent = (cpu_seconds - start_->second) / seconds * 100;
   start_.emplace(now, cpu_seconds);
   double share = judgement.share_percent;
   if (taken_ > 0 && !history_[taken_ - 1].after)

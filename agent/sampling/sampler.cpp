@@ -282,7 +282,8 @@ void Sampler::start_dmon_stream(const StreamSettings &secondary, bool gpm) {
   dmon_stream_ = std::make_unique<NvidiaSmiStream>(
       context_, dmon, dmon_decoder([this](DmonRow row) {
         auto index = static_cast<std::size_t>(*row.gpu_index);
-        if (*row.gpu_index < 0 || index >= max_dmon_gpus)
+        // dmon_off_: a last row of the run the budget stopped is not shown as new.
+        if (*row.gpu_index < 0 || index >= max_dmon_gpus || dmon_off_)
           return;
         if (dmon_.size() <= index)
           dmon_.resize(index + 1);
@@ -300,13 +301,14 @@ void Sampler::dmon_refused(const std::string &message) {
   }
   log_(LogKind::notice, message + "; asking dmon again without GPM metrics: SM, tensor and "
                                   "DRAM activity stay unknown");
-  // Not from within the stream's own handler, which called this.
+  // Not from within the stream's own handler, which called this. The budget may have replaced
+  // or stopped dmon meanwhile: then its own start (GPM again) is what runs.
+  dmon_gpm_ = false;
   boost::asio::post(context_, [this] {
-    if (stopped_ || !dmon_settings_)
+    if (stopped_ || !dmon_settings_ || !dmon_stream_ || dmon_off_)
       return;
     StreamSettings settings = *dmon_settings_;
-    auto old = std::shared_ptr<NvidiaSmiStream>(std::move(dmon_stream_));
-    old->stop([old] {});
+    retire(std::move(dmon_stream_));
     start_dmon_stream(settings, false);
   });
 }
@@ -363,7 +365,8 @@ void Sampler::start_apps_stream() {
 void Sampler::start_pmon_stream() {
   pmon_stream_ = std::make_unique<NvidiaSmiStream>(
       context_, *pmon_settings_, pmon_decoder([this](std::vector<PmonRow> rows) {
-        pmon_ = {std::move(rows), steady_clock::now()};
+        if (!pmon_off_) // a last sample of the run the budget stopped is not shown as new
+          pmon_ = {std::move(rows), steady_clock::now()};
       }),
       log_secondary, [this, said = give_up("per-process utilization")](const std::string &message) {
         said(message);
@@ -399,6 +402,9 @@ void Sampler::keep_pmon_while_used(const Snapshot &snapshot, steady_clock::time_
 }
 
 void Sampler::deliver(Snapshot snapshot) {
+  // A stream the budget replaced may still hand on its last sample while sampling stops.
+  if (stopped_)
+    return;
   if (process_settings_) {
     // Not from within the GPU stream's own handler, which called this.
     boost::asio::post(context_, [this, settings = std::move(*process_settings_)] {
@@ -462,9 +468,15 @@ void Sampler::release_held(const std::string &reason) {
 
 void Sampler::complete(Snapshot snapshot, const std::string &processes_unknown_reason) {
   auto now = steady_clock::now();
-  if (apps_loop_)
-    if (std::optional<std::vector<ComputeApp>> apps = apps_loop_->settle(now))
+  if (apps_loop_) {
+    std::optional<std::vector<ComputeApp>> apps = apps_loop_->settle(now);
+    if (apps)
+      previous_apps_.value.reset();
+    else if (previous_apps_.value && now - previous_apps_.at <= budget_slow_stream)
+      apps = previous_apps_.value;
+    if (apps)
       attach_compute_apps(snapshot, *apps);
+  }
   if (options_.pmon == PmonMode::automatic && pmon_settings_ && !pmon_stopping_)
     keep_pmon_while_used(snapshot, now);
   // pmon prints a sample's rows at once and the reader knows it whole when the next begins, one
@@ -573,6 +585,10 @@ std::vector<pid_t> Sampler::children() const {
     if (*stream)
       if (std::optional<pid_t> pid = (*stream)->child_pid())
         pids.push_back(*pid);
+  for (const std::weak_ptr<NvidiaSmiStream> &retired : retired_)
+    if (std::shared_ptr<NvidiaSmiStream> stream = retired.lock())
+      if (std::optional<pid_t> pid = stream->child_pid())
+        pids.push_back(*pid);
   if (unhealthy_hook_)
     for (pid_t pid : unhealthy_hook_->children())
       pids.push_back(pid);
@@ -593,9 +609,10 @@ AgentCost Sampler::cost() {
   for (StreamCost &stream : cost.streams) {
     if (stream.stream == "gpu_query" && stream_)
       stream.interval_seconds = seconds(interval_);
-    else if (stream.stream == "processes" && apps_stream_)
+    else if (stream.stream == "processes" && apps_stream_ && !apps_refused_)
       stream.interval_seconds = seconds(process_every_);
-    else if (stream.stream == "pmon" && pmon_stream_ && !pmon_stopped_ && !pmon_stopping_)
+    else if (stream.stream == "pmon" && pmon_stream_ && !pmon_stopped_ && !pmon_stopping_ &&
+             !pmon_refused_)
       stream.interval_seconds = seconds(pmon_every_);
     else if (stream.stream == "dmon" && dmon_stream_ && !dmon_given_up_)
       stream.interval_seconds = seconds(dmon_every_);
@@ -603,6 +620,7 @@ AgentCost Sampler::cost() {
   if (budget_) {
     cost.budget_percent = budget_->percent();
     cost.budget_steps = steps_said_;
+    cost.budget_judged_percent = judged_percent_;
   } else if (options_.cpu_budget_percent && fixture_.empty()) {
     cost.budget_percent = options_.cpu_budget_percent; // judged from the first sample on
   }
@@ -616,16 +634,19 @@ SamplingCounters Sampler::counters() const {
   return counters;
 }
 
-namespace {
-
-// A stream replaced by one with other settings: stopped (its child ended and reaped in the
-// background, the stream kept alive until then) while its successor starts.
-void retire(std::unique_ptr<NvidiaSmiStream> stream) {
+void Sampler::retire(std::unique_ptr<NvidiaSmiStream> stream) {
   if (!stream)
     return;
   auto old = std::shared_ptr<NvidiaSmiStream>(std::move(stream));
+  retired_.erase(
+      std::remove_if(retired_.begin(), retired_.end(),
+                     [](const std::weak_ptr<NvidiaSmiStream> &gone) { return gone.expired(); }),
+      retired_.end());
+  retired_.push_back(old);
   old->stop([old] {});
 }
+
+namespace {
 
 // The monitor's whole CPU so far: the agent and every stream's runs.
 double total_cpu_seconds(const AgentCost &cost) {
@@ -672,6 +693,7 @@ void Sampler::judge_budget() {
   std::optional<CpuBudget::Judgement> judgement =
       budget_->observe(steady_clock::now(), total_cpu_seconds(cost()));
   if (judgement) {
+    judged_percent_ = judgement->share_percent;
     std::string figures = "monitor cost " + fixed_text(judgement->share_percent, 2) +
                           " % of a core over the last " + fixed_text(judgement->window_seconds, 0) +
                           " s";
@@ -772,6 +794,10 @@ void Sampler::restart_dmon() {
 void Sampler::restart_process_list() {
   if (!apps_settings_ || apps_refused_)
     return;
+  auto now = steady_clock::now();
+  if (apps_loop_)
+    if (std::optional<std::vector<ComputeApp>> apps = apps_loop_->settle(now))
+      previous_apps_ = {std::move(*apps), now};
   retire(std::move(apps_stream_));
   start_apps_stream();
 }

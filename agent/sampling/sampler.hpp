@@ -135,12 +135,15 @@ private:
   void judge_budget();
   void arm_budget_timer(); // judge_budget a window from now
   void apply_budget_step(BudgetStep step, bool take);
-  std::vector<std::string> budget_steps_in_force() const;
   // Stops pmon; once reaped, started again where it is still wanted (the settings in force).
   void restart_pmon();
   void restart_dmon();
   void restart_process_list();
   void restart_gpu_query();
+  // A stream replaced by one with other settings: stopped (its child ended and reaped in the
+  // background, the stream kept alive until then) while its successor starts; its child stays in
+  // children() until reaped, so that `run` leaves it to its wait4.
+  void retire(std::unique_ptr<NvidiaSmiStream> stream);
   std::unique_ptr<StreamDecoder> gpu_decoder();
   // The GPU query was refused: asked again without the field, or the end of sampling.
   void query_refused(const std::string &message);
@@ -235,6 +238,11 @@ private:
   // in force, and the streams it stopped.
   std::unique_ptr<CpuBudget> budget_;
   SamplingCounters replaced_counters_; // of GPU streams replaced by one at another interval
+  std::vector<std::weak_ptr<NvidiaSmiStream>> retired_; // stopping, until their child is reaped
+  // The process list as the compute-apps loop last had it before the budget replaced the loop:
+  // attached until the new loop has its first, so that the list does not blink to unknown.
+  Latest<std::vector<ComputeApp>> previous_apps_;
+  std::optional<double> judged_percent_; // the whole cost over the last window the budget judged
   std::vector<BudgetStep> ladder_;
   boost::asio::steady_timer budget_timer_;
   std::chrono::milliseconds interval_{0}, pmon_every_{0}, dmon_every_{0}, process_every_{0};

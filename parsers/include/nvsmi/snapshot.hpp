@@ -271,6 +271,8 @@ struct AgentCost {
   // the order taken ("pmon every 10 s", "dmon stopped ..."); empty: none.
   std::optional<double> budget_percent;
   std::vector<std::string> budget_steps;
+  // The whole cost over the last window the budget judged, in % of a core; none before the first.
+  std::optional<double> budget_judged_percent;
 };
 
 struct Snapshot {
