@@ -69,8 +69,12 @@ printf '#!/bin/sh\nexec "%s/bin/stub" asan-build\n' "$tree" >"$tree/scripts/buil
 # scripts/fuzz: fuzz-build with --build-only, else fuzz-run.
 printf '#!/bin/sh\n[ "$1" = --build-only ] && exec "%s/bin/stub" fuzz-build\nexec "%s/bin/stub" fuzz-run\n' \
   "$tree" "$tree" >"$tree/scripts/fuzz"
-# ctest: ctest-build or ctest-build-asan, from --test-dir; cmake: only the sanitizer build.
-printf '#!/bin/sh\nexec "%s/bin/stub" "ctest-$2"\n' "$tree" >"$tree/bin/ctest"
+# ctest: ctest-build or ctest-build-asan, from --test-dir, its arguments kept in EVENTS.ctest;
+# scripts/build: its arguments kept in EVENTS.build.
+printf '#!/bin/sh\necho "$*" >>"$STUB_EVENTS.ctest"\nexec "%s/bin/stub" "ctest-$2"\n' "$tree" \
+  >"$tree/bin/ctest"
+printf '#!/bin/sh\necho "$*" >>"$STUB_EVENTS.build"\nexec "%s/bin/stub" build\n' "$tree" \
+  >"$tree/scripts/build"
 chmod +x "$tree/bin/"* "$tree/scripts/"*
 
 # run NAME [VAR=VALUE...]: scripts/test in the tree with the stand-ins; its status in $status, its
@@ -114,6 +118,14 @@ before all "asan-build end" "measure-fresh-install start" # needs the CPU the bu
 before all "measure-fresh-install start" "ctest-build-asan end" # beside the sanitizer tests
 before all "measure-fresh-install end" "fuzz-run start"   # the fuzzers get the cores alone
 before all "ctest-build-asan end" "fuzz-run start"
+# Each test where it proves most: the Release build runs those labelled release, and builds only
+# what they need; the sanitizer build runs every suite it has.
+grep -qx -- "--test-dir build --label-regex ^release\$ .*" "$work/all.events.ctest" ||
+  fail "all: the Release tests are not those labelled release: $(cat "$work/all.events.ctest")"
+grep -qx -- "--test-dir build-asan --output-on-failure .*" "$work/all.events.ctest" ||
+  fail "all: the sanitizer tests are not every suite: $(cat "$work/all.events.ctest")"
+grep -q -- "--target nvsmi-agent --target manpage --target cli_tests --target serve_tests" \
+  "$work/all.events.build" || fail "all: the Release build builds more: $(cat "$work/all.events.build")"
 grep -q "stage 'fresh install (begun with the sanitizer tests)'" "$work/all.err" ||
   fail "all: no stage line for the fresh install"
 # The stand-ins up to the Release tests use about a CPU second at most; the package test 2.
@@ -175,4 +187,8 @@ run quick NVSMI_QUICK=1
 [ "$status" -eq 0 ] || fail "quick: exit status $status"
 ! grep -q "^fuzz-build\|^asan-build\|^measure-fresh-install\|^package-test" "$work/quick.events" ||
   fail "quick: ran more than the tests: $(tr '\n' ';' <"$work/quick.events")"
+grep -qx -- "--test-dir build --output-on-failure .*" "$work/quick.events.ctest" ||
+  fail "quick: not every suite in the Release build: $(cat "$work/quick.events.ctest")"
+! grep -q -- "--target" "$work/quick.events.build" ||
+  fail "quick: the Release build leaves suites out: $(cat "$work/quick.events.build")"
 echo "test_ci_stages: passed"

@@ -32,6 +32,16 @@ AgentCost MonitorCost::read(const std::vector<CostedStream> &streams) {
   auto asked = steady_clock::now();
   if (last_ && asked - last_->first < std::chrono::seconds(1))
     return last_->second;
+  AgentCost cost = read_fresh(streams);
+  last_.emplace(asked, cost);
+  return cost;
+}
+
+AgentCost MonitorCost::read_now(const std::vector<CostedStream> &streams) {
+  return read_fresh(streams);
+}
+
+AgentCost MonitorCost::read_fresh(const std::vector<CostedStream> &streams) {
   // Each running stream with what it started and has not reaped (a wrapper's nvidia-smi, the
   // stand-in's awk): their CPU reaches the child's own count only when they end.
   std::vector<int> pids{static_cast<int>(::getpid())};
@@ -86,7 +96,6 @@ AgentCost MonitorCost::read(const std::vector<CostedStream> &streams) {
   // At most a point a second, however often it is asked (a client scraping in a loop).
   if (now - points_.back().first >= std::chrono::seconds(1))
     points_.emplace_back(now, total);
-  last_.emplace(asked, cost);
   return cost;
 }
 

@@ -43,8 +43,13 @@ public:
   // not make the agent walk /proc for each answer (about 1 ms with five streams). The streams that
   // never started are left out. Each reading is also a point of the window.
   AgentCost read(const std::vector<CostedStream> &streams);
+  // The cost now, read for the agent's own use (--cpu-budget's minute), and not kept for the
+  // clients: their first answer after it is read afresh, not this one again.
+  AgentCost read_now(const std::vector<CostedStream> &streams);
 
 private:
+  AgentCost read_fresh(const std::vector<CostedStream> &streams);
+
   std::unique_ptr<ProcessReader> reader_;
   std::optional<std::pair<std::chrono::steady_clock::time_point, AgentCost>> last_;
   // (when, agent + streams' CPU seconds) of earlier readings: the oldest within the window first.

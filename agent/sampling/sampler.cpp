@@ -595,15 +595,19 @@ std::vector<pid_t> Sampler::children() const {
   return pids;
 }
 
-AgentCost Sampler::cost() {
+std::vector<CostedStream> Sampler::costed_streams() const {
   auto running = [](const std::unique_ptr<NvidiaSmiStream> &stream) {
     return stream ? stream->child_pid() : std::nullopt;
   };
-  AgentCost cost = monitor_cost_.read({{"gpu_query", costs_.gpu_query.get(), running(stream_)},
-                                       {"processes", costs_.processes.get(), running(apps_stream_)},
-                                       {"pmon", costs_.pmon.get(), running(pmon_stream_)},
-                                       {"dmon", costs_.dmon.get(), running(dmon_stream_)},
-                                       {"nvlink", costs_.nvlink.get(), std::nullopt}});
+  return {{"gpu_query", costs_.gpu_query.get(), running(stream_)},
+          {"processes", costs_.processes.get(), running(apps_stream_)},
+          {"pmon", costs_.pmon.get(), running(pmon_stream_)},
+          {"dmon", costs_.dmon.get(), running(dmon_stream_)},
+          {"nvlink", costs_.nvlink.get(), std::nullopt}};
+}
+
+AgentCost Sampler::cost() {
+  AgentCost cost = monitor_cost_.read(costed_streams());
   // Each loop's interval in force, while it runs.
   auto seconds = [](milliseconds every) { return std::chrono::duration<double>(every).count(); };
   for (StreamCost &stream : cost.streams) {
@@ -677,7 +681,7 @@ void Sampler::start_budget() {
     ladder_.push_back(BudgetStep::interval_longer);
   budget_ = std::make_unique<CpuBudget>(*options_.cpu_budget_percent, ladder_.size(),
                                         options_.budget_window);
-  budget_->begin(steady_clock::now(), total_cpu_seconds(cost()));
+  budget_->begin(steady_clock::now(), total_cpu_seconds(monitor_cost_.read_now(costed_streams())));
   arm_budget_timer();
 }
 
@@ -690,8 +694,8 @@ void Sampler::arm_budget_timer() {
 }
 
 void Sampler::judge_budget() {
-  std::optional<CpuBudget::Judgement> judgement =
-      budget_->observe(steady_clock::now(), total_cpu_seconds(cost()));
+  std::optional<CpuBudget::Judgement> judgement = budget_->observe(
+      steady_clock::now(), total_cpu_seconds(monitor_cost_.read_now(costed_streams())));
   if (judgement) {
     judged_percent_ = judgement->share_percent;
     std::string figures = "monitor cost " + fixed_text(judgement->share_percent, 2) +

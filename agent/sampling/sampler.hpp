@@ -130,6 +130,8 @@ public:
 private:
   void replay_next();
   StreamSettings gpu_settings() const;
+  // What MonitorCost reads: each stream's runs and the run going on.
+  std::vector<CostedStream> costed_streams() const;
   // --cpu-budget: the ladder from what runs, the judgement every window, and a step's effect.
   void start_budget();
   void judge_budget();
