@@ -4,6 +4,7 @@
 
 #include "nvsmi/utf8.hpp"
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -61,6 +62,10 @@ int run_chosen(const nvsmi::Subcommands &subcommands) {
 
 int main(int argc, char **argv) {
   using namespace nvsmi;
+  // Every child the agent starts (nvidia-smi, a hook, run's job) is waited for, to learn how it
+  // ended and what it cost. SIG_IGN for SIGCHLD, passed on through exec by a parent that ignores
+  // it, has the kernel reap them instead: a failed nvidia-smi then read as exit 0.
+  std::signal(SIGCHLD, SIG_DFL);
   std::vector<std::string> arguments(argv + 1, argv + argc);
 
   // A command line that names one subcommand and no other is parsed with that one alone. Where

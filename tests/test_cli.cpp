@@ -160,6 +160,18 @@ TEST_CASE("live: nvidia-smi's own failures are reported with its message") {
   check_failure(run_fake("garbage", ""), 6, "nvidia-smi output");
 }
 
+TEST_CASE("live: under a parent that ignores SIGCHLD, nvidia-smi's failure is still its exit "
+          "code") {
+  // SIG_IGN for SIGCHLD passes through exec (a daemon's or a job launcher's), and with it the
+  // kernel reaps every child itself: wait4 found none, and the failed nvidia-smi read as exit 0,
+  // its empty output then blamed as unreadable.
+  const std::string ignoring = "import os, signal, sys; signal.signal(signal.SIGCHLD, "
+                               "signal.SIG_IGN); os.execv(sys.argv[1], sys.argv[1:])";
+  check_failure(test::run_shell("FAKE_NVSMI_MODE=exit9 /usr/bin/python3 -c " + quote(ignoring) +
+                                " " + quote(AGENT_BIN) + " snapshot --nvidia-smi " + fake()),
+                4, "exited with code 9: NVIDIA-SMI has failed");
+}
+
 TEST_CASE("live: a hung nvidia-smi is killed at --timeout") {
   auto start = std::chrono::steady_clock::now();
   check_failure(run_fake("hang", "--timeout 1"), 5, "no answer within 1 s");
