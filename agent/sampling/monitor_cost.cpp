@@ -32,16 +32,12 @@ AgentCost MonitorCost::read(const std::vector<CostedStream> &streams) {
   auto asked = steady_clock::now();
   if (last_ && asked - last_->first < std::chrono::seconds(1))
     return last_->second;
-  AgentCost cost = read_fresh(streams);
+  AgentCost cost = read_now(streams);
   last_.emplace(asked, cost);
   return cost;
 }
 
 AgentCost MonitorCost::read_now(const std::vector<CostedStream> &streams) {
-  return read_fresh(streams);
-}
-
-AgentCost MonitorCost::read_fresh(const std::vector<CostedStream> &streams) {
   // Each running stream with what it started and has not reaped (a wrapper's nvidia-smi, the
   // stand-in's awk): their CPU reaches the child's own count only when they end.
   std::vector<int> pids{static_cast<int>(::getpid())};

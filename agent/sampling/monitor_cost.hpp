@@ -48,8 +48,6 @@ public:
   AgentCost read_now(const std::vector<CostedStream> &streams);
 
 private:
-  AgentCost read_fresh(const std::vector<CostedStream> &streams);
-
   std::unique_ptr<ProcessReader> reader_;
   std::optional<std::pair<std::chrono::steady_clock::time_point, AgentCost>> last_;
   // (when, agent + streams' CPU seconds) of earlier readings: the oldest within the window first.
