@@ -155,6 +155,29 @@ void write_allocation(JsonWriter &json, const Snapshot &snapshot, const Gpu &gpu
   json.end_object();
 }
 
+// A long run's totals for the GPU (nvsmi/usage_counters.hpp), to the millisecond and millijoule;
+// absent from a one-shot sample, and each pair absent until its reading was known once.
+void write_counters(JsonWriter &json, const Gpu &gpu) {
+  if (!gpu.counters)
+    return;
+  const GpuCounters &c = *gpu.counters;
+  json.key("counters");
+  json.begin_object();
+  auto write = [&](std::string_view name, const std::optional<double> &value) {
+    if (value)
+      field(json, name, std::round(*value * 1000) / 1000);
+  };
+  write("sampled_seconds", c.sampled_seconds);
+  write("busy_seconds", c.busy_seconds);
+  write("gpm_sampled_seconds", c.gpm_sampled_seconds);
+  write("sm_active_seconds", c.sm_active_seconds);
+  write("tensor_active_seconds", c.tensor_active_seconds);
+  write("dram_active_seconds", c.dram_active_seconds);
+  write("power_sampled_seconds", c.power_sampled_seconds);
+  write("energy_joules", c.energy_joules);
+  json.end_object();
+}
+
 void write_gpu(JsonWriter &json, const Snapshot &snapshot, std::size_t position) {
   const Gpu &gpu = snapshot.gpus[position];
   field(json, "index", gpu.index);
@@ -210,6 +233,7 @@ void write_gpu(JsonWriter &json, const Snapshot &snapshot, std::size_t position)
   write_health(json, gpu);
   write_allocation(json, snapshot, gpu);
   write_xids(json, snapshot, position);
+  write_counters(json, gpu);
   for (const ExtraField &extra : gpu.extras)
     field(json, extra.name, extra.value);
 }

@@ -2,6 +2,7 @@
 
 #include "nvsmi/gpu_fields.hpp"
 
+#include <cmath>
 #include <set>
 #include <string>
 #include <vector>
@@ -84,6 +85,16 @@ const std::vector<DcgmFamily> &dcgm_families() {
           .from(gpu_field(&Gpu::temperature_c)),
       Row("DCGM_FI_DEV_POWER_USAGE", gauge, "Board power draw in W (nvidia-smi power.draw).")
           .from(gpu_field(&Gpu::power_draw_w)),
+      // DCGM reads the driver's own total since the driver loaded; nvidia-smi has no such field
+      // (nvsmi/snapshot.hpp, GpuCounters), so this is the agent's integral of the power draw since
+      // it started: increase() and rate() mean the same, the absolute value does not.
+      Row("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", counter,
+          "Energy in mJ since the agent started, integrated from the power draw of every sample.")
+          .by_hand([](const Gpu &gpu) -> std::optional<double> {
+            if (!gpu.counters || !gpu.counters->energy_joules)
+              return std::nullopt;
+            return std::round(*gpu.counters->energy_joules * 1000);
+          }),
       Row("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", counter,
           "PCIe packets resent, since the driver loaded (nvidia-smi pci/replay_counter).")
           .from(gpu_field(&GpuHealth::pcie_replay_count)),

@@ -60,6 +60,66 @@ void write_gpu_reading_metrics(const Snapshot &snapshot, const std::vector<std::
   }
 }
 
+// A long run's totals (nvsmi/usage_counters.hpp): counters from every sample the agent read, so
+// that rate(busy) / rate(sampled) is the exact mean utilization between any two scrapes. Each
+// pair is absent until its reading was known once; a one-shot sample has none.
+void write_counter_metrics(const Snapshot &snapshot, const std::vector<std::string> &labels,
+                           MetricsOut &out) {
+  using Member = std::optional<double> GpuCounters::*;
+  struct Counter {
+    const char *name, *help;
+    Member member;
+  };
+  static const Counter counters[] = {
+      {"nvsmi_gpu_sampled_seconds_total",
+       "Seconds covered by samples whose utilization.gpu was known (the divisor of "
+       "nvsmi_gpu_busy_seconds_total's rate).",
+       &GpuCounters::sampled_seconds},
+      {"nvsmi_gpu_busy_seconds_total",
+       "Seconds the GPU was busy: utilization.gpu (0-1) times the seconds each sample stands "
+       "for, over every sample the agent read.",
+       &GpuCounters::busy_seconds},
+      {"nvsmi_gpu_gpm_sampled_seconds_total",
+       "Seconds covered by samples whose SM, tensor and DRAM activity (dmon's GPM) were known.",
+       &GpuCounters::gpm_sampled_seconds},
+      {"nvsmi_gpu_sm_active_seconds_total",
+       "SM activity (0-1, a warp resident) times the seconds each sample stands for.",
+       &GpuCounters::sm_active_seconds},
+      {"nvsmi_gpu_tensor_active_seconds_total",
+       "Tensor pipe activity (0-1) times the seconds each sample stands for.",
+       &GpuCounters::tensor_active_seconds},
+      {"nvsmi_gpu_dram_active_seconds_total",
+       "DRAM bandwidth in use (0-1) times the seconds each sample stands for.",
+       &GpuCounters::dram_active_seconds},
+      {"nvsmi_gpu_power_sampled_seconds_total",
+       "Seconds covered by samples whose power draw was known.",
+       &GpuCounters::power_sampled_seconds},
+      {"nvsmi_gpu_energy_joules_total",
+       "Energy in joules: the power draw times the seconds each sample stands for "
+       "(nvsmi_gpu_energy_source_info says so).",
+       &GpuCounters::energy_joules},
+  };
+  for (const Counter &counter : counters) {
+    Family family(counter.name, counter.help, "counter");
+    for (std::size_t i = 0; i < snapshot.gpus.size(); ++i)
+      if (const std::optional<GpuCounters> &c = snapshot.gpus[i].counters)
+        family.add(labels[i], (*c).*counter.member);
+    family.write(out);
+  }
+  // nvidia-smi has no energy counter of the driver's to read (nvsmi/snapshot.hpp, GpuCounters).
+  Family source("nvsmi_gpu_energy_source_info",
+                "Constant 1: where nvsmi_gpu_energy_joules_total comes from (source).");
+  for (std::size_t i = 0; i < snapshot.gpus.size(); ++i) {
+    const std::optional<GpuCounters> &c = snapshot.gpus[i].counters;
+    if (!c || !c->energy_joules)
+      continue;
+    std::string info = labels[i];
+    append_label(info, "source", std::string("integrated_power_draw"));
+    source.add(info, 1.0);
+  }
+  source.write(out);
+}
+
 // A process's series: its GPU's labels, then pid and name, then who runs it and where, each
 // label only where known (Prometheus reads an absent label and an empty one alike).
 std::string process_labels(const std::string &gpu, const Process &process) {
@@ -201,6 +261,7 @@ void write_snapshot_metrics(const Snapshot &snapshot, MetricsOut &out) {
     return;
   }
   write_gpu_reading_metrics(snapshot, labels, out);
+  write_counter_metrics(snapshot, labels, out);
 
   Family info("nvsmi_gpu_info", "Constant 1, labelled with what identifies the GPU.");
   for (std::size_t i = 0; i < snapshot.gpus.size(); ++i) {

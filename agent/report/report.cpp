@@ -197,6 +197,10 @@ void ReportBuilder::add(const LogRow &log) {
   sample.nvlink_bandwidth_bytes_per_second = gpu.nvlink_bandwidth_bytes_per_second;
   sample.allocation = gpu.allocation;
   sample.compute_process = held_for_compute(gpu);
+  if (gpu.counters && gpu.counters->busy_seconds && gpu.counters->sampled_seconds) {
+    sample.counted_busy_seconds = gpu.counters->busy_seconds;
+    sample.counted_sampled_seconds = gpu.counters->sampled_seconds;
+  }
   if (gpu_state(gpu) == GpuState::allocated_idle)
     sample.allocated_idle = gpu.allocation;
   if (!stats_[found->second]->add(sample, gpu)) {

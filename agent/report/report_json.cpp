@@ -61,7 +61,10 @@ OrderedJson gpu_json(const Report &report, std::size_t position) {
                                 {"median", maybe(gpu.utilization_median)},
                                 {"p95", maybe(gpu.utilization_p95)},
                                 {"max", maybe(gpu.utilization_max)},
-                                {"known_s", rounded(gpu.utilization_known_seconds, 3)}};
+                                {"known_s", rounded(gpu.utilization_known_seconds, 3)},
+                                {"counted_mean", rounded(gpu.counted_utilization_mean)},
+                                {"counted_s", rounded(gpu.counted_seconds, 3)},
+                                {"counted_agrees", maybe(counted_agrees(gpu))}};
   out["idle_percent"] = rounded(gpu.idle.percent());
   out["starved_percent"] = rounded(gpu.starved.percent());
   out["starved_memory_mean_mib"] = rounded(gpu.starved_memory_mean_mib, 0);

@@ -127,6 +127,24 @@ std::optional<Allocation> read_allocation(const Json &value, const std::string &
   return allocation;
 }
 
+// The GPU's "counters" (format_json's write_counters): each pair where both its members are.
+GpuCounters read_counters(const Json &value, const std::string &where) {
+  Members in(object_at(value, where), where + ".");
+  GpuCounters counters;
+  auto pair = [&](const char *seconds_key, const char *total_key, std::optional<double> &seconds,
+                  std::optional<double> &total) {
+    RealReading s = in.real(seconds_key), t = in.real(total_key);
+    if (s && t) {
+      seconds = s;
+      total = t;
+    }
+  };
+  pair("sampled_seconds", "busy_seconds", counters.sampled_seconds, counters.busy_seconds);
+  pair("power_sampled_seconds", "energy_joules", counters.power_sampled_seconds,
+       counters.energy_joules);
+  return counters;
+}
+
 Gpu read_gpu(const Json &value, const std::string &where) {
   Members in(object_at(value, where), where + ".");
   Gpu gpu;
@@ -173,6 +191,8 @@ Gpu read_gpu(const Json &value, const std::string &where) {
   }
   if (const Json *allocation = in.find("allocation"))
     gpu.allocation = read_allocation(*allocation, where + ".allocation");
+  if (const Json *counters = in.find("counters"))
+    gpu.counters = read_counters(*counters, where + ".counters");
   return gpu;
 }
 

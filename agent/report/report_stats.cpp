@@ -4,6 +4,7 @@
 #include "nvsmi/gpu_fields.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace nvsmi {
 namespace {
@@ -90,6 +91,20 @@ void GpuStats::settle_interval() {
 
 void GpuStats::take(const Sample &x) {
   using namespace report_rules;
+  // Counters a log cannot hold are not believed: busy beyond sampled, or more seconds than a
+  // million years (a hand-edited or garbled line), which summed could end infinite.
+  if (x.counted_busy_seconds && x.counted_sampled_seconds &&
+      *x.counted_sampled_seconds <= report_rules::most_counted_seconds &&
+      *x.counted_busy_seconds <= *x.counted_sampled_seconds * (1 + 1e-9) + 1e-3) {
+    double busy = *x.counted_busy_seconds, sampled = *x.counted_sampled_seconds;
+    if (last_counted_) {
+      // A counter lower than before is a new agent's, counted from zero at its start.
+      bool reset = busy < last_counted_->first || sampled < last_counted_->second;
+      counted_busy_ += reset ? busy : busy - last_counted_->first;
+      counted_sampled_ += reset ? sampled : sampled - last_counted_->second;
+    }
+    last_counted_ = {busy, sampled};
+  }
   if (x.allocated_idle && x.allocated_idle->held_s &&
       (!s_.allocated_idle || *x.allocated_idle->held_s > s_.allocated_idle->held_s.value_or(0)))
     s_.allocated_idle = x.allocated_idle;
@@ -245,6 +260,13 @@ void GpuStats::take_idle_held(const Sample &x, double seconds) {
   }
 }
 
+std::optional<bool> counted_agrees(const GpuSummary &gpu) {
+  if (!gpu.counted_utilization_mean || !gpu.utilization_mean)
+    return std::nullopt;
+  return std::abs(*gpu.counted_utilization_mean - *gpu.utilization_mean) <=
+         report_rules::counted_agrees_within_points;
+}
+
 GpuSummary GpuStats::finish() {
   if (!settled_)
     settle_interval();
@@ -254,6 +276,10 @@ GpuSummary GpuStats::finish() {
     out.utilization_mean = utilization_sum_ / known;
     out.utilization_median = quantile(utilization_seconds_, known, 0.5);
     out.utilization_p95 = quantile(utilization_seconds_, known, 0.95);
+  }
+  if (counted_sampled_ > 0) {
+    out.counted_utilization_mean = counted_busy_ / counted_sampled_ * 100;
+    out.counted_seconds = counted_sampled_;
   }
   if (s_.starved.seconds > 0)
     out.starved_memory_mean_mib = starved_memory_sum_ / s_.starved.seconds;

@@ -46,16 +46,23 @@ struct Sample {
   Reading nvlink_bandwidth_bytes_per_second;
   std::optional<Allocation> allocation; // the job that holds it, where one does
   std::optional<bool> compute_process;  // held_for_compute; nullopt: no process list
+  // The agent's busy and sampled seconds so far (nvsmi/usage_counters.hpp); nullopt where the log
+  // line has none (a CSV log, a one-shot snapshot, an earlier agent's log).
+  std::optional<double> counted_busy_seconds, counted_sampled_seconds;
 };
 
 // The thresholds behind the shares and the findings (README "report"); those every view shares
 // (idle, starved, held, power limit, hot) are nvsmi/thresholds.hpp's.
 namespace report_rules {
-constexpr double gap_intervals = 3;            // a longer stretch without samples is a gap
-constexpr int slow_pstate_above = 2;           // P3..P15 while busy
+constexpr double gap_intervals = gpu_thresholds::sample_gap_intervals; // longer: a gap
+constexpr int slow_pstate_above = 2;                                   // P3..P15 while busy
 constexpr std::size_t interval_samples = 33;   // the interval is the median of their spacing
 constexpr double host_busy_percent = 90;       // the host's CPUs busy enough to starve a GPU
 constexpr double host_idle_below_percent = 50; // ...or mostly idle: the wait is elsewhere
+// The agent's counters and the logged samples agree on the mean utilization within this many
+// percentage points; more apart, the log misses samples the agent read.
+constexpr double counted_agrees_within_points = 1;
+constexpr double most_counted_seconds = 3.2e13; // a million years: more is no agent's count
 } // namespace report_rules
 
 // A mean weighted by time, over the seconds its reading was known: the report's one way of
@@ -135,6 +142,12 @@ struct GpuSummary {
   std::optional<int> utilization_median, utilization_p95;
   Reading utilization_max;
   double utilization_known_seconds = 0;
+  // The same mean from the agent's own counters (every sample it read, not only those logged):
+  // their increase over the log, a counter that went back (a new agent) counted from zero; and
+  // the seconds it covers. nullopt where the log has no counters. Beside utilization_mean, it says
+  // whether the log holds every sample: report_findings.cpp's check.
+  std::optional<double> counted_utilization_mean;
+  double counted_seconds = 0;
   // starved: held (gpu_thresholds::memory_held_mib or more used: a job is there) and waiting
   // (utilization under gpu_thresholds::starved_below_percent); idle_held: held and idle (under
   // gpu_thresholds::idle_below_percent). Both known where utilization and memory are.
@@ -184,6 +197,10 @@ struct GpuSummary {
   Series series;
 };
 
+// Whether the agent's counted mean and the log's own agree (report_rules); nullopt where either
+// is unknown.
+std::optional<bool> counted_agrees(const GpuSummary &gpu);
+
 // The known readings of `latest`'s table fields by their JSON keys, "temperature_slowdown_c 87,
 // recovery_action None"; empty where none is known. Text as the log had it: the caller makes it
 // printable.
@@ -218,6 +235,9 @@ private:
   std::optional<double> given_interval_;
   std::vector<Sample> pending_; // until the interval is known
   std::optional<double> last_time_;
+  // The counters of the previous sample that had them, and their increase so far.
+  std::optional<std::pair<double, double>> last_counted_; // busy, sampled seconds
+  double counted_busy_ = 0, counted_sampled_ = 0;
   bool settled_ = false, started_ = false;
   double previous_time_ = 0;
   std::array<double, 101> utilization_seconds_{};

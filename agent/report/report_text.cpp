@@ -70,6 +70,18 @@ void gpu_section(std::string &out, const Report &report, std::size_t position) {
        "mean " + percent(gpu.utilization_mean) + ", median " +
            whole_percent(gpu.utilization_median) + ", p95 " + whole_percent(gpu.utilization_p95) +
            ", max " + whole_percent(gpu.utilization_max));
+  if (gpu.counted_utilization_mean) {
+    // The agent's counters hold every sample it read: a log that lost some says another mean.
+    std::string counted = "counted by the agent: mean " + percent(gpu.counted_utilization_mean) +
+                          " over " + describe_duration(gpu.counted_seconds);
+    std::optional<bool> agrees = counted_agrees(gpu);
+    if (agrees && *agrees)
+      counted += ", as the logged samples say";
+    else if (agrees)
+      counted +=
+          "; the logged samples' " + percent(gpu.utilization_mean) + " miss some of what it read";
+    line(out, "", counted);
+  }
   std::string starved = "starved " + share(gpu.starved);
   if (gpu.starved_memory_mean_mib)
     starved += number(*gpu.starved_memory_mean_mib, " (holding %.0f MiB on average, ") +

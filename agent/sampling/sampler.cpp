@@ -511,6 +511,9 @@ void Sampler::hand_on(Snapshot snapshot) {
   attach_allocations(snapshot);
   offsets_.attach(snapshot);
   health_memory_.carry(snapshot);
+  usage_counters_.add(snapshot,
+                      std::chrono::duration<double>(steady_clock::now().time_since_epoch()).count(),
+                      std::chrono::duration<double>(interval()).count());
   if (unhealthy_hook_)
     unhealthy_hook_->observe(snapshot);
   on_sample_(std::move(snapshot));

@@ -11,6 +11,7 @@
 #include "nvidia_smi/nvidia_smi_stream.hpp"
 #include "nvsmi/health_memory.hpp"
 #include "nvsmi/nvlink_status.hpp"
+#include "nvsmi/usage_counters.hpp"
 #include "sampling/cpu_budget.hpp"
 #include "sampling/monitor_cost.hpp"
 #include "sampling/nvlink_counter_reader.hpp"
@@ -226,6 +227,7 @@ private:
   std::unique_ptr<XidLog> xid_log_;  // options.kernel_log from the first sample on
   std::unique_ptr<UnhealthyHook> unhealthy_hook_; // options.on_unhealthy
   HealthMemory health_memory_;    // a failing GPU stays failing while its reading is unknown
+  UsageCounters usage_counters_;  // every sample's busy seconds and energy, added up
   bool job_mapping_said_ = false; // its problem is said once, not every sample
   // Each stream's runs, across restarts and the stream objects that ran them (pmon stopped and
   // started again); nvlink: the bounded runs of `nvlink -s` and `nvlink -gt d`.

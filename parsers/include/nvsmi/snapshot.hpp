@@ -164,6 +164,22 @@ struct Allocation {
   Reading held_s;
 };
 
+// What a long-running command (watch, serve, top, run) has added up of a GPU over every sample it
+// read since it started (nvsmi/usage_counters.hpp), so that a scraper that sees one sample in 15
+// still gets the whole curve. Each pair is nullopt until its reading was known in one sample, then
+// only grows: `*_sampled_seconds` are the seconds covered by samples that knew the reading, the
+// other member of the pair what the reading added over them. A one-shot sample has none.
+struct GpuCounters {
+  // utilization.gpu: busy seconds are its share (0-1) times the seconds each sample stands for.
+  std::optional<double> sampled_seconds, busy_seconds;
+  // dmon's GPM activity, counted over the samples that knew SM, tensor and DRAM activity all three.
+  std::optional<double> gpm_sampled_seconds, sm_active_seconds, tensor_active_seconds,
+      dram_active_seconds;
+  // power.draw times seconds: nvidia-smi gives no energy counter of the driver's (the query fields
+  // of driver 580 have none, fixtures/recorded/*/help-query-gpu.txt), so it is integrated here.
+  std::optional<double> power_sampled_seconds, energy_joules;
+};
+
 struct Gpu {
   int index = 0; // position in nvidia-smi's XML, or its `index` column
   Text uuid, name, pci_bus_id, pstate;
@@ -203,6 +219,8 @@ struct Gpu {
   // what is known of it (at least its bus id or index), never silently dropped.
   Text lost_reason;
   std::vector<ExtraField> extras; // in the order asked for
+  // Its running totals over the samples a long-running command read; nullopt in a one-shot sample.
+  std::optional<GpuCounters> counters;
   // The job that holds it; nullopt where none does, or where allocations are not read
   // (Snapshot::allocations_read tells the two apart).
   std::optional<Allocation> allocation;

@@ -21,6 +21,9 @@ inline constexpr double power_limit_fraction = 0.95;
 // Using at least this fraction of its memory, a GPU is full: the next allocation of a job on it
 // fails with out-of-memory, so `top` shows it in the alarm colour.
 inline constexpr double memory_full_fraction = 0.95;
+// A stretch between two samples longer than this many sample intervals is a gap: its readings are
+// unknown, in `report`'s shares and in the counters of long runs (nvsmi/usage_counters.hpp) alike.
+inline constexpr double sample_gap_intervals = 3;
 // Utilization under this percentage is idle.
 inline constexpr double idle_below_percent = 5;
 // A GPU holding at least this much memory has a job on it...
