@@ -527,6 +527,39 @@ TEST_CASE("serve: the dashboard's header says what monitoring costs, once ten se
   screenshot(server, "400,900", "dashboard-cost-phone.png");
 }
 
+TEST_CASE("serve: the dashboard's header says what --cpu-budget gave up to keep to it") {
+  if (!test::installed("chromium")) {
+    WARN("chromium is not installed: not rendered");
+    return;
+  }
+  // Judged every 2 s; the stand-in's bash and awk cost far more than 0.01 % of a core.
+  test::Server server("--interval 0.5 --cpu-budget 0.01 --nvidia-smi " + fake,
+                      "NVSMI_TEST_BUDGET_WINDOW_SECONDS=2");
+  json monitor;
+  REQUIRE(test::wait_until(
+      [&] {
+        json answer = series(server);
+        if (!answer.is_object() || !answer["monitor"].is_object())
+          return false;
+        monitor = answer["monitor"];
+        return monitor["window_seconds"].get<double>() >= 10 && monitor["budget_steps"].size() >= 2;
+      },
+      std::chrono::seconds(120)));
+  INFO(monitor.dump());
+  CHECK(monitor["budget_percent"] == 0.01);
+  // The ladder's order (sampling/sampler.hpp): pmon first where it runs, else dmon.
+  CHECK_THAT(monitor["budget_steps"][0].get<std::string>(), Catch::Contains(" every 10 s"));
+  std::string page = dom(server);
+  CHECK(matches(page, R"re(<span class="meta over-budget" id="cost" title="the agent and the )re"
+                      R"re(nvidia-smi it runs, over the last \d+ s; to keep to --cpu-budget )re"
+                      R"re(0\.01 %: [a-z]+ every 10 s, [^"]+">monitoring cost: \d+(\.\d+)? % )re"
+                      "of a core \xc2\xb7 "
+                      R"re(budget 0\.01 %: [^<]+</span>)re")
+            .size() == 1);
+  screenshot(server, "1400,1000", "dashboard-budget.png");
+  screenshot(server, "400,900", "dashboard-budget-phone.png");
+}
+
 TEST_CASE("serve: the dashboard says so when the agent has no sample yet") {
   if (!test::installed("chromium")) {
     WARN("chromium is not installed: not rendered");

@@ -194,6 +194,35 @@ TEST_CASE("top's screen at 80x24 holds every GPU, the table and the keys, none p
   CHECK(screen_has(wide, "NVIDIA H100 80GB HBM3"));
 }
 
+TEST_CASE("top's header says what --cpu-budget gave up to keep to it: its latest step, in amber") {
+  Utf8Locale utf8;
+  TopModel model(milliseconds(1000));
+  TopClock::time_point now = TopClock::now();
+  Snapshot s = with_users();
+  AgentCost cost;
+  cost.core_percent = 4.2;
+  cost.window_seconds = 60;
+  cost.budget_percent = 1;
+  s.agent = cost;
+  model.add_sample(s, now);
+  // No step taken: nothing said of the budget.
+  CHECK_FALSE(screen_has(screen_text(model, now, 200, 50), "budget"));
+  cost.budget_steps = {"pmon every 10 s", "dmon stopped (GPU activity and PCIe traffic unknown)"};
+  s.agent = cost;
+  model.add_sample(s, now);
+  std::string header = screen_text(model, now, 200, 50)[0];
+  CHECK(header.find("monitor 4.2% of a core  budget 1%: dmon stopped (GPU activity and PCIe "
+                    "traffic unknown)") != std::string::npos);
+  CHECK(tone_of(layout_screen(model, now, {200, 50}, true)[0], "budget 1%") == Tone::warning);
+  // A step's words are the agent's own, yet they pass the printable filter like any text.
+  cost.budget_steps = {"pmon\x1b[2J stopped"};
+  s.agent = cost;
+  model.add_sample(s, now);
+  header = screen_text(model, now, 200, 50)[0];
+  CHECK(header.find('\x1b') == std::string::npos);
+  CHECK(header.find("budget 1%: pmon") != std::string::npos);
+}
+
 TEST_CASE("top's header says the monitor's share of a core once ten seconds of it are known, "
           "and keeps it between readings") {
   Utf8Locale utf8;

@@ -342,6 +342,16 @@ HttpResponse series_response(std::string_view query, const ServeHistory &history
     json.value(std::round(*context.monitor_core_percent * 100) / 100);
     json.key("window_seconds");
     json.value(std::round(context.monitor_window_seconds));
+    json.key("budget_percent");
+    if (context.budget_percent)
+      json.value(*context.budget_percent);
+    else
+      json.null();
+    json.key("budget_steps");
+    json.begin_array();
+    for (const std::string &taken : context.budget_steps)
+      json.value(taken);
+    json.end_array();
     json.end_object();
   } else {
     json.null();

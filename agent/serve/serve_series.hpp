@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace nvsmi {
 
@@ -26,6 +27,9 @@ struct SeriesContext {
   // The monitor's share of a core and the window it is over (AgentCost): the page's header.
   std::optional<double> monitor_core_percent;
   double monitor_window_seconds = 0;
+  // --cpu-budget's percent (none: off) and the steps it has taken, in order (AgentCost).
+  std::optional<double> budget_percent;
+  std::vector<std::string> budget_steps;
 };
 
 // The answer to `query` (seconds=W&points=P, or step=S&since=T): 200 with the series, or 400

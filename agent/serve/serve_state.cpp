@@ -157,7 +157,9 @@ HttpResponse ServeState::series(std::string_view query, const ServeClock &at,
                         latest_->summary,
                         fleet_page_,
                         page_cost(at, agent).core_percent,
-                        page_cost(at, agent).window_seconds};
+                        page_cost(at, agent).window_seconds,
+                        page_cost(at, agent).budget_percent,
+                        page_cost(at, agent).budget_steps};
   // Made later, in turn (HttpResponse::later): hundreds of them at once must not keep /metrics
   // waiting behind them all.
   HttpResponse later;

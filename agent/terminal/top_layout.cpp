@@ -377,6 +377,12 @@ ScreenLine header_line(const TopModel &model, TopClock::time_point now, int colu
     if (cost && cost->core_percent && cost->window_seconds >= 10)
       parts.push_back(
           {"monitor " + core_share_text(*cost->core_percent) + " of a core", Tone::normal});
+    // What --cpu-budget has given up to keep to it: the latest step says what is slower or
+    // unknown now (the ladder's earlier steps are in force with it), never silent.
+    if (cost && cost->budget_percent && !cost->budget_steps.empty())
+      parts.push_back({"budget " + trimmed_text(*cost->budget_percent, 2) +
+                           "%: " + printable_text(cost->budget_steps.back(), true),
+                       Tone::warning});
   }
   // Whole parts only, in order: a cut "driver 55" would be a wrong reading.
   for (auto &[text, style] : parts) {
