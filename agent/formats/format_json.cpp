@@ -5,6 +5,7 @@
 #include "nvsmi/gpu_fields.hpp"
 #include "nvsmi/gpu_state.hpp"
 #include "nvsmi/timestamp.hpp"
+#include "nvsmi/usage_counters.hpp"
 
 #include "formats/fleet_health.hpp"
 #include "formats/json_writer.hpp"
@@ -163,18 +164,9 @@ void write_counters(JsonWriter &json, const Gpu &gpu) {
   const GpuCounters &c = *gpu.counters;
   json.key("counters");
   json.begin_object();
-  auto write = [&](std::string_view name, const std::optional<double> &value) {
-    if (value)
-      field(json, name, std::round(*value * 1000) / 1000);
-  };
-  write("sampled_seconds", c.sampled_seconds);
-  write("busy_seconds", c.busy_seconds);
-  write("gpm_sampled_seconds", c.gpm_sampled_seconds);
-  write("sm_active_seconds", c.sm_active_seconds);
-  write("tensor_active_seconds", c.tensor_active_seconds);
-  write("dram_active_seconds", c.dram_active_seconds);
-  write("power_sampled_seconds", c.power_sampled_seconds);
-  write("energy_joules", c.energy_joules);
+  for (const CounterField &counter : counter_fields())
+    if (const std::optional<double> &value = c.*counter.member)
+      field(json, counter.json_key, std::round(*value * 1000) / 1000);
   json.end_object();
 }
 

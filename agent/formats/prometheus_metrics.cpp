@@ -7,6 +7,7 @@
 #include "formats/prometheus_text.hpp"
 
 #include "nvsmi/gpu_fields.hpp"
+#include "nvsmi/usage_counters.hpp"
 #include "nvsmi/utf8.hpp"
 
 #include <algorithm>
@@ -65,42 +66,8 @@ void write_gpu_reading_metrics(const Snapshot &snapshot, const std::vector<std::
 // pair is absent until its reading was known once; a one-shot sample has none.
 void write_counter_metrics(const Snapshot &snapshot, const std::vector<std::string> &labels,
                            MetricsOut &out) {
-  using Member = std::optional<double> GpuCounters::*;
-  struct Counter {
-    const char *name, *help;
-    Member member;
-  };
-  static const Counter counters[] = {
-      {"nvsmi_gpu_sampled_seconds_total",
-       "Seconds covered by samples whose utilization.gpu was known (the divisor of "
-       "nvsmi_gpu_busy_seconds_total's rate).",
-       &GpuCounters::sampled_seconds},
-      {"nvsmi_gpu_busy_seconds_total",
-       "Seconds the GPU was busy: utilization.gpu (0-1) times the seconds each sample stands "
-       "for, over every sample the agent read.",
-       &GpuCounters::busy_seconds},
-      {"nvsmi_gpu_gpm_sampled_seconds_total",
-       "Seconds covered by samples whose SM, tensor and DRAM activity (dmon's GPM) were known.",
-       &GpuCounters::gpm_sampled_seconds},
-      {"nvsmi_gpu_sm_active_seconds_total",
-       "SM activity (0-1, a warp resident) times the seconds each sample stands for.",
-       &GpuCounters::sm_active_seconds},
-      {"nvsmi_gpu_tensor_active_seconds_total",
-       "Tensor pipe activity (0-1) times the seconds each sample stands for.",
-       &GpuCounters::tensor_active_seconds},
-      {"nvsmi_gpu_dram_active_seconds_total",
-       "DRAM bandwidth in use (0-1) times the seconds each sample stands for.",
-       &GpuCounters::dram_active_seconds},
-      {"nvsmi_gpu_power_sampled_seconds_total",
-       "Seconds covered by samples whose power draw was known.",
-       &GpuCounters::power_sampled_seconds},
-      {"nvsmi_gpu_energy_joules_total",
-       "Energy in joules: the power draw times the seconds each sample stands for "
-       "(nvsmi_gpu_energy_source_info says so).",
-       &GpuCounters::energy_joules},
-  };
-  for (const Counter &counter : counters) {
-    Family family(counter.name, counter.help, "counter");
+  for (const CounterField &counter : counter_fields()) {
+    Family family(counter.prometheus_name, counter.prometheus_help, "counter");
     for (std::size_t i = 0; i < snapshot.gpus.size(); ++i)
       if (const std::optional<GpuCounters> &c = snapshot.gpus[i].counters)
         family.add(labels[i], (*c).*counter.member);

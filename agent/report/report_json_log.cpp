@@ -4,6 +4,7 @@
 #include "nvsmi/gpu_fields.hpp"
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/timestamp.hpp"
+#include "nvsmi/usage_counters.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -127,21 +128,12 @@ std::optional<Allocation> read_allocation(const Json &value, const std::string &
   return allocation;
 }
 
-// The GPU's "counters" (format_json's write_counters): each pair where both its members are.
+// The GPU's "counters" (format_json's write_counters), each total where it is given.
 GpuCounters read_counters(const Json &value, const std::string &where) {
   Members in(object_at(value, where), where + ".");
   GpuCounters counters;
-  auto pair = [&](const char *seconds_key, const char *total_key, std::optional<double> &seconds,
-                  std::optional<double> &total) {
-    RealReading s = in.real(seconds_key), t = in.real(total_key);
-    if (s && t) {
-      seconds = s;
-      total = t;
-    }
-  };
-  pair("sampled_seconds", "busy_seconds", counters.sampled_seconds, counters.busy_seconds);
-  pair("power_sampled_seconds", "energy_joules", counters.power_sampled_seconds,
-       counters.energy_joules);
+  for (const CounterField &counter : counter_fields())
+    counters.*counter.member = in.real(counter.json_key);
   return counters;
 }
 

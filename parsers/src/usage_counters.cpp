@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 
 namespace nvsmi {
 namespace {
@@ -27,24 +28,60 @@ std::optional<double> watts(const RealReading &power) {
   return power;
 }
 
-// One reading's pair: started at zero by the first sample that knows it; then each sample that
-// knows it adds its stretch, when it has one (`stretch` seconds; none after a gap).
-void count(std::optional<double> &seconds, std::optional<double> &total,
-           const std::optional<double> &value, const std::optional<double> &stretch) {
-  if (!value)
-    return;
+// What one known reading adds: its total, and the share (or watts) it was over the stretch.
+struct Added {
+  std::optional<double> &total;
+  double value;
+};
+
+// A reading's seconds and the totals that share them: started at zero by the first sample that
+// knows the reading; then each sample that knows it adds its stretch, when it has one (`stretch`
+// seconds; none after a gap).
+void count(std::optional<double> &seconds, std::initializer_list<Added> totals,
+           const std::optional<double> &stretch) {
   if (!seconds) {
     seconds = 0;
-    total = 0;
+    for (const Added &added : totals)
+      added.total = 0;
     return;
   }
   if (!stretch)
     return;
   *seconds += *stretch;
-  *total += *value * *stretch;
+  for (const Added &added : totals)
+    *added.total += added.value * *stretch;
 }
 
 } // namespace
+
+const std::vector<CounterField> &counter_fields() {
+  static const std::vector<CounterField> fields = {
+      {&GpuCounters::sampled_seconds, "sampled_seconds", "nvsmi_gpu_sampled_seconds_total",
+       "Seconds covered by samples whose utilization.gpu was known (the divisor of "
+       "nvsmi_gpu_busy_seconds_total's rate)."},
+      {&GpuCounters::busy_seconds, "busy_seconds", "nvsmi_gpu_busy_seconds_total",
+       "Seconds the GPU was busy: utilization.gpu (0-1) times the seconds each sample stands "
+       "for, over every sample the agent read."},
+      {&GpuCounters::gpm_sampled_seconds, "gpm_sampled_seconds",
+       "nvsmi_gpu_gpm_sampled_seconds_total",
+       "Seconds covered by samples whose SM, tensor and DRAM activity (dmon's GPM) were known."},
+      {&GpuCounters::sm_active_seconds, "sm_active_seconds", "nvsmi_gpu_sm_active_seconds_total",
+       "SM activity (0-1, a warp resident) times the seconds each sample stands for."},
+      {&GpuCounters::tensor_active_seconds, "tensor_active_seconds",
+       "nvsmi_gpu_tensor_active_seconds_total",
+       "Tensor pipe activity (0-1) times the seconds each sample stands for."},
+      {&GpuCounters::dram_active_seconds, "dram_active_seconds",
+       "nvsmi_gpu_dram_active_seconds_total",
+       "DRAM bandwidth in use (0-1) times the seconds each sample stands for."},
+      {&GpuCounters::power_sampled_seconds, "power_sampled_seconds",
+       "nvsmi_gpu_power_sampled_seconds_total",
+       "Seconds covered by samples whose power draw was known."},
+      {&GpuCounters::energy_joules, "energy_joules", "nvsmi_gpu_energy_joules_total",
+       "Energy in joules: the power draw times the seconds each sample stands for "
+       "(nvsmi_gpu_energy_source_info says so)."},
+  };
+  return fields;
+}
 
 void UsageCounters::add(Snapshot &snapshot, double now_seconds, double interval_seconds) {
   ++calls_;
@@ -60,18 +97,19 @@ void UsageCounters::add(Snapshot &snapshot, double now_seconds, double interval_
     counted.seen = calls_;
     GpuCounters &c = counted.counters;
     if (!gpu.lost_reason) {
-      count(c.sampled_seconds, c.busy_seconds, share(gpu.utilization_gpu_percent), stretch);
+      if (std::optional<double> busy = share(gpu.utilization_gpu_percent))
+        count(c.sampled_seconds, {{c.busy_seconds, *busy}}, stretch);
       std::optional<double> sm = share(gpu.sm_active_percent),
                             tensor = share(gpu.tensor_active_percent),
                             dram = share(gpu.dram_active_percent);
-      if (sm && tensor && dram) {
-        std::optional<double> seconds = c.gpm_sampled_seconds;
-        count(seconds, c.sm_active_seconds, sm, stretch);
-        seconds = c.gpm_sampled_seconds;
-        count(seconds, c.tensor_active_seconds, tensor, stretch);
-        count(c.gpm_sampled_seconds, c.dram_active_seconds, dram, stretch);
-      }
-      count(c.power_sampled_seconds, c.energy_joules, watts(gpu.power_draw_w), stretch);
+      if (sm && tensor && dram)
+        count(c.gpm_sampled_seconds,
+              {{c.sm_active_seconds, *sm},
+               {c.tensor_active_seconds, *tensor},
+               {c.dram_active_seconds, *dram}},
+              stretch);
+      if (std::optional<double> power = watts(gpu.power_draw_w))
+        count(c.power_sampled_seconds, {{c.energy_joules, *power}}, stretch);
     }
     if (c.sampled_seconds || c.gpm_sampled_seconds || c.power_sampled_seconds)
       gpu.counters = c;

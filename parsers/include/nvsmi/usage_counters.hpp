@@ -19,8 +19,17 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace nvsmi {
+
+// Each total of GpuCounters once, in the order every output writes them: its key in a GPU's JSON
+// "counters" object (which report reads back) and its Prometheus counter.
+struct CounterField {
+  std::optional<double> GpuCounters::*member;
+  const char *json_key, *prometheus_name, *prometheus_help;
+};
+const std::vector<CounterField> &counter_fields();
 
 class UsageCounters {
 public:
