@@ -147,6 +147,7 @@ HttpResponse ServeState::series(std::string_view query, const ServeClock &at,
   if (!latest_)
     return unavailable(at);
   bool is_fresh = fresh(at);
+  const AgentCost &cost = page_cost(at, agent);
   SeriesContext context{at.unix_seconds,
                         duration<double>(interval_).count(),
                         hostname_,
@@ -156,10 +157,10 @@ HttpResponse ServeState::series(std::string_view query, const ServeClock &at,
                         is_fresh ? std::string() : stale_reason(at),
                         latest_->summary,
                         fleet_page_,
-                        page_cost(at, agent).core_percent,
-                        page_cost(at, agent).window_seconds,
-                        page_cost(at, agent).budget_percent,
-                        page_cost(at, agent).budget_steps};
+                        cost.core_percent,
+                        cost.window_seconds,
+                        cost.budget_percent,
+                        cost.budget_steps};
   // Made later, in turn (HttpResponse::later): hundreds of them at once must not keep /metrics
   // waiting behind them all.
   HttpResponse later;
