@@ -494,3 +494,13 @@ TEST_CASE("JsonWriter: a byte to escape anywhere in a string is escaped, others 
 }
 
 } // namespace test_formats
+
+TEST_CASE("JSON strings are printable: C0 and C1 controls escaped, bad bytes replaced") {
+  std::string out;
+  nvsmi::JsonWriter json(out);
+  json.value(std::string("a\x1b[2J\xc2\x9b"
+                         "31m\xff\xc2\x85z\xc2\xa0"));
+  CHECK(out == "\"a\\u001b[2J\\u009b31m\xef\xbf\xbd\\u0085z\xc2\xa0\"");
+  CHECK(nlohmann::json::parse(out).get<std::string>() == "a\x1b[2J\xc2\x9b"
+                                                         "31m\xef\xbf\xbd\xc2\x85z\xc2\xa0");
+}

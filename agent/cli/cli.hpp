@@ -2,6 +2,7 @@
 #pragma once
 
 #include "fleet/fleet_poller.hpp"
+#include "fleet/ssh_fleet.hpp"
 #include "formats/format_table.hpp"
 #include "jobs/gpu_choice.hpp"
 #include "sampling/sampler.hpp"
@@ -214,6 +215,19 @@ struct FleetClientCli {
   FleetClientOptions connection() const;
 };
 void add_fleet_client_options(CLI::App *command, FleetClientCli &target, const std::string &prefix);
+
+// --ssh, --ssh-hosts-file and --ssh-config: machines sampled over OpenSSH (fleet, top, pick),
+// instead of agents' serve; each excludes --hosts and --hosts-file, added before.
+struct SshCli {
+  std::string hosts, hosts_file, config;
+  CLI::Option *hosts_option = nullptr, *hosts_file_option = nullptr;
+  CLI::Option *timeout_option = nullptr; // --timeout, where the command has one
+  bool given() const;
+  // The hosts read and checked (throws as parse_ssh_hosts and read_ssh_hosts_file do); the
+  // timeout --timeout's where given, else 10 s: a connection and its first sample.
+  SshFleetOptions finish(double interval_seconds, double timeout_seconds) const;
+};
+void add_ssh_options(CLI::App *command, SshCli &target, const FleetClientCli *serve_hosts);
 
 // The options that say which GPUs a job may have, shared by pick and run: --min-free-mib,
 // --max-utilization, --wait, --uuid, --lock-dir.

@@ -89,17 +89,64 @@ void add_fleet_client_options(CLI::App *command, FleetClientCli &target,
   password->needs(target.user_option);
 }
 
+bool SshCli::given() const { return hosts_option->count() > 0 || hosts_file_option->count() > 0; }
+
+SshFleetOptions SshCli::finish(double interval_seconds, double timeout_seconds) const {
+  SshFleetOptions options;
+  options.hosts =
+      hosts_option->count() > 0 ? parse_ssh_hosts(hosts) : read_ssh_hosts_file(hosts_file);
+  if (!config.empty())
+    options.ssh_config = config;
+  options.interval = to_ms(interval_seconds);
+  options.timeout = timeout_option && timeout_option->count() > 0
+                        ? to_ms(timeout_seconds)
+                        : std::chrono::milliseconds(10000);
+  return options;
+}
+
+void add_ssh_options(CLI::App *command, SshCli &target, const FleetClientCli *serve_hosts) {
+  target.hosts_option =
+      command
+          ->add_option("--ssh", target.hosts,
+                       "Sample these machines over ssh, [USER@]HOST[:PORT],... with your own ssh "
+                       "config, keys and known_hosts; nothing to install there but nvidia-smi")
+          ->type_name("LIST");
+  target.hosts_file_option =
+      command
+          ->add_option("--ssh-hosts-file", target.hosts_file,
+                       "The machines to sample over ssh, one [USER@]HOST[:PORT] a line (# starts a "
+                       "comment)")
+          ->type_name("FILE")
+          ->check(caller_path());
+  command
+      ->add_option("--ssh-config", target.config,
+                   "ssh reads this config file (ssh -F) rather than ~/.ssh/config")
+      ->type_name("FILE")
+      ->check(caller_path());
+  target.hosts_option->excludes(target.hosts_file_option);
+  target.hosts_file_option->excludes(target.hosts_option);
+  target.timeout_option = command->get_option_no_throw("--timeout");
+  if (serve_hosts)
+    for (CLI::Option *ssh : {target.hosts_option, target.hosts_file_option})
+      for (CLI::Option *hosts : {serve_hosts->hosts_option, serve_hosts->hosts_file_option}) {
+        ssh->excludes(hosts);
+        hosts->excludes(ssh);
+      }
+}
+
 namespace {
 
 SubcommandRun fleet_options(CLI::App *command) {
   struct Settings {
     FleetOptions options;
     FleetClientCli client;
+    SshCli ssh;
     std::string format = "text";
     std::string prometheus;
   };
   auto settings = std::make_shared<Settings>();
   add_fleet_client_options(command, settings->client, "--");
+  add_ssh_options(command, settings->ssh, &settings->client);
   CLI::Option *prometheus =
       command
           ->add_option("--prometheus", settings->prometheus,
@@ -110,12 +157,18 @@ SubcommandRun fleet_options(CLI::App *command) {
   prometheus->excludes(settings->client.hosts_file_option);
   settings->client.hosts_option->excludes(prometheus);
   settings->client.hosts_file_option->excludes(prometheus);
+  for (CLI::Option *ssh : {settings->ssh.hosts_option, settings->ssh.hosts_file_option}) {
+    prometheus->excludes(ssh);
+    ssh->excludes(prometheus);
+  }
   command->add_option("--format", settings->format, "text (for people) or json")
       ->check(one_of({"text", "json"}))
       ->capture_default_str();
   return {[settings] {
     FleetOptions &options = settings->options;
-    if (!settings->prometheus.empty()) {
+    if (settings->ssh.given()) {
+      options.ssh = settings->ssh.finish(1, settings->client.timeout_seconds);
+    } else if (!settings->prometheus.empty()) {
       options.prometheus = parse_prometheus_url(settings->prometheus);
       options.client = settings->client.connection();
     } else {
@@ -130,13 +183,13 @@ SubcommandRun fleet_options(CLI::App *command) {
 } // namespace
 
 Subcommand add_fleet_command(CLI::App &app) {
-  return add_subcommand(
-      app, "fleet",
-      "Many hosts at once: asks each agent's serve for its latest sample, all "
-      "at once with a deadline (or reads them from a Prometheus), and shows every "
-      "host's GPUs with the fleet's summary line; an unreachable or stale host "
-      "is said to be.",
-      fleet_options);
+  return add_subcommand(app, "fleet",
+                        "Many hosts at once: asks each agent's serve for its latest sample, all "
+                        "at once with a deadline (or reads them from a Prometheus, or samples each "
+                        "machine over ssh with nothing installed there), and shows every "
+                        "host's GPUs with the fleet's summary line; an unreachable or stale host "
+                        "is said to be.",
+                        fleet_options);
 }
 
 } // namespace nvsmi

@@ -14,6 +14,7 @@ SubcommandRun pick_options(CLI::App *command) {
     PickOptions options;
     PickCli pick;
     JobMappingCli job_mapping;
+    SshCli ssh;
     std::string source = "xml", format = "list";
   };
   auto settings = std::make_shared<Settings>();
@@ -45,7 +46,13 @@ SubcommandRun pick_options(CLI::App *command) {
   add_nvidia_smi_option(command, options.sample.nvidia_smi, fixture);
   add_job_mapping_option(command, settings->job_mapping);
   add_timeout_option(command, options.sample.timeout_seconds,
-                     "Seconds nvidia-smi may take before it is killed");
+                     "Seconds nvidia-smi may take before it is killed (with --ssh: a connection "
+                     "and its first sample, 10 by default)");
+  add_ssh_options(command, settings->ssh, nullptr);
+  for (const char *local : {"--fixture", "--nvidia-smi", "--wait", "--lock-dir"})
+    for (CLI::Option *ssh : {settings->ssh.hosts_option, settings->ssh.hosts_file_option})
+      if (CLI::Option *option = command->get_option_no_throw(local))
+        ssh->excludes(option);
 
   return {[settings] {
     PickOptions &run_options = settings->options;
@@ -62,6 +69,14 @@ SubcommandRun pick_options(CLI::App *command) {
     run_options.format = settings->format == "json"  ? PickFormat::json
                          : settings->format == "env" ? PickFormat::env
                                                      : PickFormat::list;
+    if (settings->ssh.given()) {
+      if (run_options.format == PickFormat::env)
+        throw AgentError(exit_usage, "pick: --format env sets this machine's CUDA_VISIBLE_DEVICES; "
+                                     "with --ssh use list (HOST GPUS) or json");
+      run_options.ssh = settings->ssh.finish(1, run_options.sample.timeout_seconds);
+      run_pick_ssh(run_options);
+      return exit_ok;
+    }
     run_pick(run_options);
     return exit_ok;
   }};
@@ -74,8 +89,8 @@ Subcommand add_pick_command(CLI::App &app) {
       app, "pick",
       "Print N free GPUs (no process, idle, enough memory, not claimed by run, not allocated "
       "to another batch job), most free "
-      "memory first, then coolest, for CUDA_VISIBLE_DEVICES. MIG instances are not picked "
-      "yet: a GPU with MIG on is never offered.",
+      "memory first, then coolest, for CUDA_VISIBLE_DEVICES; with --ssh, which machines have "
+      "them. MIG instances are not picked yet: a GPU with MIG on is never offered.",
       pick_options);
 }
 

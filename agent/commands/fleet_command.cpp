@@ -7,8 +7,14 @@
 #include <boost/asio/io_context.hpp>
 
 namespace nvsmi {
-
 int run_fleet(const FleetOptions &options) {
+  if (options.ssh) {
+    std::vector<HostReading> hosts = sample_ssh_hosts_once(*options.ssh);
+    auto now = std::chrono::system_clock::now();
+    write_stdout(options.json ? format_fleet_json(hosts, now)
+                              : format_fleet_text(hosts, now, options.table_style));
+    return exit_ok;
+  }
   if (options.prometheus) {
     std::vector<PrometheusInstance> instances = ask_prometheus(*options.prometheus, options.client);
     write_stdout(options.json ? format_prometheus_fleet_json(*options.prometheus, instances)

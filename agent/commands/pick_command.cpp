@@ -2,6 +2,7 @@
 
 #include "core/exit_codes.hpp"
 #include "core/log_line.hpp"
+#include "core/screen_text.hpp"
 #include "files/file_io.hpp"
 #include "formats/json_writer.hpp"
 #include "jobs/gpu_claims.hpp"
@@ -36,26 +37,15 @@ AgentError not_enough(const GpuAvailability &availability, const PickOptions &op
                     availability.shortage(options.count, when));
 }
 
-// UUIDs are plain_uuid and indices digits: nothing here needs quoting for a shell.
-std::string output_text(const std::vector<GpuChoice> &chosen, const PickOptions &options) {
+std::string devices_text(const std::vector<GpuChoice> &chosen, const PickOptions &options) {
   std::string devices;
   for (const GpuChoice &choice : chosen)
     devices +=
         (devices.empty() ? "" : ",") + (options.uuid ? choice.uuid : std::to_string(choice.index));
-  switch (options.format) {
-  case PickFormat::list:
-    return devices + "\n";
-  case PickFormat::env:
-    // Exported, so that the job `eval` is followed by sees it. CUDA numbers GPUs fastest first
-    // unless told PCI_BUS_ID, the order of nvidia-smi's indices; UUIDs need no order.
-    return std::string("export ") + (options.uuid ? "" : "CUDA_DEVICE_ORDER=PCI_BUS_ID ") +
-           "CUDA_VISIBLE_DEVICES=" + devices + "\n";
-  case PickFormat::json:
-    break;
-  }
-  std::string text;
-  JsonWriter json(text);
-  json.begin_object();
+  return devices;
+}
+
+void write_choices(JsonWriter &json, const std::vector<GpuChoice> &chosen) {
   json.key("gpus");
   json.begin_array();
   for (const GpuChoice &choice : chosen) {
@@ -71,6 +61,26 @@ std::string output_text(const std::vector<GpuChoice> &chosen, const PickOptions 
     json.end_object();
   }
   json.end_array();
+}
+
+// UUIDs are plain_uuid and indices digits: nothing here needs quoting for a shell.
+std::string output_text(const std::vector<GpuChoice> &chosen, const PickOptions &options) {
+  std::string devices = devices_text(chosen, options);
+  switch (options.format) {
+  case PickFormat::list:
+    return devices + "\n";
+  case PickFormat::env:
+    // Exported, so that the job `eval` is followed by sees it. CUDA numbers GPUs fastest first
+    // unless told PCI_BUS_ID, the order of nvidia-smi's indices; UUIDs need no order.
+    return std::string("export ") + (options.uuid ? "" : "CUDA_DEVICE_ORDER=PCI_BUS_ID ") +
+           "CUDA_VISIBLE_DEVICES=" + devices + "\n";
+  case PickFormat::json:
+    break;
+  }
+  std::string text;
+  JsonWriter json(text);
+  json.begin_object();
+  write_choices(json, chosen);
   json.key("cuda_visible_devices");
   json.value(devices);
   json.end_object();
@@ -130,6 +140,63 @@ void run_pick(const PickOptions &options) {
   if (failure)
     throw *failure;
   throw not_enough(decision, options);
+}
+
+void run_pick_ssh(const PickOptions &options) {
+  ignore_write_signals();
+  struct Offer {
+    std::string host;
+    std::size_t free = 0;
+    std::vector<GpuChoice> gpus;
+  };
+  std::vector<Offer> offers;
+  std::string short_of;
+  for (const HostReading &reading : sample_ssh_hosts_once(*options.ssh)) {
+    std::string host = printable_text(reading.host.label());
+    if (reading.status != HostStatus::ok || !reading.last_good) {
+      short_of += "; " + host + " " + std::string(host_status_key(reading.status)) +
+                  (reading.problem.empty() ? "" : ": " + printable_text(reading.problem));
+      continue;
+    }
+    std::vector<GpuChoice> gpus = free_gpus(*reading.last_good, options.criteria);
+    if (gpus.size() < options.count) {
+      short_of += "; " + host + ": " + std::to_string(gpus.size()) + " free";
+      continue;
+    }
+    std::size_t free = gpus.size();
+    gpus.resize(options.count);
+    offers.push_back({host, free, std::move(gpus)});
+  }
+  if (offers.empty())
+    throw AgentError(exit_not_enough, "no host has " + std::to_string(options.count) + " free GPU" +
+                                          (options.count == 1 ? "" : "s") + short_of);
+  std::stable_sort(offers.begin(), offers.end(),
+                   [](const Offer &a, const Offer &b) { return a.free > b.free; });
+  std::string text;
+  if (options.format == PickFormat::json) {
+    JsonWriter json(text);
+    json.begin_object();
+    json.key("hosts");
+    json.begin_array();
+    for (const Offer &offer : offers) {
+      json.begin_object();
+      json.key("host");
+      json.value(offer.host);
+      json.key("free");
+      json.value(static_cast<std::int64_t>(offer.free));
+      write_choices(json, offer.gpus);
+      json.key("cuda_visible_devices");
+      json.value(devices_text(offer.gpus, options));
+      json.end_object();
+    }
+    json.end_array();
+    json.end_object();
+    text += "\n";
+  } else {
+    for (const Offer &offer : offers)
+      text += offer.host + " " + devices_text(offer.gpus, options) + "\n";
+  }
+  write_stdout(text);
 }
 
 } // namespace nvsmi

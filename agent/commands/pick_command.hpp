@@ -1,5 +1,6 @@
 #pragma once
 
+#include "fleet/ssh_fleet.hpp"
 #include "jobs/gpu_choice.hpp"
 #include "sampling/one_sample.hpp"
 
@@ -24,6 +25,8 @@ struct PickOptions {
   bool uuid = false;                  // name GPUs by UUID instead of index
   std::string claims_folder;          // claims held there are never offered
   PickFormat format = PickFormat::list;
+  // --ssh: one sample of each of these machines instead, and the hosts with `count` free GPUs.
+  std::optional<SshFleetOptions> ssh;
 };
 
 // Prints the `count` best free, unclaimed GPUs of a sample in `format`. Throws AgentError:
@@ -31,5 +34,12 @@ struct PickOptions {
 // nvidia-smi's failure (at once without --wait; with it, the last one if nvidia-smi still failed
 // when the time was up).
 void run_pick(const PickOptions &options);
+
+// pick --ssh: one sample of every host (sample_ssh_hosts_once), then each host with `count` free
+// GPUs by the same criteria (claims aside: they are files on each host), the most free first, one
+// line each: "HOST GPU,GPU" (list) or {"hosts":[{"host":...,"gpus":[...],
+// "cuda_visible_devices":"0,3"},...]} (json). Throws AgentError(exit_not_enough) naming each
+// host's count or why it did not answer where none has enough.
+void run_pick_ssh(const PickOptions &options);
 
 } // namespace nvsmi

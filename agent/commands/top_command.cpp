@@ -274,6 +274,8 @@ private:
 int run_top(const TopOptions &options) {
   if (options.fleet)
     return run_top_fleet(*options.fleet, to_ms(options.sampling.interval_seconds));
+  if (options.ssh)
+    return run_top_ssh(*options.ssh);
   std::setlocale(LC_ALL, "");
   // Before the sampler reads a fixture or starts nvidia-smi: a pipe gets one clear line at once.
   TopView::check_terminal();

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "fleet/fleet_poller.hpp"
+#include "fleet/ssh_fleet.hpp"
 #include "sampling/sampler.hpp"
 
 #include <optional>
@@ -11,6 +12,8 @@ struct TopOptions {
   SamplerOptions sampling;
   // --hosts: other agents' serve, asked every --interval, instead of this machine's nvidia-smi.
   std::optional<FleetClientOptions> fleet;
+  // --ssh: machines sampled over ssh, every --interval, instead.
+  std::optional<SshFleetOptions> ssh;
 };
 
 // Shows the samples full-screen until `q`, SIGINT or SIGTERM, and returns the exit code. Throws

@@ -137,8 +137,9 @@ namespace {
 
 class FleetTop {
 public:
-  FleetTop(const FleetClientOptions &client, milliseconds interval)
-      : interval_(interval), poller_(context_, client), signals_(context_, SIGINT, SIGTERM),
+  // Either asks agents' serve (`client`) or samples machines over ssh (`ssh`).
+  FleetTop(const FleetClientOptions *client, const SshFleetOptions *ssh, milliseconds interval)
+      : interval_(interval), signals_(context_, SIGINT, SIGTERM),
         input_(
             context_, [this] { return stopping_; },
             [this] {
@@ -148,7 +149,12 @@ public:
               }
             },
             [this] { read_keys(); }),
-        poll_timer_(context_), tick_(context_) {}
+        poll_timer_(context_), tick_(context_), stop_deadline_(context_) {
+    if (client)
+      poller_.emplace(context_, *client);
+    else
+      ssh_ = std::make_unique<SshFleet>(context_, *ssh, [this] { changed(); });
+  }
 
   int run() {
     // Caught before ncurses starts, so that no signal leaves the screen taken and ncurses leaves
@@ -158,6 +164,8 @@ public:
         stop(exit_code_for_stop(signal));
     });
     input_.catch_resize();
+    if (ssh_)
+      ssh_->start(); // before the screen is taken: where ssh is missing, one line says so
     view_.emplace();
     input_.read_keyboard();
     poll();
@@ -172,7 +180,9 @@ private:
   // Every interval; a poll still out (a host at its deadline) is not started twice, and each
   // host's reading changes as it answers, which the next tick draws.
   void poll() {
-    poller_.poll([this] { draw(); });
+    if (!poller_)
+      return; // over ssh, each host's samples come as they are taken
+    poller_->poll([this] { draw(); });
     poll_timer_.expires_after(interval_);
     poll_timer_.async_wait([this](boost::system::error_code error) {
       if (!error && !stopping_)
@@ -222,8 +232,22 @@ private:
 
   void draw() {
     if (view_ && !stopping_)
-      view_->draw(layout_fleet_screen(poller_.hosts(), std::chrono::system_clock::now(),
-                                      view_->size(), scroll_, interval_, view_->unicode()));
+      view_->draw(layout_fleet_screen(poller_ ? poller_->hosts() : ssh_->hosts(),
+                                      std::chrono::system_clock::now(), view_->size(), scroll_,
+                                      interval_, view_->unicode()));
+  }
+
+  // A host over ssh has a new sample or problem: drawn at most every tenth of a second.
+  void changed() {
+    if (redraw_pending_ || stopping_)
+      return;
+    redraw_pending_ = true;
+    poll_timer_.expires_after(milliseconds(100));
+    poll_timer_.async_wait([this](boost::system::error_code error) {
+      redraw_pending_ = false;
+      if (!error)
+        draw();
+    });
   }
 
   void stop(int code) {
@@ -231,6 +255,17 @@ private:
       return;
     stopping_ = true;
     code_ = code;
+    if (ssh_) {
+      // Every ssh ended and reaped before the screen is given back; a second for SIGTERM, then
+      // SIGKILL, so five at the most.
+      ssh_->stop([this] { context_.stop(); });
+      stop_deadline_.expires_after(milliseconds(5000));
+      stop_deadline_.async_wait([this](boost::system::error_code error) {
+        if (!error)
+          context_.stop();
+      });
+      return;
+    }
     // The requests still out end with the context: the poller's handlers are never run again.
     context_.stop();
   }
@@ -238,11 +273,14 @@ private:
   InputFlags input_flags_; // destroyed after the keyboard's descriptor and the view
   asio::io_context context_;
   milliseconds interval_;
-  FleetPoller poller_;
+  std::optional<FleetPoller> poller_;
+  std::unique_ptr<SshFleet> ssh_;
   asio::signal_set signals_;
   TopInput input_;
   asio::steady_timer poll_timer_;
   asio::steady_timer tick_;
+  asio::steady_timer stop_deadline_;
+  bool redraw_pending_ = false;
   std::optional<TopView> view_;
   std::size_t scroll_ = 0;
   bool stopping_ = false;
@@ -255,7 +293,15 @@ int run_top_fleet(const FleetClientOptions &client, milliseconds interval) {
   std::setlocale(LC_ALL, "");
   TopView::check_terminal();
   ignore_write_signals();
-  FleetTop top(client, interval);
+  FleetTop top(&client, nullptr, interval);
+  return top.run();
+}
+
+int run_top_ssh(const SshFleetOptions &ssh) {
+  std::setlocale(LC_ALL, "");
+  TopView::check_terminal();
+  ignore_write_signals();
+  FleetTop top(nullptr, &ssh, ssh.interval);
   return top.run();
 }
 

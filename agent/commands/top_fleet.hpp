@@ -1,8 +1,9 @@
 // `top --hosts`: every host's GPUs from its agent's serve, asked every interval by the fleet's
-// poller, on top's screen and keys.
+// poller, on top's screen and keys; `top --ssh`: every machine's, sampled over ssh.
 #pragma once
 
 #include "fleet/fleet_poller.hpp"
+#include "fleet/ssh_fleet.hpp"
 #include "terminal/top_layout.hpp"
 
 #include <chrono>
@@ -27,5 +28,8 @@ std::vector<ScreenLine> layout_fleet_screen(const std::vector<HostReading> &host
 // until `q`, SIGINT or SIGTERM; returns the exit code. Throws AgentError(exit_usage) when stdin
 // or stdout is not a terminal, and what the poller throws (a CA file it cannot load).
 int run_top_fleet(const FleetClientOptions &client, std::chrono::milliseconds interval);
+// The same for machines sampled over ssh (ssh_fleet.hpp) at its interval; on `q` every ssh is
+// ended and reaped before the screen is given back. Throws AgentError as SshFleet::start does.
+int run_top_ssh(const SshFleetOptions &ssh);
 
 } // namespace nvsmi

@@ -121,9 +121,24 @@ private:
         return false;
     return true;
   }
-  // Made valid UTF-8 (a process name can hold any byte) and escaped by nlohmann_json.
+  // Made valid UTF-8 (a process name can hold any byte) and escaped by nlohmann_json, which
+  // escapes the C0 controls; the C1 ones (U+0080-U+009F, among them the 8-bit CSI that some
+  // terminals act on) are escaped here too, so that the JSON is printable wherever it is shown.
   [[gnu::noinline]] void escaped(std::string_view text) {
-    out_ += nlohmann::json(valid_utf8(text)).dump();
+    std::string dumped = nlohmann::json(valid_utf8(text)).dump();
+    static constexpr char hex[] = "0123456789abcdef";
+    for (std::size_t at = 0; at < dumped.size(); ++at) {
+      auto byte = static_cast<unsigned char>(dumped[at]);
+      auto next = at + 1 < dumped.size() ? static_cast<unsigned char>(dumped[at + 1]) : 0;
+      if (byte == 0xc2 && next >= 0x80 && next <= 0x9f) {
+        out_ += "\\u00";
+        out_ += hex[next >> 4];
+        out_ += hex[next & 0xf];
+        ++at;
+      } else {
+        out_ += dumped[at];
+      }
+    }
   }
   static constexpr std::array<unsigned char, 256> plain_byte = [] {
     std::array<unsigned char, 256> table{};

@@ -11,6 +11,7 @@
 
 #include <boost/asio/readable_pipe.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/writable_pipe.hpp>
 
 #include <array>
 #include <csignal>
@@ -60,8 +61,8 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
   State(asio::io_context &io, StreamSettings s, std::unique_ptr<StreamDecoder> d, LogHandler logger,
         RejectHandler rejected)
       : context(io), settings(std::move(s)), decoder(std::move(d)), log(std::move(logger)),
-        on_rejected(std::move(rejected)), out(io), err(io), stall(io), restart(io), kill_timer(io),
-        drain(io), backoff(settings.first_backoff) {
+        on_rejected(std::move(rejected)), out(io), err(io), in(io), stall(io), restart(io),
+        kill_timer(io), drain(io), backoff(settings.first_backoff) {
     events.sample_done = [this] {
       ++samples_this_run;
       arm_stall(generation);
@@ -82,6 +83,7 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
   std::optional<bp::process> child;
   pid_t group = 0; // the child's pid, which leads its process group; 0 while none was started
   asio::readable_pipe out, err;
+  asio::writable_pipe in; // settings.hold_stdin: the child's stdin, open for its run
   asio::steady_timer stall, restart, kill_timer, drain;
   std::array<char, 65536> out_buffer{}, err_buffer{};
   milliseconds backoff;
@@ -102,6 +104,7 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
     bp::filesystem::path executable = find_program(argv[0]);
     out = asio::readable_pipe(context);
     err = asio::readable_pipe(context);
+    in = asio::writable_pipe(context);
     exited = out_closed = stalled = clean_exit = false;
     finished = false;
     samples_this_run = 0;
@@ -113,10 +116,15 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
     if (executable.empty())
       error = bp::error_code(ENOENT, bp::system_category());
     else
-      child.emplace(
-          bp::default_process_launcher()(context.get_executor(), error, executable,
-                                         std::vector<std::string>(argv.begin() + 1, argv.end()),
-                                         bp::process_stdio{nullptr, out, err}, NewProcessGroup{}));
+      child.emplace(settings.hold_stdin
+                        ? bp::default_process_launcher()(
+                              context.get_executor(), error, executable,
+                              std::vector<std::string>(argv.begin() + 1, argv.end()),
+                              bp::process_stdio{in, out, err}, NewProcessGroup{})
+                        : bp::default_process_launcher()(
+                              context.get_executor(), error, executable,
+                              std::vector<std::string>(argv.begin() + 1, argv.end()),
+                              bp::process_stdio{nullptr, out, err}, NewProcessGroup{}));
     if (error) {
       child.reset();
       std::string message = executable.empty()
@@ -262,6 +270,7 @@ struct NvidiaSmiStream::State : std::enable_shared_from_this<NvidiaSmiStream::St
     bp::error_code ignored;
     out.close(ignored);
     err.close(ignored);
+    in.close(ignored);
     if (child)
       child->detach();
     child.reset();

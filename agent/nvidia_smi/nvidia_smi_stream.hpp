@@ -42,6 +42,10 @@ struct StreamSettings {
   // like any later failure: nvidia-smi can vanish between two starts (a driver upgrade), and
   // losing that race must not take the GPU samples down with it.
   bool first_start_fatal = true;
+  // The child's stdin a pipe the stream holds open for the run (else /dev/null): for a command
+  // that ends when its stdin does, as `fleet --ssh`'s remote wrapper ends nvidia-smi once its
+  // session is gone (fleet/ssh_fleet.cpp).
+  bool hold_stdin = false;
   // Where each run's start and CPU are counted (serve's nvsmi_agent_cpu_seconds_total); none:
   // not counted.
   std::shared_ptr<RunCost> cost;

@@ -147,7 +147,9 @@ milliseconds Sampler::interval() const { return interval_; }
 
 StreamSettings Sampler::gpu_settings() const {
   StreamSettings settings;
-  settings.command = nvidia_smi_argv(options_.nvidia_smi);
+  settings.command =
+      options_.command.empty() ? nvidia_smi_argv(options_.nvidia_smi) : options_.command;
+  settings.hold_stdin = options_.hold_stdin;
   settings.arguments = loop_arguments(options_.source, interval(), query_);
   settings.refused = [](const std::string &message) {
     return refused_query_field(message).has_value();

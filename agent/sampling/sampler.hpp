@@ -45,6 +45,11 @@ struct SamplerOptions {
   double interval_seconds = 1;
   Source source = Source::csv;
   std::optional<std::string> nvidia_smi;
+  // nvidia-smi's command as words, where given instead of nvidia_smi: `ssh ... HOST --
+  // nvidia-smi` for a host of `fleet --ssh`. Every argument the streams add to it is shell-safe
+  // (tests/test_ssh_fleet.cpp), since ssh hands them to the remote shell joined by spaces.
+  std::vector<std::string> command;
+  bool hold_stdin = false; // each stream's stdin a pipe held open (StreamSettings::hold_stdin)
   std::optional<std::string> fixture; // replayed at the interval instead of running nvidia-smi
   std::optional<double> stall_timeout_seconds; // default max(3 x interval, 10 s)
   std::vector<std::string> fields; // --fields: csv source only, after the standard query
