@@ -185,13 +185,15 @@ class Lab:
 def test_fleet(lab, config):
     hosts = "good,stalled,stopped,hostile,nonvsmi,wrongkey,nokey"
     start = time.monotonic()
-    run = subprocess.run([AGENT, "fleet", "--ssh", hosts, "--ssh-config", config, "--timeout", "3",
-                          "--format", "json"], capture_output=True, env=lab.agent_env(),
+    # --timeout 10 (the default): room for seven connections at once on a busy 2-core machine.
+    run = subprocess.run([AGENT, "fleet", "--ssh", hosts, "--ssh-config", config, "--timeout",
+                          "10", "--format", "json"], capture_output=True, env=lab.agent_env(),
                          timeout=120, check=False)
     took = time.monotonic() - start
     check(run.returncode == 0, "fleet --ssh exits 0: %d %r" % (run.returncode, run.stderr))
-    # Every host answered or said why by the deadline (3 s and 5 more), and every ssh ended.
-    check(took < 3 + 5 + 10, "fleet --ssh took %.1f s" % took)
+    # Every host answered or said why by the deadline (10 s and 5 more), and every ssh ended
+    # within 5 s more.
+    check(took < 10 + 5 + 5 + 5, "fleet --ssh took %.1f s" % took)
     check(not agent_ssh_processes(str(lab.runtime)), "an ssh of fleet's is left running")
     check(not list(lab.runtime.iterdir()), "the control folder is left: %s"
           % list(lab.runtime.iterdir()))
@@ -228,8 +230,8 @@ def test_fleet(lab, config):
             check(False, "a control character in fleet's JSON: %r" % char)
             break
 
-    shown = subprocess.run([AGENT, "fleet", "--ssh", "hostile,good", "--ssh-config", config,
-                            "--timeout", "3"], capture_output=True, env=lab.agent_env(),
+    shown = subprocess.run([AGENT, "fleet", "--ssh", "hostile,good", "--ssh-config", config],
+                           capture_output=True, env=lab.agent_env(),
                            timeout=120, check=False)
     screen = shown.stdout.decode("utf-8")
     check(shown.returncode == 0 and "hostile \u00b7 " in screen and "good \u00b7 ok" in screen,
@@ -241,8 +243,7 @@ def test_fleet(lab, config):
 def test_pick(lab, config):
     """pick --ssh: the hosts with N free GPUs, the most free first; none: exit 9 naming each."""
     def pick(*args):
-        return subprocess.run([AGENT, "pick"] + list(args) + ["--ssh-config", config,
-                                                              "--timeout", "3"],
+        return subprocess.run([AGENT, "pick"] + list(args) + ["--ssh-config", config],
                               capture_output=True, text=True, env=lab.agent_env(), timeout=120,
                               check=False)
     two = pick("2", "--ssh", "stopped,good")
@@ -270,7 +271,7 @@ def test_top(lab, config):
     env = lab.agent_env()
     command = " ".join(["env", "-u", "SSH_AUTH_SOCK", "XDG_RUNTIME_DIR=" + str(lab.runtime),
                         "LC_ALL=C.UTF-8", AGENT, "top", "--ssh", "good,stopped,later",
-                        "--ssh-config", config, "--interval", "0.5", "--timeout", "2",
+                        "--ssh-config", config, "--interval", "0.5", "--timeout", "5",
                         "; echo top-exited-$?"])
     tmux(server, "new-session", "-d", "-x", "130", "-y", "60", "env PS1='$ ' sh")
     try:

@@ -249,8 +249,13 @@ SshFleet::~SshFleet() {
 }
 
 void SshFleet::start() {
+  // $XDG_RUNTIME_DIR only where it is this user's own and closed to others: whoever could rename
+  // the folder made in it could put their own socket where ssh looks for the master's.
   const char *runtime = std::getenv("XDG_RUNTIME_DIR");
-  std::string base = runtime && *runtime == '/' ? runtime : "/tmp";
+  struct stat info {};
+  bool own = runtime && *runtime == '/' && ::stat(runtime, &info) == 0 && S_ISDIR(info.st_mode) &&
+             info.st_uid == ::geteuid() && (info.st_mode & 077) == 0;
+  std::string base = own ? runtime : "/tmp";
   // Private (0700): a control socket lets whoever can reach it run commands as this user there.
   std::string pattern = base + "/nvsmi-ssh.XXXXXX";
   if (!::mkdtemp(pattern.data())) {

@@ -261,7 +261,10 @@ ScreenLine gpu_line(const Gpu &gpu, const std::deque<HistoryPoint> &history, con
                     int columns, bool late, bool unicode) {
   LineBuilder line(columns);
   line.add(std::to_string(gpu.index) + "  ", 4, Tone::normal, Align::right);
-  line.add(printable_text(gpu.name.value_or("-"), unicode), c.name);
+  // Two columns of the name's cell stay blank, so that a name cut to fit never runs into the
+  // state after it ("NVIDIA H100 80Gidle").
+  line.add(fit_text(printable_text(gpu.name.value_or("-"), unicode), std::max(0, c.name - 2)),
+           c.name);
   std::string spark = sparkline(history, c.history, unicode);
   if (late) {
     // The readings are of a sample too old to be the present: not shown at all.
