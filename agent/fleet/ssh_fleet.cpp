@@ -346,7 +346,13 @@ void SshFleet::connected(Host &host) {
         if (stopping_)
           return;
         if (kind == LogKind::problem) {
-          at->problem = printable_line(message, said_limit, '?');
+          // "nvidia-smi exited with code 127: sh: 1: nvidia-smi: not found": the stream's words
+          // for a run without a sample, shortened for a line per host.
+          std::string said = message;
+          const std::string before = " before its first sample; on stderr:";
+          if (std::size_t at_words = said.find(before); at_words != std::string::npos)
+            said.replace(at_words, before.size(), ":");
+          at->problem = printable_line(said, said_limit, '?');
           on_change_();
         } else if (kind == LogKind::bad_output) {
           at->bad_output = printable_line(message, said_limit, '?');
