@@ -240,12 +240,19 @@ SshFleet::~SshFleet() {
   for (auto &host : hosts_) {
     host->sampler.reset();
     host->master.reset();
+  }
+  remove_files();
+}
+
+void SshFleet::remove_files() {
+  // A ps still out ends with its master's connection, by its deadline at the latest.
+  for (auto &host : hosts_) {
     if (host->ps_worker.joinable())
       host->ps_worker.join();
     ::unlink(host->socket.c_str());
   }
-  if (!folder_.empty())
-    ::rmdir(folder_.c_str());
+  if (!folder_.empty() && ::rmdir(folder_.c_str()) == 0)
+    folder_.clear();
 }
 
 void SshFleet::start() {
@@ -373,16 +380,13 @@ void SshFleet::sampled(Host &host, Snapshot snapshot) {
   std::vector<std::int64_t> pids = pids_of(snapshot);
   bool known =
       host.ps_answered && pids == host.ps_pids && steady_clock::now() - host.ps_at < ps_refresh;
-  if (pids.empty() || known || (host.ps_in_flight && pids == host.ps_pids)) {
-    if (host.ps_in_flight) { // its answer comes for the pids it has: this one waits for it
-      host.held = std::move(snapshot);
-      return;
-    }
-    return publish(host, std::move(snapshot));
-  }
+  // The newest sample waits here while a ps is out: its answer publishes it.
   host.held = std::move(snapshot);
-  if (!host.ps_in_flight)
-    ask_ps(host, std::move(pids));
+  if (host.ps_in_flight)
+    return;
+  if (!pids.empty() && !known)
+    return ask_ps(host, std::move(pids));
+  publish(host, std::move(*host.held));
 }
 
 void SshFleet::ask_ps(Host &host, std::vector<std::int64_t> pids) {
@@ -532,14 +536,7 @@ void SshFleet::stop(std::function<void()> done) {
 }
 
 void SshFleet::finish_stop() {
-  // A ps still out ends with its master's connection, by its deadline at the latest.
-  for (auto &host : hosts_) {
-    if (host->ps_worker.joinable())
-      host->ps_worker.join();
-    ::unlink(host->socket.c_str());
-  }
-  if (!folder_.empty() && ::rmdir(folder_.c_str()) == 0)
-    folder_.clear();
+  remove_files();
   if (std::function<void()> done = std::exchange(on_stopped_, nullptr))
     done();
 }

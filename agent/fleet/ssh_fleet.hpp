@@ -90,6 +90,8 @@ private:
   void ask_ps(Host &host, std::vector<std::int64_t> pids);
   void publish(Host &host, Snapshot snapshot);
   void finish_stop();
+  // Joins the ps threads, removes the sockets and the folder: at the end of stop, or at the end.
+  void remove_files();
 
   boost::asio::io_context &context_;
   SshFleetOptions options_;
