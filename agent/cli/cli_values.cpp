@@ -141,17 +141,23 @@ CLI::Validator number_check(NumberRule rule) {
 }
 
 void read_numbers_as_checked(CLI::App *command) {
-  for (CLI::Option *option : command->get_options())
-    for (int i = 0;; ++i) {
-      CLI::Validator *validator = nullptr;
-      try {
-        validator = option->get_validator(i);
-      } catch (const CLI::OptionNotFound &) {
-        break;
-      }
-      if (validator->get_name() == "number")
+  for (CLI::Option *option : command->get_options()) {
+    // Its type name lists its validators' descriptions ("FLOAT:NUMBER in 0.05 to 86400 s"): as
+    // many number checks as it names are looked for, so no lookup runs past the last validator
+    // (which CLI11 says with an exception, thousands of instructions each, an option a start).
+    std::string type = option->get_type_name();
+    const std::string_view mark = ":NUMBER in ";
+    std::size_t numbers = 0;
+    for (std::size_t at = type.find(mark); at != std::string::npos; at = type.find(mark, at + 1))
+      ++numbers;
+    for (int i = 0; numbers > 0; ++i) {
+      CLI::Validator *validator = option->get_validator(i);
+      if (validator->get_name() == "number") {
         validator->non_modifying(false);
+        --numbers;
+      }
     }
+  }
 }
 
 CLI::Validator finite_range(double min, double max, std::string unit) {
