@@ -371,6 +371,59 @@ TEST_CASE("--cpu-budget: over it, the streams are slowed and stopped in order, a
   CHECK(server.stop() == 0);
 }
 
+TEST_CASE("--cpu-budget: once the cost falls, the steps come back, the last first, each said "
+          "and served, and the loop runs again at the interval in force") {
+  // A stand-in that costs about a core while its file is there (FAKE_NVSMI_BURN_WHILE): over a
+  // 40 % budget at every step, so the ladder (dmon slower, dmon off, the interval doubled three
+  // times) is climbed to its end, each step's saving measured as small; then cheap, a few percent
+  // at 1.6 s, so the last step (the interval 0.8 s to 1.6 s) fits again and is taken back.
+  std::string folder = test::temporary_folder();
+  std::string burn = folder + "/burn";
+  test::write_file(burn, "");
+  test::Server server(
+      "--source csv --interval 0.2 --no-processes --cpu-budget 40 --nvidia-smi " + fake,
+      "NVSMI_TEST_BUDGET_WINDOW_SECONDS=3 FAKE_NVSMI_BURN_WHILE=" + quote(burn) + " ");
+  auto said = [&](const std::string &text) { return server.log().find(text) != std::string::npos; };
+  REQUIRE(
+      test::wait_until([&] { return said("with every step taken"); }, std::chrono::seconds(180)));
+  REQUIRE(::unlink(burn.c_str()) == 0);
+
+  const std::string back = "under its --cpu-budget of 40 %: no longer ";
+  REQUIRE(test::wait_until([&] { return said(back); }, std::chrono::seconds(120)));
+  std::string log = server.log();
+  INFO(log);
+  // The last step taken is the first taken back, said once.
+  std::size_t first = log.find(back);
+  CHECK(log.compare(first + back.size(), 20, "a sample every 1.6 s") == 0);
+  CHECK(log.find(back + "a sample every 1.6 s", first + back.size()) == std::string::npos);
+
+  // Served as in force, and the GPU query's loop started again at it: -lms as the interval
+  // served (further steps may come back meanwhile, so both are read until they agree).
+  std::string seen;
+  bool agree = test::wait_until(
+      [&] {
+        std::string metrics = server.get("/metrics").body;
+        std::optional<double> every =
+            series(metrics, "nvsmi_agent_stream_interval_seconds{stream=\"gpu_query\"}");
+        std::optional<double> steps = series(metrics, "nvsmi_agent_cpu_budget_steps");
+        std::optional<int> query = child_running(server.pid(), "--query-gpu");
+        if (!every || !steps || !query)
+          return false;
+        std::string cmdline = test::read_file("/proc/" + std::to_string(*query) + "/cmdline");
+        std::string lms = std::string("-lms") + '\0' +
+                          std::to_string(static_cast<int>(*every * 1000 + 0.5)) + '\0';
+        seen = "interval " + std::to_string(*every) + ", steps " + std::to_string(*steps) + ", " +
+               cmdline;
+        return *every < 1.6 && *steps < 5 && cmdline.find(lms) != std::string::npos;
+      },
+      std::chrono::seconds(60));
+  INFO(seen);
+  CHECK(agree);
+  CHECK(series(server.get("/metrics").body, "nvsmi_up") == 1.0);
+  CHECK(server.stop() == 0);
+  test::run_shell("rm -rf " + quote(folder));
+}
+
 TEST_CASE("--cpu-budget off takes no step; a budget it keeps takes none either") {
   OneProcess work;
   for (const char *budget : {"off", "1600"}) {
