@@ -130,7 +130,8 @@ Sampler::Sampler(boost::asio::io_context &context, const SamplerOptions &options
     : options_(options), context_(context), on_sample_(std::move(on_sample)),
       on_fatal_(std::move(on_fatal)), log_(std::move(log)), replay_(context),
       query_(options.fields), held_check_(context), budget_timer_(context),
-      interval_(at_least_1ms(options.interval_seconds)), process_every_(process_interval(options)) {
+      interval_(at_least_1ms(options.interval_seconds)), dmon_every_(whole_seconds_near(interval_)),
+      process_every_(process_interval(options)) {
   if (options.fixture)
     fixture_ = fixture_samples(*options.fixture, options.fields);
   // Through the command's own handler (top keeps messages while its screen is up), as notices: a
@@ -265,8 +266,6 @@ void Sampler::start_secondary_streams(const StreamSettings &gpu_settings) {
 
 void Sampler::start_dmon_stream(const StreamSettings &secondary, bool gpm) {
   StreamSettings dmon = secondary;
-  if (dmon_every_.count() == 0)
-    dmon_every_ = whole_seconds_near(interval());
   milliseconds every = dmon_every_;
   dmon.label = "nvidia-smi dmon";
   dmon.arguments = {"dmon", "-s", "t"};
@@ -337,7 +336,6 @@ void Sampler::start_process_streams(const StreamSettings &secondary) {
 }
 
 void Sampler::set_pmon_interval(milliseconds every) {
-  pmon_every_ = every;
   pmon_settings_->interval = every;
   pmon_settings_->arguments = {"pmon", "-s", "um", "-d", std::to_string(every.count() / 1000)};
   // A pmon sample is known complete only when the next begins.
@@ -486,7 +484,9 @@ void Sampler::complete(Snapshot snapshot, const std::string &processes_unknown_r
   if (pmon_.value && now - pmon_.at <= pmon_fresh_for_)
     attach_pmon(
         snapshot, *pmon_.value,
-        std::round(std::chrono::duration<double>(now - pmon_.at + pmon_every_).count() * 10) / 10);
+        std::round(
+            std::chrono::duration<double>(now - pmon_.at + pmon_settings_->interval).count() * 10) /
+            10);
   std::vector<DmonRow> fresh;
   for (const Latest<DmonRow> &row : dmon_)
     if (row.value && now - row.at <= dmon_fresh_for_)
@@ -622,7 +622,7 @@ AgentCost Sampler::cost() {
       stream.interval_seconds = seconds(process_every_);
     else if (stream.stream == "pmon" && pmon_stream_ && !pmon_stopped_ && !pmon_stopping_ &&
              !pmon_refused_)
-      stream.interval_seconds = seconds(pmon_every_);
+      stream.interval_seconds = seconds(pmon_settings_->interval);
     else if (stream.stream == "dmon" && dmon_stream_ && !dmon_given_up_)
       stream.interval_seconds = seconds(dmon_every_);
   }
@@ -732,7 +732,7 @@ void Sampler::apply_budget_step(BudgetStep step, bool take) {
     if (!pmon_settings_)
       break;
     set_pmon_interval(take ? budget_slow_stream : pmon_interval(options_));
-    to = pmon_every_;
+    to = pmon_settings_->interval;
     restart_pmon();
     break;
   case BudgetStep::pmon_off:

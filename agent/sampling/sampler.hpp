@@ -254,7 +254,9 @@ private:
   std::optional<double> judged_percent_; // the whole cost over the last window the budget judged
   std::vector<BudgetStep> ladder_;
   boost::asio::steady_timer budget_timer_;
-  std::chrono::milliseconds interval_{0}, pmon_every_{0}, dmon_every_{0}, process_every_{0};
+  // The intervals in force (pmon's is its settings'): those asked for, unless the budget changed
+  // them.
+  std::chrono::milliseconds interval_{0}, dmon_every_{0}, process_every_{0};
   bool pmon_off_ = false, dmon_off_ = false;
   std::vector<std::string> steps_said_; // the text of each step in force, in the order taken
   // Across samples, so that every command that samples tells the two passes of a repeated hour
