@@ -1,4 +1,5 @@
 #include "formats/prometheus_dcgm.hpp"
+#include "formats/prometheus_text.hpp"
 
 #include "nvsmi/gpu_fields.hpp"
 
@@ -64,12 +65,6 @@ std::optional<double> number(const Reading &reading) {
   if (!reading)
     return std::nullopt;
   return static_cast<double>(*reading);
-}
-
-std::optional<double> flag(const std::optional<bool> &value) {
-  if (!value)
-    return std::nullopt;
-  return *value ? 1.0 : 0.0;
 }
 
 // The exporter's families in its files' order. A family nvidia-smi cannot give has no row (and a
@@ -138,7 +133,7 @@ const std::vector<DcgmFamily> &dcgm_families() {
           .by_hand([](const Gpu &gpu) { return number(gpu.health.remapped_rows_correctable); }),
       Row("DCGM_FI_DEV_ROW_REMAP_FAILURE", gauge,
           "1 when a row remap failed (replace the GPU), else 0.")
-          .by_hand([](const Gpu &gpu) { return flag(gpu.health.remapped_rows_failure); }),
+          .by_hand([](const Gpu &gpu) { return flag_value(gpu.health.remapped_rows_failure); }),
       // The profiling families, from nvidia-smi dmon's GPM and PCIe readings (docs/ACTIVITY.md):
       // shares as ratios 0-1, traffic in bytes per second, as the exporter gives them. Its
       // NVLink byte families are in neither of its counter files: the agent's own

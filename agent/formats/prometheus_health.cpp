@@ -19,12 +19,6 @@ constexpr GpuState every_state[] = {
     GpuState::allocated_idle, GpuState::idle_held, GpuState::in_use, GpuState::idle,
     GpuState::free,           GpuState::unknown};
 
-std::optional<double> flag(const std::optional<bool> &value) {
-  if (!value)
-    return std::nullopt;
-  return *value ? 1.0 : 0.0;
-}
-
 std::optional<double> plain(const Reading &value) {
   if (!value)
     return std::nullopt;
@@ -113,11 +107,11 @@ void write_gauge(const HealthGauge &spec, const Snapshot &snapshot,
 void write_memory_health(const Snapshot &snapshot, const std::vector<std::string> &labels,
                          MetricsOut &out) {
   write_gauge({"nvsmi_gpu_ecc_enabled", "1 when ECC is on (current mode), 0 when off.",
-               [](const Gpu &g) { return flag(g.health.ecc_enabled); }},
+               [](const Gpu &g) { return flag_value(g.health.ecc_enabled); }},
               snapshot, labels, out);
   write_gauge({"nvsmi_gpu_ecc_pending_enabled",
                "1 when ECC will be on after the next reboot, 0 when off (pending mode).",
-               [](const Gpu &g) { return flag(g.health.ecc_pending_enabled); }},
+               [](const Gpu &g) { return flag_value(g.health.ecc_pending_enabled); }},
               snapshot, labels, out);
 
   Family ecc("nvsmi_gpu_ecc_errors_total",
@@ -149,7 +143,7 @@ void write_memory_health(const Snapshot &snapshot, const std::vector<std::string
   retired.write(out);
   write_gauge({"nvsmi_gpu_retired_pages_pending",
                "1 when a page retirement waits for a reboot or GPU reset to take effect.",
-               [](const Gpu &g) { return flag(g.health.retired_pages_pending); }},
+               [](const Gpu &g) { return flag_value(g.health.retired_pages_pending); }},
               snapshot, labels, out);
 
   Family remapped("nvsmi_gpu_remapped_rows",
@@ -164,11 +158,11 @@ void write_memory_health(const Snapshot &snapshot, const std::vector<std::string
   remapped.write(out);
   write_gauge({"nvsmi_gpu_remapped_rows_pending",
                "1 when a row remap is pending: a GPU reset is needed to complete it.",
-               [](const Gpu &g) { return flag(g.health.remapped_rows_pending); }},
+               [](const Gpu &g) { return flag_value(g.health.remapped_rows_pending); }},
               snapshot, labels, out);
   write_gauge({"nvsmi_gpu_remapped_rows_failure",
                "1 when a row remap failed (no spare rows left): the GPU should be replaced.",
-               [](const Gpu &g) { return flag(g.health.remapped_rows_failure); }},
+               [](const Gpu &g) { return flag_value(g.health.remapped_rows_failure); }},
               snapshot, labels, out);
 }
 
@@ -198,7 +192,7 @@ void write_clock_and_link_health(const Snapshot &snapshot, const std::vector<std
                  "long: check cooling; hw_slowdown or hw_power_brake_slowdown: check power.");
   for (std::size_t i = 0; i < snapshot.gpus.size(); ++i)
     for (const auto &[reason, active] : clock_event_reasons(snapshot.gpus[i]))
-      reasons.add(with(labels[i], "reason", reason), flag(active));
+      reasons.add(with(labels[i], "reason", reason), flag_value(active));
   reasons.write(out);
 
   const HealthGauge gauges[] = {

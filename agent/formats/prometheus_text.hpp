@@ -23,6 +23,13 @@ void append_label(std::string &labels, const char *name, const Text &value);
 // gpu (index), uuid and name where known.
 std::string gpu_labels(const Gpu &gpu);
 
+// A yes/no reading as a sample's value: 1 or 0; unknown stays unknown (no series).
+inline std::optional<double> flag_value(const std::optional<bool> &value) {
+  if (!value)
+    return std::nullopt;
+  return *value ? 1.0 : 0.0;
+}
+
 // Where the families are written: the text, and which families the selection lets in. Every family
 // passes here by name, so that the allow-list is checked against the families the writers have,
 // not a list of them kept by hand (metric_family_names).
