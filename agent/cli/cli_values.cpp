@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <iomanip>
 #include <sstream>
+#include <string_view>
 
 namespace nvsmi {
 namespace {
@@ -127,8 +128,12 @@ std::string NumberRule::refusal(const std::string &text) const {
          range();
 }
 
+// How a number check's description begins: read_numbers_as_checked finds the checks by it in an
+// option's type name.
+constexpr std::string_view number_description = "NUMBER in ";
+
 CLI::Validator number_check(NumberRule rule) {
-  std::string description = "NUMBER in " + rule.range();
+  std::string description = std::string(number_description) + rule.range();
   return CLI::Validator(
       [rule = std::move(rule)](std::string &text) -> std::string {
         std::optional<std::string> canonical = rule.accept(text);
@@ -146,7 +151,7 @@ void read_numbers_as_checked(CLI::App *command) {
     // many number checks as it names are looked for, so no lookup runs past the last validator
     // (which CLI11 says with an exception, thousands of instructions each, an option a start).
     std::string type = option->get_type_name();
-    const std::string_view mark = ":NUMBER in ";
+    const std::string mark = ":" + std::string(number_description);
     std::size_t numbers = 0;
     for (std::size_t at = type.find(mark); at != std::string::npos; at = type.find(mark, at + 1))
       ++numbers;
