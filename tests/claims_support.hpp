@@ -2,10 +2,13 @@
 // attack it with, and fs.protected_regular as Debian 12 sets it.
 #pragma once
 
+#include "jobs/gpu_claims.hpp"
+#include "process_support.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <csignal>
 #include <fstream>
 #include <string>
 #include <sys/stat.h>
@@ -67,6 +70,39 @@ inline bool can_unshare(const std::string &arguments) {
     return true;
   WARN("skipped: unshare " << arguments << " is not allowed here");
   return false;
+}
+
+// Holds the claim on `uuid` in `folder` from another process, as `run` would, until released or
+// gone. util-linux flock(1) takes the same lock; the shell then becomes the sleep that holds it.
+struct ClaimHolder {
+  ClaimHolder(const std::string &folder, const std::string &uuid)
+      : process("exec 9<>" + quote(folder + "/" + uuid + ".lock") +
+                " && flock -n 9 && exec sleep 300") {
+    REQUIRE(wait_until([&] { return nvsmi::claimed(folder, uuid); }));
+  }
+  ~ClaimHolder() { release(); }
+  void release() {
+    if (released_)
+      return;
+    released_ = true;
+    ::kill(process.pid(), SIGKILL);
+    process.wait();
+  }
+  Background process;
+
+private:
+  bool released_ = false;
+};
+
+// The A100 recording (xml/a100-mig-v12.xml) with its one process gone, written into `folder`:
+// both MIG instances free by every other rule. Its path.
+inline std::string idle_mig_recording(const std::string &folder) {
+  std::string xml = read_file(fixture_path("xml/a100-mig-v12.xml"));
+  std::size_t start = xml.find("<processes>"), end = xml.find("</processes>");
+  REQUIRE(end != std::string::npos);
+  xml.replace(start, end - start, "<processes>");
+  write_file(folder + "/idle-mig.xml", xml);
+  return folder + "/idle-mig.xml";
 }
 
 } // namespace test

@@ -35,21 +35,6 @@ Run pick(const std::string &folder, const std::string &arguments) {
                          arguments);
 }
 
-// Holds the claim on `uuid` in `folder` from another process, as `run` would, until killed.
-// util-linux flock(1) takes the same lock; the shell then becomes the sleep that holds it.
-struct ClaimHolder {
-  ClaimHolder(const std::string &folder, const std::string &uuid)
-      : process("exec 9<>" + quote(folder + "/" + uuid + ".lock") +
-                " && flock -n 9 && exec sleep 300") {
-    REQUIRE(test::wait_until([&] { return nvsmi::claimed(folder, uuid); }));
-  }
-  void release() {
-    ::kill(process.pid(), SIGKILL);
-    process.wait();
-  }
-  test::Background process;
-};
-
 void check_not_enough(const Run &run, int exit_code, const std::string &start) {
   INFO("stderr: " << run.err);
   CHECK(run.exit_code == exit_code);
@@ -123,7 +108,7 @@ TEST_CASE("pick: more GPUs than are free exits 9, prints nothing and says why") 
 
 TEST_CASE("pick: a GPU another process claims is skipped, and offered again when it is let go") {
   std::string folder = test::temporary_folder();
-  ClaimHolder holder(folder, gpu0);
+  test::ClaimHolder holder(folder, gpu0);
   Run run = pick(folder, "2");
   CHECK(run.exit_code == 0);
   CHECK(run.out == "7,4\n");
@@ -151,7 +136,7 @@ TEST_CASE("pick --wait times out on time with exit 10") {
 
 TEST_CASE("pick --wait answers once enough GPUs come free while it waits") {
   std::string folder = test::temporary_folder();
-  ClaimHolder holder(folder, gpu0);
+  test::ClaimHolder holder(folder, gpu0);
   test::Background waiting(agent() + " pick 3 --wait 60 --interval 0.1 --fixture " + states +
                            " --lock-dir " + quote(folder));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -191,15 +176,12 @@ TEST_CASE("pick: a failing nvidia-smi exits with its code at once, and is retrie
 
 TEST_CASE("pick: a GPU with MIG on is never offered whole") {
   // The A100 recording with its MIG instances' processes gone: free by every other test.
-  std::string xml = test::read_file(test::fixture_path("xml/a100-mig-v12.xml"));
-  std::size_t start = xml.find("<processes>"), end = xml.find("</processes>");
-  REQUIRE(end != std::string::npos);
-  xml.replace(start, end - start, "<processes>");
   std::string folder = test::temporary_folder();
-  test::write_file(folder + "/idle-mig.xml", xml);
+  test::idle_mig_recording(folder);
   Run run = test::run_agent("pick --fixture " + quote(folder + "/idle-mig.xml") + " --lock-dir " +
                             quote(folder));
-  check_not_enough(run, 9, "0 of 1 GPUs free: GPU 0 has MIG on\n");
+  check_not_enough(
+      run, 9, "0 of 1 GPUs free: GPU 0 has MIG on (2 of 2 instances free; --mig picks them)\n");
 }
 
 TEST_CASE("pick: the README's session is what the agent prints") {
@@ -316,7 +298,8 @@ TEST_CASE("pick in a PID namespace of its own says a claim held outside it is un
   if (!test::can_unshare("--pid --fork --mount-proc"))
     return;
   std::string folder = test::temporary_folder();
-  ClaimHolder holder(folder, gpu0); // a run on the host: /proc/locks in the namespace hides it
+  test::ClaimHolder holder(folder,
+                           gpu0); // a run on the host: /proc/locks in the namespace hides it
   std::string contained = "unshare --pid --fork --mount-proc " + agent() + " pick --fixture " +
                           states + " --lock-dir " + quote(folder);
   Run one = test::run_shell(contained);

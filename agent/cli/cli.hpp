@@ -128,6 +128,10 @@ bool is_finite_in(const std::string &text, double min, double max);
 // is not table, legacy, json or csv". Its description, "{table,legacy,json,csv}", is what --help
 // shows as table|legacy|json|csv.
 CLI::Validator one_of(std::vector<std::string> words);
+// The check of `--mig PROFILE`: a MIG profile as nvidia-smi -L prints one ("3g.40gb",
+// "1g.10gb+me"): lower-case letters, digits, '.' and '+', at most 32. A bare number is refused with
+// where it belongs (`pick --mig 2` means `pick 2 --mig`).
+CLI::Validator mig_profile_check();
 // A number as a range says it: 0.01, 4096, 86,400, 1,000,000,000.
 std::string range_number(double value);
 // A value from the command line as a message repeats it: quoted, printable (a control or a

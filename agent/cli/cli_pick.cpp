@@ -16,6 +16,8 @@ SubcommandRun pick_options(CLI::App *command) {
     JobMappingCli job_mapping;
     SshCli ssh;
     std::string source = "xml", format = "list";
+    std::string mig;
+    CLI::Option *mig_option = nullptr;
   };
   auto settings = std::make_shared<Settings>();
   PickOptions &options = settings->options;
@@ -24,6 +26,14 @@ SubcommandRun pick_options(CLI::App *command) {
       ->check(whole_range(1, 4096))
       ->capture_default_str();
   add_pick_options(command, settings->pick);
+  settings->mig_option =
+      command
+          ->add_option("--mig", settings->mig,
+                       "Pick free MIG instances instead of whole GPUs (their MIG-... UUIDs, from "
+                       "nvidia-smi -L), of PROFILE (3g.40gb) if given, else of any")
+          ->expected(0, 1)
+          ->type_name("[PROFILE]")
+          ->check(mig_profile_check());
   command->add_option("--interval", options.interval_seconds, "Seconds between samples with --wait")
       ->type_name("SECONDS")
       ->check(finite_range(0.01, 86400.0, "seconds"))
@@ -49,7 +59,7 @@ SubcommandRun pick_options(CLI::App *command) {
                      "Seconds nvidia-smi may take before it is killed (with --ssh: a connection "
                      "and its first sample, 10 by default)");
   add_ssh_options(command, settings->ssh, nullptr);
-  for (const char *local : {"--fixture", "--nvidia-smi", "--wait", "--lock-dir"})
+  for (const char *local : {"--fixture", "--nvidia-smi", "--wait", "--lock-dir", "--mig"})
     for (CLI::Option *ssh : {settings->ssh.hosts_option, settings->ssh.hosts_file_option})
       if (CLI::Option *option = command->get_option_no_throw(local))
         ssh->excludes(option);
@@ -63,6 +73,8 @@ SubcommandRun pick_options(CLI::App *command) {
         settings->job_mapping.resolve(run_options.sample.fixture.has_value());
     run_options.sample.say_job_mapping_problems = settings->job_mapping.path.has_value();
     run_options.criteria = settings->pick.criteria;
+    if (settings->mig_option->count() > 0)
+      run_options.criteria.mig_profile = settings->mig;
     run_options.wait_seconds = settings->pick.wait_seconds;
     run_options.uuid = settings->pick.uuid;
     run_options.claims_folder = claims_folder(settings->pick.lock_dir);
@@ -90,7 +102,7 @@ Subcommand add_pick_command(CLI::App &app) {
       "Print N free GPUs (no process, idle, enough memory, not claimed by run, not allocated "
       "to another batch job), most free "
       "memory first, then coolest, for CUDA_VISIBLE_DEVICES; with --ssh, which machines have "
-      "them. MIG instances are not picked yet: a GPU with MIG on is never offered.",
+      "them. A GPU with MIG on is never offered whole: --mig picks its free instances.",
       pick_options);
 }
 

@@ -193,6 +193,24 @@ CLI::Validator one_of(std::vector<std::string> words) {
       "{" + braces + "}", "one of");
 }
 
+CLI::Validator mig_profile_check() {
+  return CLI::Validator(
+      [](std::string &text) -> std::string {
+        bool plain =
+            !text.empty() && text.size() <= 32 && std::all_of(text.begin(), text.end(), [](char c) {
+              return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '+';
+            });
+        if (plain && text.find('.') != std::string::npos)
+          return {};
+        if (!text.empty() &&
+            std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+          return shown_value(text) + " is not a MIG profile such as 3g.40gb (a count goes " +
+                 "before --mig: pick " + text + " --mig)";
+        return shown_value(text) + " is not a MIG profile such as 3g.40gb";
+      },
+      "PROFILE", "MIG profile");
+}
+
 std::string shown_value(std::string_view text) {
   std::string marked = marked_text(text);
   std::string cut = cut_to_columns(marked, shown_value_columns);

@@ -40,8 +40,9 @@ AgentError not_enough(const GpuAvailability &availability, const PickOptions &op
 std::string devices_text(const std::vector<GpuChoice> &chosen, const PickOptions &options) {
   std::string devices;
   for (const GpuChoice &choice : chosen)
-    devices +=
-        (devices.empty() ? "" : ",") + (options.uuid ? choice.uuid : std::to_string(choice.index));
+    // An instance is named by its UUID alone: CUDA has no index for it.
+    devices += (devices.empty() ? "" : ",") +
+               (options.uuid || choice.mig_device ? choice.uuid : std::to_string(choice.index));
   return devices;
 }
 
@@ -58,6 +59,12 @@ void write_choices(JsonWriter &json, const std::vector<GpuChoice> &chosen) {
     json.value(choice.free_mib);
     json.key("temperature_c");
     json.value(choice.temperature_c);
+    if (choice.mig_device) {
+      json.key("mig_device");
+      json.value(*choice.mig_device);
+      json.key("profile");
+      json.value(choice.profile);
+    }
     json.end_object();
   }
   json.end_array();
@@ -72,7 +79,8 @@ std::string output_text(const std::vector<GpuChoice> &chosen, const PickOptions 
   case PickFormat::env:
     // Exported, so that the job `eval` is followed by sees it. CUDA numbers GPUs fastest first
     // unless told PCI_BUS_ID, the order of nvidia-smi's indices; UUIDs need no order.
-    return std::string("export ") + (options.uuid ? "" : "CUDA_DEVICE_ORDER=PCI_BUS_ID ") +
+    return std::string("export ") +
+           (options.uuid || options.criteria.mig_profile ? "" : "CUDA_DEVICE_ORDER=PCI_BUS_ID ") +
            "CUDA_VISIBLE_DEVICES=" + devices + "\n";
   case PickFormat::json:
     break;

@@ -189,6 +189,26 @@ void write_gpu(JsonWriter &json, const Snapshot &snapshot, std::size_t position)
     field(json, "memory_total_mib", device.memory_total_mib);
     field(json, "memory_used_mib", device.memory_used_mib);
     field(json, "memory_free_mib", device.memory_free_mib);
+    // From `nvidia-smi -L` where it was read: what CUDA_VISIBLE_DEVICES takes, and the profile.
+    field(json, "uuid", device.uuid);
+    field(json, "profile", device.profile);
+    field(json, "state", std::string(gpu_state_key(mig_state(gpu, device))));
+    // Who holds it: its processes (null where the GPU's process list is unknown), each with the
+    // fields a person acts on; the GPU's "processes" has each in full.
+    if (!gpu.processes || !device.gpu_instance_id || !device.compute_instance_id) {
+      field(json, "holders", Text());
+      return;
+    }
+    json.key("holders");
+    json.begin_array();
+    for (const Process *process : instance_processes(gpu, device)) {
+      json.begin_object();
+      field(json, "pid", process->pid);
+      field(json, "user", process->user);
+      field(json, "program", process_name(*process));
+      json.end_object();
+    }
+    json.end_array();
   });
   list_or_null(json, "processes", gpu.processes, [&](const Process &process) {
     field(json, "pid", process.pid);

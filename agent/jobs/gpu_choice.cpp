@@ -1,6 +1,7 @@
 #include "jobs/gpu_choice.hpp"
 
 #include "core/number_text.hpp"
+#include "core/screen_text.hpp"
 
 #include "nvsmi/allocation.hpp"
 #include "nvsmi/gpu_state.hpp"
@@ -23,21 +24,75 @@ namespace {
 // 1.5 as "1.5%", 5 as "5%".
 std::string percent_text(double value) { return number(value, "%g%%"); }
 
+// Why a job may not have what the scheduler gave to another job; empty where nothing holds it, or
+// the caller's own job does (`own` then set).
+std::string allocated_elsewhere(const Gpu &gpu, const PickCriteria &criteria,
+                                const std::string &name, bool &own) {
+  // The scheduler gave it to a job, which may not have started its work on it yet: not ours to
+  // hand out, unless that job is the caller's.
+  own = false;
+  if (!gpu.allocation)
+    return "";
+  own = criteria.own_job_id && gpu.allocation->job_id == *criteria.own_job_id;
+  return own ? "" : name + " allocated to " + allocation_text(*gpu.allocation);
+}
+
+// Why `free` (nvidia-smi's free memory; total - used where it printed none) is not enough, or
+// empty with `free_mib` set.
+std::string short_of_memory(Reading free, const Reading &total, const Reading &used,
+                            const PickCriteria &criteria, const std::string &name,
+                            std::int64_t &free_mib) {
+  if (!free && total && used)
+    free = *total - *used;
+  if (!free)
+    return name + " free memory unknown";
+  if (*free < criteria.min_free_mib)
+    return name + " has " + std::to_string(*free) + " MiB free < " +
+           std::to_string(criteria.min_free_mib);
+  free_mib = *free;
+  return "";
+}
+
+// A MIG profile as a refusal says it: printable, and cut (nvidia-smi -L may print anything).
+std::string profile_text(const std::string &profile) {
+  return cut_to_columns(printable_text(profile), 32);
+}
+
+// " (2 of 3 instances free: 3g.40gb, 1g.10gb; --mig picks them)": what a refusal of a GPU with
+// MIG on says of its instances, so that the caller knows what to ask for instead (profiles where
+// nvidia-smi -L gave them).
+std::string instances_text(const Gpu &gpu) {
+  if (!gpu.mig_devices) // the CSV query does not list them
+    return "";
+  if (gpu.mig_devices->empty())
+    return " (no MIG instances)";
+  std::string profiles;
+  std::size_t count = 0;
+  for (const MigDevice &device : *gpu.mig_devices) {
+    if (mig_state(gpu, device) != GpuState::free)
+      continue;
+    ++count;
+    if (device.profile)
+      profiles += (profiles.empty() ? ": " : ", ") + profile_text(*device.profile);
+  }
+  std::string total = std::to_string(gpu.mig_devices->size());
+  if (count == 0)
+    return " (none of its " + total + " instances free)";
+  return " (" + std::to_string(count) + " of " + total + " instances free" + profiles +
+         "; --mig picks them)";
+}
+
 // Why `gpu` is not offered, or empty when it is (its free memory then in `free_mib`).
 std::string why_not(const Gpu &gpu, const PickCriteria &criteria, std::int64_t &free_mib) {
   std::string name = "GPU " + std::to_string(gpu.index);
   if (!gpu.uuid || !plain_uuid(*gpu.uuid))
     return name + " has no usable UUID";
   if (gpu.mig_enabled.value_or(false))
-    return name + " has MIG on";
-  // The scheduler gave it to a job, which may not have started its work on it yet: not ours to
-  // hand out, unless that job is the caller's.
+    return name + " has MIG on" + instances_text(gpu);
   bool own_allocation = false;
-  if (gpu.allocation) {
-    own_allocation = criteria.own_job_id && gpu.allocation->job_id == *criteria.own_job_id;
-    if (!own_allocation)
-      return name + " allocated to " + allocation_text(*gpu.allocation);
-  }
+  if (std::string refused = allocated_elsewhere(gpu, criteria, name, own_allocation);
+      !refused.empty())
+    return refused;
   GpuStateThresholds thresholds;
   thresholds.idle_below_percent = criteria.max_utilization_percent;
   if (own_allocation) // held with no process by the caller's job: waiting for the caller
@@ -61,22 +116,87 @@ std::string why_not(const Gpu &gpu, const PickCriteria &criteria, std::int64_t &
   default:
     return name + " " + std::string(gpu_state_name(state));
   }
-  // Free memory as nvidia-smi counts it; total - used where it printed no free figure.
-  Reading free = gpu.memory_free_mib;
-  if (!free && gpu.memory_total_mib && gpu.memory_used_mib)
-    free = *gpu.memory_total_mib - *gpu.memory_used_mib;
-  if (!free)
-    return name + " free memory unknown";
-  if (*free < criteria.min_free_mib)
-    return name + " has " + std::to_string(*free) + " MiB free < " +
-           std::to_string(criteria.min_free_mib);
-  free_mib = *free;
-  return "";
+  return short_of_memory(gpu.memory_free_mib, gpu.memory_total_mib, gpu.memory_used_mib, criteria,
+                         name, free_mib);
+}
+
+// "GPU 0 MIG 1 (3g.40gb)": an instance as refusals name it (printable: -L may print anything).
+std::string instance_name(const Gpu &gpu, const MigDevice &device) {
+  std::string name = "GPU " + std::to_string(gpu.index) + " MIG " +
+                     (device.index ? std::to_string(*device.index) : std::string("?"));
+  return device.profile ? name + " (" + profile_text(*device.profile) + ")" : name;
+}
+
+// Why an instance is not offered, or empty when it is: the GPU's rules, on the instance's own
+// state and memory.
+std::string why_not_instance(const Gpu &gpu, const MigDevice &device, const PickCriteria &criteria,
+                             std::int64_t &free_mib) {
+  std::string name = instance_name(gpu, device);
+  if (!device.uuid || !plain_uuid(*device.uuid))
+    return name + " has no usable UUID (from nvidia-smi -L)";
+  if (!criteria.mig_profile->empty() && device.profile != *criteria.mig_profile)
+    return name + " is not " + profile_text(*criteria.mig_profile);
+  bool own_allocation = false;
+  if (std::string refused = allocated_elsewhere(gpu, criteria, name, own_allocation);
+      !refused.empty())
+    return refused;
+  switch (GpuState state = mig_state(gpu, device)) {
+  case GpuState::free:
+    break;
+  case GpuState::unknown:
+    if (std::optional<std::string> why = undecided_health(gpu))
+      return name + " health unknown (" + *why + ")";
+    return name + (gpu.processes ? " has no instance ids" : " has no process list");
+  default:
+    return name + " " + std::string(gpu_state_name(state));
+  }
+  return short_of_memory(device.memory_free_mib, device.memory_total_mib, device.memory_used_mib,
+                         criteria, name, free_mib);
+}
+
+// judge_gpus with --mig: a verdict per instance; a GPU without instances is one refusal.
+std::vector<GpuVerdict> judge_instances(const Snapshot &snapshot, const PickCriteria &criteria) {
+  std::vector<GpuVerdict> verdicts;
+  std::vector<std::string> seen; // an instance UUID listed twice is offered once
+  for (const Gpu &gpu : snapshot.gpus) {
+    if (!gpu.mig_enabled.value_or(false) || !gpu.mig_devices || gpu.mig_devices->empty()) {
+      GpuVerdict verdict;
+      verdict.index = gpu.index;
+      verdict.reason = "GPU " + std::to_string(gpu.index) +
+                       (gpu.mig_enabled.value_or(false) ? " has no MIG instances"
+                        : gpu.mig_enabled               ? " has MIG off"
+                                                        : " MIG mode unknown");
+      verdicts.push_back(std::move(verdict));
+      continue;
+    }
+    for (const MigDevice &device : *gpu.mig_devices) {
+      GpuVerdict verdict;
+      verdict.index = gpu.index;
+      std::int64_t free_mib = 0;
+      verdict.reason = why_not_instance(gpu, device, criteria, free_mib);
+      if (verdict.reason.empty() && std::find(seen.begin(), seen.end(), *device.uuid) != seen.end())
+        verdict.reason = instance_name(gpu, device) + " is listed again (same UUID)";
+      if (verdict.reason.empty()) {
+        seen.push_back(*device.uuid);
+        verdict.choice =
+            GpuChoice{gpu.index,
+                      *device.uuid,
+                      free_mib,
+                      gpu.temperature_c,
+                      device.index,
+                      device.profile ? std::optional<std::string>(*device.profile) : std::nullopt};
+      }
+      verdicts.push_back(std::move(verdict));
+    }
+  }
+  return verdicts;
 }
 
 } // namespace
 
 std::vector<GpuVerdict> judge_gpus(const Snapshot &snapshot, const PickCriteria &criteria) {
+  if (criteria.mig_profile)
+    return judge_instances(snapshot, criteria);
   std::vector<GpuVerdict> verdicts;
   for (const Gpu &gpu : snapshot.gpus) {
     GpuVerdict verdict;
@@ -84,7 +204,8 @@ std::vector<GpuVerdict> judge_gpus(const Snapshot &snapshot, const PickCriteria 
     std::int64_t free_mib = 0;
     verdict.reason = why_not(gpu, criteria, free_mib);
     if (verdict.reason.empty())
-      verdict.choice = GpuChoice{gpu.index, *gpu.uuid, free_mib, gpu.temperature_c};
+      verdict.choice =
+          GpuChoice{gpu.index, *gpu.uuid, free_mib, gpu.temperature_c, std::nullopt, std::nullopt};
     verdicts.push_back(std::move(verdict));
   }
   // A UUID listed twice is one GPU: offered once, under its first listing, and only when every
@@ -120,7 +241,9 @@ std::vector<GpuChoice> free_gpus(const Snapshot &snapshot, const PickCriteria &c
       return a.temperature_c.has_value();
     if (a.temperature_c && *a.temperature_c != *b.temperature_c)
       return *a.temperature_c < *b.temperature_c;
-    return a.index < b.index;
+    if (a.index != b.index)
+      return a.index < b.index;
+    return a.mig_device.value_or(-1) < b.mig_device.value_or(-1);
   });
   return choices;
 }

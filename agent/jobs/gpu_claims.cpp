@@ -384,13 +384,17 @@ bool claimed(const std::string &folder, const std::string &uuid) {
 GpuAvailability available_gpus(const Snapshot &snapshot, const PickCriteria &criteria,
                                const std::string &folder) {
   GpuAvailability result;
+  result.instances = criteria.mig_profile.has_value();
   std::vector<std::string> unclaimed; // UUIDs
   for (const GpuVerdict &verdict : judge_gpus(snapshot, criteria)) {
     if (!verdict.choice) {
       result.reasons.push_back(verdict.reason);
       continue;
     }
-    std::string gpu = "GPU " + std::to_string(verdict.index);
+    std::string gpu =
+        "GPU " + std::to_string(verdict.index) +
+        (verdict.choice->mig_device ? " MIG " + std::to_string(*verdict.choice->mig_device)
+                                    : std::string());
     ClaimState state = claim_state(folder, verdict.choice->uuid);
     if (state.kind == ClaimState::unusable)
       result.reasons.push_back(gpu + " claim unusable");
@@ -410,10 +414,11 @@ GpuAvailability available_gpus(const Snapshot &snapshot, const PickCriteria &cri
 }
 
 std::string GpuAvailability::shortage(std::size_t asked, const std::string &when) const {
-  std::string message =
-      std::to_string(available.size()) + " of " + std::to_string(asked) + " GPUs free" + when;
+  std::string message = std::to_string(available.size()) + " of " + std::to_string(asked) +
+                        (instances ? " MIG instances free" : " GPUs free") + when;
   if (reasons.empty())
-    return message + ": nvidia-smi lists no other GPU";
+    return message +
+           (instances ? ": nvidia-smi lists no other" : ": nvidia-smi lists no other GPU");
   message += ": ";
   for (std::size_t i = 0; i < reasons.size(); ++i)
     message += (i == 0 ? "" : ", ") + reasons[i];

@@ -82,6 +82,7 @@ bool claimed(const std::string &folder, const std::string &uuid);
 struct GpuAvailability {
   std::vector<GpuChoice> available;
   std::vector<std::string> reasons;
+  bool instances = false; // MIG instances were asked for (PickCriteria::mig_profile)
   // "3 of 4 GPUs free<when>: GPU 1 in use (10% >= 5%), GPU 3 claimed by pid 4242"
   std::string shortage(std::size_t asked, const std::string &when = "") const;
 };

@@ -12,6 +12,7 @@
 #include "nvidia_smi/said_line.hpp"
 
 #include "nvsmi/compute_apps.hpp"
+#include "nvsmi/gpu_listing.hpp"
 #include "nvsmi/nvidia_smi_output.hpp"
 #include "nvsmi/quantity.hpp"
 #include "nvsmi/unreadable_gpu.hpp"
@@ -133,6 +134,23 @@ void attach_processes(Snapshot &snapshot, const OneSampleOptions &options) {
   }
 }
 
+// A MIG device's UUID and profile are only in `nvidia-smi -L`: run once where a GPU has MIG
+// devices. Its failure leaves them unknown (said on stderr), not the snapshot unprinted.
+void attach_listing(Snapshot &snapshot, const OneSampleOptions &options) {
+  if (std::none_of(snapshot.gpus.begin(), snapshot.gpus.end(),
+                   [](const Gpu &gpu) { return gpu.mig_devices && !gpu.mig_devices->empty(); }))
+    return;
+  std::vector<std::string> argv = nvidia_smi_argv(options.nvidia_smi);
+  argv.push_back("-L");
+  try {
+    attach_gpu_listing(snapshot, read_gpu_listing(run_nvidia_smi(argv, options)));
+  } catch (const AgentError &error) {
+    log_line(std::string("MIG devices' UUIDs and profiles unknown: ") + error.what());
+  } catch (const ParseError &error) {
+    log_line(std::string("MIG devices' UUIDs and profiles unknown: ") + error.what());
+  }
+}
+
 // The kernel log read to its end once (bounded: a syslog of years is not read whole for one
 // sample). Its problems are said on stderr; the snapshot is printed all the same.
 void attach_kernel_log(Snapshot &snapshot, const std::string &path, bool say_problems) {
@@ -169,6 +187,7 @@ Snapshot read_one_sample(const OneSampleOptions &options) {
     snapshot = read_gpu_query(options);
     if (options.source == Source::csv && options.processes)
       attach_processes(snapshot, options);
+    attach_listing(snapshot, options);
     // One look: CPU shares need two, so they stay unknown here.
     if (options.host)
       HostObserver().observe(snapshot);

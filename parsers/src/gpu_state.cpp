@@ -240,6 +240,30 @@ GpuState gpu_state(const Gpu &gpu, const GpuStateThresholds &thresholds) {
   return *held ? GpuState::idle_held : free;
 }
 
+std::vector<const Process *> instance_processes(const Gpu &gpu, const MigDevice &device) {
+  std::vector<const Process *> on;
+  if (!gpu.processes || !device.gpu_instance_id || !device.compute_instance_id)
+    return on;
+  for (const Process &process : *gpu.processes)
+    if (process.gpu_instance_id == device.gpu_instance_id &&
+        process.compute_instance_id == device.compute_instance_id)
+      on.push_back(&process);
+  return on;
+}
+
+GpuState mig_state(const Gpu &gpu, const MigDevice &device) {
+  if (gpu.lost_reason)
+    return GpuState::lost;
+  if (gpu_failure(gpu))
+    return GpuState::failing;
+  if (!gpu.processes || !device.gpu_instance_id || !device.compute_instance_id)
+    return GpuState::unknown;
+  std::vector<const Process *> on = instance_processes(gpu, device);
+  if (std::any_of(on.begin(), on.end(), [](const Process *p) { return p->type != Text("G"); }))
+    return GpuState::in_use;
+  return undecided_health(gpu) ? GpuState::unknown : GpuState::free;
+}
+
 std::string_view gpu_state_name(GpuState state) {
   switch (state) {
   case GpuState::lost:

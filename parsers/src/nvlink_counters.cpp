@@ -1,6 +1,6 @@
 #include "nvsmi/nvlink_counters.hpp"
 
-#include "nvlink_lines.hpp"
+#include "listing_lines.hpp"
 #include "nvsmi/quantity.hpp"
 #include "reader_text.hpp"
 
@@ -26,14 +26,14 @@ constexpr std::uint64_t max_kib = std::uint64_t(1) << 53;
 // "Data Tx: 8299479 KiB" -> its bytes; "Data Tx: N/A" -> nullopt. `is_tx` says which direction.
 std::optional<std::uint64_t> data_count(std::string_view line, std::string_view rest, bool &is_tx) {
   constexpr std::string_view tx = "Data Tx:", rx = "Data Rx:";
-  is_tx = nvlink_lines::starts_with(rest, tx);
-  if (!is_tx && !nvlink_lines::starts_with(rest, rx))
+  is_tx = listing_lines::starts_with(rest, tx);
+  if (!is_tx && !listing_lines::starts_with(rest, rx))
     counters_not_understood(line);
   std::string_view value = trim(rest.substr(tx.size()));
   if (value == "N/A")
     return std::nullopt;
   // The unit is checked, never assumed: `nvlink -h` says KiB for `-gt d`.
-  std::optional<std::uint64_t> kib = nvlink_lines::number_with_unit<std::uint64_t>(value, " KiB");
+  std::optional<std::uint64_t> kib = listing_lines::number_with_unit<std::uint64_t>(value, " KiB");
   if (!kib || *kib > max_kib)
     counters_not_understood(line);
   return *kib * 1024;
@@ -75,7 +75,7 @@ Reading direction_rate(const NvlinkGpuCounters &before, const NvlinkGpuCounters 
   if (!any)
     return std::nullopt;
   double rate = moved / seconds;
-  if (!std::isfinite(rate) || rate > nvlink_lines::max_bytes_per_second)
+  if (!std::isfinite(rate) || rate > listing_lines::max_bytes_per_second)
     return std::nullopt;
   return std::llround(rate);
 }
@@ -86,9 +86,9 @@ std::vector<NvlinkGpuCounters> read_nvlink_counters(std::string_view text) {
   std::vector<NvlinkGpuCounters> gpus;
   // Which directions of each link of the current GPU were named, to refuse one named twice.
   std::vector<std::pair<bool, bool>> named;
-  for (std::string_view line; nvlink_lines::next_line(text, line);) {
-    if (nvlink_lines::starts_with(line, "GPU ")) {
-      std::optional<nvlink_lines::GpuLine> header = nvlink_lines::gpu_line(line);
+  for (std::string_view line; listing_lines::next_line(text, line);) {
+    if (listing_lines::starts_with(line, "GPU ")) {
+      std::optional<listing_lines::GpuLine> header = listing_lines::gpu_line(line);
       if (!header || header->index > max_gpu_index)
         counters_not_understood(line);
       for (const NvlinkGpuCounters &gpu : gpus)
@@ -99,9 +99,9 @@ std::vector<NvlinkGpuCounters> read_nvlink_counters(std::string_view text) {
       gpu.uuid = header->uuid;
       gpus.push_back(std::move(gpu));
       named.clear();
-    } else if (nvlink_lines::starts_with(line, "Link ") && !gpus.empty()) {
+    } else if (listing_lines::starts_with(line, "Link ") && !gpus.empty()) {
       std::string_view rest;
-      std::optional<int> number = nvlink_lines::link_line(line, rest);
+      std::optional<int> number = listing_lines::link_line(line, rest);
       if (!number)
         counters_not_understood(line);
       bool is_tx = false;
@@ -122,7 +122,8 @@ std::vector<NvlinkGpuCounters> read_nvlink_counters(std::string_view text) {
         counters_not_understood(line); // the same counter twice: which is it?
       was_named = true;
       (is_tx ? link->tx_bytes : link->rx_bytes) = bytes;
-    } else if (!gpus.empty() && gpus.back().links.empty() && nvlink_lines::no_nvlink_answer(line)) {
+    } else if (!gpus.empty() && gpus.back().links.empty() &&
+               listing_lines::no_nvlink_answer(line)) {
       // nvidia-smi's answer for a GPU without NVLink figures (all links inactive, none, MIG
       // mode): that GPU has no counters, and the others are read.
       continue;
@@ -141,7 +142,7 @@ std::vector<NvlinkRates> nvlink_rates(const std::vector<NvlinkGpuCounters> &befo
     rate.gpu_index = gpu.gpu_index;
     rate.uuid = gpu.uuid;
     auto earlier = std::find_if(before.begin(), before.end(), [&](const NvlinkGpuCounters &b) {
-      return nvlink_lines::same_gpu(b.uuid, b.gpu_index, gpu.uuid, gpu.gpu_index);
+      return listing_lines::same_gpu(b.uuid, b.gpu_index, gpu.uuid, gpu.gpu_index);
     });
     if (earlier != before.end() && std::isfinite(seconds) && seconds > 0) {
       rate.rx_bytes_per_second =
@@ -163,7 +164,7 @@ void attach_nvlink_rates(Snapshot &snapshot, const std::vector<NvlinkRates> &rat
     if (!takes_counter_rates(gpu))
       continue;
     for (const NvlinkRates &rate : rates)
-      if (nvlink_lines::same_gpu(gpu.uuid, gpu.index, rate.uuid, rate.gpu_index)) {
+      if (listing_lines::same_gpu(gpu.uuid, gpu.index, rate.uuid, rate.gpu_index)) {
         gpu.nvlink_rx_bytes_per_second = rate.rx_bytes_per_second;
         gpu.nvlink_tx_bytes_per_second = rate.tx_bytes_per_second;
         break;

@@ -1,6 +1,6 @@
 #include "nvsmi/nvlink_status.hpp"
 
-#include "nvlink_lines.hpp"
+#include "listing_lines.hpp"
 #include "nvsmi/quantity.hpp"
 #include "reader_text.hpp"
 
@@ -19,7 +19,7 @@ namespace {
 
 // "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)"
 NvlinkCapacity gpu_header(std::string_view line) {
-  std::optional<nvlink_lines::GpuLine> header = nvlink_lines::gpu_line(line);
+  std::optional<listing_lines::GpuLine> header = listing_lines::gpu_line(line);
   if (!header)
     not_understood(line);
   NvlinkCapacity gpu;
@@ -32,15 +32,15 @@ NvlinkCapacity gpu_header(std::string_view line) {
 // nullopt for a line that is not a link with a positive speed in GB/s.
 std::optional<double> link_speed(std::string_view line) {
   std::string_view rest;
-  if (!nvlink_lines::link_line(line, rest))
+  if (!listing_lines::link_line(line, rest))
     return std::nullopt;
   std::string_view value = trim(rest);
   if (value == "<inactive>")
     return 0.0;
-  std::optional<double> speed = nvlink_lines::number_with_unit<double>(value, " GB/s");
+  std::optional<double> speed = listing_lines::number_with_unit<double>(value, " GB/s");
   // One link past what all of a GPU's links may sum to is a garbled speed, not a fast link.
   if (!speed || !std::isfinite(*speed) || *speed <= 0 ||
-      *speed * 1e9 > nvlink_lines::max_bytes_per_second)
+      *speed * 1e9 > listing_lines::max_bytes_per_second)
     return std::nullopt;
   return *speed * 1e9;
 }
@@ -68,21 +68,21 @@ std::vector<NvlinkCapacity> read_nvlink_status(std::string_view text) {
     if (!gpus.back().no_figures)
       gpus.back().no_figures = std::move(why);
   };
-  for (std::string_view line; nvlink_lines::next_line(text, line);) {
-    if (nvlink_lines::starts_with(line, "GPU ")) {
+  for (std::string_view line; listing_lines::next_line(text, line);) {
+    if (listing_lines::starts_with(line, "GPU ")) {
       close_gpu();
       gpus.push_back(gpu_header(line));
     } else if (gpus.empty()) {
       not_understood(line); // a link or a message before any GPU: whose would it be?
-    } else if (std::optional<std::string_view> answer = nvlink_lines::no_nvlink_answer(line)) {
+    } else if (std::optional<std::string_view> answer = listing_lines::no_nvlink_answer(line)) {
       no_figures("nvlink -s says \"" + std::string(*answer) + "\"");
     } else if (std::optional<double> speed =
-                   nvlink_lines::starts_with(line, "Link ") ? link_speed(line) : std::nullopt) {
+                   listing_lines::starts_with(line, "Link ") ? link_speed(line) : std::nullopt) {
       sum += *speed;
       any_active = any_active || *speed > 0;
-      if (sum > nvlink_lines::max_bytes_per_second)
+      if (sum > listing_lines::max_bytes_per_second)
         no_figures("nvlink -s gives links past " +
-                   std::to_string(std::llround(nvlink_lines::max_bytes_per_second / 1e9)) +
+                   std::to_string(std::llround(listing_lines::max_bytes_per_second / 1e9)) +
                    " GB/s in all: " + excerpt(line));
     } else {
       no_figures("nvlink -s line not understood: " + excerpt(line));
@@ -127,7 +127,7 @@ std::vector<std::string> nvlink_capacity_notices(const std::vector<NvlinkCapacit
 void attach_nvlink_capacity(Snapshot &snapshot, const std::vector<NvlinkCapacity> &capacity) {
   for (Gpu &gpu : snapshot.gpus)
     for (const NvlinkCapacity &entry : capacity)
-      if (nvlink_lines::same_gpu(gpu.uuid, gpu.index, entry.uuid, entry.gpu_index)) {
+      if (listing_lines::same_gpu(gpu.uuid, gpu.index, entry.uuid, entry.gpu_index)) {
         gpu.nvlink_bandwidth_bytes_per_second = entry.bytes_per_second;
         break;
       }

@@ -31,6 +31,9 @@ struct Clocks {
 struct MigDevice {
   Reading index, gpu_instance_id, compute_instance_id;
   Reading memory_total_mib, memory_used_mib, memory_free_mib;
+  // From `nvidia-smi -L` (nvsmi/gpu_listing.hpp) only, where it was read: "MIG-..." (what
+  // CUDA_VISIBLE_DEVICES takes) and the profile ("3g.40gb"); unknown otherwise.
+  Text uuid, profile;
 };
 
 struct Process {

@@ -1,5 +1,6 @@
-// What the readers of `nvidia-smi nvlink`'s outputs (-s, -gt d) share: both print, per GPU, a line
-// "GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-...)" and under it one line per link, "Link 3: ...".
+// What the readers of nvidia-smi's listings share: `-L` and `nvlink` (-s, -gt d) print, per GPU, a
+// line "GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-...)" and under it one line per MIG device
+// ("MIG 3g.40gb Device 0: (UUID: MIG-...)") or per link ("Link 3: ...").
 #pragma once
 
 #include "nvsmi/quantity.hpp"
@@ -10,7 +11,7 @@
 #include <optional>
 #include <string_view>
 
-namespace nvsmi::nvlink_lines {
+namespace nvsmi::listing_lines {
 
 // No GPU's links come near this (an NVLink 5 GPU has 18 links of 53 GB/s): a larger capacity or
 // rate is a garbled line, and would overflow the reading.
@@ -74,11 +75,23 @@ inline std::optional<int> numbered(std::string_view after_word, std::string_view
 
 struct GpuLine {
   int index = 0;
-  Text uuid;
+  Text name, uuid;
 };
 
+// "... (UUID: X)" -> X, with `rest` cut to what comes before it, trimmed; unknown (and `rest`
+// as it was) where the line does not end so.
+inline Text uuid_at_end(std::string_view &rest) {
+  constexpr std::string_view mark = "(UUID: ";
+  std::size_t at = rest.rfind(mark);
+  if (at == std::string_view::npos || rest.back() != ')')
+    return std::nullopt;
+  Text uuid = parse_text(rest.substr(at + mark.size(), rest.size() - at - mark.size() - 1));
+  rest = trim(rest.substr(0, at));
+  return uuid;
+}
+
 // "GPU 0: NAME (UUID: GPU-...)" (a line that starts with "GPU "); nullopt where its index is not a
-// whole number. A UUID that is not there stays unknown.
+// whole number. A name or UUID that is not there stays unknown.
 inline std::optional<GpuLine> gpu_line(std::string_view line) {
   std::string_view rest;
   std::optional<int> index = numbered(line.substr(4), rest);
@@ -86,11 +99,9 @@ inline std::optional<GpuLine> gpu_line(std::string_view line) {
     return std::nullopt;
   GpuLine gpu;
   gpu.index = *index;
-  constexpr std::string_view uuid_mark = "(UUID: ";
-  std::size_t uuid = rest.rfind(uuid_mark);
-  if (uuid != std::string_view::npos && rest.back() == ')')
-    gpu.uuid =
-        parse_text(rest.substr(uuid + uuid_mark.size(), rest.size() - uuid - uuid_mark.size() - 1));
+  rest = trim(rest);
+  gpu.uuid = uuid_at_end(rest);
+  gpu.name = parse_text(rest);
   return gpu;
 }
 
@@ -130,4 +141,4 @@ inline std::optional<std::string_view> no_nvlink_answer(std::string_view line) {
   return std::nullopt;
 }
 
-} // namespace nvsmi::nvlink_lines
+} // namespace nvsmi::listing_lines
