@@ -202,8 +202,16 @@ TEST_CASE("dcgm names: a MIG GPU's memory per GPU instance, as GPU_I_ID", "[dcgm
   CHECK(has(used[1], ",GPU_I_ID=\"2\"}"));
   CHECK(used[1].substr(used[1].rfind(' ')) == " 4020");
   CHECK(has(used[0], "{gpu=\"0\",UUID=\"" + *s.gpus[0].uuid + "\""));
-  // The profile is not in nvidia-smi's output: no label rather than a guess.
+  // The profile is only in nvidia-smi -L, not read here: no label rather than a guess.
   CHECK_FALSE(has(m, "GPU_I_PROFILE"));
+  // Where -L named it: the GPU instance's profile, a compute instance's "1c." left off.
+  s.gpus[0].mig_devices->at(0).profile = "1c.3g.40gb";
+  s.gpus[0].mig_devices->at(1).profile = "2g.20gb";
+  m = format_snapshot_metrics(s, dcgm());
+  used = series(m, "DCGM_FI_DEV_FB_USED");
+  REQUIRE(used.size() == 2);
+  CHECK(has(used[0], ",GPU_I_ID=\"1\",GPU_I_PROFILE=\"3g.40gb\"}"));
+  CHECK(has(used[1], ",GPU_I_ID=\"2\",GPU_I_PROFILE=\"2g.20gb\"}"));
   // The GPU's own readings stay the GPU's.
   CHECK(series(m, "DCGM_FI_DEV_GPU_TEMP").size() == 1);
   CHECK_FALSE(has(series(m, "DCGM_FI_DEV_GPU_TEMP")[0], "GPU_I_ID"));

@@ -149,9 +149,9 @@ TEST_CASE("a MIG instance's state: in use by its own processes, free without, un
   // The recording's one process (pid 3131) is on GPU instance 2, compute instance 0: device 1.
   CHECK(mig_state(gpu, devices[0]) == GpuState::free);
   CHECK(mig_state(gpu, devices[1]) == GpuState::in_use);
-  CHECK(instance_processes(gpu, devices[0]).empty());
-  REQUIRE(instance_processes(gpu, devices[1]).size() == 1);
-  CHECK(instance_processes(gpu, devices[1])[0]->pid == 3131);
+  CHECK(instance_processes(gpu, devices[0]).value().empty());
+  REQUIRE(instance_processes(gpu, devices[1]).value().size() == 1);
+  CHECK(instance_processes(gpu, devices[1])->at(0)->pid == 3131);
   // The GPU's own utilization is N/A: unknown, never 0, and its processes make it in use.
   CHECK_FALSE(gpu.utilization_gpu_percent);
   CHECK(gpu_state(gpu) == GpuState::in_use);
@@ -165,6 +165,17 @@ TEST_CASE("a MIG instance's state: in use by its own processes, free without, un
   Gpu lost = gpu;
   lost.lost_reason = "GPU is lost";
   CHECK(mig_state(lost, devices[0]) == GpuState::lost);
+  // A compute process that names no instance could be on any: the others are unknown, never free.
+  Gpu unplaced = gpu;
+  unplaced.processes->push_back(gpu.processes->at(0));
+  unplaced.processes->back().gpu_instance_id.reset();
+  CHECK(mig_state(unplaced, devices[0]) == GpuState::unknown);
+  CHECK(mig_state(unplaced, devices[1]) == GpuState::in_use);
+  CHECK_FALSE(instance_processes(unplaced, devices[0]));
+  // A failing GPU's instances are failing: they share its memory.
+  Gpu failing = gpu;
+  failing.health.recovery_action = "GPU Reset Required";
+  CHECK(mig_state(failing, devices[0]) == GpuState::failing);
   MigDevice no_ids = devices[0];
   no_ids.compute_instance_id.reset();
   CHECK(mig_state(gpu, no_ids) == GpuState::unknown);

@@ -137,7 +137,8 @@ TEST_CASE("jobs: every GPU is offered or has its reason, in the sample's order")
   Snapshot mig = test::xml_fixture("xml/a100-mig-v12.xml");
   mig.gpus[0].processes = std::vector<Process>{}; // even with nothing running on it
   REQUIRE(judge_gpus(mig, {}).size() == 1);
-  CHECK(judge_gpus(mig, {})[0].reason == "GPU 0 has MIG on");
+  CHECK(judge_gpus(mig, {})[0].reason == "GPU 0 has MIG on (2 of 2 instances free; their UUIDs "
+                                         "unknown: nvidia-smi -L not read)");
   CHECK(free_gpus(mig, {}).empty());
 }
 

@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+
 namespace test_mig_cli {
 
 using json = nlohmann::json;
@@ -204,6 +206,54 @@ TEST_CASE("pick --mig: a hostile listing (an escape in a profile, a UUID no clai
   Run count_first = test::run_agent("pick --mig 2 --fixture " +
                                     quote(test::fixture_path("xml/a100-mig-v12.xml")));
   CHECK_THAT(count_first.err, Catch::Contains("a count goes before --mig: pick 2 --mig"));
+}
+
+TEST_CASE("pick --mig: an instance of a GPU that a job holds whole is not offered") {
+  std::string folder = test::temporary_folder();
+  std::string idle = test::idle_mig_recording(folder);
+  test::ClaimHolder whole(folder, "GPU-00000000-0000-0000-0000-0000000000a1");
+  Run run = test::run_shell(mig_nvidia_smi(a100_listing(), idle) + " pick --mig --nvidia-smi " +
+                            fake() + " --lock-dir " + quote(folder));
+  CHECK(run.exit_code == 9);
+  CHECK(run.out.empty());
+  CHECK_THAT(run.err, Catch::Matches("nvsmi-agent: 0 of 1 MIG instances free: GPU 0 claimed by "
+                                     "pid [0-9]+, GPU 0 claimed by pid [0-9]+\n"));
+}
+
+TEST_CASE("run --gpu refuses a GPU with MIG on: its instances are handed out one by one") {
+  std::string folder = test::temporary_folder();
+  Run run = test::run_shell(mig_nvidia_smi(a100_listing(), test::idle_mig_recording(folder)) +
+                            " run --source xml --gpu 0 --interval 0.2 --lock-dir " + quote(folder) +
+                            " --nvidia-smi " + fake() + " -- true");
+  CHECK(run.exit_code == 2);
+  CHECK_THAT(run.err, Catch::Contains("--gpu: GPU 0 has MIG on: its instances are handed out one "
+                                      "by one (pick --mig)\n"));
+  CHECK_FALSE(nvsmi::claimed(folder, "GPU-00000000-0000-0000-0000-0000000000a1"));
+}
+
+TEST_CASE("pick --mig: refused with --ssh and with --source csv, which list no instances; an -L "
+          "that hangs is killed at --timeout and its UUIDs are unknown") {
+  Run ssh = test::run_agent("pick --mig --ssh localhost");
+  CHECK(ssh.exit_code == 2);
+  CHECK_THAT(ssh.err, Catch::Contains("--mig cannot go with --ssh"));
+  Run csv = test::run_agent("pick --mig --source csv --fixture " +
+                            quote(test::fixture_path("csv/h100-8gpu.csv")));
+  CHECK(csv.exit_code == 2);
+  CHECK(csv.err == "nvsmi-agent: pick: --mig needs --source xml: the CSV query lists no MIG "
+                   "instances\n");
+  // cat on a FIFO nobody writes to: -L never answers.
+  std::string folder = test::temporary_folder();
+  REQUIRE(test::run_shell("mkfifo " + quote(folder + "/never")).exit_code == 0);
+  auto started = std::chrono::steady_clock::now();
+  Run hung = test::run_shell(mig_nvidia_smi(folder + "/never") +
+                             " snapshot --format json --timeout 2 --nvidia-smi " + fake());
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  CHECK(hung.exit_code == 0);
+  CHECK(took < 30);
+  CHECK_THAT(hung.err, Catch::Contains("MIG devices' UUIDs and profiles unknown: "));
+  CHECK(json::parse(hung.out)["gpus"][0]["mig_devices"][0]["uuid"].is_null());
+  CHECK(test::run_shell("pgrep -xf " + quote("cat " + folder + "/never")).exit_code ==
+        1); // nothing left
 }
 
 } // namespace test_mig_cli

@@ -181,7 +181,9 @@ TEST_CASE("pick: a GPU with MIG on is never offered whole") {
   Run run = test::run_agent("pick --fixture " + quote(folder + "/idle-mig.xml") + " --lock-dir " +
                             quote(folder));
   check_not_enough(
-      run, 9, "0 of 1 GPUs free: GPU 0 has MIG on (2 of 2 instances free; --mig picks them)\n");
+      run, 9,
+      "0 of 1 GPUs free: GPU 0 has MIG on (2 of 2 instances free; their UUIDs unknown: "
+      "nvidia-smi -L not read)\n");
 }
 
 TEST_CASE("pick: the README's session is what the agent prints") {

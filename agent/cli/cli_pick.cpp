@@ -73,8 +73,12 @@ SubcommandRun pick_options(CLI::App *command) {
         settings->job_mapping.resolve(run_options.sample.fixture.has_value());
     run_options.sample.say_job_mapping_problems = settings->job_mapping.path.has_value();
     run_options.criteria = settings->pick.criteria;
-    if (settings->mig_option->count() > 0)
+    if (settings->mig_option->count() > 0) {
+      if (run_options.sample.source == Source::csv)
+        throw AgentError(exit_usage, "pick: --mig needs --source xml: the CSV query lists no MIG "
+                                     "instances");
       run_options.criteria.mig_profile = settings->mig;
+    }
     run_options.wait_seconds = settings->pick.wait_seconds;
     run_options.uuid = settings->pick.uuid;
     run_options.claims_folder = claims_folder(settings->pick.lock_dir);

@@ -98,8 +98,7 @@ std::string output_text(const std::vector<GpuChoice> &chosen, const PickOptions 
 // Worth sampling again before the deadline: nvidia-smi failed, or did not answer in time. A
 // fixture does not change, and a signal stops the agent.
 bool retry_later(const AgentError &error, const PickOptions &options) {
-  return !options.sample.fixture && error.code() >= exit_not_found &&
-         error.code() <= exit_bad_output;
+  return !options.sample.fixture && nvidia_smi_failure(error);
 }
 
 Clock::duration seconds(double value) {

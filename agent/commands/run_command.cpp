@@ -255,6 +255,13 @@ private:
       if (std::any_of(gpus.begin(), gpus.end(),
                       [&](const JobGpu &taken) { return taken.uuid == *gpu->uuid; }))
         continue;
+      // Its instances are what jobs get, each claimed by its own UUID (pick --mig): a claim on
+      // the whole GPU would not keep another job off them.
+      if (gpu->mig_enabled.value_or(false)) {
+        fail(exit_usage, options_.gpu_option + ": GPU " + name +
+                             " has MIG on: its instances are handed out one by one (pick --mig)");
+        return "";
+      }
       std::optional<GpuClaim> claim = GpuClaim::try_take(folder_, *gpu->uuid);
       if (!claim) {
         ClaimState state = claim_state(folder_, *gpu->uuid);

@@ -36,6 +36,13 @@ private:
   ExitCode code_;
 };
 
+// Whether `error` is a run of nvidia-smi's own failure (not found, failed, timed out, output not
+// understood: exit codes 3 to 6), which leaves what that run would have given unknown, or is worth
+// a later try; anything else (a signal to the agent, 128 + N) ends the command.
+inline bool nvidia_smi_failure(const AgentError &error) {
+  return error.code() >= exit_not_found && error.code() <= exit_bad_output;
+}
+
 // The one place where what the readers refuse (ParseError) becomes the agent's error: exit code 6,
 // the message prefixed by where the bytes came from ("nvidia-smi output", a fixture's path).
 inline AgentError bad_output(const std::string &origin, const ParseError &error) {

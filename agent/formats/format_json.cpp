@@ -193,15 +193,16 @@ void write_gpu(JsonWriter &json, const Snapshot &snapshot, std::size_t position)
     field(json, "uuid", device.uuid);
     field(json, "profile", device.profile);
     field(json, "state", std::string(gpu_state_key(mig_state(gpu, device))));
-    // Who holds it: its processes (null where the GPU's process list is unknown), each with the
-    // fields a person acts on; the GPU's "processes" has each in full.
-    if (!gpu.processes || !device.gpu_instance_id || !device.compute_instance_id) {
+    // Who holds it: its processes (null where that cannot be told: instance_processes), each with
+    // the fields a person acts on; the GPU's "processes" has each in full.
+    std::optional<std::vector<const Process *>> holders = instance_processes(gpu, device);
+    if (!holders) {
       field(json, "holders", Text());
       return;
     }
     json.key("holders");
     json.begin_array();
-    for (const Process *process : instance_processes(gpu, device)) {
+    for (const Process *process : *holders) {
       json.begin_object();
       field(json, "pid", process->pid);
       field(json, "user", process->user);

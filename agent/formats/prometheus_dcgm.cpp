@@ -196,9 +196,22 @@ std::string dcgm_labels(const Snapshot &snapshot, const Gpu &gpu) {
   return labels;
 }
 
+// The GPU instance's profile of a MIG device as nvidia-smi -L names it: "3g.40gb" as it is, and
+// "1c.3g.40gb" (a compute instance smaller than its GPU instance) without its "1c."; unknown where
+// -L was not read.
+Text gpu_instance_profile(const Text &profile) {
+  if (!profile)
+    return std::nullopt;
+  std::size_t dot = profile->find('.');
+  if (dot != std::string::npos && dot > 1 && (*profile)[dot - 1] == 'c' &&
+      profile->find_first_not_of("0123456789") == dot - 1)
+    return profile->substr(dot + 1);
+  return profile;
+}
+
 // A GPU's MIG instances by GPU instance: several compute instances of one GPU instance share its
-// memory, and one series per label set is all Prometheus takes. nvidia-smi does not print an
-// instance's profile, so GPU_I_PROFILE is left out.
+// memory, and one series per label set is all Prometheus takes. GPU_I_PROFILE where nvidia-smi -L
+// named the instance's profile.
 void add_instances(Family &family, const std::string &gpu_labels, const Gpu &gpu,
                    Reading MigDevice::*reading) {
   std::set<std::int64_t> written;
@@ -207,6 +220,7 @@ void add_instances(Family &family, const std::string &gpu_labels, const Gpu &gpu
       continue;
     std::string labels = gpu_labels;
     append_label(labels, "GPU_I_ID", std::to_string(*device.gpu_instance_id));
+    append_label(labels, "GPU_I_PROFILE", gpu_instance_profile(device.profile));
     family.add(labels, number(device.*reading));
   }
 }

@@ -4,6 +4,7 @@
 
 #include "formats/prometheus_dcgm.hpp"
 #include "formats/prometheus_health.hpp"
+#include "formats/prometheus_mig.hpp"
 #include "formats/prometheus_text.hpp"
 
 #include "nvsmi/gpu_fields.hpp"
@@ -245,6 +246,7 @@ void write_snapshot_metrics(const Snapshot &snapshot, MetricsOut &out) {
   write_user_metrics(snapshot, user_labels, out);
   write_host_metrics(snapshot.host, out);
   write_fleet_health_metrics(snapshot, labels, user_labels, out);
+  write_mig_metrics(snapshot, out);
 }
 
 // The monitor's own cost (docs/METRICS.md): the agent's process, and each nvidia-smi stream's

@@ -68,10 +68,12 @@ std::string instances_text(const Gpu &gpu) {
     return " (no MIG instances)";
   std::string profiles;
   std::size_t count = 0;
+  bool pickable = false; // a free one has a UUID to be handed out by
   for (const MigDevice &device : *gpu.mig_devices) {
     if (mig_state(gpu, device) != GpuState::free)
       continue;
     ++count;
+    pickable = pickable || (device.uuid && plain_uuid(*device.uuid));
     if (device.profile)
       profiles += (profiles.empty() ? ": " : ", ") + profile_text(*device.profile);
   }
@@ -79,7 +81,7 @@ std::string instances_text(const Gpu &gpu) {
   if (count == 0)
     return " (none of its " + total + " instances free)";
   return " (" + std::to_string(count) + " of " + total + " instances free" + profiles +
-         "; --mig picks them)";
+         (pickable ? "; --mig picks them)" : "; their UUIDs unknown: nvidia-smi -L not read)");
 }
 
 // Why `gpu` is not offered, or empty when it is (its free memory then in `free_mib`).
@@ -154,19 +156,43 @@ std::string why_not_instance(const Gpu &gpu, const MigDevice &device, const Pick
                          criteria, name, free_mib);
 }
 
+// A UUID listed twice is one GPU (or instance): offered once, under its first listing, and only
+// when every listing finds it free. `uuids` and `names` are each verdict's listed UUID and name.
+void once_per_uuid(std::vector<GpuVerdict> &verdicts, const std::vector<Text> &uuids,
+                   const std::vector<std::string> &names) {
+  for (std::size_t later = 0; later < verdicts.size(); ++later) {
+    for (std::size_t first = 0; uuids[later] && first < later; ++first) {
+      if (uuids[first] != uuids[later])
+        continue;
+      GpuVerdict &original = verdicts[first], &again = verdicts[later];
+      if (!again.choice && original.choice) {
+        original.choice.reset();
+        original.reason = again.reason;
+      }
+      again.choice.reset();
+      again.reason = names[later] + " is " + names[first] + " listed again (same UUID)";
+      break;
+    }
+  }
+}
+
 // judge_gpus with --mig: a verdict per instance; a GPU without instances is one refusal.
 std::vector<GpuVerdict> judge_instances(const Snapshot &snapshot, const PickCriteria &criteria) {
   std::vector<GpuVerdict> verdicts;
-  std::vector<std::string> seen; // an instance UUID listed twice is offered once
+  std::vector<Text> uuids;
+  std::vector<std::string> names;
   for (const Gpu &gpu : snapshot.gpus) {
+    std::string name = "GPU " + std::to_string(gpu.index);
     if (!gpu.mig_enabled.value_or(false) || !gpu.mig_devices || gpu.mig_devices->empty()) {
       GpuVerdict verdict;
       verdict.index = gpu.index;
-      verdict.reason = "GPU " + std::to_string(gpu.index) +
-                       (gpu.mig_enabled.value_or(false) ? " has no MIG instances"
-                        : gpu.mig_enabled               ? " has MIG off"
-                                                        : " MIG mode unknown");
+      verdict.reason = name + (!gpu.mig_enabled    ? " MIG mode unknown"
+                               : !*gpu.mig_enabled ? " has MIG off"
+                               : !gpu.mig_devices  ? " MIG instances unknown"
+                                                   : " has no MIG instances");
       verdicts.push_back(std::move(verdict));
+      uuids.emplace_back();
+      names.push_back(name);
       continue;
     }
     for (const MigDevice &device : *gpu.mig_devices) {
@@ -174,21 +200,15 @@ std::vector<GpuVerdict> judge_instances(const Snapshot &snapshot, const PickCrit
       verdict.index = gpu.index;
       std::int64_t free_mib = 0;
       verdict.reason = why_not_instance(gpu, device, criteria, free_mib);
-      if (verdict.reason.empty() && std::find(seen.begin(), seen.end(), *device.uuid) != seen.end())
-        verdict.reason = instance_name(gpu, device) + " is listed again (same UUID)";
-      if (verdict.reason.empty()) {
-        seen.push_back(*device.uuid);
-        verdict.choice =
-            GpuChoice{gpu.index,
-                      *device.uuid,
-                      free_mib,
-                      gpu.temperature_c,
-                      device.index,
-                      device.profile ? std::optional<std::string>(*device.profile) : std::nullopt};
-      }
+      if (verdict.reason.empty())
+        verdict.choice = GpuChoice{gpu.index,    *device.uuid,   free_mib, gpu.temperature_c,
+                                   device.index, device.profile, gpu.uuid};
       verdicts.push_back(std::move(verdict));
+      uuids.push_back(device.uuid);
+      names.push_back(instance_name(gpu, device));
     }
   }
+  once_per_uuid(verdicts, uuids, names);
   return verdicts;
 }
 
@@ -198,34 +218,21 @@ std::vector<GpuVerdict> judge_gpus(const Snapshot &snapshot, const PickCriteria 
   if (criteria.mig_profile)
     return judge_instances(snapshot, criteria);
   std::vector<GpuVerdict> verdicts;
+  std::vector<Text> uuids;
+  std::vector<std::string> names;
   for (const Gpu &gpu : snapshot.gpus) {
     GpuVerdict verdict;
     verdict.index = gpu.index;
     std::int64_t free_mib = 0;
     verdict.reason = why_not(gpu, criteria, free_mib);
     if (verdict.reason.empty())
-      verdict.choice =
-          GpuChoice{gpu.index, *gpu.uuid, free_mib, gpu.temperature_c, std::nullopt, std::nullopt};
+      verdict.choice = GpuChoice{gpu.index,    *gpu.uuid,    free_mib,    gpu.temperature_c,
+                                 std::nullopt, std::nullopt, std::nullopt};
     verdicts.push_back(std::move(verdict));
+    uuids.push_back(gpu.uuid);
+    names.push_back("GPU " + std::to_string(gpu.index));
   }
-  // A UUID listed twice is one GPU: offered once, under its first listing, and only when every
-  // listing finds it free.
-  for (std::size_t later = 0; later < snapshot.gpus.size(); ++later) {
-    const std::optional<std::string> &uuid = snapshot.gpus[later].uuid;
-    for (std::size_t first = 0; uuid && first < later; ++first) {
-      if (snapshot.gpus[first].uuid != uuid)
-        continue;
-      GpuVerdict &original = verdicts[first], &again = verdicts[later];
-      if (!again.choice && original.choice) {
-        original.choice.reset();
-        original.reason = again.reason;
-      }
-      again.choice.reset();
-      again.reason = "GPU " + std::to_string(again.index) + " is GPU " +
-                     std::to_string(original.index) + " listed again (same UUID)";
-      break;
-    }
-  }
+  once_per_uuid(verdicts, uuids, names);
   return verdicts;
 }
 

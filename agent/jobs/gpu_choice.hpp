@@ -28,9 +28,11 @@ struct GpuChoice {
   std::string uuid; // the GPU's, or the instance's "MIG-..."
   std::int64_t free_mib = 0;
   std::optional<std::int64_t> temperature_c;
-  // An instance's MIG device index and profile; nullopt for a whole GPU.
+  // An instance's MIG device index, profile and GPU's UUID (a claim on the whole GPU keeps a job
+  // off its instances too); nullopt for a whole GPU.
   std::optional<std::int64_t> mig_device;
   std::optional<std::string> profile;
+  std::optional<std::string> gpu_uuid;
 };
 
 // For one GPU of a sample: offered to a job (`choice`), or why not, in words for the one line a

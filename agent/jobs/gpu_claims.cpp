@@ -381,6 +381,28 @@ bool claimed(const std::string &folder, const std::string &uuid) {
   return claim_state(folder, uuid).kind == ClaimState::held;
 }
 
+namespace {
+
+// Why the claim on `uuid` keeps a job off it, naming it `name`; empty where nobody holds it.
+std::string claim_refusal(const std::string &folder, const std::string &uuid,
+                          const std::string &name) {
+  ClaimState state = claim_state(folder, uuid);
+  switch (state.kind) {
+  case ClaimState::unusable:
+    return name + " claim unusable";
+  case ClaimState::blocked:
+    return name + " claim " + state.why;
+  case ClaimState::held:
+    return state.holder ? name + " claimed by pid " + std::to_string(*state.holder)
+                        : name + " claim unknown (held by a process not visible here)";
+  case ClaimState::free:
+    break;
+  }
+  return "";
+}
+
+} // namespace
+
 GpuAvailability available_gpus(const Snapshot &snapshot, const PickCriteria &criteria,
                                const std::string &folder) {
   GpuAvailability result;
@@ -391,21 +413,18 @@ GpuAvailability available_gpus(const Snapshot &snapshot, const PickCriteria &cri
       result.reasons.push_back(verdict.reason);
       continue;
     }
-    std::string gpu =
-        "GPU " + std::to_string(verdict.index) +
-        (verdict.choice->mig_device ? " MIG " + std::to_string(*verdict.choice->mig_device)
-                                    : std::string());
-    ClaimState state = claim_state(folder, verdict.choice->uuid);
-    if (state.kind == ClaimState::unusable)
-      result.reasons.push_back(gpu + " claim unusable");
-    else if (state.kind == ClaimState::blocked)
-      result.reasons.push_back(gpu + " claim " + state.why);
-    else if (state.kind == ClaimState::held && state.holder)
-      result.reasons.push_back(gpu + " claimed by pid " + std::to_string(*state.holder));
-    else if (state.kind == ClaimState::held)
-      result.reasons.push_back(gpu + " claim unknown (held by a process not visible here)");
+    const GpuChoice &choice = *verdict.choice;
+    std::string gpu = "GPU " + std::to_string(verdict.index);
+    std::string refused =
+        claim_refusal(folder, choice.uuid,
+                      choice.mig_device ? gpu + " MIG " + std::to_string(*choice.mig_device) : gpu);
+    // An instance of a GPU that a job holds whole (claimed before MIG was on) is that job's.
+    if (refused.empty() && choice.gpu_uuid && plain_uuid(*choice.gpu_uuid))
+      refused = claim_refusal(folder, *choice.gpu_uuid, gpu);
+    if (refused.empty())
+      unclaimed.push_back(choice.uuid);
     else
-      unclaimed.push_back(verdict.choice->uuid);
+      result.reasons.push_back(refused);
   }
   for (const GpuChoice &choice : free_gpus(snapshot, criteria))
     if (std::find(unclaimed.begin(), unclaimed.end(), choice.uuid) != unclaimed.end())

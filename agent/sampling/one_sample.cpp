@@ -128,6 +128,8 @@ void attach_processes(Snapshot &snapshot, const OneSampleOptions &options) {
   try {
     attach_compute_apps(snapshot, read_compute_apps(run_nvidia_smi(argv, options)));
   } catch (const AgentError &error) {
+    if (!nvidia_smi_failure(error))
+      throw; // a signal stops the command, not only this run
     log_line(std::string("processes unknown: ") + error.what());
   } catch (const ParseError &error) {
     log_line(std::string("processes unknown: --query-compute-apps: ") + error.what());
@@ -145,6 +147,8 @@ void attach_listing(Snapshot &snapshot, const OneSampleOptions &options) {
   try {
     attach_gpu_listing(snapshot, read_gpu_listing(run_nvidia_smi(argv, options)));
   } catch (const AgentError &error) {
+    if (!nvidia_smi_failure(error))
+      throw; // a signal stops the command, not only this run
     log_line(std::string("MIG devices' UUIDs and profiles unknown: ") + error.what());
   } catch (const ParseError &error) {
     log_line(std::string("MIG devices' UUIDs and profiles unknown: ") + error.what());

@@ -9,6 +9,7 @@
 #include "nvidia_smi/said_line.hpp"
 #include "nvidia_smi/source.hpp"
 
+#include "nvsmi/gpu_listing.hpp"
 #include "nvsmi/nvidia_smi_output.hpp"
 #include "nvsmi/quantity.hpp"
 
@@ -46,10 +47,44 @@ std::vector<Snapshot> fixture_samples(const std::string &path,
   }
 }
 
-// `nvidia-smi nvlink -s` prints a few lines per link: 1 MiB is far more than any machine's.
-constexpr std::size_t max_nvlink_status_bytes = 1u << 20;
-// It answers at once where the driver is loaded; past this the capacity stays unknown.
-constexpr milliseconds nvlink_status_timeout{5000};
+// What a one-shot nvidia-smi answers (`nvlink -s`, `-L`): its stdout, or nullopt where it could
+// not be run, was killed, exited non-zero or ran past `timeout`, which `notice` says once as
+// `unknown` (what stays unknown) and why.
+std::optional<std::string>
+run_one_shot(std::vector<std::string> argv, const std::vector<std::string> &arguments,
+             milliseconds timeout, std::size_t max_bytes, const std::string &unknown,
+             const std::function<void(std::string)> &notice, std::shared_ptr<RunCost> cost) {
+  argv.insert(argv.end(), arguments.begin(), arguments.end());
+  std::string what = "nvidia-smi";
+  for (const std::string &argument : arguments)
+    what += " " + argument;
+  try {
+    CommandLimits limits;
+    limits.timeout = timeout;
+    limits.max_output_bytes = max_bytes;
+    limits.cost = std::move(cost);
+    CommandResult result = run_bounded(argv, limits);
+    if (result.term_signal != 0 || result.exit_code != 0) {
+      notice(unknown + what + " " +
+             (result.term_signal != 0 ? "was killed by signal " + std::to_string(result.term_signal)
+                                      : "exited with code " + std::to_string(result.exit_code)) +
+             ": " + first_message_line(result));
+      return std::nullopt;
+    }
+    return std::move(result.out);
+  } catch (const AgentError &error) {
+    // nvidia-smi that cannot be started: the GPU stream says so as the command's failure.
+    if (error.code() != exit_not_found)
+      notice(unknown + what + ": " + error.what());
+  }
+  return std::nullopt;
+}
+
+// `nvidia-smi nvlink -s` prints a few lines per link, `-L` a line per GPU and MIG device: 1 MiB is
+// far more than any machine's.
+constexpr std::size_t max_one_shot_bytes = 1u << 20;
+// Both answer at once where the driver is loaded; past this what they give stays unknown.
+constexpr milliseconds one_shot_timeout{5000};
 
 // Each GPU's NVLink capacity, from one bounded run of `nvidia-smi nvlink -s`; a failure, a
 // refusal or output not understood is said once through `notice` and leaves it unknown, as does
@@ -57,34 +92,41 @@ constexpr milliseconds nvlink_status_timeout{5000};
 std::vector<NvlinkCapacity> read_nvlink_capacity(std::vector<std::string> argv,
                                                  const std::function<void(std::string)> &notice,
                                                  std::shared_ptr<RunCost> cost) {
-  argv.insert(argv.end(), {"nvlink", "-s"});
   std::string unknown = "NVLink capacity unknown: ";
+  std::optional<std::string> out =
+      run_one_shot(std::move(argv), {"nvlink", "-s"}, one_shot_timeout, max_one_shot_bytes, unknown,
+                   notice, std::move(cost));
+  if (!out)
+    return {};
   try {
-    CommandLimits limits;
-    limits.timeout = nvlink_status_timeout;
-    limits.max_output_bytes = max_nvlink_status_bytes;
-    limits.cost = std::move(cost);
-    CommandResult result = run_bounded(argv, limits);
-    if (result.term_signal != 0 || result.exit_code != 0) {
-      notice(unknown + "nvidia-smi nvlink -s " +
-             (result.term_signal != 0 ? "was killed by signal " + std::to_string(result.term_signal)
-                                      : "exited with code " + std::to_string(result.exit_code)) +
-             ": " + first_message_line(result));
-      return {};
-    }
     // A GPU nvidia-smi gives no figures for (a GPU in MIG mode) is said; the others are read.
-    std::vector<NvlinkCapacity> capacity = read_nvlink_status(result.out);
+    std::vector<NvlinkCapacity> capacity = read_nvlink_status(*out);
     for (const std::string &line : nvlink_capacity_notices(capacity))
       notice(unknown + line);
     return capacity;
-  } catch (const AgentError &error) {
-    // nvidia-smi that cannot be started: the GPU stream, next, says so as the command's failure.
-    if (error.code() != exit_not_found)
-      notice(unknown + "nvidia-smi nvlink -s: " + error.what());
   } catch (const ParseError &error) {
     notice(unknown + error.what());
   }
   return {};
+}
+
+// The MIG devices of each GPU as the sample lays them out ("GPU-x:0/1/0,1/2/0;"): empty where no
+// GPU has any. A new layout (the first, or instances made or destroyed) is when -L is read again.
+std::string mig_layout(const Snapshot &snapshot) {
+  std::string layout;
+  auto number = [](const Reading &reading) {
+    return reading ? std::to_string(*reading) : std::string("?");
+  };
+  for (const Gpu &gpu : snapshot.gpus) {
+    if (!gpu.mig_devices || gpu.mig_devices->empty())
+      continue;
+    layout += gpu.uuid.value_or(std::to_string(gpu.index)) + ":";
+    for (const MigDevice &device : *gpu.mig_devices)
+      layout += number(device.index) + "/" + number(device.gpu_instance_id) + "/" +
+                number(device.compute_instance_id) + ",";
+    layout += ";";
+  }
+  return layout;
 }
 
 } // namespace
@@ -493,6 +535,7 @@ void Sampler::complete(Snapshot snapshot, const std::string &processes_unknown_r
       fresh.push_back(*row.value);
   attach_dmon(snapshot, fresh);
   attach_nvlink_capacity(snapshot, nvlink_capacity_);
+  attach_listing(snapshot);
   if (nvlink_counters_)
     nvlink_counters_->observe(snapshot);
   if (host_)
@@ -506,6 +549,28 @@ void Sampler::complete(Snapshot snapshot, const std::string &processes_unknown_r
       log_(LogKind::notice, "first sample without its process list: " + processes_unknown_reason);
   }
   hand_on(std::move(snapshot));
+}
+
+void Sampler::attach_listing(Snapshot &snapshot) {
+  std::string layout = mig_layout(snapshot);
+  if (layout.empty())
+    return;
+  if (layout != listed_layout_) {
+    listed_layout_ = layout;
+    listing_.clear();
+    std::string unknown = "MIG devices' UUIDs and profiles unknown: ";
+    auto notice = [this](const std::string &message) { log_(LogKind::notice, message); };
+    if (std::optional<std::string> out =
+            run_one_shot(gpu_settings().command, {"-L"}, one_shot_timeout, max_one_shot_bytes,
+                         unknown, notice, costs_.listing)) {
+      try {
+        listing_ = read_gpu_listing(*out);
+      } catch (const ParseError &error) {
+        notice(unknown + error.what());
+      }
+    }
+  }
+  attach_gpu_listing(snapshot, listing_);
 }
 
 void Sampler::hand_on(Snapshot snapshot) {
@@ -608,7 +673,8 @@ std::vector<CostedStream> Sampler::costed_streams() const {
           {"processes", costs_.processes.get(), running(apps_stream_)},
           {"pmon", costs_.pmon.get(), running(pmon_stream_)},
           {"dmon", costs_.dmon.get(), running(dmon_stream_)},
-          {"nvlink", costs_.nvlink.get(), std::nullopt}};
+          {"nvlink", costs_.nvlink.get(), std::nullopt},
+          {"listing", costs_.listing.get(), std::nullopt}};
 }
 
 AgentCost Sampler::cost() {

@@ -9,6 +9,7 @@
 #include "host/host_observer.hpp"
 #include "kernel_log/xid_log.hpp"
 #include "nvidia_smi/nvidia_smi_stream.hpp"
+#include "nvsmi/gpu_listing.hpp"
 #include "nvsmi/health_memory.hpp"
 #include "nvsmi/nvlink_status.hpp"
 #include "nvsmi/usage_counters.hpp"
@@ -181,6 +182,9 @@ private:
   void attach_allocations(Snapshot &snapshot);
   // What every sample gets, live or replayed, before it is handed on.
   void hand_on(Snapshot snapshot);
+  // Each MIG device's UUID and profile from `nvidia-smi -L`, run (bounded, once) where the
+  // sample's MIG layout is new; a failure said once per layout, the UUIDs then unknown.
+  void attach_listing(Snapshot &snapshot);
 
   SamplerOptions options_;
   boost::asio::io_context &context_;
@@ -227,6 +231,10 @@ private:
   bool dmon_given_up_ = false; // refused even without GPM: not started again
   // Each GPU's NVLink capacity, read once at start (live samples with activity only).
   std::vector<NvlinkCapacity> nvlink_capacity_;
+  // `nvidia-smi -L` as read for the MIG layout `listed_layout_` (mig_layout): read again when a
+  // sample's layout differs, so that a MIG device gets its UUID and profile (attach_listing).
+  std::string listed_layout_;
+  std::vector<ListedGpu> listing_;
   std::unique_ptr<NvlinkCounterReader> nvlink_counters_; // options.nvlink_counters_seconds
   std::optional<HostObserver> host_; // live samples only: a recording is of another machine
   std::unique_ptr<XidLog> xid_log_;  // options.kernel_log from the first sample on
@@ -235,12 +243,13 @@ private:
   UsageCounters usage_counters_;  // every sample's busy seconds and energy, added up
   bool job_mapping_said_ = false; // its problem is said once, not every sample
   // Each stream's runs, across restarts and the stream objects that ran them (pmon stopped and
-  // started again); nvlink: the bounded runs of `nvlink -s` and `nvlink -gt d`.
+  // started again); nvlink: the bounded runs of `nvlink -s` and `nvlink -gt d`; listing: `-L`.
   struct RunCosts {
     std::shared_ptr<RunCost> gpu_query = std::make_shared<RunCost>(),
                              processes = std::make_shared<RunCost>(),
                              pmon = std::make_shared<RunCost>(), dmon = std::make_shared<RunCost>(),
-                             nvlink = std::make_shared<RunCost>();
+                             nvlink = std::make_shared<RunCost>(),
+                             listing = std::make_shared<RunCost>();
   } costs_;
   MonitorCost monitor_cost_;
   // --cpu-budget (options.cpu_budget_percent) and what it has changed: the ladder, the intervals

@@ -240,15 +240,37 @@ GpuState gpu_state(const Gpu &gpu, const GpuStateThresholds &thresholds) {
   return *held ? GpuState::idle_held : free;
 }
 
-std::vector<const Process *> instance_processes(const Gpu &gpu, const MigDevice &device) {
+namespace {
+
+bool for_compute(const Process &process) { return process.type != Text("G"); }
+
+// A compute process on the GPU that names no instance (its ids N/A): it could be on any.
+bool unplaced_compute(const Gpu &gpu) {
+  return gpu.processes &&
+         std::any_of(gpu.processes->begin(), gpu.processes->end(), [](const Process &process) {
+           return for_compute(process) &&
+                  (!process.gpu_instance_id || !process.compute_instance_id);
+         });
+}
+
+std::vector<const Process *> placed_on(const Gpu &gpu, const MigDevice &device) {
   std::vector<const Process *> on;
-  if (!gpu.processes || !device.gpu_instance_id || !device.compute_instance_id)
-    return on;
   for (const Process &process : *gpu.processes)
-    if (process.gpu_instance_id == device.gpu_instance_id &&
+    if (process.gpu_instance_id && process.compute_instance_id &&
+        process.gpu_instance_id == device.gpu_instance_id &&
         process.compute_instance_id == device.compute_instance_id)
       on.push_back(&process);
   return on;
+}
+
+} // namespace
+
+std::optional<std::vector<const Process *>> instance_processes(const Gpu &gpu,
+                                                               const MigDevice &device) {
+  if (!gpu.processes || !device.gpu_instance_id || !device.compute_instance_id ||
+      unplaced_compute(gpu))
+    return std::nullopt;
+  return placed_on(gpu, device);
 }
 
 GpuState mig_state(const Gpu &gpu, const MigDevice &device) {
@@ -258,9 +280,11 @@ GpuState mig_state(const Gpu &gpu, const MigDevice &device) {
     return GpuState::failing;
   if (!gpu.processes || !device.gpu_instance_id || !device.compute_instance_id)
     return GpuState::unknown;
-  std::vector<const Process *> on = instance_processes(gpu, device);
-  if (std::any_of(on.begin(), on.end(), [](const Process *p) { return p->type != Text("G"); }))
+  std::vector<const Process *> on = placed_on(gpu, device);
+  if (std::any_of(on.begin(), on.end(), [](const Process *p) { return for_compute(*p); }))
     return GpuState::in_use;
+  if (unplaced_compute(gpu))
+    return GpuState::unknown;
   return undecided_health(gpu) ? GpuState::unknown : GpuState::free;
 }
 

@@ -49,16 +49,18 @@ std::optional<bool> held_for_compute(const Gpu &gpu);
 GpuState gpu_state(const Gpu &gpu, const GpuStateThresholds &thresholds = {});
 
 // The processes on one MIG instance of the GPU: those whose GPU and compute instance ids are the
-// device's (a process without them is on no instance we can name). Empty where the GPU's process
-// list is unknown: ask `held_for_compute` first.
-std::vector<const Process *> instance_processes(const Gpu &gpu, const MigDevice &device);
+// device's. nullopt where that cannot be told: the GPU's process list unknown, the device's ids
+// unknown, or a compute process on the GPU without its ids (it could be on any instance).
+std::optional<std::vector<const Process *>> instance_processes(const Gpu &gpu,
+                                                               const MigDevice &device);
 
 // A MIG instance's state by the GPU's rules: the GPU's lost or failing is its instances' too
 // (they share its memory and its health); otherwise compute processes on it make it in use (an
 // instance has no utilization reading of its own: nvidia-smi prints N/A, so never idle but held
 // from a guess), none make it free (unknown while the health that decides failing is), and an
-// unknown process list or instance ids leave it unknown. Hot and at power limit stay the GPU's:
-// another instance's work heats the whole GPU, and an instance is still free to take.
+// unknown process list or instance ids, or a compute process without its ids, leave it unknown. Hot
+// and at power limit stay the GPU's: another instance's work heats the whole GPU, and an instance
+// is still free to take.
 GpuState mig_state(const Gpu &gpu, const MigDevice &device);
 
 // Why a readable GPU is failing, in words ("2 uncorrectable ECC errors", "row remap pending",
