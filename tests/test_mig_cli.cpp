@@ -256,4 +256,45 @@ TEST_CASE("pick --mig: refused with --ssh and with --source csv, which list no i
         1); // nothing left
 }
 
+TEST_CASE("run --mig: the job gets a free instance's MIG UUID, and says which") {
+  std::string folder = test::temporary_folder();
+  Run run =
+      test::run_shell(mig_nvidia_smi(a100_listing()) + " run --mig --interval 0.2 " +
+                      "--lock-dir " + quote(folder) + " --report " + quote(folder + "/report") +
+                      " --nvidia-smi " + fake() + " -- sh -c 'echo $CUDA_VISIBLE_DEVICES'");
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  CHECK(run.out == device0 + "\n"); // device 1 holds pid 3131
+  CHECK_THAT(run.err, Catch::Contains("nvsmi-agent run: GPU 0 MIG 0 (3g.40gb, NVIDIA "
+                                      "A100-SXM4-80GB, 00000000:07:00.0) claimed for this job; "
+                                      "CUDA_VISIBLE_DEVICES=" +
+                                      device0 + "\n"));
+  // The report names the instance the job had.
+  CHECK_THAT(test::read_file(folder + "/report"), Catch::Contains("\n  GPU 0 MIG 0  "));
+  Run csv = test::run_agent("run --mig --source csv --lock-dir " + quote(folder) +
+                            " --nvidia-smi " + fake() + " -- true");
+  CHECK(csv.exit_code == 2);
+  CHECK_THAT(csv.err, Catch::Contains("run: --mig needs --source xml"));
+}
+
+TEST_CASE("run --mig: two jobs started together never get the same instance") {
+  std::string folder = test::temporary_folder();
+  std::string idle = test::idle_mig_recording(folder);
+  auto job = [&](const std::string &name) {
+    return mig_nvidia_smi(a100_listing(), idle) + " run --mig --interval 0.2 --lock-dir " +
+           quote(folder) + " --report " + quote(folder + "/" + name + ".report") +
+           " --nvidia-smi " + fake() + " -- sh -c 'echo $CUDA_VISIBLE_DEVICES >" + folder + "/" +
+           name + "; sleep 2' 2>" + quote(folder + "/" + name + ".err");
+  };
+  for (int round = 0; round < 3; ++round) {
+    Run both = test::run_shell("( " + job("a") + " & " + job("b") + " & wait )");
+    std::string a = test::read_file(folder + "/a"), b = test::read_file(folder + "/b");
+    INFO("round " << round << ": " << a << b << test::read_file(folder + "/a.err")
+                  << test::read_file(folder + "/b.err"));
+    CHECK(a != b);
+    CHECK((a == device0 + "\n" || a == device1 + "\n"));
+    CHECK((b == device0 + "\n" || b == device1 + "\n"));
+  }
+}
+
 } // namespace test_mig_cli

@@ -1237,7 +1237,8 @@ nvsmi::JobSummary a_job() {
   job.exit_code = 3;
   job.seconds = 9;
   nvsmi::JobGpuTally &gpu = job.gpus.emplace_back();
-  gpu.gpu = {0, "GPU-00000000-0000-0000-0000-000000000000"};
+  gpu.gpu.index = 0;
+  gpu.gpu.uuid = "GPU-00000000-0000-0000-0000-000000000000";
   gpu.samples = gpu.samples_with_job = 10;
   gpu.memory_total_mib = 81559;
   gpu.peak_job_memory_mib = 4096;

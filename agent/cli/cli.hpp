@@ -240,6 +240,10 @@ struct PickCli {
   std::optional<double> wait_seconds; // sample until enough are free, at most this long
   bool uuid = false;                  // name GPUs by UUID instead of index
   std::optional<std::string> lock_dir;
+  // --mig [PROFILE]: free MIG instances instead of whole GPUs; its profile in `mig`.
+  std::string mig;
+  CLI::Option *mig_option = nullptr;
+  bool mig_given() const { return mig_option && mig_option->count() > 0; }
 };
 void add_pick_options(CLI::App *command, PickCli &pick);
 

@@ -366,6 +366,14 @@ void add_pick_options(CLI::App *command, PickCli &pick) {
                    "Folder of the claims run holds (default: $NVSMI_LOCK_DIR, else "
                    "/run/lock/nvsmi-agent)")
       ->check(caller_path());
+  pick.mig_option = command
+                        ->add_option("--mig", pick.mig,
+                                     "Free MIG instances instead of whole GPUs (their MIG-... "
+                                     "UUIDs, from nvidia-smi -L), of PROFILE (3g.40gb) if given, "
+                                     "else of any; needs --source xml")
+                        ->expected(0, 1)
+                        ->type_name("[PROFILE]")
+                        ->check(mig_profile_check());
 }
 
 } // namespace nvsmi

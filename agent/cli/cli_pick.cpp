@@ -16,8 +16,6 @@ SubcommandRun pick_options(CLI::App *command) {
     JobMappingCli job_mapping;
     SshCli ssh;
     std::string source = "xml", format = "list";
-    std::string mig;
-    CLI::Option *mig_option = nullptr;
   };
   auto settings = std::make_shared<Settings>();
   PickOptions &options = settings->options;
@@ -26,14 +24,6 @@ SubcommandRun pick_options(CLI::App *command) {
       ->check(whole_range(1, 4096))
       ->capture_default_str();
   add_pick_options(command, settings->pick);
-  settings->mig_option =
-      command
-          ->add_option("--mig", settings->mig,
-                       "Pick free MIG instances instead of whole GPUs (their MIG-... UUIDs, from "
-                       "nvidia-smi -L), of PROFILE (3g.40gb) if given, else of any")
-          ->expected(0, 1)
-          ->type_name("[PROFILE]")
-          ->check(mig_profile_check());
   command->add_option("--interval", options.interval_seconds, "Seconds between samples with --wait")
       ->type_name("SECONDS")
       ->check(finite_range(0.01, 86400.0, "seconds"))
@@ -73,11 +63,11 @@ SubcommandRun pick_options(CLI::App *command) {
         settings->job_mapping.resolve(run_options.sample.fixture.has_value());
     run_options.sample.say_job_mapping_problems = settings->job_mapping.path.has_value();
     run_options.criteria = settings->pick.criteria;
-    if (settings->mig_option->count() > 0) {
+    if (settings->pick.mig_given()) {
       if (run_options.sample.source == Source::csv)
         throw AgentError(exit_usage, "pick: --mig needs --source xml: the CSV query lists no MIG "
                                      "instances");
-      run_options.criteria.mig_profile = settings->mig;
+      run_options.criteria.mig_profile = settings->pick.mig;
     }
     run_options.wait_seconds = settings->pick.wait_seconds;
     run_options.uuid = settings->pick.uuid;

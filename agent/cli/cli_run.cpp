@@ -60,11 +60,22 @@ SubcommandRun run_options(CLI::App *command) {
   for (CLI::Option *option : command->get_options())
     if (option->nonpositional())
       option->allow_extra_args(false);
-  return {[settings] {
+  settings->pick.mig_option->excludes("--gpu")->excludes("--gpu-ids");
+  CLI::Option *source = command->get_option("--source");
+  return {[settings, source] {
+    // Instances are listed by -q -x alone: --mig samples it unless told otherwise, which cannot be.
+    if (settings->pick.mig_given()) {
+      if (source->count() > 0 && settings->sampling.source == "csv")
+        throw AgentError(exit_usage, "run: --mig needs --source xml: the CSV query lists no MIG "
+                                     "instances");
+      settings->sampling.source = "xml";
+    }
     settings->sampling.finish();
     RunOptions &o = settings->options;
     o.sampling = settings->sampling.options;
     o.criteria = settings->pick.criteria;
+    if (settings->pick.mig_given())
+      o.criteria.mig_profile = settings->pick.mig;
     o.wait_seconds = settings->pick.wait_seconds;
     o.uuid = settings->pick.uuid;
     o.lock_dir = settings->pick.lock_dir;
@@ -85,8 +96,9 @@ SubcommandRun run_options(CLI::App *command) {
 Subcommand add_run_command(CLI::App &app) {
   return add_subcommand(
       app, "run",
-      "Claim free GPUs (or the ones named), run COMMAND on them with CUDA_VISIBLE_DEVICES "
-      "set, sample while it runs, and report what it did there; exits with its exit code. "
+      "Claim free GPUs (or the ones named, or free MIG instances with --mig), run COMMAND on "
+      "them with CUDA_VISIBLE_DEVICES set, sample while it runs, and report what it did there; "
+      "exits with its exit code. "
       "Usage: nvsmi-agent run [OPTIONS] -- COMMAND [ARGS...]",
       run_options);
 }

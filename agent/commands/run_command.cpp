@@ -65,9 +65,12 @@ const Gpu *named_gpu(const Snapshot &snapshot, const std::string &selector) {
 std::vector<std::string> job_environment(const std::vector<JobGpu> &gpus, bool by_uuid) {
   std::vector<std::string> names, uuids;
   for (const JobGpu &gpu : gpus) {
-    names.push_back(by_uuid ? gpu.uuid : std::to_string(gpu.index));
+    // An instance is named by its UUID alone: CUDA has no index for it.
+    by_uuid = by_uuid || gpu.instance_of;
     uuids.push_back(gpu.uuid);
   }
+  for (const JobGpu &gpu : gpus)
+    names.push_back(by_uuid ? gpu.uuid : std::to_string(gpu.index));
   std::vector<std::string> set{"CUDA_VISIBLE_DEVICES=" + joined(names, ",")};
   // nvidia-smi numbers GPUs in PCI bus order; CUDA's default order is fastest first.
   if (!by_uuid)
@@ -214,8 +217,12 @@ private:
     std::string out = gpus.size() == 1 ? "GPU " : "GPUs ";
     for (std::size_t i = 0; i < gpus.size(); ++i) {
       out += (i ? ", " : "") + std::to_string(gpus[i].index);
-      const Gpu *gpu = named_gpu(snapshot, gpus[i].uuid);
+      if (gpus[i].mig_device) // "GPU 0 MIG 1 (2g.20gb, NVIDIA A100-SXM4-80GB, ...)"
+        out += " MIG " + std::to_string(*gpus[i].mig_device);
+      const Gpu *gpu = named_gpu(snapshot, gpus[i].gpu_uuid());
       std::vector<std::string> about;
+      if (gpus[i].profile)
+        about.push_back(cut_to_columns(printable_text(*gpus[i].profile), 32));
       if (gpu && gpu->name)
         about.push_back(printable_text(*gpu->name));
       if (gpu && gpu->pci_bus_id)
@@ -237,7 +244,8 @@ private:
     for (const GpuClaim &claim : claims_)
       for (const GpuChoice &choice : availability.available)
         if (choice.uuid == claim.uuid())
-          gpus.push_back({choice.index, choice.uuid});
+          gpus.push_back(
+              {choice.index, choice.uuid, choice.gpu_uuid, choice.mig_device, choice.profile});
     return "";
   }
 
@@ -273,7 +281,7 @@ private:
                " (" + folder_ + ")";
       }
       claims_.push_back(std::move(*claim));
-      gpus.push_back({gpu->index, *gpu->uuid});
+      gpus.push_back({gpu->index, *gpu->uuid, std::nullopt, std::nullopt, std::nullopt});
     }
     return "";
   }
@@ -343,8 +351,10 @@ private:
     // The report is made of the samples as they come, in memory: only the job's GPUs.
     ReportOptions report_options;
     report_options.details = options_.details;
-    for (const JobGpu &gpu : gpus)
-      report_options.gpus.push_back(gpu.uuid);
+    for (const JobGpu &gpu : gpus) // an instance's GPU: the report is per GPU
+      if (std::find(report_options.gpus.begin(), report_options.gpus.end(), gpu.gpu_uuid()) ==
+          report_options.gpus.end())
+        report_options.gpus.push_back(gpu.gpu_uuid());
     report_.emplace(report_options);
     ledger_.emplace(std::move(gpus));
     if (attribute_) {

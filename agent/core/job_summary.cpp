@@ -4,6 +4,11 @@
 
 namespace nvsmi {
 
+std::string job_gpu_name(const JobGpu &gpu) {
+  std::string name = "GPU " + std::to_string(gpu.index);
+  return gpu.mig_device ? name + " MIG " + std::to_string(*gpu.mig_device) : name;
+}
+
 bool peak_incomplete(const JobGpuTally &gpu) { return !gpu.unknown.empty(); }
 
 RealReading batch_growth_estimate(const JobGpuTally &gpu) {

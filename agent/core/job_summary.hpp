@@ -14,8 +14,16 @@ namespace nvsmi {
 
 struct JobGpu {
   int index = 0;
-  std::string uuid;
+  std::string uuid; // the GPU's, or a MIG instance's "MIG-..."
+  // For a MIG instance: its GPU's UUID, its device index and profile; nullopt for a whole GPU.
+  std::optional<std::string> instance_of;
+  std::optional<std::int64_t> mig_device;
+  std::optional<std::string> profile;
+  // The GPU whose samples are this one's: the GPU itself, or the instance's GPU.
+  const std::string &gpu_uuid() const { return instance_of ? *instance_of : uuid; }
 };
+// "GPU 0", or "GPU 0 MIG 1" for an instance: how a report names what the job got.
+std::string job_gpu_name(const JobGpu &gpu);
 
 // Someone else's program on one of the job's GPUs: "bob's python".
 struct StrangerTally {

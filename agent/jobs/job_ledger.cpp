@@ -1,5 +1,7 @@
 #include "jobs/job_ledger.hpp"
 
+#include "nvsmi/gpu_state.hpp"
+
 #include "core/command_text.hpp"
 
 #include <algorithm>
@@ -46,20 +48,40 @@ void JobLedger::add(const Snapshot &snapshot, const OwnerOf &owner_of) {
   bool cpu_known = false;
   for (JobGpuTally &tally : gpus_) {
     auto found = std::find_if(snapshot.gpus.begin(), snapshot.gpus.end(), [&](const Gpu &gpu) {
-      return gpu.uuid && *gpu.uuid == tally.gpu.uuid;
+      return gpu.uuid && *gpu.uuid == tally.gpu.gpu_uuid();
     });
     if (found == snapshot.gpus.end())
       continue;
+    // A MIG instance's own memory and processes, found by its UUID (nvidia-smi -L's, in the
+    // sample where it was read); a sample that does not name it says nothing of it.
+    std::optional<std::vector<const Process *>> processes;
+    Reading memory_total = found->memory_total_mib;
+    if (tally.gpu.instance_of) {
+      const MigDevice *device = nullptr;
+      if (found->mig_devices)
+        for (const MigDevice &each : *found->mig_devices)
+          if (each.uuid == tally.gpu.uuid)
+            device = &each;
+      if (!device)
+        continue;
+      memory_total = device->memory_total_mib;
+      processes = instance_processes(*found, *device);
+    } else if (found->processes) {
+      processes.emplace();
+      for (const Process &process : *found->processes)
+        processes->push_back(&process);
+    }
     ++tally.samples;
-    if (found->memory_total_mib)
-      tally.memory_total_mib = found->memory_total_mib;
-    if (!found->processes)
+    if (memory_total)
+      tally.memory_total_mib = memory_total;
+    if (!processes)
       continue;
     bool job_here = false;
     Reading job_memory;
     // One program with several processes counts once.
     std::set<std::string> strangers_here, unknown_here;
-    for (const Process &process : *found->processes) {
+    for (const Process *each : *processes) {
+      const Process &process = *each;
       Owner owner = owner_of(process);
       if (owner == Owner::job) {
         job_here = true;

@@ -377,11 +377,11 @@ void job_section(std::string &out, const Report &report) {
          "</code></h2>\n<p class=\"meta\">" + html_escape(job_ending(job)) + " after " +
          fixed_text(job.seconds, 1) + " s</p>\n";
   for (const JobGpuTally &gpu : job.gpus) {
-    out += "<h3>GPU " + std::to_string(gpu.gpu.index) + " <small>" +
-           html_escape(job_shown(gpu.gpu.uuid)) + "</small></h3>\n<ul>\n";
+    out += "<h3>" + job_gpu_name(gpu.gpu) + " <small>" + html_escape(job_shown(gpu.gpu.uuid)) +
+           "</small></h3>\n<ul>\n";
     double covered = 0;
     for (const GpuSummary &summary : report.gpus)
-      if (summary.uuid && *summary.uuid == gpu.gpu.uuid)
+      if (summary.uuid && *summary.uuid == gpu.gpu.gpu_uuid())
         covered = summary.covered_seconds;
     for (const std::string &line : job_gpu_lines(gpu, covered, true))
       out += "<li>" + html_escape(line) + "</li>\n";

@@ -68,12 +68,11 @@ std::vector<std::string> job_gpu_lines(const JobGpuTally &gpu, double covered_se
     lines.push_back("the job's processes were on it in " + std::to_string(gpu.samples_with_job) +
                     " of " + std::to_string(gpu.samples) + " samples");
   for (const StrangerTally &stranger : gpu.strangers)
-    lines.push_back("GPU " + std::to_string(gpu.gpu.index) + " was shared with " +
-                    job_shown(stranger.label) + " for " +
-                    std::to_string(job_percent_of(stranger.samples, gpu.samples)) + "% of the run");
+    lines.push_back(job_gpu_name(gpu.gpu) + " was shared with " + job_shown(stranger.label) +
+                    " for " + std::to_string(job_percent_of(stranger.samples, gpu.samples)) +
+                    "% of the run");
   for (const StrangerTally &unknown : gpu.unknown)
-    lines.push_back("GPU " + std::to_string(gpu.gpu.index) + " also had " +
-                    job_shown(unknown.label) + " for " +
+    lines.push_back(job_gpu_name(gpu.gpu) + " also had " + job_shown(unknown.label) + " for " +
                     std::to_string(job_percent_of(unknown.samples, gpu.samples)) +
                     "% of the run, started while the job ran but outside its processes: the "
                     "job's (a container it asked for?) or another's, it cannot be told");

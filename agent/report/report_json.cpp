@@ -156,6 +156,7 @@ OrderedJson job_json(const JobSummary &job) {
   for (const JobGpuTally &gpu : job.gpus)
     gpus.push_back({{"index", gpu.gpu.index},
                     {"uuid", job_shown(gpu.gpu.uuid)},
+                    {"mig_device", maybe(gpu.gpu.mig_device)},
                     {"samples", gpu.samples},
                     {"samples_with_job", gpu.samples_with_job},
                     {"memory_total_mib", maybe(gpu.memory_total_mib)},

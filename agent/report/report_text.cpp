@@ -202,7 +202,7 @@ void jobs_section(std::string &out, const Report &report) {
 // The GPU of the report that the job's `gpu` is, by UUID; nullptr where no sample of it was used.
 const GpuSummary *report_gpu(const Report &report, const JobGpuTally &gpu) {
   for (const GpuSummary &summary : report.gpus)
-    if (summary.uuid && *summary.uuid == gpu.gpu.uuid)
+    if (summary.uuid && *summary.uuid == gpu.gpu.gpu_uuid())
       return &summary;
   return nullptr;
 }
@@ -216,7 +216,7 @@ void job_section(std::string &out, const Report &report) {
   out += "  ended        " + job_ending(job) + " after " + fixed_text(job.seconds, 1) + " s\n";
   for (const JobGpuTally &gpu : job.gpus) {
     const GpuSummary *summary = report_gpu(report, gpu);
-    std::string head = "GPU " + std::to_string(gpu.gpu.index);
+    std::string head = job_gpu_name(gpu.gpu);
     head.resize(std::max<std::size_t>(head.size() + 1, 13), ' ');
     std::string name = summary && summary->name ? marked_text(*summary->name) : "";
     if (details)
