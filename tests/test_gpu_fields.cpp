@@ -5,9 +5,11 @@
 #include "formats/prometheus_metrics.hpp"
 #include "nvsmi/csv_reader.hpp"
 #include "nvsmi/gpu_fields.hpp"
+#include "nvsmi/gpu_state.hpp"
 #include "nvsmi/xml_reader.hpp"
 #include "report/report_json_log.hpp"
 #include "serve/compact_snapshot.hpp"
+#include "snapshot_builders.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
@@ -120,6 +122,32 @@ TEST_CASE("a field of the table that is not known is null in JSON and unknown re
     CHECK(object[std::string(field.json_key)].is_null());
     CHECK(shown(field, read.gpus.at(0)) == "unknown");
   }
+}
+
+TEST_CASE("MIG instances go through JSON and come back from the JSON log, their states with them "
+          "(/fleet and report read the agent's JSON)") {
+  Snapshot snapshot = test::xml_fixture("xml/a100-mig-v12.xml");
+  (*snapshot.gpus[0].mig_devices)[0].uuid = "MIG-00000000-0000-0000-0000-0000000000b0";
+  (*snapshot.gpus[0].mig_devices)[0].profile = "3g.40gb";
+  std::string line = format_json(snapshot);
+  Snapshot read = read_json_log_line(line);
+  REQUIRE(read.gpus.at(0).mig_devices);
+  REQUIRE(read.gpus[0].mig_devices->size() == 2);
+  const MigDevice &first = read.gpus[0].mig_devices->front();
+  CHECK(first.uuid == Text("MIG-00000000-0000-0000-0000-0000000000b0"));
+  CHECK(first.profile == Text("3g.40gb"));
+  CHECK(first.gpu_instance_id == Reading(1));
+  CHECK(first.memory_total_mib == Reading(40192));
+  CHECK(read.gpus[0].mig_devices->back().uuid == Text());
+  CHECK(fleet_summary_text(fleet_summary(read)) ==
+        "1 GPU, 2 MIG instances: 1 free \u00b7 1 in use");
+  auto json = nlohmann::json::parse(line);
+  json["gpus"][0]["mig_devices"][0]["gpu_instance_id"] = "1";
+  CHECK_THROWS_WITH(read_json_log_line(json.dump()),
+                    "gpus[0].mig_devices[0].gpu_instance_id: expected a whole number or null");
+  json["gpus"][0]["mig_devices"] = "all";
+  CHECK_THROWS_WITH(read_json_log_line(json.dump()),
+                    "gpus[0].mig_devices: expected a list or null");
 }
 
 TEST_CASE("the JSON log's reader refuses a field of the table of the wrong type") {

@@ -153,6 +153,42 @@ TEST_CASE("the fleet summary of several hosts says how many and which of them ar
   CHECK(fleet_summary_text(none_answering) == "0 GPUs on 1 host: 1 host without a fresh sample");
 }
 
+TEST_CASE(
+    "the fleet summary with MIG counts what a job is given: each instance in place of its GPU, "
+    "and the GPUs without MIG") {
+  // The A100 recording: MIG instance 0 free, instance 1 (GPU instance 2) held by a process.
+  Snapshot a100 = test::xml_fixture("xml/a100-mig-v12.xml");
+  FleetSummary mig = fleet_summary(a100);
+  CHECK(mig.gpus == 1);
+  CHECK(mig.mig_instances == 2);
+  CHECK(fleet_summary_text(mig) == "1 GPU, 2 MIG instances: 1 free \u00b7 1 in use");
+
+  // Beside eight H100s without MIG: 9 GPUs, whose states are the 8's and the 2 instances'.
+  Snapshot mixed = test::xml_fixture("xml/h100-8gpu-states-v12.xml");
+  mixed.gpus.push_back(a100.gpus.front());
+  CHECK(fleet_summary_text(fleet_summary(mixed)) ==
+        "9 GPUs, 2 MIG instances: 4 free \u00b7 3 in use \u00b7 1 idle but held \u00b7 1 at power "
+        "limit \u00b7 1 hot");
+
+  // The GPU's loss or failure is its instances'; across hosts the instances add up.
+  Snapshot lost = a100;
+  lost.gpus.front().lost_reason = "GPU is lost";
+  CHECK(fleet_summary_text(fleet_summary(lost)) == "1 GPU, 2 MIG instances: 2 lost");
+  FleetSummary hosts;
+  for (const Snapshot *one : {&a100, &mixed}) {
+    FleetSummary each = fleet_summary(*one);
+    each.hosts = 1;
+    hosts.add(each);
+  }
+  CHECK(fleet_summary_text(hosts).rfind("10 GPUs, 4 MIG instances on 2 hosts: 5 free", 0) == 0);
+
+  // A GPU with MIG on and no instance made yet counts as itself.
+  Snapshot none = a100;
+  none.gpus.front().mig_devices = std::vector<MigDevice>{};
+  CHECK(fleet_summary(none).mig_instances == 0);
+  CHECK(fleet_summary_text(fleet_summary(none)).rfind("1 GPU: ", 0) == 0);
+}
+
 TEST_CASE("free needs the health that decides failing known: ECC on with its count unknown is "
           "unknown, ECC off or not known is not judged on it") {
   Gpu gpu = gpu_with(0, std::vector<Process>{});

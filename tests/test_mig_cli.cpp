@@ -74,6 +74,51 @@ TEST_CASE("snapshot --format json: each MIG instance's UUID and profile from nvi
   CHECK(test::read_file(plain + "/calls") == "-q -x\n");
 }
 
+TEST_CASE("snapshot --format table: the summary counts MIG instances; each instance's line has its "
+          "profile and state, the profile printable") {
+  Run run = test::run_shell(mig_nvidia_smi(a100_listing()) +
+                            " snapshot --format table --nvidia-smi " + fake());
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  std::vector<std::string> lines = test::lines_of(run.out);
+  REQUIRE(lines.size() >= 5);
+  CHECK(lines[0] == "1 GPU, 2 MIG instances: 1 free \u00b7 1 in use");
+  CHECK_THAT(lines[3], Catch::Matches(" +MIG 0  GI 1 CI 0  3g\\.40gb  13/40192MiB +free"));
+  CHECK_THAT(lines[4],
+             Catch::Matches(" +MIG 1  GI 2 CI 0  2g\\.20gb  4020/19968MiB  in use  .*python.*"));
+
+  std::string folder = test::temporary_folder();
+  test::write_file(folder + "/hostile.txt",
+                   "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-00000000-0000-0000-0000-0000000000a1)\n"
+                   "  MIG 3g\x1b]0;owned\x07.40gb Device  0: (UUID: MIG-0929581a)\n"
+                   "  MIG 2g.20gb Device  1: (UUID: MIG-0929581b)\n");
+  Run hostile = test::run_shell(mig_nvidia_smi(folder + "/hostile.txt") +
+                                " snapshot --format table --nvidia-smi " + fake());
+  REQUIRE(hostile.exit_code == 0);
+  CHECK(hostile.out.find('\x1b') == std::string::npos);
+  CHECK(hostile.out.find('\x07') == std::string::npos);
+  CHECK_THAT(hostile.out, Catch::Contains("2g.20gb"));
+}
+
+TEST_CASE("report: a JSON log with MIG instances says them in its first line, counted in place of "
+          "their GPU") {
+  std::string folder = test::temporary_folder();
+  Run logged =
+      test::run_shell(mig_nvidia_smi(a100_listing()) + " snapshot --format json --nvidia-smi " +
+                      fake() + " --output " + quote(folder + "/gpu-log.jsonl"));
+  REQUIRE(logged.exit_code == 0);
+  Run report = test::run_agent("report --format json " + quote(folder + "/gpu-log.jsonl"));
+  INFO(report.err);
+  REQUIRE(report.exit_code == 0);
+  json last = json::parse(report.out)["last_sample"];
+  CHECK(last["gpus"] == 1);
+  CHECK(last["mig_instances"] == 2);
+  CHECK(last["states"]["free"] == 1);
+  CHECK(last["states"]["in_use"] == 1);
+  CHECK_THAT(last["summary"].get<std::string>(),
+             Catch::EndsWith("1 GPU, 2 MIG instances: 1 free \u00b7 1 in use"));
+}
+
 TEST_CASE("snapshot: an nvidia-smi -L that fails or says what no driver says leaves the UUIDs "
           "and profiles unknown, in one line on stderr, the rest printed") {
   std::string folder = test::temporary_folder();

@@ -1,13 +1,14 @@
 // MIG instances in the long-running sampler, through `serve --source xml` and the stand-in as the
 // A100 recording (xml/a100-mig-v12.xml) with its listing (listing/a100-mig-3g-2g.txt): -L read
-// once per layout, each instance's series on /metrics (promtool's lint where installed), and the
-// DCGM names' GPU_I_PROFILE.
+// once per layout, each instance's series on /metrics (promtool's lint where installed), the
+// DCGM names' GPU_I_PROFILE, and a row per instance on the dashboard.
 #include "serve_support.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -108,6 +109,57 @@ TEST_CASE("serve --metric-names dcgm: a MIG GPU's memory per GPU instance with G
   CHECK_THAT(m, Catch::Contains(",GPU_I_ID=\"1\",GPU_I_PROFILE=\"3g.40gb\"} 13\n"));
   CHECK_THAT(m, Catch::Contains(",GPU_I_ID=\"2\",GPU_I_PROFILE=\"2g.20gb\"} 4020\n"));
   agent.stop();
+}
+
+TEST_CASE("serve: the dashboard has a row per MIG instance under its GPU, with its profile, state "
+          "and holders, and the summary counts the instances") {
+  if (!test::installed("chromium")) {
+    WARN(
+        "chromium is not installed (scripts/install-deps installs it): the dashboard is not drawn");
+    return;
+  }
+  std::string folder = test::temporary_folder();
+  Server agent("--source xml --interval 0.5 --nvidia-smi " + fake,
+               mig_environment(folder + "/calls"));
+  REQUIRE(test::wait_until([&] { return samples(agent) >= 2; }));
+  const std::string chrome = "--virtual-time-budget=5000 --window-size=";
+  test::Run page = test::chromium(chrome + "1400,1000 --dump-dom " + quote(agent.url()));
+  INFO(page.err);
+  REQUIRE(page.exit_code == 0);
+  CHECK_THAT(page.out, Catch::Contains("1 GPU, 2 MIG instances: 1 free \u00b7 1 in use"));
+  // The GPU's row, then its instances' rows, each with its index, profile and state.
+  std::regex rows(R"re(<div class="glance-row( mig)?" data-gpu="0"( data-mig="(\d)")? )re"
+                  R"re(data-state="([a-z_]+)">.*?<span class="name">([^<]*)</span>)re");
+  std::vector<std::string> seen;
+  for (auto it = std::sregex_iterator(page.out.begin(), page.out.end(), rows);
+       it != std::sregex_iterator(); ++it)
+    seen.push_back((*it)[1].str() + "|" + (*it)[3].str() + "|" + (*it)[4].str() + "|" +
+                   (*it)[5].str());
+  CHECK(seen == std::vector<std::string>{"|"
+                                         "|in_use|A100-SXM4-80GB",
+                                         " mig|0|free|3g.40gb", " mig|1|in_use|2g.20gb"});
+  CHECK_THAT(page.out, Catch::Contains("title=\"MIG-00000000-0000-0000-0000-0000000000b1\""));
+  // Instance 1's process is no process of this machine: its user unknown, never made up, said
+  // in the GPU's words in both rows; instance 0 has none.
+  auto count = [&](const std::string &text) {
+    std::size_t n = 0;
+    for (std::size_t at = page.out.find(text); at != std::string::npos;
+         at = page.out.find(text, at + 1))
+      ++n;
+    return n;
+  };
+  CHECK(count("<div class=\"c-users\">1 process of unknown user</div>") == 2);
+  CHECK(count("<div class=\"c-users\">\u2014</div>") == 1);
+  CHECK_THAT(page.out, Catch::Contains("1 GPU \u00b7 last sample"));
+  for (const auto &[size, name] : {std::pair{"1400,1000", "dashboard-mig.png"},
+                                   std::pair{"400,900", "dashboard-mig-phone.png"}}) {
+    std::string png = std::string(ARTIFACTS_DIR) + "/" + name;
+    test::run_shell("mkdir -p " + quote(ARTIFACTS_DIR) + " && rm -f " + quote(png));
+    test::Run shot =
+        test::chromium(chrome + size + " --screenshot=" + quote(png) + " " + quote(agent.url()));
+    CHECK(shot.exit_code == 0);
+    CHECK(test::read_file(png).size() > 20000);
+  }
 }
 
 } // namespace test_mig_serve

@@ -47,6 +47,9 @@ std::vector<Snapshot> every_kind_of_snapshot() {
   full.gpus[0].temperature_c = -5;
   full.gpus[0].memory_total_mib = std::int64_t(1) << 62; // exact, not through a double
   full.gpus[0].power_draw_w = -0.0;
+  // What nvidia-smi -L adds to a MIG instance (nvsmi/gpu_listing.hpp).
+  (*full.gpus[0].mig_devices)[1].uuid = "MIG-00000000-0000-0000-0000-0000000000b1";
+  (*full.gpus[0].mig_devices)[1].profile = "2g.20gb";
   snapshots.push_back(full);
   snapshots.push_back(observed(fixture("xml/h100-8gpu-v12.xml"), "1"));
   return snapshots;
@@ -205,6 +208,29 @@ TEST_CASE("serve history: process and host texts are counted, capped and given b
   }
   CHECK(capped->size() > 5);
   CHECK(capped->size() < 100);
+}
+
+TEST_CASE("serve history: MIG instances' UUIDs and profiles are kept, counted and given back") {
+  auto owner = std::make_shared<ServeHistory>(100, 256u << 20); // stream() shares it
+  ServeHistory &history = *owner;
+  // Each sample's listing new, as a hostile -L could make it: 2 instances of 2 long texts each.
+  auto listed = [](const std::string &tag) {
+    Snapshot snapshot = fixture("xml/a100-mig-v12.xml");
+    for (MigDevice &device : *snapshot.gpus[0].mig_devices) {
+      device.uuid = "MIG-" + tag + std::string(200, 'u');
+      device.profile = tag + std::string(200, 'p');
+    }
+    return snapshot;
+  };
+  history.add(listed("0"), 1000);
+  std::size_t one = history.bytes();
+  for (int i = 1; i <= 20; ++i)
+    history.add(listed(std::to_string(i)), 1000 + i);
+  CHECK(static_cast<double>(history.bytes() - one) / 20 > 4 * 200);
+  CHECK_THAT(render(history), Catch::Contains("MIG-20" + std::string(200, 'u')));
+  history.add(listed("last"), 1200);
+  CHECK(history.size() == 1);
+  CHECK(history.bytes() <= one + 64);
 }
 
 TEST_CASE("serve history: the streamed document, part by part") {

@@ -137,8 +137,9 @@ TEST_CASE("table: MIG instances under their GPU, each with its own processes", "
   CHECK_THAT(lines[2], Catch::StartsWith("[0] NVIDIA A100-SXM4-80GB"));
   CHECK(has(lines[2], "4033/81920MiB"));
   CHECK_FALSE(has(lines[2], "python")); // shown under its instance instead
-  CHECK(lines[3] == "    MIG 0  GI 1 CI 0  13/40192MiB");
-  CHECK(lines[4] == "    MIG 1  GI 2 CI 0  4020/19968MiB  ?:python(4000MiB)");
+  // Each with its state (mig_state); without -L (a recording) no profile, and no room kept for one.
+  CHECK(lines[3] == "    MIG 0  GI 1 CI 0  13/40192MiB    free");
+  CHECK(lines[4] == "    MIG 1  GI 2 CI 0  4020/19968MiB  in use  ?:python(4000MiB)");
 }
 
 TEST_CASE("table: colours by threshold only when asked", "[table]") {

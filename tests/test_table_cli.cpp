@@ -152,7 +152,7 @@ TEST_CASE("snapshot --format table on a pipe: the table, no colour, 80 columns",
   Run mig = run_agent("snapshot --format table --fixture " +
                       quote(test::fixture_path("xml/a100-mig-v12.xml")));
   CHECK_THAT(mig.out,
-             Catch::Contains("\n    MIG 1  GI 2 CI 0  4020/19968MiB  ?:python(4000MiB)\n"));
+             Catch::Contains("\n    MIG 1  GI 2 CI 0  4020/19968MiB  in use  ?:python(4000MiB)\n"));
   // Into --output from a terminal: the same 80 columns without colour, not the terminal's.
   if (!terminal_available())
     return;

@@ -1,6 +1,7 @@
 // `top` without a terminal: the model (sorting, filters, history, lateness), the layout of a
 // screen of a given size, and the text that goes on it.
 #include "core/screen_text.hpp"
+#include "core/tone.hpp"
 #include "snapshot_builders.hpp"
 #include "support.hpp"
 #include "terminal/top_layout.hpp"
@@ -342,6 +343,35 @@ TEST_CASE("top's first lines: the fleet summary, then each GPU with the users on
   CHECK(summary.find(" | ") != std::string::npos);
   for (char c : summary)
     CHECK((c >= 0x20 && c < 0x7f));
+}
+
+TEST_CASE("top: a row per MIG instance under its GPU, with its profile, state and users; the "
+          "summary counts the instances") {
+  Utf8Locale utf8;
+  TopModel model(milliseconds(1000));
+  TopClock::time_point now = TopClock::now();
+  Snapshot s = test::xml_fixture("xml/a100-mig-v12.xml");
+  std::vector<MigDevice> &devices = *s.gpus[0].mig_devices;
+  devices[0].profile = "3g.40gb";
+  devices[1].profile = "2g\x1b[2J.20gb"; // as a hostile -L could print it
+  (*s.gpus[0].processes)[0].user = "alice";
+  model.add_sample(s, now);
+  std::vector<ScreenLine> lines = layout_screen(model, now, {120, 30}, true);
+  std::vector<std::string> screen;
+  for (const ScreenLine &line : lines)
+    screen.push_back(line_text(line));
+  INFO(screen[1] << "\n" << screen[3] << "\n" << screen[4] << "\n" << screen[5]);
+  CHECK(screen[1].find("1 GPU, 2 MIG instances: 1 free \u00b7 1 in use") == 0);
+  CHECK(screen[4].find("\u2514 MIG 0  3g.40gb  GI 1 CI 0  free  memory 13M/39.2G") !=
+        std::string::npos);
+  CHECK(screen[5].find("\u2514 MIG 1  2g[2J.20gb  GI 2 CI 0  in use  memory 3.9G/19.5G  alice") !=
+        std::string::npos);
+  CHECK(tone_of(lines[5], "in use") == state_tone(GpuState::in_use));
+  CHECK(screen[5].find('\x1b') == std::string::npos);
+  // A late sample: the instance's name stays, its state and readings go.
+  std::vector<std::string> late = screen_text(model, now + seconds(30), 120, 30);
+  CHECK(screen_has(late, "MIG 1  2g[2J.20gb  GI 2 CI 0"));
+  CHECK_FALSE(screen_has(late, "in use  memory"));
 }
 
 TEST_CASE("top colours memory, power and temperature at the thresholds' values") {

@@ -3,6 +3,7 @@
 #include "core/environment.hpp"
 #include "core/exit_codes.hpp"
 #include "core/log_line.hpp"
+#include "core/mig_text.hpp"
 #include "core/number_text.hpp"
 #include "core/screen_text.hpp"
 #include "files/file_io.hpp"
@@ -222,7 +223,7 @@ private:
       const Gpu *gpu = named_gpu(snapshot, gpus[i].gpu_uuid());
       std::vector<std::string> about;
       if (gpus[i].profile)
-        about.push_back(cut_to_columns(printable_text(*gpus[i].profile), 32));
+        about.push_back(mig_profile_text(*gpus[i].profile));
       if (gpu && gpu->name)
         about.push_back(printable_text(*gpu->name));
       if (gpu && gpu->pci_bus_id)

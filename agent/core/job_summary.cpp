@@ -1,12 +1,14 @@
 #include "core/job_summary.hpp"
 
+#include "core/mig_text.hpp"
+
 #include <cmath>
 
 namespace nvsmi {
 
 std::string job_gpu_name(const JobGpu &gpu) {
-  std::string name = "GPU " + std::to_string(gpu.index);
-  return gpu.mig_device ? name + " MIG " + std::to_string(*gpu.mig_device) : name;
+  return gpu.mig_device ? mig_instance_name(gpu.index, gpu.mig_device)
+                        : "GPU " + std::to_string(gpu.index);
 }
 
 bool peak_incomplete(const JobGpuTally &gpu) { return !gpu.unknown.empty(); }

@@ -2,6 +2,7 @@
 #include "formats/dotted_lines.hpp"
 
 #include "core/command_text.hpp"
+#include "core/mig_text.hpp"
 #include "core/number_text.hpp"
 #include "core/screen_text.hpp"
 #include "core/tone.hpp"
@@ -310,16 +311,11 @@ std::vector<ProcessEntry> process_entries(const std::vector<const Process *> &pr
   return entries;
 }
 
-bool in_instance(const Process &process, const MigDevice &device) {
-  return process.gpu_instance_id && process.gpu_instance_id == device.gpu_instance_id &&
-         process.compute_instance_id && process.compute_instance_id == device.compute_instance_id;
-}
-
 bool in_any_instance(const Process &process, const Gpu &gpu) {
   if (!gpu.mig_devices)
     return false;
   return std::any_of(gpu.mig_devices->begin(), gpu.mig_devices->end(),
-                     [&](const MigDevice &device) { return in_instance(process, device); });
+                     [&](const MigDevice &device) { return on_instance(process, device); });
 }
 
 // One GPU's cells, before the columns' widths are known.
@@ -449,21 +445,47 @@ std::string header(const Snapshot &snapshot, const TableStyle &style) {
   return line.render(style);
 }
 
+// A line per MIG instance under its GPU: "MIG 0  3g.40gb  GI 1 CI 0  13/40192MiB  free", then
+// its processes. The profile (where -L gave it) and the memory padded to the GPU's widest, so
+// that the states line up; the state is mig_state's, in the GPU's colours.
 void add_mig_lines(std::string &out, const Gpu &gpu, std::size_t indent, const TableStyle &style) {
   if (!gpu.mig_devices)
     return;
+  struct Cells {
+    std::string name, profile, memory;
+  };
+  std::vector<Cells> cells;
+  std::size_t name_w = 0, profile_w = 0, memory_w = 0;
   for (const MigDevice &device : *gpu.mig_devices) {
+    cells.push_back(
+        {"MIG " + or_dash(device.index) + "  GI " + or_dash(device.gpu_instance_id) + " CI " +
+             or_dash(device.compute_instance_id),
+         device.profile ? mig_profile_text(*device.profile) : std::string(),
+         used_of(or_dash(device.memory_used_mib), or_dash(device.memory_total_mib), "MiB")});
+    name_w = std::max(name_w, text_columns(cells.back().name));
+    profile_w = std::max(profile_w, text_columns(cells.back().profile));
+    memory_w = std::max(memory_w, text_columns(cells.back().memory));
+  }
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const MigDevice &device = (*gpu.mig_devices)[i];
     Line line;
     line.gap(indent);
-    line.add("MIG " + or_dash(device.index) + "  GI " + or_dash(device.gpu_instance_id) + " CI " +
-             or_dash(device.compute_instance_id));
+    line.add_left_aligned(std::move(cells[i].name), name_w, Tone::normal);
+    if (profile_w > 0) {
+      line.gap(2);
+      line.add_left_aligned(std::move(cells[i].profile), profile_w, Tone::normal);
+    }
     line.gap(2);
-    line.add(used_of(or_dash(device.memory_used_mib), or_dash(device.memory_total_mib), "MiB"),
-             memory_tone(used_percent(device.memory_used_mib, device.memory_total_mib)));
+    line.add_left_aligned(
+        std::move(cells[i].memory), memory_w,
+        memory_tone(used_percent(device.memory_used_mib, device.memory_total_mib)));
+    GpuState state = mig_state(gpu, device);
+    line.gap(2);
+    line.add(std::string(gpu_state_name(state)), state_tone(state));
     std::vector<const Process *> processes;
     if (gpu.processes)
       for (const Process &process : *gpu.processes)
-        if (in_instance(process, device))
+        if (on_instance(process, device))
           processes.push_back(&process);
     std::vector<ProcessEntry> holders = process_entries(by_memory(std::move(processes)));
     if (!holders.empty() && line.columns() + 2 < style.width) {

@@ -67,7 +67,7 @@ void write_state_metrics(const Snapshot &snapshot, const std::vector<std::string
       continue;
     std::map<std::string, int> counts; // by the label's value: one series per label set
     for (const Process &process : *gpu.processes)
-      if (process.type != Text("G"))
+      if (for_compute(process))
         if (std::optional<std::string> user = user_labels.label(process.user))
           ++counts[*user];
     for (const auto &[user, count] : counts)

@@ -69,7 +69,7 @@ void write_mig_metrics(const Snapshot &snapshot, MetricsOut &out) {
       if (std::optional<std::vector<const Process *>> on = instance_processes(gpu, device)) {
         std::size_t compute = 0;
         for (const Process *process : *on)
-          compute += process->type != Text("G") ? 1 : 0;
+          compute += for_compute(*process) ? 1 : 0;
         processes.add(labels, static_cast<double>(compute));
       }
     }

@@ -1,5 +1,6 @@
 #include "jobs/gpu_choice.hpp"
 
+#include "core/mig_text.hpp"
 #include "core/number_text.hpp"
 #include "core/screen_text.hpp"
 
@@ -53,11 +54,6 @@ std::string short_of_memory(Reading free, const Reading &total, const Reading &u
   return "";
 }
 
-// A MIG profile as a refusal says it: printable, and cut (nvidia-smi -L may print anything).
-std::string profile_text(const std::string &profile) {
-  return cut_to_columns(printable_text(profile), 32);
-}
-
 // " (2 of 3 instances free: 3g.40gb, 1g.10gb; --mig picks them)": what a refusal of a GPU with
 // MIG on says of its instances, so that the caller knows what to ask for instead (profiles where
 // nvidia-smi -L gave them).
@@ -75,7 +71,7 @@ std::string instances_text(const Gpu &gpu) {
     ++count;
     pickable = pickable || (device.uuid && plain_uuid(*device.uuid));
     if (device.profile)
-      profiles += (profiles.empty() ? ": " : ", ") + profile_text(*device.profile);
+      profiles += (profiles.empty() ? ": " : ", ") + mig_profile_text(*device.profile);
   }
   std::string total = std::to_string(gpu.mig_devices->size());
   if (count == 0)
@@ -124,9 +120,8 @@ std::string why_not(const Gpu &gpu, const PickCriteria &criteria, std::int64_t &
 
 // "GPU 0 MIG 1 (3g.40gb)": an instance as refusals name it (printable: -L may print anything).
 std::string instance_name(const Gpu &gpu, const MigDevice &device) {
-  std::string name = "GPU " + std::to_string(gpu.index) + " MIG " +
-                     (device.index ? std::to_string(*device.index) : std::string("?"));
-  return device.profile ? name + " (" + profile_text(*device.profile) + ")" : name;
+  std::string name = mig_instance_name(gpu.index, device.index);
+  return device.profile ? name + " (" + mig_profile_text(*device.profile) + ")" : name;
 }
 
 // Why an instance is not offered, or empty when it is: the GPU's rules, on the instance's own
@@ -137,7 +132,7 @@ std::string why_not_instance(const Gpu &gpu, const MigDevice &device, const Pick
   if (!device.uuid || !plain_uuid(*device.uuid))
     return name + " has no usable UUID (from nvidia-smi -L)";
   if (!criteria.mig_profile->empty() && device.profile != *criteria.mig_profile)
-    return name + " is not " + profile_text(*criteria.mig_profile);
+    return name + " is not " + mig_profile_text(*criteria.mig_profile);
   bool own_allocation = false;
   if (std::string refused = allocated_elsewhere(gpu, criteria, name, own_allocation);
       !refused.empty())

@@ -2,6 +2,7 @@
 
 #include "core/exit_codes.hpp"
 #include "core/log_line.hpp"
+#include "core/mig_text.hpp"
 #include "core/privilege.hpp"
 #include "files/file_io.hpp"
 #include "files/file_lock.hpp"
@@ -415,9 +416,9 @@ GpuAvailability available_gpus(const Snapshot &snapshot, const PickCriteria &cri
     }
     const GpuChoice &choice = *verdict.choice;
     std::string gpu = "GPU " + std::to_string(verdict.index);
-    std::string refused =
-        claim_refusal(folder, choice.uuid,
-                      choice.mig_device ? gpu + " MIG " + std::to_string(*choice.mig_device) : gpu);
+    std::string refused = claim_refusal(
+        folder, choice.uuid,
+        choice.mig_device ? mig_instance_name(verdict.index, choice.mig_device) : gpu);
     // An instance of a GPU that a job holds whole (claimed before MIG was on) is that job's.
     if (refused.empty() && choice.gpu_uuid && plain_uuid(*choice.gpu_uuid))
       refused = claim_refusal(folder, *choice.gpu_uuid, gpu);

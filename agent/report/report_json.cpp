@@ -262,6 +262,9 @@ std::string format_report_json(const Report &report) {
       states[std::string(gpu_state_key(static_cast<GpuState>(s)))] = fleet.count[s];
     out["last_sample"] = {{"time", to_iso8601(report.last_sample->time)},
                           {"gpus", fleet.gpus},
+                          // Where the log has MIG instances, the states count them in place of
+                          // their GPUs (fleet_summary).
+                          {"mig_instances", fleet.mig_instances},
                           {"states", states},
                           {"idle_holders", fleet.idle_holders},
                           {"summary", last_sample_text(*report.last_sample)}};

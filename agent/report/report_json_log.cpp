@@ -104,7 +104,26 @@ Process read_process(const Json &value, const std::string &where) {
   process.used_memory_mib = in.whole("used_memory_mib");
   process.user = in.text("user");
   process.cpu_percent = in.real("cpu_percent"); // whose processes kept the host's CPUs busy
+  // Which MIG instance it is on, where its GPU has them.
+  process.gpu_instance_id = in.whole("gpu_instance_id");
+  process.compute_instance_id = in.whole("compute_instance_id");
   return process;
+}
+
+// One of "mig_devices" (format_json's): its ids, memory, and the UUID and profile of -L. Its
+// state and holders are not read: they follow from the GPU's processes (mig_state).
+MigDevice read_mig_device(const Json &value, const std::string &where) {
+  Members in(object_at(value, where), where + ".");
+  MigDevice device;
+  device.index = in.whole("index");
+  device.gpu_instance_id = in.whole("gpu_instance_id");
+  device.compute_instance_id = in.whole("compute_instance_id");
+  device.memory_total_mib = in.whole("memory_total_mib");
+  device.memory_used_mib = in.whole("memory_used_mib");
+  device.memory_free_mib = in.whole("memory_free_mib");
+  device.uuid = in.text("uuid");
+  device.profile = in.text("profile");
+  return device;
 }
 
 // The GPU's "allocation" (format_json's write_allocation), or nullopt for null. A job id or user
@@ -180,6 +199,12 @@ Gpu read_gpu(const Json &value, const std::string &where) {
     for (std::size_t i = 0; i < processes->size(); ++i)
       gpu.processes->push_back(
           read_process((*processes)[i], where + ".processes[" + std::to_string(i) + "]"));
+  }
+  if (const Json *devices = in.list("mig_devices")) {
+    gpu.mig_devices.emplace();
+    for (std::size_t i = 0; i < devices->size(); ++i)
+      gpu.mig_devices->push_back(
+          read_mig_device((*devices)[i], where + ".mig_devices[" + std::to_string(i) + "]"));
   }
   if (const Json *allocation = in.find("allocation"))
     gpu.allocation = read_allocation(*allocation, where + ".allocation");

@@ -229,6 +229,10 @@ template <typename M> auto mig_readings(M &device) {
                     &device.memory_free_mib};
 }
 
+template <typename M> auto mig_texts(M &device) {
+  return std::array{&device.uuid, &device.profile};
+}
+
 template <typename T> const T *at(const std::vector<T> *items, std::size_t i) {
   return items && i < items->size() ? &(*items)[i] : nullptr;
 }
@@ -244,10 +248,18 @@ CompactGpu pack_gpu(const Gpu &gpu, const CompactGpu *before, Packer &packer) {
   pack_own_slots(gpu, out, before, packer);
   out.mig_enabled = gpu.mig_enabled ? static_cast<std::int8_t>(*gpu.mig_enabled) : -1;
   if (gpu.mig_devices) {
+    const auto *old = before && before->mig_devices ? &*before->mig_devices : nullptr;
     out.mig_devices.emplace();
     out.mig_devices->reserve(gpu.mig_devices->size());
-    for (const MigDevice &device : *gpu.mig_devices)
-      out.mig_devices->push_back(pack(mig_readings(device)));
+    for (std::size_t i = 0; i < gpu.mig_devices->size(); ++i) {
+      const MigDevice &device = (*gpu.mig_devices)[i];
+      const CompactMig *was = at(old, i);
+      CompactMig packed{pack(mig_readings(device)), {}};
+      auto texts = mig_texts(device);
+      for (std::size_t t = 0; t < texts.size(); ++t)
+        packed.texts[t] = packer.text(*texts[t], was ? &was->texts[t] : nullptr);
+      out.mig_devices->push_back(std::move(packed));
+    }
   }
   if (gpu.processes) {
     const auto *old = before && before->processes ? &*before->processes : nullptr;
@@ -301,10 +313,13 @@ Gpu unpack_gpu(const CompactGpu &in) {
     gpu.mig_enabled = in.mig_enabled == 1;
   if (in.mig_devices) {
     gpu.mig_devices.emplace();
-    for (const auto &packed : *in.mig_devices) {
+    for (const CompactMig &packed : *in.mig_devices) {
       MigDevice device;
-      unpack(packed, mig_readings(device));
-      gpu.mig_devices->push_back(device);
+      unpack(packed.numbers, mig_readings(device));
+      auto texts = mig_texts(device);
+      for (std::size_t t = 0; t < texts.size(); ++t)
+        *texts[t] = unpack_text(packed.texts[t]);
+      gpu.mig_devices->push_back(std::move(device));
     }
   }
   if (in.processes) {
@@ -434,6 +449,10 @@ std::size_t text_bytes_freed_by(const CompactSnapshot &sample) {
     bytes += freed(gpu.lost_reason);
     if (gpu.health && gpu.health.use_count() == 1)
       bytes += health_cost(*gpu.health);
+    if (gpu.mig_devices)
+      for (const CompactMig &device : *gpu.mig_devices)
+        for (const SharedText &text : device.texts)
+          bytes += freed(text);
     if (gpu.processes)
       for (const CompactProcess &process : *gpu.processes)
         for (const SharedText &text : process.texts)

@@ -31,6 +31,13 @@ inline constexpr std::size_t own_slot_integers = 24;
 inline constexpr std::size_t own_slot_reals = 2;
 inline constexpr std::size_t own_slot_texts = 1;
 
+// A MIG instance: index, GPU and compute instance ids, memory total, used and free; its UUID and
+// profile (from nvidia-smi -L), shared with the sample before while they stay the same.
+struct CompactMig {
+  PackedReadings<6> numbers;
+  std::array<SharedText, 2> texts;
+};
+
 struct CompactProcess {
   // pid, used memory, GPU and compute instance ids, SM and memory utilization, uid, host memory
   PackedReadings<8> numbers;
@@ -85,7 +92,7 @@ struct CompactGpu {
   std::array<double, own_slot_reals> reals{};
   std::array<SharedText, own_slot_texts> texts;
   std::int8_t mig_enabled = -1; // -1 unknown, else 0 or 1
-  std::optional<std::vector<PackedReadings<6>>> mig_devices;
+  std::optional<std::vector<CompactMig>> mig_devices;
   std::optional<std::vector<CompactProcess>> processes;
   std::optional<std::vector<SharedText>> clock_event_reasons_active;
   std::vector<std::pair<SharedText, SharedText>> extras; // name, value

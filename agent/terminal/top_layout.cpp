@@ -232,12 +232,11 @@ ScreenLine gpu_heading(const GpuColumns &c, int columns) {
 
 // Who has processes on the GPU, each once, in the order listed: "alice,bob"; "?" for a process
 // whose user is not known here, "-" when the source gives no process list, "" for none.
-std::string gpu_users(const Gpu &gpu, bool unicode) {
-  if (!gpu.processes)
-    return "-";
+// The users of `processes`, each once in their order: "alice,bob" ("?" for one not known).
+std::string users_text(const std::vector<const Process *> &processes, bool unicode) {
   std::vector<std::string> users;
-  for (const Process &process : *gpu.processes) {
-    std::string user = process.user ? printable_text(*process.user, unicode) : "?";
+  for (const Process *process : processes) {
+    std::string user = process->user ? printable_text(*process->user, unicode) : "?";
     if (std::find(users.begin(), users.end(), user) == users.end())
       users.push_back(user);
   }
@@ -245,6 +244,15 @@ std::string gpu_users(const Gpu &gpu, bool unicode) {
   for (const std::string &user : users)
     text += (text.empty() ? "" : ",") + user;
   return text;
+}
+
+std::string gpu_users(const Gpu &gpu, bool unicode) {
+  if (!gpu.processes)
+    return "-";
+  std::vector<const Process *> all;
+  for (const Process &process : *gpu.processes)
+    all.push_back(&process);
+  return users_text(all, unicode);
 }
 
 std::optional<double> fraction(std::optional<double> part, std::optional<double> whole) {
@@ -333,15 +341,31 @@ ScreenLine gpu_line(const Gpu &gpu, const std::deque<HistoryPoint> &history, con
   return line.take();
 }
 
-ScreenLine mig_line(const MigDevice &mig, int columns, bool late, bool unicode) {
+// A MIG instance under its GPU: "└ MIG 1  2g.20gb  GI 2 CI 0  in use  memory 3.9G/19.5G  alice",
+// its state mig_state's and its users those of the processes on it; its profile where -L gave
+// it. No state or readings once the sample is late.
+ScreenLine mig_line(const Gpu &gpu, const MigDevice &mig, int columns, bool late, bool unicode) {
   LineBuilder line(columns);
   line.add(unicode ? "   └ " : "   `-", 5);
-  line.add("MIG " + or_dash(mig.index) + "  GI " + or_dash(mig.gpu_instance_id) + " CI " +
-           or_dash(mig.compute_instance_id));
+  line.add("MIG " + or_dash(mig.index) + "  ");
+  if (mig.profile)
+    line.add(cut_to_columns(printable_text(*mig.profile, unicode), 16) + "  ");
+  line.add("GI " + or_dash(mig.gpu_instance_id) + " CI " + or_dash(mig.compute_instance_id));
   if (late)
     return line.take();
+  GpuState state = mig_state(gpu, mig);
+  line.add("  ");
+  line.add(std::string(gpu_state_name(state)), state_tone(state));
   std::string used = mib_text(mig.memory_used_mib), total = mib_text(mig.memory_total_mib);
   line.add("  memory " + used + "/" + total);
+  if (gpu.processes) {
+    std::vector<const Process *> on_it;
+    for (const Process &process : *gpu.processes)
+      if (on_instance(process, mig))
+        on_it.push_back(&process);
+    if (!on_it.empty())
+      line.add("  " + users_text(on_it, unicode));
+  }
   return line.take();
 }
 
@@ -796,7 +820,7 @@ std::vector<ScreenLine> layout_screen(const TopModel &model, TopClock::time_poin
           gpu_line(gpu, model.utilization_history(gpu.index), gpu_cols, columns, late, unicode));
       if (gpu.mig_devices)
         for (const MigDevice &mig : *gpu.mig_devices)
-          body.push_back(mig_line(mig, columns, late, unicode));
+          body.push_back(mig_line(gpu, mig, columns, late, unicode));
       any_process_list = any_process_list || gpu.processes.has_value();
     }
     for (const LostGpu &gpu : model.lost_gpus()) {
@@ -909,7 +933,7 @@ std::vector<ScreenLine> fleet_gpu_rows(const Snapshot &snapshot, int columns, bo
     out.push_back(gpu_line(gpu, no_history, c, columns, false, unicode));
     if (gpu.mig_devices)
       for (const MigDevice &mig : *gpu.mig_devices)
-        out.push_back(mig_line(mig, columns, false, unicode));
+        out.push_back(mig_line(gpu, mig, columns, false, unicode));
   }
   return out;
 }

@@ -142,11 +142,18 @@ std::optional<Timestamp> gpu_failure_as_of(const Gpu &gpu) {
   return findings.front().earlier->as_of;
 }
 
+bool for_compute(const Process &process) { return process.type != Text("G"); }
+
 std::optional<bool> held_for_compute(const Gpu &gpu) {
   if (!gpu.processes)
     return std::nullopt;
-  return std::any_of(gpu.processes->begin(), gpu.processes->end(),
-                     [](const Process &process) { return process.type != Text("G"); });
+  return std::any_of(gpu.processes->begin(), gpu.processes->end(), for_compute);
+}
+
+bool on_instance(const Process &process, const MigDevice &device) {
+  return process.gpu_instance_id && process.compute_instance_id &&
+         process.gpu_instance_id == device.gpu_instance_id &&
+         process.compute_instance_id == device.compute_instance_id;
 }
 
 std::vector<std::string> gpu_failures(const Gpu &gpu, bool with_ecc) {
@@ -242,8 +249,6 @@ GpuState gpu_state(const Gpu &gpu, const GpuStateThresholds &thresholds) {
 
 namespace {
 
-bool for_compute(const Process &process) { return process.type != Text("G"); }
-
 // A compute process on the GPU that names no instance (its ids N/A): it could be on any.
 bool unplaced_compute(const Gpu &gpu) {
   return gpu.processes &&
@@ -256,9 +261,7 @@ bool unplaced_compute(const Gpu &gpu) {
 std::vector<const Process *> placed_on(const Gpu &gpu, const MigDevice &device) {
   std::vector<const Process *> on;
   for (const Process &process : *gpu.processes)
-    if (process.gpu_instance_id && process.compute_instance_id &&
-        process.gpu_instance_id == device.gpu_instance_id &&
-        process.compute_instance_id == device.compute_instance_id)
+    if (on_instance(process, device))
       on.push_back(&process);
   return on;
 }
@@ -318,6 +321,13 @@ FleetSummary fleet_summary(const Snapshot &snapshot, const GpuStateThresholds &t
   FleetSummary summary;
   summary.gpus = snapshot.gpus.size();
   for (const Gpu &gpu : snapshot.gpus) {
+    if (gpu.mig_devices && !gpu.mig_devices->empty()) {
+      // No instance is idle but held or allocated but idle (mig_state): no holders or jobs here.
+      summary.mig_instances += gpu.mig_devices->size();
+      for (const MigDevice &device : *gpu.mig_devices)
+        ++summary.count[static_cast<std::size_t>(mig_state(gpu, device))];
+      continue;
+    }
     GpuState state = gpu_state(gpu, thresholds);
     ++summary.count[static_cast<std::size_t>(state)];
     if (state == GpuState::allocated_idle) {
@@ -329,7 +339,7 @@ FleetSummary fleet_summary(const Snapshot &snapshot, const GpuStateThresholds &t
     if (state != GpuState::idle_held || !gpu.processes)
       continue;
     for (const Process &process : *gpu.processes) {
-      if (process.type == Text("G") || !process.user)
+      if (!for_compute(process) || !process.user)
         continue;
       if (std::find(summary.idle_holders.begin(), summary.idle_holders.end(), *process.user) ==
           summary.idle_holders.end())
@@ -341,6 +351,7 @@ FleetSummary fleet_summary(const Snapshot &snapshot, const GpuStateThresholds &t
 
 void FleetSummary::add(const FleetSummary &other) {
   gpus += other.gpus;
+  mig_instances += other.mig_instances;
   for (std::size_t i = 0; i < std::size(count); ++i)
     count[i] += other.count[i];
   for (const auto &[mine, theirs] :
@@ -359,8 +370,11 @@ std::string fleet_summary_text(const FleetSummary &summary) {
     on_hosts = " on " + std::to_string(summary.hosts) + (summary.hosts == 1 ? " host" : " hosts");
   if (summary.gpus == 0 && summary.silent_hosts == 0)
     return "no GPUs" + on_hosts;
-  std::string text =
-      std::to_string(summary.gpus) + (summary.gpus == 1 ? " GPU" : " GPUs") + on_hosts + ":";
+  std::string text = std::to_string(summary.gpus) + (summary.gpus == 1 ? " GPU" : " GPUs");
+  if (summary.mig_instances > 0)
+    text += ", " + std::to_string(summary.mig_instances) +
+            (summary.mig_instances == 1 ? " MIG instance" : " MIG instances");
+  text += on_hosts + ":";
   const char *separator = " ";
   for (GpuState state : {GpuState::free, GpuState::in_use, GpuState::idle_held,
                          GpuState::allocated_idle, GpuState::idle, GpuState::at_power_limit,

@@ -35,9 +35,17 @@ struct GpuStateThresholds {
   std::int64_t allocated_idle_after_s = gpu_thresholds::allocated_idle_after_s;
 };
 
-// Whether compute processes hold the GPU (a process of another type than "G", a desktop's Xorg);
-// nullopt when the sample has no process list (nobody can say it has none).
+// Whether a process holds its GPU for compute work: any type but graphics alone ("G", a desktop's
+// Xorg). The one rule for the states, the holders and the metrics' process counts.
+bool for_compute(const Process &process);
+
+// Whether compute processes hold the GPU (for_compute); nullopt when the sample has no process
+// list (nobody can say it has none).
 std::optional<bool> held_for_compute(const Gpu &gpu);
+
+// Whether the process is on the MIG instance: its GPU and compute instance ids known and the
+// device's.
+bool on_instance(const Process &process, const MigDevice &device);
 
 // Most serious first: lost, failing, hot, at power limit, allocated but idle, idle but held, in
 // use, idle, free, unknown. Free is what `pick` hands out, so it needs the health known that
@@ -121,6 +129,9 @@ std::string_view gpu_state_key(GpuState state);
 // one answer the table, `top`, the dashboard and the report give in their first line.
 struct FleetSummary {
   std::size_t gpus = 0;
+  // The MIG instances of those GPUs. Where there are any, the states count what a job is given:
+  // each GPU without MIG devices, and each instance (by mig_state) in place of its GPU.
+  std::size_t mig_instances = 0;
   std::size_t count[static_cast<std::size_t>(GpuState::unknown) + 1] = {};
   // The users of the compute processes on idle-but-held GPUs, each once, in GPU order; a
   // process whose user is not known adds nobody here (its GPU still counts).
@@ -143,11 +154,12 @@ struct FleetSummary {
 FleetSummary fleet_summary(const Snapshot &snapshot, const GpuStateThresholds &thresholds = {});
 
 // "8 GPUs: 3 free · 2 in use · 1 idle but held (alice, bob) · 1 hot · 1 failing": the states with
-// a count, in the order free, in use, idle but held, allocated but idle (its jobs), idle, at power
-// limit, hot, failing, lost, unknown (what is usable first, then what needs a look); "1 GPU: ...",
-// "no GPUs". At most three holders are named, then "+N more".
-// Across hosts: "40 GPUs on 5 hosts: 12 free · ... · 8 on 1 host without a fresh sample" ("· 1
-// host without a fresh sample" where it never gave one; "no GPUs on 2 hosts").
+// a count; with MIG, "8 GPUs, 14 MIG instances: 5 free · 15 in use" (the states of 6 GPUs and 14
+// instances); in the order free, in use, idle but held, allocated but idle (its jobs), idle, at
+// power limit, hot, failing, lost, unknown (what is usable first, then what needs a look); "1 GPU:
+// ...", "no GPUs". At most three holders are named, then "+N more". Across hosts: "40 GPUs on 5
+// hosts: 12 free · ... · 8 on 1 host without a fresh sample" ("· 1 host without a fresh sample"
+// where it never gave one; "no GPUs on 2 hosts").
 std::string fleet_summary_text(const FleetSummary &summary);
 
 } // namespace nvsmi
