@@ -179,6 +179,135 @@ TEST_CASE("allocations: hostile records are no allocation (links, FIFOs, non-num
   CHECK(gpus[5]["allocation"].is_null());
 }
 
+namespace {
+
+// The stand-in as the A100 with MIG on (GPU instance 1 free, 2 with pid 3131 of python) and
+// `dir` as the job mapping folder.
+std::string mig_agent(const std::string &arguments, const std::string &dir) {
+  return "FAKE_NVSMI_XML=" + quote(test::fixture_path("xml/a100-mig-v12.xml")) +
+         " FAKE_NVSMI_LIST=" + quote(test::fixture_path("listing/a100-mig-3g-2g.txt")) + " " +
+         quote(AGENT_BIN) + " " + arguments + " --nvidia-smi " + fake + " --job-mapping-dir " +
+         quote(dir);
+}
+
+} // namespace
+
+TEST_CASE("allocations: a MIG instance's `GPU.GPU_INSTANCE` record (the DCGM exporter's form) is "
+          "its allocation: allocated_idle when held with no process, named in the summary, never "
+          "picked") {
+  std::string dir = test::temporary_folder();
+  test::write_file(dir + "/0.1", "4321\n"); // GPU 0's GPU instance 1: no process on it
+  test::write_file(dir + "/0.1.user", "bob\n");
+  test::write_file(dir + "/0.1.account", "physics\n");
+  written_ago(dir + "/0.1", 30min);
+  test::write_file(dir + "/0.2", "77\n"); // GPU instance 2: pid 3131 runs there
+  written_ago(dir + "/0.2", 30min);
+  test::Run run = test::run_shell(mig_agent("snapshot --format json", dir));
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  json gpu = json::parse(run.out)["gpus"][0];
+  CHECK(gpu["allocation"].is_null()); // the GPU itself has no record
+  json devices = gpu["mig_devices"];
+  REQUIRE(devices.size() == 2);
+  CHECK(devices[0]["allocation"]["job_id"] == "4321");
+  CHECK(devices[0]["allocation"]["user"] == "bob");
+  CHECK(devices[0]["allocation"]["account"] == "physics");
+  CHECK(devices[0]["allocation"]["held_s"].get<long>() >= 30 * 60);
+  CHECK(devices[0]["state"] == "allocated_idle");
+  CHECK(devices[1]["allocation"]["job_id"] == "77");
+  CHECK(devices[1]["state"] == "in_use");
+
+  test::Run table = test::run_shell(mig_agent("snapshot --format table", dir));
+  REQUIRE(table.exit_code == 0);
+  CHECK_THAT(table.out, Catch::StartsWith("1 GPU, 2 MIG instances: 1 in use \u00b7 1 allocated but "
+                                          "idle (job 4321 of bob)"));
+  // report reads each instance's allocation back from the log, and leads with the same answer.
+  std::string log = test::temporary_folder() + "/gpu-log.jsonl";
+  test::write_file(log, json::parse(run.out).dump() + "\n");
+  test::Run report = run_agent("report " + quote(log));
+  INFO(report.err);
+  REQUIRE(report.exit_code == 0);
+  CHECK_THAT(report.out, Catch::StartsWith("1 GPU, 2 MIG instances: 1 in use \u00b7 1 allocated "
+                                           "but idle (job 4321 of bob)"));
+
+  // A young record with no process yet is free, but its job's: pick offers it to nobody else.
+  written_ago(dir + "/0.1", 1min);
+  run = test::run_shell(mig_agent("snapshot --format json", dir));
+  REQUIRE(run.exit_code == 0);
+  CHECK(json::parse(run.out)["gpus"][0]["mig_devices"][0]["state"] == "free");
+  std::string locks = " --lock-dir " + quote(test::temporary_folder());
+  test::Run pick = test::run_shell(mig_agent("pick --mig" + locks, dir));
+  CHECK(pick.exit_code == 9);
+  CHECK_THAT(pick.err, Catch::Contains("GPU 0 MIG 0 (3g.40gb) allocated to job 4321 of bob"));
+  // That job itself is given its own instance.
+  test::Run own = test::run_shell("SLURM_JOB_ID=4321 " + mig_agent("pick --mig" + locks, dir));
+  INFO(own.err);
+  CHECK(own.exit_code == 0);
+  CHECK_THAT(own.out, Catch::Contains("MIG-00000000-0000-0000-0000-0000000000b0"));
+}
+
+TEST_CASE("allocations: MIG record names other than GPU.GPU_INSTANCE (digits, at most four each) "
+          "are no allocation") {
+  std::string dir = test::temporary_folder();
+  for (const char *name : {"0.1.2", "0.", ".1", "0.12345", "12345.1", "0.1x", "0..1", "0.-1"})
+    test::write_file(dir + "/" + name, "55\n");
+  test::write_file(dir + "/0.2", "66\n");
+  test::write_file(dir + "/target", "77\n");
+  std::filesystem::create_symlink(dir + "/target", dir + "/0.3"); // never followed
+  nvsmi::JobMapping mapping = nvsmi::read_job_mapping(dir, std::chrono::system_clock::now());
+  REQUIRE(mapping.by_gpu_index);
+  CHECK(mapping.by_gpu_index->empty());
+  REQUIRE(mapping.by_instance.size() == 1);
+  CHECK(mapping.by_instance.begin()->first == std::pair<int, int>(0, 2));
+  CHECK(mapping.by_instance.begin()->second.job_id == "66");
+}
+
+TEST_CASE("allocations: serve serves a MIG instance's allocation (its info series, its "
+          "allocated_idle state, its history) and withholds its user where users are hidden") {
+  std::string dir = test::temporary_folder();
+  test::write_file(dir + "/0.1", "4321\n");
+  test::write_file(dir + "/0.1.user", "bob\n");
+  written_ago(dir + "/0.1", 30min);
+  test::Server agent(
+      "--source xml --interval 0.3 --nvidia-smi " + fake + " --job-mapping-dir " + quote(dir),
+      "FAKE_NVSMI_XML=" + quote(test::fixture_path("xml/a100-mig-v12.xml")) +
+          " FAKE_NVSMI_LIST=" + quote(test::fixture_path("listing/a100-mig-3g-2g.txt")));
+  std::string m;
+  REQUIRE(test::wait_until([&] {
+    m = agent.get("/metrics").body;
+    return m.find("nvsmi_mig_allocation_info") != std::string::npos;
+  }));
+  const std::string device0 = "{gpu=\"0\",gpu_uuid=\"GPU-00000000-0000-0000-0000-0000000000a1\","
+                              "uuid=\"MIG-00000000-0000-0000-0000-0000000000b0\",profile=\"3g."
+                              "40gb\",gpu_instance=\"1\",compute_instance=\"0\"";
+  CHECK_THAT(m, Catch::Contains("\nnvsmi_mig_allocation_info" + device0 +
+                                ",job_id=\"4321\",user=\"bob\"} 1\n"));
+  CHECK_THAT(m, Catch::Contains("\nnvsmi_mig_state" + device0 + ",state=\"allocated_idle\"} 1\n"));
+  CHECK(m.find("nvsmi_mig_allocation_info{gpu=\"0\",gpu_uuid=\"GPU-00000000-0000-0000-0000-"
+               "0000000000a1\",uuid=\"MIG-00000000-0000-0000-0000-0000000000b1\"") ==
+        std::string::npos); // GPU instance 2 has no record
+  // The history keeps it (serve's compact samples), so the dashboard says what /metrics does.
+  json history = json::parse(agent.get("/api/v1/history").body);
+  json last = history["samples"].back()["snapshot"]["gpus"][0]["mig_devices"][0];
+  CHECK(last["allocation"]["job_id"] == "4321");
+  CHECK(last["state"] == "allocated_idle");
+  agent.stop();
+
+  nvsmi::Snapshot snapshot = test::quiet_machine(1);
+  nvsmi::MigDevice device;
+  nvsmi::Allocation allocation;
+  allocation.job_id = "4321";
+  allocation.user = "bob";
+  allocation.account = "physics";
+  device.allocation = allocation;
+  snapshot.gpus[0].mig_devices = std::vector<nvsmi::MigDevice>{device};
+  nvsmi::limit_exposure(snapshot, {false, false});
+  const nvsmi::Allocation &withheld = *snapshot.gpus[0].mig_devices->at(0).allocation;
+  CHECK(withheld.job_id == "4321");
+  CHECK_FALSE(withheld.user);
+  CHECK_FALSE(withheld.account);
+}
+
 TEST_CASE("allocations: the reader looks at a bounded number of entries") {
   std::string dir = test::temporary_folder();
   for (int i = 0; i < 5000; ++i)

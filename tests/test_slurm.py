@@ -36,6 +36,15 @@ UUID = "GPU-00000000-0000-0000-0000-00000000000{}"  # the 8-GPU CSV fixture's, b
 
 failures = []
 
+# The lines a MIG site's prolog and epilog wrappers add: NVSMI_JOB_GPUS from its layout file, if
+# it has one.
+MIG_WRAPPER = """if [ -f %(layout)s ]; then
+  NVSMI_JOB_GPUS=$(printf '%%s\\n' "$SLURM_JOB_GPUS" | tr , '\\n' |
+    while read -r gres; do awk -v g="$gres" '$1 == g { print $2 }' %(layout)s; done | paste -sd, -)
+  export NVSMI_JOB_GPUS
+fi
+"""
+
 
 def check(condition, what):
     print(("ok   " if condition else "FAIL ") + what, flush=True)
@@ -104,11 +113,25 @@ def scripts_against_hostile_environments():
                            ("12345,2", ["2"]), ("GPU-0a1b,5", ["5"])]:
             run_script("prolog.sh", job_env(folder, gpus=gpus))
             got = [n for n in records(folder) if n.isdigit()]
-            check(got == kept and "is not an index: skipped" in run_script(
+            check(got == kept and "is not an index (or GPU.INSTANCE): skipped" in run_script(
                 "prolog.sh", job_env(folder, gpus=gpus)).stderr,
                   "prolog: GPUs %r give only %r, the rest said" % (gpus, kept))
             run_script("epilog.sh", job_env(folder, gpus=gpus))
             check(records(folder) == [], "epilog: clears %r" % kept)
+
+        # A MIG site's list (NVSMI_JOB_GPUS, before Slurm's): `GPU.GPU_INSTANCE` records.
+        mig = dict(job_env(folder, gpus="3"), NVSMI_JOB_GPUS="0.1,1.12,2.3.4,0.,.1,5.12345,0.x")
+        run = run_script("prolog.sh", mig)
+        check(records(folder) == ["0.1", "0.1.account", "0.1.user", "1.12", "1.12.account",
+                                  "1.12.user"] and run.stderr.count("GPU.INSTANCE): skipped") == 5,
+              "prolog: NVSMI_JOB_GPUS's MIG instances recorded, its other items refused and said "
+              "%r %r" % (records(folder), run.stderr))
+        with open(os.path.join(folder, "1.12")) as f:
+            check(f.read() == "1234\n", "prolog: a MIG instance's file holds the job id alone")
+        run_script("epilog.sh", dict(mig, SLURM_JOB_ID="99"))
+        check(len(records(folder)) == 6, "epilog: another job's leaves the MIG records")
+        run_script("epilog.sh", mig)
+        check(records(folder) == [], "epilog: clears its MIG records")
 
         started = time.monotonic()
         run = run_script("prolog.sh", job_env(folder, gpus="1," * 60000))
@@ -401,6 +424,7 @@ class Cluster:
         self.env = dict(os.environ, SLURM_CONF=os.path.join(base, "slurm.conf"))
         self.jobs = os.path.join(base, "jobs")
         self.log = os.path.join(base, "gpu-log.jsonl")  # the agent's JSON log, for the epilog
+        self.mig_layout = os.path.join(base, "mig-layout")  # gres index, GPU.INSTANCE a line
 
     def path(self, *names):
         return os.path.join(self.base, *names)
@@ -433,8 +457,11 @@ class Cluster:
                 summary = ("NVSMI_JOB_SUMMARY_LOG=%s NVSMI_AGENT=%s SLURM_CONF=%s "
                            % (self.log, AGENT, self.env["SLURM_CONF"])
                            if name == "epilog.sh" else "")
-                f.write("#!/bin/sh\n%sNVSMI_JOB_MAPPING_DIR=%s exec /bin/sh %s\n"
-                        % (summary, self.jobs, os.path.join(SCRIPTS, name)))
+                # A MIG site's: where its layout file says which GPU instance each gres index
+                # is (Slurm numbers MIG gres its own way), the job's instances as GPU.INSTANCE.
+                layout = MIG_WRAPPER % {"layout": self.mig_layout}
+                f.write("#!/bin/sh\n%s%sNVSMI_JOB_MAPPING_DIR=%s exec /bin/sh %s\n"
+                        % (layout, summary, self.jobs, os.path.join(SCRIPTS, name)))
             os.chmod(script, 0o755)
         self.pid_files += [self.path("run", "slurmctld.pid"), self.path("run", "slurmd.pid")]
         with open(self.path("slurm.conf"), "w") as f:
@@ -636,11 +663,62 @@ def real_slurm(base):
         gpus = snapshot(cluster, "")["gpus"]
         check(all(gpu["allocation"] is None for gpu in gpus),
               "agent: no allocation once the jobs ended")
+        mig_job(cluster, submit)
         drained_by_the_agent(cluster)
         if failures:
             print(cluster.logs())
     finally:
         cluster.stop()
+
+
+def mig_job(cluster, submit):
+    """A job on a MIG node: the site's layout makes its gres one of GPU 0's GPU instances on the
+    A100 recording (1 has no process, 2 pid 3131), recorded as `0.1` or `0.2`; the agent gives
+    that instance the job, allocated but idle on instance 1, and the epilog clears it."""
+    with open(cluster.mig_layout, "w") as f:
+        # Two instances on the recording: whichever gres Slurm gives, one of them.
+        f.write("".join("%d 0.%d\n" % (gres, gres % 2 + 1) for gres in range(4)))
+    try:
+        job = cluster.slurm(*submit, "--chdir=/", "--gres=gpu:1", "--wrap", "exec sleep 300",
+                            user="nobody").strip()
+        check(wait_until(lambda: any("." in name for name in records(cluster.jobs))),
+              "slurm: the MIG job's prolog wrote a GPU.INSTANCE record %r" % records(cluster.jobs))
+        instances = [n for n in records(cluster.jobs) if n.count(".") == 1 and
+                     n.replace(".", "").isdigit()]
+        check(len(instances) == 1 and not [n for n in records(cluster.jobs) if n.isdigit()],
+              "slurm: one instance record and no GPU record %r" % records(cluster.jobs))
+        if len(instances) != 1:
+            return
+        record = os.path.join(cluster.jobs, instances[0])
+        with open(record) as f:
+            check(f.read() == job + "\n", "slurm: the instance's record holds job %s" % job)
+        long_ago = time.time() - 20 * 60
+        os.utime(record, (long_ago, long_ago))
+        run = subprocess.run(
+            [AGENT, "snapshot", "--format", "json", "--kernel-log", "none", "--nvidia-smi", FAKE,
+             "--job-mapping-dir", cluster.jobs],
+            env=dict(os.environ, FAKE_NVSMI_XML=os.path.join(PROJECT, "fixtures", "xml",
+                                                             "a100-mig-v12.xml"),
+                     FAKE_NVSMI_LIST=os.path.join(PROJECT, "fixtures", "listing",
+                                                  "a100-mig-3g-2g.txt")),
+            capture_output=True, text=True, timeout=60, check=False)
+        check(run.returncode == 0, "agent: a MIG snapshot " + run.stderr)
+        if run.returncode != 0:
+            return
+        gpu, instance = (int(x) for x in instances[0].split("."))
+        devices = {device["gpu_instance_id"]: device
+                   for device in json.loads(run.stdout)["gpus"][gpu]["mig_devices"]}
+        held = devices.get(instance, {})
+        allocation = held.get("allocation") or {}
+        check(allocation.get("job_id") == job and allocation.get("user") == "nobody",
+              "agent: MIG instance %s held by job %s of nobody: %r" % (instances[0], job, held))
+        check(held.get("state") == "allocated_idle" if instance == 1 else True,
+              "agent: the MIG job's instance with no process is allocated_idle: %r" % held)
+        cluster.slurm("scancel", job)
+        check(wait_until(lambda: records(cluster.jobs) == []),
+              "slurm: the epilog cleared the MIG record %r" % records(cluster.jobs))
+    finally:
+        os.remove(cluster.mig_layout)
 
 
 def cannot_run_cluster():

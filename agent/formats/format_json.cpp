@@ -129,15 +129,16 @@ void write_xids(JsonWriter &json, const Snapshot &snapshot, std::size_t position
 // The batch job that holds the GPU (host/job_mapping.hpp): null where none does; absent where the
 // job mapping folder was not read, since then nobody knows. "since" is when the prolog wrote its
 // record (the file's mtime), in UTC.
-void write_allocation(JsonWriter &json, const Snapshot &snapshot, const Gpu &gpu) {
+void write_allocation(JsonWriter &json, const Snapshot &snapshot,
+                      const std::optional<Allocation> &held) {
   if (!snapshot.allocations_read)
     return;
   json.key("allocation");
-  if (!gpu.allocation) {
+  if (!held) {
     json.null();
     return;
   }
-  const Allocation &allocation = *gpu.allocation;
+  const Allocation &allocation = *held;
   json.begin_object();
   field(json, "scheduler", allocation.scheduler);
   field(json, "job_id", allocation.job_id);
@@ -193,6 +194,7 @@ void write_gpu(JsonWriter &json, const Snapshot &snapshot, std::size_t position)
     field(json, "uuid", device.uuid);
     field(json, "profile", device.profile);
     field(json, "state", std::string(gpu_state_key(mig_state(gpu, device))));
+    write_allocation(json, snapshot, device.allocation); // its `<GPU>.<GPU instance>` record
     // Who holds it: its processes (null where that cannot be told: instance_processes), each with
     // the fields a person acts on; the GPU's "processes" has each in full.
     std::optional<std::vector<const Process *>> holders = instance_processes(gpu, device);
@@ -244,7 +246,7 @@ void write_gpu(JsonWriter &json, const Snapshot &snapshot, std::size_t position)
   std::optional<Timestamp> as_of = gpu_failure_as_of(gpu);
   field(json, "failure_as_of", as_of ? Text(to_iso8601(*as_of)) : Text());
   write_health(json, gpu);
-  write_allocation(json, snapshot, gpu);
+  write_allocation(json, snapshot, gpu.allocation);
   write_xids(json, snapshot, position);
   write_counters(json, gpu);
   for (const ExtraField &extra : gpu.extras)

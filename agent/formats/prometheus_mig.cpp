@@ -10,8 +10,9 @@ namespace nvsmi {
 namespace {
 
 // The words mig_state gives, most serious first: each instance has a series for every one.
-constexpr GpuState instance_states[] = {GpuState::lost, GpuState::failing, GpuState::in_use,
-                                        GpuState::free, GpuState::unknown};
+constexpr GpuState instance_states[] = {GpuState::lost,           GpuState::failing,
+                                        GpuState::allocated_idle, GpuState::in_use,
+                                        GpuState::free,           GpuState::unknown};
 
 // No GPU has more than 7 GPU instances with 7 compute instances between them: more in a sample is
 // not a layout a driver makes, and would only multiply series.
@@ -43,10 +44,14 @@ void write_mig_metrics(const Snapshot &snapshot, MetricsOut &out) {
   Family used("nvsmi_mig_memory_used_bytes", "Framebuffer memory used on a MIG instance in bytes.");
   Family state("nvsmi_mig_state",
                "1 for the one word that says what the MIG instance is doing (lost, failing, "
-               "in_use, free, unknown), 0 for each other word.");
+               "allocated_idle, in_use, free, unknown), 0 for each other word.");
   Family processes("nvsmi_mig_processes",
                    "Compute processes on a MIG instance (absent where the GPU's process list, or "
                    "which instance a process is on, is unknown).");
+  // Bounded by the running jobs, as nvsmi_gpu_allocation_info is.
+  Family allocations("nvsmi_mig_allocation_info",
+                     "1 for each MIG instance a batch job holds (its `GPU.GPU_INSTANCE` record, "
+                     "docs/SLURM.md): its job id, and its user where serve shows users.");
   for (const Gpu &gpu : snapshot.gpus) {
     if (!gpu.mig_devices)
       continue;
@@ -72,12 +77,19 @@ void write_mig_metrics(const Snapshot &snapshot, MetricsOut &out) {
           compute += for_compute(*process) ? 1 : 0;
         processes.add(labels, static_cast<double>(compute));
       }
+      if (device.allocation) {
+        std::string series = labels;
+        append_label(series, "job_id", device.allocation->job_id);
+        append_label(series, "user", device.allocation->user);
+        allocations.add(series, 1);
+      }
     }
   }
   total.write(out);
   used.write(out);
   state.write(out);
   processes.write(out);
+  allocations.write(out);
 }
 
 } // namespace nvsmi

@@ -26,6 +26,29 @@ bool is_gpu_index(std::string_view text) {
   return !text.empty() && text.size() <= max_index_digits && is_job_id(text);
 }
 
+// What a record's name says it is for: a GPU by its index ("2"), or a MIG instance by its GPU's
+// index and its GPU instance id ("2.1", the DCGM exporter's form since its #602); nullopt for
+// any other name (`2.user`, `.2.tmp`, `2.1.5`).
+struct RecordName {
+  int gpu_index = 0;
+  std::optional<int> gpu_instance_id;
+};
+std::optional<RecordName> record_name(std::string_view name) {
+  std::size_t dot = name.find('.');
+  std::string_view gpu = name.substr(0, dot);
+  if (!is_gpu_index(gpu))
+    return std::nullopt;
+  RecordName record;
+  record.gpu_index = std::stoi(std::string(gpu));
+  if (dot != std::string_view::npos) {
+    std::string_view instance = name.substr(dot + 1);
+    if (!is_gpu_index(instance))
+      return std::nullopt;
+    record.gpu_instance_id = std::stoi(std::string(instance));
+  }
+  return record;
+}
+
 // The first line of a regular file in the folder, never through a link, and its mtime.
 struct FirstLine {
   std::string text;
@@ -73,12 +96,14 @@ JobMapping read_job_mapping(const std::string &dir, std::chrono::system_clock::t
   std::int64_t now_s =
       std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
   std::map<int, Allocation> by_index;
+  std::map<std::pair<int, int>, Allocation> by_instance;
   std::size_t seen = 0;
   while (const dirent *entry = ::readdir(listing)) {
     if (++seen > max_entries)
       break;
     std::string_view name = entry->d_name;
-    if (!is_gpu_index(name))
+    std::optional<RecordName> record = record_name(name);
+    if (!record)
       continue;
     std::optional<FirstLine> job = read_first_line(dir_fd, entry->d_name);
     if (!job || !is_job_id(job->text))
@@ -97,17 +122,32 @@ JobMapping read_job_mapping(const std::string &dir, std::chrono::system_clock::t
     if (std::optional<FirstLine> account = read_first_line(dir_fd, account_file.c_str()))
       if (is_account_name(account->text))
         allocation.account = account->text;
-    by_index[std::stoi(std::string(name))] = std::move(allocation);
+    if (record->gpu_instance_id)
+      by_instance[{record->gpu_index, *record->gpu_instance_id}] = std::move(allocation);
+    else
+      by_index[record->gpu_index] = std::move(allocation);
   }
   mapping.by_gpu_index = std::move(by_index);
+  mapping.by_instance = std::move(by_instance);
   return mapping;
 }
 
-void attach_allocations(Snapshot &snapshot, const std::map<int, Allocation> &by_gpu_index) {
+void attach_allocations(Snapshot &snapshot, const std::map<int, Allocation> &by_gpu_index,
+                        const std::map<std::pair<int, int>, Allocation> &by_instance) {
   for (Gpu &gpu : snapshot.gpus) {
     auto found = by_gpu_index.find(gpu.index);
     gpu.allocation =
         found == by_gpu_index.end() ? std::nullopt : std::optional<Allocation>(found->second);
+    if (!gpu.mig_devices)
+      continue;
+    for (MigDevice &device : *gpu.mig_devices) {
+      device.allocation = std::nullopt;
+      if (!device.gpu_instance_id)
+        continue; // which record is its cannot be told
+      auto held = by_instance.find({gpu.index, static_cast<int>(*device.gpu_instance_id)});
+      if (held != by_instance.end())
+        device.allocation = held->second;
+    }
   }
   snapshot.allocations_read = true;
 }
@@ -116,7 +156,7 @@ std::string attach_job_mapping(Snapshot &snapshot, const std::string &dir) {
   JobMapping mapping = read_job_mapping(dir, std::chrono::system_clock::now());
   if (!mapping.by_gpu_index)
     return "job mapping folder " + dir + ": " + mapping.error + ": allocations unknown";
-  attach_allocations(snapshot, *mapping.by_gpu_index);
+  attach_allocations(snapshot, *mapping.by_gpu_index, mapping.by_instance);
   return "";
 }
 

@@ -27,15 +27,26 @@ std::string percent_text(double value) { return number(value, "%g%%"); }
 
 // Why a job may not have what the scheduler gave to another job; empty where nothing holds it, or
 // the caller's own job does (`own` then set).
-std::string allocated_elsewhere(const Gpu &gpu, const PickCriteria &criteria,
-                                const std::string &name, bool &own) {
+std::string allocated_elsewhere(const std::optional<Allocation> &allocation,
+                                const PickCriteria &criteria, const std::string &name, bool &own) {
   // The scheduler gave it to a job, which may not have started its work on it yet: not ours to
   // hand out, unless that job is the caller's.
   own = false;
-  if (!gpu.allocation)
+  if (!allocation)
     return "";
-  own = criteria.own_job_id && gpu.allocation->job_id == *criteria.own_job_id;
-  return own ? "" : name + " allocated to " + allocation_text(*gpu.allocation);
+  own = criteria.own_job_id && allocation->job_id == *criteria.own_job_id;
+  return own ? "" : name + " allocated to " + allocation_text(*allocation);
+}
+
+// The thresholds a state is judged by for `pick`: its utilization limit, and no allocated but
+// idle where the allocation is the caller's own (its job has not started its work yet).
+GpuStateThresholds pick_thresholds(const PickCriteria &criteria, bool own_allocation) {
+  GpuStateThresholds thresholds;
+  thresholds.idle_below_percent = criteria.max_utilization_percent;
+  if (own_allocation)
+    thresholds.allocated_idle_after_s =
+        std::numeric_limits<decltype(thresholds.allocated_idle_after_s)>::max();
+  return thresholds;
 }
 
 // Why `free` (nvidia-smi's free memory; total - used where it printed none) is not enough, or
@@ -66,8 +77,8 @@ std::string instances_text(const Gpu &gpu) {
   std::size_t count = 0;
   bool pickable = false; // a free one has a UUID to be handed out by
   for (const MigDevice &device : *gpu.mig_devices) {
-    if (mig_state(gpu, device) != GpuState::free)
-      continue;
+    if (mig_state(gpu, device) != GpuState::free || device.allocation)
+      continue; // a job's, even one that has not started on it yet
     ++count;
     pickable = pickable || (device.uuid && plain_uuid(*device.uuid));
     if (device.profile)
@@ -88,15 +99,10 @@ std::string why_not(const Gpu &gpu, const PickCriteria &criteria, std::int64_t &
   if (gpu.mig_enabled.value_or(false))
     return name + " has MIG on" + instances_text(gpu);
   bool own_allocation = false;
-  if (std::string refused = allocated_elsewhere(gpu, criteria, name, own_allocation);
+  if (std::string refused = allocated_elsewhere(gpu.allocation, criteria, name, own_allocation);
       !refused.empty())
     return refused;
-  GpuStateThresholds thresholds;
-  thresholds.idle_below_percent = criteria.max_utilization_percent;
-  if (own_allocation) // held with no process by the caller's job: waiting for the caller
-    thresholds.allocated_idle_after_s =
-        std::numeric_limits<decltype(thresholds.allocated_idle_after_s)>::max();
-  switch (GpuState state = gpu_state(gpu, thresholds)) {
+  switch (GpuState state = gpu_state(gpu, pick_thresholds(criteria, own_allocation))) {
   case GpuState::free:
     break;
   case GpuState::idle:
@@ -133,11 +139,13 @@ std::string why_not_instance(const Gpu &gpu, const MigDevice &device, const Pick
     return name + " has no usable UUID (from nvidia-smi -L)";
   if (!criteria.mig_profile->empty() && device.profile != *criteria.mig_profile)
     return name + " is not " + mig_profile_text(*criteria.mig_profile);
+  // The instance's own record, else the whole GPU's (a prolog that records GPUs alone).
   bool own_allocation = false;
-  if (std::string refused = allocated_elsewhere(gpu, criteria, name, own_allocation);
+  if (std::string refused = allocated_elsewhere(
+          device.allocation ? device.allocation : gpu.allocation, criteria, name, own_allocation);
       !refused.empty())
     return refused;
-  switch (GpuState state = mig_state(gpu, device)) {
+  switch (GpuState state = mig_state(gpu, device, pick_thresholds(criteria, own_allocation))) {
   case GpuState::free:
     break;
   case GpuState::unknown:

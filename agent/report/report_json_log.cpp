@@ -110,22 +110,6 @@ Process read_process(const Json &value, const std::string &where) {
   return process;
 }
 
-// One of "mig_devices" (format_json's): its ids, memory, and the UUID and profile of -L. Its
-// state and holders are not read: they follow from the GPU's processes (mig_state).
-MigDevice read_mig_device(const Json &value, const std::string &where) {
-  Members in(object_at(value, where), where + ".");
-  MigDevice device;
-  device.index = in.whole("index");
-  device.gpu_instance_id = in.whole("gpu_instance_id");
-  device.compute_instance_id = in.whole("compute_instance_id");
-  device.memory_total_mib = in.whole("memory_total_mib");
-  device.memory_used_mib = in.whole("memory_used_mib");
-  device.memory_free_mib = in.whole("memory_free_mib");
-  device.uuid = in.text("uuid");
-  device.profile = in.text("profile");
-  return device;
-}
-
 // The GPU's "allocation" (format_json's write_allocation), or nullopt for null. A job id or user
 // that no prolog writes (not digits, not an account name) is not believed: the allocation, or
 // its user, is unknown, so that nothing from a hand-edited log reaches a finding unchecked.
@@ -145,6 +129,25 @@ std::optional<Allocation> read_allocation(const Json &value, const std::string &
     allocation.account = account; // absent in an earlier agent's log: unknown
   allocation.held_s = in.whole("held_s");
   return allocation;
+}
+
+// One of "mig_devices" (format_json's): its ids, memory, the UUID and profile of -L, and the job
+// that holds it. Its state and holders are not read: they follow from the GPU's processes and the
+// allocation (mig_state).
+MigDevice read_mig_device(const Json &value, const std::string &where) {
+  Members in(object_at(value, where), where + ".");
+  MigDevice device;
+  device.index = in.whole("index");
+  device.gpu_instance_id = in.whole("gpu_instance_id");
+  device.compute_instance_id = in.whole("compute_instance_id");
+  device.memory_total_mib = in.whole("memory_total_mib");
+  device.memory_used_mib = in.whole("memory_used_mib");
+  device.memory_free_mib = in.whole("memory_free_mib");
+  device.uuid = in.text("uuid");
+  device.profile = in.text("profile");
+  if (const Json *allocation = in.find("allocation"))
+    device.allocation = read_allocation(*allocation, where + ".allocation");
+  return device;
 }
 
 // The GPU's "counters" (format_json's write_counters), each total where it is given.

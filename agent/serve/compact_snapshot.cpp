@@ -38,7 +38,8 @@ public:
   std::shared_ptr<const CompactHealth> health(const Gpu &gpu,
                                               const std::shared_ptr<const CompactHealth> *before);
   std::shared_ptr<const Allocation> allocation(const Allocation &held,
-                                               const CompactSnapshot *previous, std::size_t gpu);
+                                               const CompactSnapshot *previous, std::size_t gpu,
+                                               std::optional<std::size_t> mig);
 
 private:
   std::size_t &new_text_bytes_;
@@ -110,11 +111,13 @@ bool same_record(const Allocation &a, const Allocation &b) {
          a.account == b.account && a.since_epoch_s == b.since_epoch_s;
 }
 
-std::shared_ptr<const Allocation>
-Packer::allocation(const Allocation &held, const CompactSnapshot *previous, std::size_t gpu) {
+std::shared_ptr<const Allocation> Packer::allocation(const Allocation &held,
+                                                     const CompactSnapshot *previous,
+                                                     std::size_t gpu,
+                                                     std::optional<std::size_t> mig) {
   if (previous)
     for (const CompactAllocation &was : previous->allocations)
-      if (was.gpu == gpu && same_record(*was.record, held))
+      if (was.gpu == gpu && was.mig == mig && same_record(*was.record, held))
         return was.record;
   Allocation record = held;
   record.held_s.reset();
@@ -403,9 +406,16 @@ CompactSnapshot compact(const Snapshot &snapshot, const CompactSnapshot *previou
   if (snapshot.host)
     out.host =
         pack_host(*snapshot.host, previous && previous->host ? &*previous->host : nullptr, packer);
-  for (std::size_t i = 0; i < snapshot.gpus.size(); ++i)
-    if (const std::optional<Allocation> &held = snapshot.gpus[i].allocation)
-      out.allocations.push_back({i, packer.allocation(*held, previous, i), held->held_s});
+  for (std::size_t i = 0; i < snapshot.gpus.size(); ++i) {
+    const Gpu &gpu = snapshot.gpus[i];
+    if (const std::optional<Allocation> &held = gpu.allocation)
+      out.allocations.push_back(
+          {i, std::nullopt, packer.allocation(*held, previous, i, std::nullopt), held->held_s});
+    if (gpu.mig_devices)
+      for (std::size_t m = 0; m < gpu.mig_devices->size(); ++m)
+        if (const std::optional<Allocation> &held = (*gpu.mig_devices)[m].allocation)
+          out.allocations.push_back({i, m, packer.allocation(*held, previous, i, m), held->held_s});
+  }
   out.allocations_read = snapshot.allocations_read;
   return out;
 }
@@ -421,11 +431,19 @@ Snapshot expand(const CompactSnapshot &compact) {
     snapshot.gpus.push_back(unpack_gpu(gpu));
   if (compact.host)
     snapshot.host = unpack_host(*compact.host);
-  for (const CompactAllocation &held : compact.allocations)
-    if (held.gpu < snapshot.gpus.size()) {
-      snapshot.gpus[held.gpu].allocation = *held.record;
-      snapshot.gpus[held.gpu].allocation->held_s = held.held_s;
+  for (const CompactAllocation &held : compact.allocations) {
+    if (held.gpu >= snapshot.gpus.size())
+      continue;
+    Gpu &gpu = snapshot.gpus[held.gpu];
+    std::optional<Allocation> *place = &gpu.allocation;
+    if (held.mig) {
+      if (!gpu.mig_devices || *held.mig >= gpu.mig_devices->size())
+        continue;
+      place = &(*gpu.mig_devices)[*held.mig].allocation;
     }
+    *place = *held.record;
+    (*place)->held_s = held.held_s;
+  }
   snapshot.allocations_read = compact.allocations_read;
   return snapshot;
 }

@@ -103,6 +103,8 @@ struct CompactGpu {
 // that a sample with no job held costs nothing for them.
 struct CompactAllocation {
   std::size_t gpu = 0; // its position in CompactSnapshot::gpus
+  // Its MIG instance's position in that GPU's mig_devices, for an instance's record.
+  std::optional<std::size_t> mig;
   std::shared_ptr<const Allocation> record;
   Reading held_s;
 };
@@ -121,7 +123,7 @@ struct CompactSnapshot {
   SharedText driver_version, cuda_version;
   std::vector<CompactGpu> gpus;
   std::optional<CompactHost> host;
-  std::vector<CompactAllocation> allocations; // the GPUs a job holds, in their order
+  std::vector<CompactAllocation> allocations; // the GPUs and instances jobs hold, in order
   bool allocations_read = false;              // Snapshot::allocations_read
 };
 

@@ -10,10 +10,16 @@ void limit_exposure(Snapshot &snapshot, const Exposure &exposure) {
   for (Gpu &gpu : snapshot.gpus) {
     // Whose job holds the GPU says who works on what, as a process's user does; so does the
     // account it is charged to (often a group's or a grant's name).
-    if (!exposure.users && gpu.allocation) {
-      gpu.allocation->user.reset();
-      gpu.allocation->account.reset();
-    }
+    auto withhold = [&exposure](std::optional<Allocation> &allocation) {
+      if (!exposure.users && allocation) {
+        allocation->user.reset();
+        allocation->account.reset();
+      }
+    };
+    withhold(gpu.allocation);
+    if (gpu.mig_devices)
+      for (MigDevice &device : *gpu.mig_devices)
+        withhold(device.allocation);
     if (!gpu.processes)
       continue;
     for (Process &process : *gpu.processes) {

@@ -1,15 +1,18 @@
 #!/bin/sh
 # Records which Slurm job holds which GPU, for nvsmi-agent (--job-mapping-dir) and the DCGM
 # exporter (--hpc-job-mapping-dir): in the folder $NVSMI_JOB_MAPPING_DIR (default
-# /run/nvsmi-agent/slurm-jobs), a file per GPU named by its index holding the job id, and beside
-# it `<index>.user` holding the job's user and `<index>.account` its Slurm account (names the DCGM
+# /run/nvsmi-agent/slurm-jobs), a file per GPU named by its index holding the job id, or per MIG
+# instance named `<GPU index>.<GPU instance id>` (the exporter's form), and beside it
+# `<name>.user` holding the job's user and `<name>.account` its Slurm account (names the DCGM
 # exporter skips). See docs/SLURM.md.
 #
 #   job-mapping.sh record   from the prolog (prolog.sh): write the job's files
 #   job-mapping.sh clear    from the epilog (epilog.sh): remove the files that name this job
 #
 # slurmd runs it as root with the job's SLURM_JOB_ID, SLURM_JOB_USER, SLURM_JOB_ACCOUNT and
-# SLURM_JOB_GPUS (else CUDA_VISIBLE_DEVICES): values a job's owner may have shaped, so each is
+# SLURM_JOB_GPUS (else CUDA_VISIBLE_DEVICES); on a MIG node the site's wrapper sets
+# NVSMI_JOB_GPUS first, to the job's `<GPU index>.<GPU instance id>` list from its gres layout
+# (Slurm numbers MIG gres its own way): values a job's owner may have shaped, so each is
 # checked before it names or fills a file, and nothing is ever written through a link. It always
 # exits 0: a prolog or epilog that fails makes slurmd drain the node, which a bad record is not
 # worth. What it refuses it says on stderr, one line each, starting "nvsmi-agent job-mapping:".
@@ -25,6 +28,15 @@ say() { printf 'nvsmi-agent job-mapping: %s\n' "$1" >&2; }
 digits() {
   case $1 in '' | *[!0-9]*) return 1 ;; esac
   [ "${#1}" -le "$2" ]
+}
+
+# A record's name: a GPU index, or a GPU index and a GPU instance id joined by a dot (4 digits
+# at most each).
+record_name() {
+  case $1 in
+  *.*) digits "${1%%.*}" 4 && digits "${1#*.}" 4 ;;
+  *) digits "$1" 4 ;;
+  esac
 }
 
 # An account name as useradd takes it: letters, digits, '.', '_', '-', not starting with '-'.
@@ -87,7 +99,7 @@ if ! digits "$job" 20; then
   say "SLURM_JOB_ID is not a job id (digits): nothing done"
   exit 0
 fi
-gpus=${SLURM_JOB_GPUS:-${CUDA_VISIBLE_DEVICES:-}}
+gpus=${NVSMI_JOB_GPUS:-${SLURM_JOB_GPUS:-${CUDA_VISIBLE_DEVICES:-}}}
 [ -n "$gpus" ] || exit 0 # a job without GPUs
 usable_dir || exit 0
 
@@ -105,8 +117,9 @@ if [ "$count" -gt "$max_gpus" ]; then
 fi
 for gpu in $gpus; do # the list is split once, here: the body runs with the usual IFS
   IFS=$old_ifs
-  if ! digits "$gpu" 4; then
-    say "job $job: GPU '$(printf '%s' "$gpu" | head -c 32 | tr -c 'A-Za-z0-9._-' '?')' is not an index: skipped"
+  if ! record_name "$gpu"; then
+    shown=$(printf '%s' "$gpu" | head -c 32 | tr -c 'A-Za-z0-9._-' '?')
+    say "job $job: GPU '$shown' is not an index (or GPU.INSTANCE): skipped"
     continue
   fi
   case $action in

@@ -276,7 +276,7 @@ std::optional<std::vector<const Process *>> instance_processes(const Gpu &gpu,
   return placed_on(gpu, device);
 }
 
-GpuState mig_state(const Gpu &gpu, const MigDevice &device) {
+GpuState mig_state(const Gpu &gpu, const MigDevice &device, const GpuStateThresholds &thresholds) {
   if (gpu.lost_reason)
     return GpuState::lost;
   if (gpu_failure(gpu))
@@ -288,6 +288,9 @@ GpuState mig_state(const Gpu &gpu, const MigDevice &device) {
     return GpuState::in_use;
   if (unplaced_compute(gpu))
     return GpuState::unknown;
+  if (device.allocation && device.allocation->held_s &&
+      *device.allocation->held_s >= thresholds.allocated_idle_after_s)
+    return GpuState::allocated_idle;
   return undecided_health(gpu) ? GpuState::unknown : GpuState::free;
 }
 
@@ -321,21 +324,27 @@ FleetSummary fleet_summary(const Snapshot &snapshot, const GpuStateThresholds &t
   FleetSummary summary;
   summary.gpus = snapshot.gpus.size();
   for (const Gpu &gpu : snapshot.gpus) {
+    auto add_idle_job = [&summary](const Allocation &allocation) {
+      std::string job = allocation_text(allocation);
+      if (std::find(summary.idle_jobs.begin(), summary.idle_jobs.end(), job) ==
+          summary.idle_jobs.end())
+        summary.idle_jobs.push_back(job);
+    };
     if (gpu.mig_devices && !gpu.mig_devices->empty()) {
-      // No instance is idle but held or allocated but idle (mig_state): no holders or jobs here.
+      // No instance is idle but held (mig_state): no holders here, only idle jobs.
       summary.mig_instances += gpu.mig_devices->size();
-      for (const MigDevice &device : *gpu.mig_devices)
-        ++summary.count[static_cast<std::size_t>(mig_state(gpu, device))];
+      for (const MigDevice &device : *gpu.mig_devices) {
+        GpuState state = mig_state(gpu, device, thresholds);
+        ++summary.count[static_cast<std::size_t>(state)];
+        if (state == GpuState::allocated_idle)
+          add_idle_job(*device.allocation);
+      }
       continue;
     }
     GpuState state = gpu_state(gpu, thresholds);
     ++summary.count[static_cast<std::size_t>(state)];
-    if (state == GpuState::allocated_idle) {
-      std::string job = allocation_text(*gpu.allocation);
-      if (std::find(summary.idle_jobs.begin(), summary.idle_jobs.end(), job) ==
-          summary.idle_jobs.end())
-        summary.idle_jobs.push_back(job);
-    }
+    if (state == GpuState::allocated_idle)
+      add_idle_job(*gpu.allocation);
     if (state != GpuState::idle_held || !gpu.processes)
       continue;
     for (const Process &process : *gpu.processes) {

@@ -68,8 +68,10 @@ std::optional<std::vector<const Process *>> instance_processes(const Gpu &gpu,
 // from a guess), none make it free (unknown while the health that decides failing is), and an
 // unknown process list or instance ids, or a compute process without its ids, leave it unknown. Hot
 // and at power limit stay the GPU's: another instance's work heats the whole GPU, and an instance
-// is still free to take.
-GpuState mig_state(const Gpu &gpu, const MigDevice &device);
+// is still free to take. An instance with no compute process that a batch job has held for
+// allocated_idle_after_s or longer (MigDevice::allocation) is allocated but idle, as a GPU is.
+GpuState mig_state(const Gpu &gpu, const MigDevice &device,
+                   const GpuStateThresholds &thresholds = {});
 
 // Why a readable GPU is failing, in words ("2 uncorrectable ECC errors", "row remap pending",
 // "recovery action: GPU Reset Required"), or nullopt when nothing says so: uncorrected volatile

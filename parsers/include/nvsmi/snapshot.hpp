@@ -28,12 +28,28 @@ struct Clocks {
   Reading graphics_mhz, sm_mhz, memory_mhz, video_mhz;
 };
 
+// Which batch job holds a GPU (or a MIG instance), as the scheduler's prolog recorded it
+// (docs/SLURM.md): held even while no process runs on it.
+struct Allocation {
+  std::string scheduler = "slurm";
+  std::string job_id; // digits, as the scheduler numbers its jobs
+  Text user;          // nullopt where the record names nobody (a DCGM-exporter-only prolog)
+  Text account;       // the scheduler's account the job is charged to; nullopt where unrecorded
+  // When the record was written (its file's mtime, epoch seconds), and how long before the sample
+  // that was; nullopt where the file's time is later than the sample's (a clock set back).
+  std::int64_t since_epoch_s = 0;
+  Reading held_s;
+};
+
 struct MigDevice {
   Reading index, gpu_instance_id, compute_instance_id;
   Reading memory_total_mib, memory_used_mib, memory_free_mib;
   // From `nvidia-smi -L` (nvsmi/gpu_listing.hpp) only, where it was read: "MIG-..." (what
   // CUDA_VISIBLE_DEVICES takes) and the profile ("3g.40gb"); unknown otherwise.
   Text uuid, profile;
+  // The job that holds this instance, from the job mapping folder's `<GPU index>.<GPU instance
+  // id>` record (host/job_mapping.hpp); nullopt where none does or allocations are not read.
+  std::optional<Allocation> allocation;
 };
 
 struct Process {
@@ -152,19 +168,6 @@ struct GpuHealth {
                     remapped_rows_failure, pcie_link_gen, pcie_link_gen_max, pcie_link_width,
                     pcie_link_width_max, earlier_faults);
   }
-};
-
-// Which batch job holds a GPU, as the scheduler's prolog recorded it (docs/SLURM.md): held even
-// while no process runs on it.
-struct Allocation {
-  std::string scheduler = "slurm";
-  std::string job_id; // digits, as the scheduler numbers its jobs
-  Text user;          // nullopt where the record names nobody (a DCGM-exporter-only prolog)
-  Text account;       // the scheduler's account the job is charged to; nullopt where unrecorded
-  // When the record was written (its file's mtime, epoch seconds), and how long before the sample
-  // that was; nullopt where the file's time is later than the sample's (a clock set back).
-  std::int64_t since_epoch_s = 0;
-  Reading held_s;
 };
 
 // What a long-running command (watch, serve, top, run) has added up of a GPU over every sample it
