@@ -112,21 +112,28 @@ TEST_CASE("serve --metric-names dcgm: a MIG GPU's memory per GPU instance with G
 }
 
 TEST_CASE("serve: the dashboard has a row per MIG instance under its GPU, with its profile, state "
-          "and holders, and the summary counts the instances") {
+          "(and the job that keeps it idle) and holders, and the summary counts the instances") {
   if (!test::installed("chromium")) {
     WARN(
         "chromium is not installed (scripts/install-deps installs it): the dashboard is not drawn");
     return;
   }
   std::string folder = test::temporary_folder();
-  Server agent("--source xml --interval 0.5 --nvidia-smi " + fake,
+  // Instance 0 (GPU instance 1, no process) held by a Slurm job for 30 minutes.
+  std::string jobs = test::temporary_folder();
+  test::write_file(jobs + "/0.1", "4321\n");
+  test::write_file(jobs + "/0.1.user", "bob\n");
+  REQUIRE(test::run_shell("touch -d '30 minutes ago' " + quote(jobs + "/0.1")).exit_code == 0);
+  Server agent("--source xml --interval 0.5 --nvidia-smi " + fake + " --job-mapping-dir " +
+                   quote(jobs),
                mig_environment(folder + "/calls"));
   REQUIRE(test::wait_until([&] { return samples(agent) >= 2; }));
   const std::string chrome = "--virtual-time-budget=5000 --window-size=";
   test::Run page = test::chromium(chrome + "1400,1000 --dump-dom " + quote(agent.url()));
   INFO(page.err);
   REQUIRE(page.exit_code == 0);
-  CHECK_THAT(page.out, Catch::Contains("1 GPU, 2 MIG instances: 1 free \u00b7 1 in use"));
+  CHECK_THAT(page.out, Catch::Contains("1 GPU, 2 MIG instances: 1 in use \u00b7 1 allocated but "
+                                       "idle (job 4321 of bob)"));
   // The GPU's row, then its instances' rows, each with its index, profile and state.
   std::regex rows(R"re(<div class="glance-row( mig)?" data-gpu="0"( data-mig="(\d)")? )re"
                   R"re(data-state="([a-z_]+)">.*?<span class="name">([^<]*)</span>)re");
@@ -137,7 +144,9 @@ TEST_CASE("serve: the dashboard has a row per MIG instance under its GPU, with i
                    (*it)[5].str());
   CHECK(seen == std::vector<std::string>{"|"
                                          "|in_use|A100-SXM4-80GB",
-                                         " mig|0|free|3g.40gb", " mig|1|in_use|2g.20gb"});
+                                         " mig|0|allocated_idle|3g.40gb", " mig|1|in_use|2g.20gb"});
+  CHECK_THAT(page.out,
+             Catch::Contains("<div class=\"reason allocated_idle\">job 4321 of bob</div>"));
   CHECK_THAT(page.out, Catch::Contains("title=\"MIG-00000000-0000-0000-0000-0000000000b1\""));
   // Instance 1's process is no process of this machine: its user unknown, never made up, said
   // in the GPU's words in both rows; instance 0 has none.

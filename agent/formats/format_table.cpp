@@ -482,12 +482,7 @@ void add_mig_lines(std::string &out, const Gpu &gpu, std::size_t indent, const T
     GpuState state = mig_state(gpu, device);
     line.gap(2);
     line.add(std::string(gpu_state_name(state)), state_tone(state));
-    std::vector<const Process *> processes;
-    if (gpu.processes)
-      for (const Process &process : *gpu.processes)
-        if (on_instance(process, device))
-          processes.push_back(&process);
-    std::vector<ProcessEntry> holders = process_entries(by_memory(std::move(processes)));
+    std::vector<ProcessEntry> holders = process_entries(by_memory(placed_on(gpu, device)));
     if (!holders.empty() && line.columns() + 2 < style.width) {
       line.gap(2);
       line.add(holders_text(holders, style.width - line.columns()));

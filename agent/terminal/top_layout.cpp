@@ -358,14 +358,8 @@ ScreenLine mig_line(const Gpu &gpu, const MigDevice &mig, int columns, bool late
   line.add(std::string(gpu_state_name(state)), state_tone(state));
   std::string used = mib_text(mig.memory_used_mib), total = mib_text(mig.memory_total_mib);
   line.add("  memory " + used + "/" + total);
-  if (gpu.processes) {
-    std::vector<const Process *> on_it;
-    for (const Process &process : *gpu.processes)
-      if (on_instance(process, mig))
-        on_it.push_back(&process);
-    if (!on_it.empty())
-      line.add("  " + users_text(on_it, unicode));
-  }
+  if (std::vector<const Process *> on_it = placed_on(gpu, mig); !on_it.empty())
+    line.add("  " + users_text(on_it, unicode));
   return line.take();
 }
 

@@ -258,15 +258,16 @@ bool unplaced_compute(const Gpu &gpu) {
          });
 }
 
+} // namespace
+
 std::vector<const Process *> placed_on(const Gpu &gpu, const MigDevice &device) {
   std::vector<const Process *> on;
-  for (const Process &process : *gpu.processes)
-    if (on_instance(process, device))
-      on.push_back(&process);
+  if (gpu.processes)
+    for (const Process &process : *gpu.processes)
+      if (on_instance(process, device))
+        on.push_back(&process);
   return on;
 }
-
-} // namespace
 
 std::optional<std::vector<const Process *>> instance_processes(const Gpu &gpu,
                                                                const MigDevice &device) {

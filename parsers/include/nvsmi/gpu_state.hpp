@@ -56,6 +56,10 @@ bool on_instance(const Process &process, const MigDevice &device);
 // compute work.
 GpuState gpu_state(const Gpu &gpu, const GpuStateThresholds &thresholds = {});
 
+// The processes that name this instance by their GPU and compute instance ids (on_instance), in
+// the GPU's order; none where the process list is unknown. What a screen lists under it.
+std::vector<const Process *> placed_on(const Gpu &gpu, const MigDevice &device);
+
 // The processes on one MIG instance of the GPU: those whose GPU and compute instance ids are the
 // device's. nullopt where that cannot be told: the GPU's process list unknown, the device's ids
 // unknown, or a compute process on the GPU without its ids (it could be on any instance).
