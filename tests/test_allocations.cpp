@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -244,6 +245,58 @@ TEST_CASE("allocations: a MIG instance's `GPU.GPU_INSTANCE` record (the DCGM exp
   INFO(own.err);
   CHECK(own.exit_code == 0);
   CHECK_THAT(own.out, Catch::Contains("MIG-00000000-0000-0000-0000-0000000000b0"));
+}
+
+TEST_CASE("allocations: job and report --by-job give each MIG instance a job held, with its own "
+          "memory and processes, and no utilization or energy of the GPU's") {
+  std::string dir = test::temporary_folder();
+  test::write_file(dir + "/0.1", "4321\n"); // GPU instance 1 (MIG 0, 3g.40gb): no process
+  test::write_file(dir + "/0.1.user", "bob\n");
+  test::write_file(dir + "/0.1.account", "physics\n");
+  test::write_file(dir + "/0.2", "77\n"); // GPU instance 2 (MIG 1, 2g.20gb): pid 3131, 3.9 GiB
+  test::Run run = test::run_shell(mig_agent("snapshot --format json", dir));
+  REQUIRE(run.exit_code == 0);
+  // 25 minutes of samples, 10 s apart, as watch --json-log would have logged them.
+  json sample = json::parse(run.out);
+  std::string text;
+  for (int i = 0; i < 150; ++i) {
+    char stamp[64];
+    std::snprintf(stamp, sizeof stamp, "2024-03-14T10:%02d:%02d+00:00", i * 10 / 60, i * 10 % 60);
+    sample["timestamp"] = stamp;
+    text += sample.dump() + "\n";
+  }
+  std::string log = test::temporary_folder() + "/gpu-log.jsonl";
+  test::write_file(log, text);
+
+  test::Run idle = run_agent("job 4321 --log " + quote(log));
+  INFO(idle.err);
+  REQUIRE(idle.exit_code == 0);
+  CHECK_THAT(idle.out, Catch::StartsWith("job 4321 of bob: 1 MIG instance (GPU 0 MIG 0 (3g.40gb)) "
+                                         "for 24 min 50 s, account physics"));
+  CHECK_THAT(idle.out, Catch::Contains("  utilization  unknown\n"));
+  CHECK_THAT(idle.out, Catch::Contains("  energy       unknown\n"));
+  CHECK_THAT(idle.out,
+             Catch::Contains("  memory       GPU 0 MIG 0 (3g.40gb) peak 0.0 of 39.2 GiB\n"));
+  CHECK_THAT(idle.out, Catch::Contains("warning: allocated but unused: no process on its 1 MIG "
+                                       "instance for 100 % of the time"));
+  test::Run busy = run_agent("job 77 --log " + quote(log));
+  REQUIRE(busy.exit_code == 0);
+  CHECK_THAT(busy.out, Catch::Contains("unused       0.0 % of the time with no process"));
+  CHECK_THAT(busy.out,
+             Catch::Contains("advice       a MIG instance of a smaller profile would do"));
+
+  test::Run report = run_agent("report --by-job --format json " + quote(log));
+  REQUIRE(report.exit_code == 0);
+  json jobs = json::parse(report.out)["jobs"];
+  REQUIRE(jobs.size() == 2);
+  CHECK(jobs[0]["job_id"] == "4321");
+  REQUIRE(jobs[0]["gpus"].size() == 1);
+  CHECK(jobs[0]["gpus"][0]["index"] == 0);
+  CHECK(jobs[0]["gpus"][0]["mig_device"] == 0);
+  CHECK(jobs[0]["gpus"][0]["profile"] == "3g.40gb");
+  CHECK(jobs[0]["gpus"][0]["memory_total_mib"] == 40192);
+  CHECK(jobs[1]["gpus"][0]["mig_device"] == 1);
+  CHECK(jobs[1]["gpus"][0]["peak_memory_mib"] == 4020);
 }
 
 TEST_CASE("allocations: MIG record names other than GPU.GPU_INSTANCE (digits, at most four each) "

@@ -197,6 +197,17 @@ void ReportBuilder::add(const LogRow &log) {
   sample.nvlink_bandwidth_bytes_per_second = gpu.nvlink_bandwidth_bytes_per_second;
   sample.allocation = gpu.allocation;
   sample.compute_process = held_for_compute(gpu);
+  if (gpu.mig_devices)
+    for (const MigDevice &device : *gpu.mig_devices) {
+      if (!device.allocation || !device.index)
+        continue; // no job, or no name that stays the same across samples
+      std::optional<bool> compute;
+      if (std::optional<std::vector<const Process *>> on = instance_processes(gpu, device))
+        compute =
+            std::any_of(on->begin(), on->end(), [](const Process *p) { return for_compute(*p); });
+      sample.instances.push_back({*device.index, device.profile, *device.allocation,
+                                  device.memory_used_mib, device.memory_total_mib, compute});
+    }
   if (gpu.counters && gpu.counters->busy_seconds && gpu.counters->sampled_seconds) {
     sample.counted_busy_seconds = gpu.counters->busy_seconds;
     sample.counted_sampled_seconds = gpu.counters->sampled_seconds;

@@ -330,9 +330,7 @@ void jobs_section(std::string &out, const Report &report) {
          "<th>account</th><th>GPUs</th><th>time</th><th>held GPU-h</th><th>utilization</th>"
          "<th>idle GPU-h</th><th>unused GPU-h</th><th>energy Wh</th></tr>\n";
   for (const BatchJob &job : report.jobs.jobs) {
-    std::string gpus;
-    for (const BatchJobGpu &gpu : job.gpus)
-      gpus += (gpus.empty() ? "" : ", ") + std::to_string(gpu.index);
+    std::string gpus = html_escape(held_list_text(job.gpus));
     out += "<tr><td>" + job_name(job) + "</td><td>" + text(job.user, "unknown") + "</td><td>" +
            text(job.account, "none") + "</td><td>" + gpus + "</td><td>" +
            html_escape(describe_duration(job.wall_seconds())) + "</td><td>" +

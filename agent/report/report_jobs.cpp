@@ -2,11 +2,14 @@
 
 #include "report/report.hpp"
 
+#include "core/mig_text.hpp"
+
 #include "nvsmi/thresholds.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 
 namespace nvsmi {
 namespace {
@@ -32,6 +35,36 @@ std::string gib_text(std::int64_t mib) {
 }
 
 } // namespace
+
+std::string held_name(const BatchJobGpu &held) {
+  if (!held.mig_index)
+    return "GPU " + std::to_string(held.index);
+  std::string name = mig_instance_name(held.index, held.mig_index);
+  return held.mig_profile ? name + " (" + mig_profile_text(*held.mig_profile) + ")" : name;
+}
+
+std::string held_list_text(const std::vector<BatchJobGpu> &held) {
+  std::string list;
+  for (const BatchJobGpu &each : held)
+    list += (list.empty() ? "" : ", ") +
+            (each.mig_index ? held_name(each) : std::to_string(each.index));
+  return list;
+}
+
+std::string held_count_text(const std::vector<BatchJobGpu> &held) {
+  std::size_t instances = 0;
+  for (const BatchJobGpu &each : held)
+    instances += each.mig_index ? 1 : 0;
+  std::size_t gpus = held.size() - instances;
+  auto count = [](std::size_t n, const char *one, const char *many) {
+    return std::to_string(n) + (n == 1 ? one : many);
+  };
+  std::string gpu_text = count(gpus, " GPU", " GPUs");
+  if (instances == 0)
+    return gpu_text;
+  std::string instance_text = count(instances, " MIG instance", " MIG instances");
+  return gpus == 0 ? instance_text : gpu_text + " and " + instance_text;
+}
 
 std::optional<double> BatchJob::utilization_percent() const {
   if (utilization_known_seconds <= 0)
@@ -77,14 +110,18 @@ void BatchJobLedger::add(const BatchJobStretch &stretch) {
     job.first = stretch.end;
   if (!job.last || earlier(*job.last, stretch.end))
     job.last = stretch.end;
-  auto gpu = std::find_if(job.gpus.begin(), job.gpus.end(),
-                          [&](const BatchJobGpu &held) { return held.index == stretch.gpu_index; });
+  // A GPU, or one of its instances: each its own entry, in GPU then instance order.
+  auto same = [&](const BatchJobGpu &held) {
+    return held.index == stretch.gpu_index && held.mig_index == stretch.mig_index;
+  };
+  auto gpu = std::find_if(job.gpus.begin(), job.gpus.end(), same);
   if (gpu == job.gpus.end()) {
-    job.gpus.push_back({stretch.gpu_index, 0, std::nullopt, std::nullopt});
-    std::sort(job.gpus.begin(), job.gpus.end(),
-              [](const BatchJobGpu &a, const BatchJobGpu &b) { return a.index < b.index; });
-    gpu = std::find_if(job.gpus.begin(), job.gpus.end(),
-                       [&](const BatchJobGpu &held) { return held.index == stretch.gpu_index; });
+    job.gpus.push_back(
+        {stretch.gpu_index, 0, std::nullopt, std::nullopt, stretch.mig_index, stretch.mig_profile});
+    std::sort(job.gpus.begin(), job.gpus.end(), [](const BatchJobGpu &a, const BatchJobGpu &b) {
+      return std::tie(a.index, a.mig_index) < std::tie(b.index, b.mig_index);
+    });
+    gpu = std::find_if(job.gpus.begin(), job.gpus.end(), same);
   }
   double d = stretch.seconds;
   gpu->seconds += d;
@@ -157,7 +194,7 @@ std::vector<BatchAccount> roll_up_accounts(const std::vector<BatchJob> &jobs) {
 void judge_job(BatchJob &job) {
   job.activity_finding = activity_finding(job.activity.figures());
   std::optional<double> unused = job.unused.percent(), idle = job.idle.percent();
-  std::string gpus = std::to_string(job.gpus.size()) + (job.gpus.size() == 1 ? " GPU" : " GPUs");
+  std::string gpus = held_count_text(job.gpus);
   if (unused && *unused >= job_rules::unused_share_percent &&
       job.unused.seconds >= static_cast<double>(gpu_thresholds::allocated_idle_after_s)) {
     job.finding = {Severity::warning, "allocated but unused: no process on its " + gpus + " for " +
@@ -196,7 +233,11 @@ void judge_job(BatchJob &job) {
   if (small) {
     job.finding = {Severity::ok,
                    used + "; peak memory " + gib_text(peak) + " of " + gib_text(total)};
-    job.advice = "a GPU with less memory, or a MIG slice, would do for this job";
+    bool instances = std::any_of(job.gpus.begin(), job.gpus.end(), [](const BatchJobGpu &held) {
+      return held.mig_index.has_value();
+    });
+    job.advice = instances ? "a MIG instance of a smaller profile would do for this job"
+                           : "a GPU with less memory, or a MIG slice, would do for this job";
     return;
   }
   job.finding = {Severity::ok, used};

@@ -34,14 +34,29 @@ struct BatchJobStretch {
   std::optional<double> joules;
   std::optional<bool> compute_process; // nullopt: the sample has no process list
   const Sample *sample = nullptr;      // its units' activity (dmon), where the log has it
+  // Where the job held one MIG instance of the GPU, not the GPU: the instance's index and profile
+  // (its memory and process above are the instance's; utilization, energy and activity unknown).
+  Reading mig_index;
+  Text mig_profile;
 };
 
-// One GPU as a job held it.
+// One GPU, or one MIG instance of a GPU, as a job held it.
 struct BatchJobGpu {
   int index = 0;
   double seconds = 0;
   Reading peak_memory_mib, memory_total_mib;
+  Reading mig_index; // the instance's, where the job held an instance
+  Text mig_profile;
 };
+
+// "GPU 0", "GPU 0 MIG 1 (3g.40gb)": a held GPU or instance as every format names it.
+std::string held_name(const BatchJobGpu &held);
+
+// "0, 1", "GPU 0 MIG 1 (3g.40gb)": the list after held_count_text, a GPU by its index alone.
+std::string held_list_text(const std::vector<BatchJobGpu> &held);
+
+// "2 GPUs", "1 MIG instance", "1 GPU and 2 MIG instances": what a job held.
+std::string held_count_text(const std::vector<BatchJobGpu> &held);
 
 struct BatchJob {
   std::string job_id;

@@ -191,6 +191,9 @@ OrderedJson batch_job_json(const BatchJob &job) {
   OrderedJson gpus = OrderedJson::array();
   for (const BatchJobGpu &gpu : job.gpus)
     gpus.push_back({{"index", gpu.index},
+                    // Where the job held one MIG instance of the GPU: its index and profile.
+                    {"mig_device", maybe(gpu.mig_index)},
+                    {"profile", maybe(gpu.mig_profile)},
                     {"held_gpu_hours", rounded(gpu.seconds / 3600, 3)},
                     {"peak_memory_mib", maybe(gpu.peak_memory_mib)},
                     {"memory_total_mib", maybe(gpu.memory_total_mib)}});

@@ -169,7 +169,14 @@ void GpuStats::take(const Sample &x) {
       ledger_.add(x.users, stretch);
       if (x.allocation)
         jobs_.add({gpu_slot_, s_.index, d, x.stamp, &*x.allocation, x.utilization, x.memory_used,
-                   x.memory_total, stretch.joules, x.compute_process, &x});
+                   x.memory_total, stretch.joules, x.compute_process, &x, std::nullopt,
+                   std::nullopt});
+      // An instance has no utilization, energy or activity of its own (the GPU's are all of
+      // its instances'): those stay unknown for its job.
+      for (const InstanceHold &held : x.instances)
+        jobs_.add({gpu_slot_, s_.index, d, x.stamp, &held.allocation, std::nullopt,
+                   held.memory_used, held.memory_total, std::nullopt, held.compute_process, nullptr,
+                   held.mig_index, held.profile});
       if (x.temperature) {
         temperature_sum_ += static_cast<double>(*x.temperature) * d;
         temperature_known_seconds_ += d;

@@ -19,6 +19,16 @@
 
 namespace nvsmi {
 
+// One MIG instance of the GPU that a batch job held in a sample: its own record, memory and
+// whether a compute process was on it (nullopt where that cannot be told: instance_processes).
+struct InstanceHold {
+  std::int64_t mig_index = 0;
+  Text profile;
+  Allocation allocation;
+  Reading memory_used, memory_total;
+  std::optional<bool> compute_process;
+};
+
 // One usable row, as the statistics need it.
 struct Sample {
   double time = 0; // seconds: UTC where the log gives an offset, else the log's own clock
@@ -46,6 +56,7 @@ struct Sample {
   Reading nvlink_bandwidth_bytes_per_second;
   std::optional<Allocation> allocation; // the job that holds it, where one does
   std::optional<bool> compute_process;  // held_for_compute; nullopt: no process list
+  std::vector<InstanceHold> instances;  // its MIG instances that jobs hold
   // The agent's busy and sampled seconds so far (nvsmi/usage_counters.hpp); nullopt where the log
   // line has none (a CSV log, a one-shot snapshot, an earlier agent's log).
   std::optional<double> counted_busy_seconds, counted_sampled_seconds;

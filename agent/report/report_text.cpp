@@ -358,12 +358,9 @@ std::string format_job_text(const BatchJob &job) {
   Allocation allocation;
   allocation.job_id = job.job_id;
   allocation.user = job.user;
-  std::string out = marked_text(allocation_text(allocation)) + ": " +
-                    std::to_string(job.gpus.size()) + (job.gpus.size() == 1 ? " GPU" : " GPUs") +
-                    " (";
-  for (std::size_t i = 0; i < job.gpus.size(); ++i)
-    out += (i ? ", " : "") + std::to_string(job.gpus[i].index);
-  out += ") for " + describe_duration(job.wall_seconds());
+  std::string out =
+      marked_text(allocation_text(allocation)) + ": " + held_count_text(job.gpus) + " (";
+  out += held_list_text(job.gpus) + ") for " + describe_duration(job.wall_seconds());
   if (job.account)
     out += ", account " + marked_text(*job.account);
   if (job.first && job.last)
@@ -395,7 +392,7 @@ std::string format_job_text(const BatchJob &job) {
                        : "unknown (no process lists)");
   std::string memory;
   for (const BatchJobGpu &gpu : job.gpus) {
-    memory += (memory.empty() ? "GPU " : ", GPU ") + std::to_string(gpu.index) + " peak ";
+    memory += (memory.empty() ? "" : ", ") + held_name(gpu) + " peak ";
     memory += gpu.peak_memory_mib ? number(static_cast<double>(*gpu.peak_memory_mib) / 1024, "%.1f")
                                   : "unknown";
     memory += gpu.memory_total_mib
