@@ -76,6 +76,37 @@ TEST_CASE("metrics: per-process series only when asked, per-user ones by default
   CHECK_THAT(m, Catch::Contains(",pid=\"101\",process_name=\"python3\",user=\"bob\""));
 }
 
+TEST_CASE("metrics: a MIG instance's compute processes by user, capped as the GPUs' users") {
+  Snapshot s = users_with({{"alice", 3000}, {"bob", 500}, {"carol", 100}});
+  // GPU 0 with two instances: alice's and bob's processes on instance 1, carol's on 2.
+  MigDevice one, two;
+  one.index = 0;
+  one.gpu_instance_id = 1;
+  two.index = 1;
+  two.gpu_instance_id = 2;
+  one.compute_instance_id = two.compute_instance_id = 0;
+  s.gpus[0].mig_devices = std::vector<MigDevice>{one, two};
+  for (Process &process : *s.gpus[0].processes) {
+    process.gpu_instance_id = process.user == Text("carol") ? 2 : 1;
+    process.compute_instance_id = 0;
+  }
+  std::string m = format_snapshot_metrics(s);
+  auto series = [&](const std::string &gi, const std::string &user) {
+    std::regex line("\nnvsmi_mig_user_processes\\{gpu=\"0\",[^}]*gpu_instance=\"" + gi +
+                    "\",compute_instance=\"0\",user=\"" + user + "\"\\} 1\n");
+    return std::regex_search(m, line);
+  };
+  CHECK(series("1", "alice"));
+  CHECK(series("1", "bob"));
+  CHECK(series("2", "carol"));
+  // Capped at one user: alice by name (the most memory), the others as one, per instance.
+  m = format_snapshot_metrics(s, users_cap(1));
+  CHECK(series("1", "alice"));
+  CHECK(series("1", "\\(other users\\)"));
+  CHECK(series("2", "\\(other users\\)"));
+  CHECK_FALSE(series("1", "bob"));
+}
+
 TEST_CASE("metrics: users beyond the cap are summed as one, the most memory named first") {
   Snapshot s = users_with({{"alice", 3000}, {"carol", 100}, {"dave", 100}, {"bob", 2000}});
   std::string m = format_snapshot_metrics(s, users_cap(2));

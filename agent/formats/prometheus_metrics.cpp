@@ -246,7 +246,7 @@ void write_snapshot_metrics(const Snapshot &snapshot, MetricsOut &out) {
   write_user_metrics(snapshot, user_labels, out);
   write_host_metrics(snapshot.host, out);
   write_fleet_health_metrics(snapshot, labels, user_labels, out);
-  write_mig_metrics(snapshot, out);
+  write_mig_metrics(snapshot, user_labels, out);
 }
 
 // The monitor's own cost (docs/METRICS.md): the agent's process, and each nvidia-smi stream's

@@ -3,6 +3,7 @@
 #include "nvsmi/gpu_state.hpp"
 
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -39,7 +40,7 @@ std::string instance_labels(const Gpu &gpu, const MigDevice &device) {
 
 } // namespace
 
-void write_mig_metrics(const Snapshot &snapshot, MetricsOut &out) {
+void write_mig_metrics(const Snapshot &snapshot, const UserLabels &user_labels, MetricsOut &out) {
   Family total("nvsmi_mig_memory_total_bytes", "A MIG instance's framebuffer memory in bytes.");
   Family used("nvsmi_mig_memory_used_bytes", "Framebuffer memory used on a MIG instance in bytes.");
   Family state("nvsmi_mig_state",
@@ -48,6 +49,10 @@ void write_mig_metrics(const Snapshot &snapshot, MetricsOut &out) {
   Family processes("nvsmi_mig_processes",
                    "Compute processes on a MIG instance (absent where the GPU's process list, or "
                    "which instance a process is on, is unknown).");
+  Family users("nvsmi_mig_user_processes",
+               "Compute processes of a user on a MIG instance (users beyond serve's "
+               "--metrics-users summed as user=\"(other users)\"; absent where which instance a "
+               "process is on is unknown).");
   // Bounded by the running jobs, as nvsmi_gpu_allocation_info is.
   Family allocations("nvsmi_mig_allocation_info",
                      "1 for each MIG instance a batch job holds (its `GPU.GPU_INSTANCE` record, "
@@ -76,6 +81,16 @@ void write_mig_metrics(const Snapshot &snapshot, MetricsOut &out) {
         for (const Process *process : *on)
           compute += for_compute(*process) ? 1 : 0;
         processes.add(labels, static_cast<double>(compute));
+        std::map<std::string, int> by_user; // by the label's value: one series per label set
+        for (const Process *process : *on)
+          if (for_compute(*process))
+            if (std::optional<std::string> user = user_labels.label(process->user))
+              ++by_user[*user];
+        for (const auto &[user, count] : by_user) {
+          std::string series = labels;
+          append_label(series, "user", user);
+          users.add(series, count);
+        }
       }
       if (device.allocation) {
         std::string series = labels;
@@ -89,6 +104,7 @@ void write_mig_metrics(const Snapshot &snapshot, MetricsOut &out) {
   used.write(out);
   state.write(out);
   processes.write(out);
+  users.write(out);
   allocations.write(out);
 }
 
