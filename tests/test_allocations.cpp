@@ -313,6 +313,18 @@ TEST_CASE("allocations: MIG record names other than GPU.GPU_INSTANCE (digits, at
   REQUIRE(mapping.by_instance.size() == 1);
   CHECK(mapping.by_instance.begin()->first == std::pair<int, int>(0, 2));
   CHECK(mapping.by_instance.begin()->second.job_id == "66");
+
+  // An instance id no record name can have (a hostile --nvidia-smi's 2^32 + 2) is no record's,
+  // not record 0.2's by a narrowing.
+  nvsmi::Snapshot snapshot = test::quiet_machine(1);
+  nvsmi::MigDevice device;
+  device.gpu_instance_id = 4294967298LL;
+  snapshot.gpus[0].mig_devices = std::vector<nvsmi::MigDevice>{device, device};
+  (*snapshot.gpus[0].mig_devices)[1].gpu_instance_id = 2;
+  nvsmi::attach_allocations(snapshot, *mapping.by_gpu_index, mapping.by_instance);
+  CHECK_FALSE(snapshot.gpus[0].mig_devices->at(0).allocation);
+  REQUIRE(snapshot.gpus[0].mig_devices->at(1).allocation);
+  CHECK(snapshot.gpus[0].mig_devices->at(1).allocation->job_id == "66");
 }
 
 TEST_CASE("allocations: serve serves a MIG instance's allocation (its info series, its "

@@ -142,8 +142,10 @@ void attach_allocations(Snapshot &snapshot, const std::map<int, Allocation> &by_
       continue;
     for (MigDevice &device : *gpu.mig_devices) {
       device.allocation = std::nullopt;
-      if (!device.gpu_instance_id)
-        continue; // which record is its cannot be told
+      // Which record is its cannot be told without its id; one no record name can have (over
+      // four digits) has none.
+      if (!device.gpu_instance_id || *device.gpu_instance_id < 0 || *device.gpu_instance_id > 9999)
+        continue;
       auto held = by_instance.find({gpu.index, static_cast<int>(*device.gpu_instance_id)});
       if (held != by_instance.end())
         device.allocation = held->second;
