@@ -1,4 +1,4 @@
-// Xid lines (parsers/src/xid.cpp) as docs/research/fleet-health.md section 11 quotes them, the
+// Xid lines (parsers/src/xid.cpp) as docs/research/xid.md section 1 quotes them, the
 // /dev/kmsg record decoder, and XidLog following a file and retrying one it could not open.
 #include "kernel_log/kmsg_record.hpp"
 #include "kernel_log/xid_log.hpp"

@@ -1,5 +1,5 @@
 // NVIDIA's Xid error reports in the kernel log, as the driver prints them
-// (docs/research/fleet-health.md, section 11):
+// (docs/research/xid.md, section 1):
 //   NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.
 //   NVRM: Xid (PCI:0000:01:00 GPU-I:02 GPU-CI:01): 13, pid=1797, name=python3, Graphics ...
 //   NVRM: Xid (PCI:0000:01:00): 62, 223b6a66 00002100 ...            (no pid, no name)
