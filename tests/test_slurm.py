@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """deploy/slurm/'s prolog and epilog, then the agent, on a real Slurm (issue 29).
 
 Usage: test_slurm.py AGENT_BIN PROJECT_DIR

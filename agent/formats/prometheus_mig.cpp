@@ -78,14 +78,15 @@ void write_mig_metrics(const Snapshot &snapshot, const UserLabels &user_labels, 
       }
       if (std::optional<std::vector<const Process *>> on = instance_processes(gpu, device)) {
         std::size_t compute = 0;
-        for (const Process *process : *on)
-          compute += for_compute(*process) ? 1 : 0;
-        processes.add(labels, static_cast<double>(compute));
         std::map<std::string, int> by_user; // by the label's value: one series per label set
-        for (const Process *process : *on)
-          if (for_compute(*process))
-            if (std::optional<std::string> user = user_labels.label(process->user))
-              ++by_user[*user];
+        for (const Process *process : *on) {
+          if (!for_compute(*process))
+            continue;
+          ++compute;
+          if (std::optional<std::string> user = user_labels.label(process->user))
+            ++by_user[*user];
+        }
+        processes.add(labels, static_cast<double>(compute));
         for (const auto &[user, count] : by_user) {
           std::string series = labels;
           append_label(series, "user", user);
